@@ -1,0 +1,100 @@
+"""The engine's command line: `playout`, `score` and `demo` (python -m engine --help)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+
+from .board import default_board
+from .errors import StateError
+from .narrate import describe
+from .outcome import outcome
+from .position import parse_position
+from .rules import apply_move, legal_moves
+from .state import new_game
+
+MAX_POSITION_BYTES = 1_000_000
+
+
+def random_game(players: int, seed: int):
+    """Play a whole seeded game choosing uniformly among legal moves; yields each step."""
+    state = new_game(players, seed)
+    chooser = random.Random(f"playout:{seed}")
+    while not state.is_over:
+        move = chooser.choice(legal_moves(state))
+        after = apply_move(state, move)
+        yield state, move, after
+        state = after
+
+
+def cmd_playout(args) -> int:
+    state, count = new_game(args.players, args.seed), 0
+    for _, _, state in random_game(args.players, args.seed):
+        count += 1
+    result = outcome(state)
+    print(json.dumps({
+        "players": list(state.players),
+        "moves": count,
+        "scores": dict(zip(state.players, result.scores)),
+        "winners": [state.players[s] for s in result.winners],
+        "breakdown": result.breakdown.to_dict(),
+        "intermediate": result.intermediate.to_dict() if result.intermediate else None,
+        "end_reason": result.reason,
+    }, ensure_ascii=False))
+    return 0
+
+
+def cmd_score(args) -> int:
+    try:
+        with open(args.file, "rb") as handle:
+            raw = handle.read(MAX_POSITION_BYTES + 1)
+        if len(raw) > MAX_POSITION_BYTES:
+            raise StateError(f"the file is larger than {MAX_POSITION_BYTES} bytes")
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise StateError(f"not valid JSON ({exc})") from None
+        position = parse_position(data, default_board())
+    except (OSError, StateError) as exc:
+        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"error: {args.file}: {message}", file=sys.stderr)
+        return 2
+    print(json.dumps(position.final_breakdown(default_board()).to_dict(), ensure_ascii=False))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    board = default_board()
+    first = new_game(args.players, args.seed)
+    print(f"Kardinal & König on the board '{board.name}': {len(first.players)} players "
+          f"({', '.join(first.players)}), seed {args.seed}; {first.players[first.start]} starts.")
+    print("Every move is chosen at random among the legal moves; the log is a spectator's.\n")
+    for before, move, after in random_game(args.players, args.seed):
+        print(f"{after.ply:4d}  {before.players[before.current]:<7} {move}")
+        for line in describe(before, move, after, None):
+            print(f"        {line}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    playout = commands.add_parser("playout", help="play a random seeded game; print JSON")
+    playout.add_argument("--players", type=int, choices=(3, 4, 5), required=True)
+    playout.add_argument("--seed", type=int, required=True)
+    playout.set_defaults(run=cmd_playout)
+    score = commands.add_parser("score", help="score a position file; print the breakdown JSON")
+    score.add_argument("file")
+    score.set_defaults(run=cmd_score)
+    demo = commands.add_parser("demo", help="play a seeded game in the terminal with its log")
+    demo.add_argument("--players", type=int, choices=(3, 4, 5), default=4)
+    demo.add_argument("--seed", type=int, default=2026)
+    demo.set_defaults(run=cmd_demo)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,373 @@
+"""The rules of a turn: which moves are legal, and the position each legal move leads to.
+
+`legal_moves` is the one source of truth for what may be played; `apply_move` checks every
+move it is given and raises `IllegalMoveError` with a reason a player can act on. Both are pure:
+they read a `GameState` and return new values. Scoring arithmetic lives in `engine.scoring`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cache
+from itertools import combinations
+
+from .board import Country, Field
+from .errors import IllegalMoveError, NotationError
+from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place
+from .scoring import final_breakdown, intermediate_breakdown
+from .state import DRAW, EMPTY, FACE_UP, HAND_SIZE, OVER, PLAY, GameState, shuffled
+
+MAX_CARDS, MAX_PIECES = 3, 2
+
+
+# --- what may be played ---------------------------------------------------------------------
+
+def legal_moves(state: GameState) -> list[Move]:
+    """Every legal move, in a stable order: placements, exchanges, draws, or the lone pass.
+
+    Placements come by card combination (sorted codes), then country in board order, then pieces
+    in field order with monasteries before advisors.
+    """
+    if state.phase == OVER:
+        return []
+    if state.phase == DRAW:
+        moves: list[Move] = [Draw(DECK)] if state.deck else []
+        moves.extend(Draw(code) for code in sorted(set(state.face_up)))
+        return moves
+    moves = _legal_places(state)
+    moves.extend(_legal_exchanges(state))
+    return moves or [Pass()]
+
+
+def _legal_exchanges(state: GameState) -> list[Exchange]:
+    if not (state.deck or state.face_up):
+        return []
+    return [Exchange(code) for code in sorted(set(state.hands[state.current]))]
+
+
+def card_combinations(hand: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The distinct sets of 1 to 3 cards a hand can play."""
+    found = set()
+    for size in range(1, min(MAX_CARDS, len(hand)) + 1):
+        found.update(combinations(sorted(hand), size))
+    return sorted(found, key=lambda combo: (len(combo), combo))
+
+
+@cache
+def pieces_paid(cards: tuple[str, ...], country_card: str) -> int | None:
+    """How many pieces `cards` place in a country shown by `country_card` cards, or None.
+
+    A card showing the country places one piece; two cards of one colour that does not show it
+    form a joker and place one piece together. Any other card would place nothing.
+    """
+    singles = sum(1 for c in cards if c == country_card)
+    others = [c for c in cards if c != country_card]
+    if not others:
+        return singles
+    if len(others) == 2 and others[0] == others[1]:
+        return singles + 1
+    return None
+
+
+def _legal_places(state: GameState) -> list[Place]:
+    board, seat = state.board, state.current
+    hand = state.hands[seat]
+    monks, advs = state.monastery_supply[seat], state.advisor_supply[seat]
+    if not hand or (monks == 0 and advs == 0):
+        return []
+    options = []  # per country: (one-piece options, two-piece options)
+    for country in board.countries:
+        counts = state.monastery_counts(country.index)
+        free = [board.fields[f].name for f in state.free_fields(country.index)]
+        most, placed = max(counts), sum(state.advisors[country.index])
+        ones: list[tuple[str, ...]] = [(f,) for f in free] if monks else []
+        twos: list[tuple[str, ...]] = []
+        if most:  # someone has built here, so advisors and a second piece are possible
+            if advs and placed < most:
+                ones.append((ADVISOR,))
+            if monks >= 2:
+                twos.extend(combinations(free, 2))
+            if monks and advs:
+                cap_after = max(most, counts[seat] + 1)
+                if placed + 1 <= cap_after:
+                    twos.extend((f, ADVISOR) for f in free)
+                if placed + 1 <= most:
+                    twos.extend((ADVISOR, f) for f in free)
+            if advs >= 2 and placed + 2 <= most:
+                twos.append((ADVISOR, ADVISOR))
+        options.append((country, ones, twos))
+    moves = []
+    for cards in card_combinations(hand):
+        for country, ones, twos in options:
+            k = pieces_paid(cards, country.card)
+            pieces = ones if k == 1 else twos if k == 2 else ()
+            moves.extend(Place(cards, country.name, p) for p in pieces)
+    return moves
+
+
+# --- checking a move ------------------------------------------------------------------------
+
+def _card_words(board, codes) -> str:
+    return ", ".join(f"{c} ({board.card(c).label})" for c in codes) or "no cards"
+
+
+def _check_place(state: GameState, move: Place) -> None:
+    board, seat = state.board, state.current
+    if not isinstance(move.cards, tuple) or not all(isinstance(c, str) for c in move.cards) \
+            or not isinstance(move.country, str) or not isinstance(move.pieces, tuple) \
+            or not all(isinstance(p, str) for p in move.pieces):
+        raise NotationError("a placement needs card codes, a country name and piece names as text")
+    for code in move.cards:
+        if code not in board.by_code:
+            raise NotationError(f"{code!r} is not a card; the cards are "
+                                + ", ".join(f"{c.code} ({c.label})" for c in board.cards))
+    country = board.by_name.get(move.country)
+    if not isinstance(country, Country):
+        raise NotationError(f"{move.country!r} is not a country on this board; the countries are "
+                            + ", ".join(c.name for c in board.countries))
+    if not 1 <= len(move.cards) <= MAX_CARDS:
+        raise IllegalMoveError(f"play 1 to {MAX_CARDS} cards, not {len(move.cards)}")
+    if not 1 <= len(move.pieces) <= MAX_PIECES:
+        raise IllegalMoveError(f"place 1 or 2 pieces a turn, not {len(move.pieces)}")
+    hand = list(state.hands[seat])
+    for code in move.cards:
+        if code not in hand:
+            raise IllegalMoveError(f"you do not hold the cards {''.join(move.cards)}; your hand is "
+                                   f"{_card_words(board, state.hands[seat])}")
+        hand.remove(code)
+    paid = pieces_paid(move.cards, country.card)
+    if paid is None:
+        stray = sorted(c for c in move.cards if c != country.card)
+        raise IllegalMoveError(
+            f"{_card_words(board, stray)} cannot place a piece in {country.name}: a card places a "
+            f"piece only in a country it shows, and two cards of one colour make a joker for any "
+            f"other country")
+    if paid > MAX_PIECES:
+        raise IllegalMoveError(f"{paid} cards showing {country.name} would place {paid} pieces, but "
+                               f"a turn places at most {MAX_PIECES}; play fewer cards")
+    if paid != len(move.pieces):
+        raise IllegalMoveError(
+            f"the cards {''.join(move.cards)} place {paid} piece{'s' if paid > 1 else ''} in "
+            f"{country.name}, but you listed {len(move.pieces)}: each card showing the country "
+            f"places one piece and each joker pair one piece, and no card may be played for nothing")
+    counts = state.monastery_counts(country.index)
+    if not any(counts):
+        if len(move.pieces) > 1:
+            raise IllegalMoveError(f"nobody has built in {country.name} yet, so you may place only "
+                                   f"one piece there this turn, a monastery")
+        if move.pieces[0] == ADVISOR:
+            raise IllegalMoveError(f"{country.name} has no monastery yet, so no advisor may go there; "
+                                   f"the first piece in a country is a monastery")
+    placed = sum(state.advisors[country.index])
+    monks, advs = state.monastery_supply[seat], state.advisor_supply[seat]
+    taken: set[int] = set()
+    for piece in move.pieces:
+        if piece == ADVISOR:
+            if advs == 0:
+                raise IllegalMoveError("you have no advisors left in your supply")
+            most = max(counts)
+            if placed + 1 > most:
+                raise IllegalMoveError(
+                    f"{country.name} already holds {placed} advisor{'s' if placed != 1 else ''}, "
+                    f"the most monasteries any player has there; an advisor needs one more "
+                    f"monastery of a single player in {country.name} first")
+            placed += 1
+            advs -= 1
+            continue
+        field = board.by_name.get(piece)
+        if not isinstance(field, Field):
+            raise NotationError(f"{piece!r} is not a cloister field on this board")
+        if field.country != country.name:
+            raise IllegalMoveError(f"{field.name} is in {field.country}, not in {country.name}; "
+                                   f"all pieces of a turn go to one country")
+        holder = state.monasteries[field.index]
+        if holder != EMPTY or field.index in taken:
+            who = state.players[holder] if holder != EMPTY else "you"
+            free = [board.fields[f].name for f in state.free_fields(country.index) if f not in taken]
+            raise IllegalMoveError(
+                f"{field.name} already holds a monastery ({who}); only one monastery stands on a "
+                f"field" + (f"; free in {country.name}: {', '.join(free)}" if free
+                            else f", and {country.name} has no free cloister field"))
+        if monks == 0:
+            raise IllegalMoveError("you have no monasteries left in your supply")
+        taken.add(field.index)
+        counts[seat] += 1
+        monks -= 1
+
+
+def _check(state: GameState, move: Move) -> None:
+    if not isinstance(move, (Place, Exchange, Draw, Pass)):
+        raise NotationError(f"{move!r} is not a move")
+    if state.phase == OVER:
+        raise IllegalMoveError("the game is over; no more moves can be made")
+    board, seat = state.board, state.current
+    if isinstance(move, Draw):
+        if state.phase != DRAW:
+            raise IllegalMoveError("there is nothing to draw now: first play cards or exchange one")
+        if move.source == DECK:
+            if not state.deck:
+                raise IllegalMoveError("the deck is empty; take a face-up card")
+        elif move.source not in board.by_code:
+            raise NotationError(f"draw from 'deck' or a face-up card's code, not {move.source!r}")
+        elif move.source not in state.face_up:
+            raise IllegalMoveError(f"no {board.card(move.source).colour} card lies face up; the "
+                                   f"face-up cards are {_card_words(board, state.face_up)}"
+                                   + ("; or draw from the deck" if state.deck else ""))
+        return
+    if state.phase == DRAW:
+        raise IllegalMoveError(f"you have played this turn; now draw {state.draws_left} more "
+                               f"card{'s' if state.draws_left > 1 else ''} (from the deck or a "
+                               f"face-up card)")
+    if isinstance(move, Place):
+        _check_place(state, move)
+    elif isinstance(move, Exchange):
+        if move.card not in board.by_code:
+            raise NotationError(f"{move.card!r} is not a card")
+        if move.card not in state.hands[seat]:
+            raise IllegalMoveError(f"you hold no {board.card(move.card).colour} card to exchange; "
+                                   f"your hand is {_card_words(board, state.hands[seat])}")
+        if not (state.deck or state.face_up):
+            raise IllegalMoveError("no card is left to draw, so no card can be exchanged")
+    elif _legal_places(state) or _legal_exchanges(state):
+        raise IllegalMoveError("you may pass only when you can neither place a piece nor exchange "
+                               "a card")
+
+
+# --- making a move ----------------------------------------------------------------------------
+
+class _Turn:
+    """The parts of a state one move changes, as mutable copies, frozen again by `done`."""
+
+    def __init__(self, state: GameState):
+        self.s = state
+        self.deck = list(state.deck)
+        self.face_up = list(state.face_up)
+        self.discard = list(state.discard)
+        self.hands = [list(h) for h in state.hands]
+        self.drawn = list(state.drawn)
+        self.scores = list(state.scores)
+        self.exhaustions = state.exhaustions
+        self.last_seat = state.last_seat
+        self.intermediate = state.intermediate
+        self.phase, self.current, self.draws_left = state.phase, state.current, state.draws_left
+        self.end_reason = state.end_reason
+        self.changes: dict = {}
+
+    def take_from_deck(self) -> str:
+        card = self.deck.pop()
+        if not self.deck:
+            self.deck_ran_out()
+        return card
+
+    def deck_ran_out(self) -> None:
+        s = self.s
+        self.exhaustions += 1
+        if self.exhaustions == 1:
+            monasteries = self.changes.get("monasteries", s.monasteries)
+            points = intermediate_breakdown(s.board, s.players, monasteries).totals()
+            self.scores = [a + b for a, b in zip(self.scores, points)]
+            self.intermediate = monasteries
+            # The discard pile, not the face-up cards, becomes the new deck.
+            self.deck = list(shuffled(self.discard, s.seed, "reshuffle"))
+            self.discard = []
+            if not self.deck:
+                self.deck_ran_out()
+        elif self.exhaustions == 2:
+            self.last_seat = (s.start - 1) % len(s.players)
+
+    def can_draw(self) -> bool:
+        return bool(self.deck or self.face_up)
+
+    def end_turn(self) -> None:
+        while len(self.face_up) < FACE_UP and self.deck:
+            self.face_up.append(self.take_from_deck())
+        self.face_up.sort()
+        self.draws_left = 0
+        state = self.frozen()
+        if self.last_seat is not None and self.current == self.last_seat:
+            self.finish("the deck ran out a second time and the round is complete")
+        elif not anyone_can_place(state):
+            self.finish("no player can place a piece")
+        else:
+            self.current = (self.current + 1) % len(self.s.players)
+            self.phase = PLAY
+
+    def finish(self, reason: str) -> None:
+        s = self.s
+        final = final_breakdown(s.board, s.players, self.changes.get("monasteries", s.monasteries),
+                                self.changes.get("advisors", s.advisors)).totals()
+        self.scores = [a + b for a, b in zip(self.scores, final)]
+        self.phase, self.end_reason = OVER, reason
+
+    def frozen(self, ply: int | None = None) -> GameState:
+        return replace(
+            self.s, deck=tuple(self.deck), face_up=tuple(self.face_up),
+            discard=tuple(self.discard), hands=tuple(tuple(sorted(h)) for h in self.hands),
+            drawn=tuple(self.drawn), scores=tuple(self.scores), exhaustions=self.exhaustions,
+            last_seat=self.last_seat, intermediate=self.intermediate, phase=self.phase,
+            current=self.current, draws_left=self.draws_left, end_reason=self.end_reason,
+            ply=self.s.ply if ply is None else ply, **self.changes)
+
+    def done(self) -> GameState:
+        return self.frozen(self.s.ply + 1)
+
+
+def anyone_can_place(state: GameState) -> bool:
+    """Whether some seat could still place a piece somewhere, given the cards it needs."""
+    free = EMPTY in state.monasteries
+    room = any(state.advisor_room(c.index) > 0 for c in state.board.countries)
+    return any((free and state.monastery_supply[s] > 0) or (room and state.advisor_supply[s] > 0)
+               for s in state.seats)
+
+
+def apply_move(state: GameState, move: Move) -> GameState:
+    """The position after `move`; IllegalMoveError or NotationError if it cannot be played."""
+    _check(state, move)
+    seat = state.current
+    turn = _Turn(state)
+    if isinstance(move, Place):
+        _place(state, move, turn)
+    elif isinstance(move, Exchange):
+        turn.hands[seat].remove(move.card)
+        turn.discard.append(move.card)
+        turn.drawn[seat] = ()
+        turn.phase, turn.draws_left = DRAW, 1
+    elif isinstance(move, Draw):
+        if move.source == DECK:
+            card = turn.take_from_deck()
+            turn.drawn[seat] = turn.drawn[seat] + (card,)
+        else:
+            card = move.source
+            turn.face_up.remove(card)
+        turn.hands[seat].append(card)
+        turn.draws_left -= 1
+    else:
+        turn.drawn[seat] = ()
+        turn.end_turn()
+        return turn.done()
+    if turn.phase == DRAW and (turn.draws_left <= 0 or not turn.can_draw()):
+        turn.end_turn()
+    return turn.done()
+
+
+def _place(state: GameState, move: Place, turn: _Turn) -> None:
+    board, seat = state.board, state.current
+    monasteries = list(state.monasteries)
+    advisors = [list(a) for a in state.advisors]
+    country = board.country(move.country)
+    monks, advs = list(state.monastery_supply), list(state.advisor_supply)
+    for piece in move.pieces:
+        if piece == ADVISOR:
+            advisors[country.index][seat] += 1
+            advs[seat] -= 1
+        else:
+            monasteries[board.field_named(piece).index] = seat
+            monks[seat] -= 1
+    for code in move.cards:
+        turn.hands[seat].remove(code)
+        turn.discard.append(code)
+    turn.changes.update(monasteries=tuple(monasteries), advisors=tuple(tuple(a) for a in advisors),
+                        monastery_supply=tuple(monks), advisor_supply=tuple(advs))
+    turn.drawn[seat] = ()
+    turn.phase = DRAW
+    turn.draws_left = HAND_SIZE - len(turn.hands[seat])
