@@ -1,10 +1,15 @@
 """Positions written by hand: the JSON a player or a test types to have a board scored.
 
 `{"monasteries": {"<field>": "<colour>", ...}, "advisors": {"<country>": ["<colour>", ...]}}`
+
+This module reads and checks such a position; it does not open files (the command line does)
+and does not check that the position could arise in play (an advisor may stand on a crest with
+no monastery beside it), only what scoring needs: known names, colours, and the box's supply.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +17,8 @@ from .board import Board
 from .errors import StateError
 from .scoring import Breakdown, final_breakdown
 from .state import ADVISORS_EACH, EMPTY, MONASTERIES_EACH, PLAYER_COLOURS
+
+_SHOWN = 60  # longest quoted value an error message repeats, so it stays one readable line
 
 
 @dataclass(frozen=True)
@@ -26,9 +33,24 @@ class Position:
         return final_breakdown(board, self.players, self.monasteries, self.advisors)
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "..."
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in words."""
+    if isinstance(value, bool):
+        return "true or false"
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "a text", int: "a number",
+            float: "a number"}.get(type(value), type(value).__name__)
+
+
 def _colour(value: Any, where: str) -> str:
-    if value not in PLAYER_COLOURS:
-        raise StateError(f"{where}: {value!r} is not a player colour "
+    if not isinstance(value, str) or value not in PLAYER_COLOURS:
+        raise StateError(f"{where}: {_shown(value)} is not a player colour "
                          f"({', '.join(PLAYER_COLOURS)})")
     return value
 
@@ -36,34 +58,39 @@ def _colour(value: Any, where: str) -> str:
 def parse_position(data: Any, board: Board) -> Position:
     """Check a hand-written position against the board; StateError names the first problem."""
     if not isinstance(data, dict):
-        raise StateError("the position must be a JSON object with 'monasteries' and 'advisors'")
-    unknown = set(data) - {"monasteries", "advisors"}
+        raise StateError(f"the position must be a JSON object with 'monasteries' and 'advisors', "
+                         f"not {_kind(data)}")
+    unknown = [key for key in data if key not in ("monasteries", "advisors")]
     if unknown:
-        raise StateError(f"unknown key {sorted(unknown)[0]!r}; a position has only "
+        raise StateError(f"unknown key {_shown(unknown[0])}; a position has only "
                          "'monasteries' and 'advisors'")
     monasteries = data.get("monasteries", {})
     advisors = data.get("advisors", {})
     if not isinstance(monasteries, dict):
-        raise StateError("'monasteries' must map field names to colours")
+        raise StateError(f"'monasteries' must be an object mapping field names to colours, "
+                         f"not {_kind(monasteries)}")
     if not isinstance(advisors, dict):
-        raise StateError("'advisors' must map country names to lists of colours")
+        raise StateError(f"'advisors' must be an object mapping country names to lists of "
+                         f"colours, not {_kind(advisors)}")
     placed: dict[int, str] = {}
     for name, colour in monasteries.items():
-        field = board.find_field(name)
+        field = board.find_field(name) if isinstance(name, str) else None
         if field is None:
-            raise StateError(f"monasteries: {name!r} is not a cloister field on the {board.id} board")
+            raise StateError(f"monasteries: {_shown(name)} is not a cloister field on the "
+                             f"{board.id} board")
         if field.index in placed:
             raise StateError(f"monasteries: {field.name} is listed twice")
         placed[field.index] = _colour(colour, f"monasteries: {field.name}")
     crests: dict[int, list[str]] = {}
     for name, colours in advisors.items():
-        country = board.find_country(name)
+        country = board.find_country(name) if isinstance(name, str) else None
         if country is None:
-            raise StateError(f"advisors: {name!r} is not a country on the {board.id} board")
+            raise StateError(f"advisors: {_shown(name)} is not a country on the {board.id} board")
         if country.index in crests:
             raise StateError(f"advisors: {country.name} is listed twice")
         if not isinstance(colours, list):
-            raise StateError(f"advisors: {country.name} must have a list of colours")
+            raise StateError(f"advisors: {country.name} must have a list of colours, "
+                             f"not {_kind(colours)}")
         crests[country.index] = [_colour(c, f"advisors: {country.name}") for c in colours]
     used = set(placed.values()) | {c for cs in crests.values() for c in cs}
     players = tuple(c for c in PLAYER_COLOURS if c in used)
@@ -79,3 +106,47 @@ def parse_position(data: Any, board: Board) -> Position:
     counts = tuple(tuple(crests.get(c.index, []).count(colour) for colour in players)
                    for c in board.countries)
     return Position(players, fields, counts)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # The json module keeps the last of two equal keys silently; a position must not.
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise StateError(f"the key {_shown(key)} appears twice in one JSON object")
+        out[key] = value
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise StateError(f"{name} is not a JSON value")
+
+
+def parse_position_json(raw: bytes | str, board: Board) -> Position:
+    """Read a position from its file contents: UTF-8 JSON (a byte-order mark is allowed).
+
+    StateError names the first problem in one line: the encoding, the JSON syntax (with line and
+    column), a key given twice in one object, or anything `parse_position` rejects.
+    """
+    if isinstance(raw, bytes):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise StateError(f"not UTF-8 text: byte 0x{raw[exc.start]:02x} on line {line} "
+                             f"({exc.reason})") from None
+    else:
+        text = raw
+    text = text.removeprefix("\ufeff")  # some editors start UTF-8 files with a byte-order mark
+    if not text.strip():
+        raise StateError("the file is empty; a position is a JSON object with 'monasteries' "
+                         "and 'advisors'")
+    try:
+        data = json.loads(text, object_pairs_hook=_object, parse_constant=_constant)
+    except StateError:
+        raise
+    except RecursionError:
+        raise StateError("not valid JSON: lists or objects are nested too deeply") from None
+    except ValueError as exc:  # a syntax error, or a number too long to read
+        raise StateError(f"not valid JSON: {exc}") from None
+    return parse_position(data, board)
