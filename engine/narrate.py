@@ -10,9 +10,22 @@ from .outcome import intermediate_of, outcome
 from .state import GameState
 
 
-def _card(state: GameState, code: str) -> str:
+def _card(state: GameState, code: str, count: int = 1) -> str:
     card = state.board.card(code)
-    return f"a {card.colour} card ({card.label})"
+    if count == 2:
+        return f"two {card.colour} cards ({card.label})"
+    article = "an" if card.colour[0] in "aeiou" else "a"
+    return f"{article} {card.colour} card ({card.label})"
+
+
+def _cards_played(state: GameState, move: Place) -> str:
+    shown = state.board.country(move.country).card
+    singles = [c for c in move.cards if c == shown]
+    joker = [c for c in move.cards if c != shown]
+    parts = [_card(state, singles[0], len(singles))] if singles else []
+    if joker:
+        parts.append(_card(state, joker[0], 2) + " as a joker")
+    return " and ".join(parts)
 
 
 def _pieces(move: Place) -> str:
@@ -27,8 +40,7 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
     who = before.players[actor]
     lines = []
     if isinstance(move, Place):
-        cards = ", ".join(_card(before, c) for c in move.cards)
-        lines.append(f"{who} played {cards} and placed {_pieces(move)}.")
+        lines.append(f"{who} played {_cards_played(before, move)} and placed {_pieces(move)}.")
     elif isinstance(move, Exchange):
         lines.append(f"{who} exchanged {_card(before, move.card)}.")
     elif isinstance(move, Draw):
