@@ -120,9 +120,22 @@ def _require(condition: bool, message: str) -> None:
         raise BoardError(message)
 
 
+_NOTATION_MARKS = set(',;:+/&()[]{}<>"!?*|=\n\r\t')
+
+
 def _text(value: Any, what: str) -> str:
     _require(isinstance(value, str) and value.strip() == value and value != "",
              f"{what} must be a non-empty text without surrounding spaces, not {value!r}")
+    return value
+
+
+def _name(value: Any, what: str) -> str:
+    """A country or field name: text that the move notation can read back."""
+    _text(value, what)
+    marks = sorted(_NOTATION_MARKS & set(value))
+    if marks:
+        raise BoardError(f"{what} {value!r} contains {marks[0]!r}, which the move notation uses "
+                         "to separate words")
     return value
 
 
@@ -174,14 +187,14 @@ def parse_board(data: Mapping[str, Any]) -> Board:
     fields: list[Field] = []
     for i, raw in enumerate(_list(data.get("countries"), "[[countries]]")):
         _require(isinstance(raw, Mapping), f"country {i + 1} must be a table")
-        name = _text(raw.get("name"), f"country {i + 1}: name")
+        name = _name(raw.get("name"), f"country {i + 1}: name")
         _require(name in shown_by, f"country {name} is shown by no card colour")
         indices = []
         for j, spec in enumerate(_list(raw.get("fields"), f"country {name}: fields")):
             where = f"country {name}, field {j + 1}"
             _require(isinstance(spec, list) and len(spec) == 3,
                      f"{where} must be [name, latitude, longitude]")
-            fields.append(Field(len(fields), _text(spec[0], f"{where}: name"), name,
+            fields.append(Field(len(fields), _name(spec[0], f"{where}: name"), name,
                                 _number(spec[1], f"{where}: latitude", -90, 90),
                                 _number(spec[2], f"{where}: longitude", -180, 180)))
             indices.append(len(fields) - 1)

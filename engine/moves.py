@@ -4,33 +4,53 @@ A turn is one `Place` or `Exchange` followed by one `Draw` per card the hand tak
 `Pass` when the seat can do neither. The notation is case-insensitive and accepts field and
 country names with or without accents; `parse_move(str(move), board) == move` always holds.
 This module reads and writes moves; whether a move is legal is for `engine.rules` to say.
+docs/notation.md is the players' guide to the notation.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
-from .board import Board
+from .board import Board, Country, Field
 from .errors import NotationError
 from .names import fold
 
 ADVISOR = "advisor"
 DECK = "deck"
 
-_ADVISOR_WORDS = {"advisor", "advisors", "adviser", "adv", "a", "rat", "counsellor"}
-_MONASTERY_WORDS = {"monastery", "m", "kloster", "cloister"}
-_FILLER_WORDS = {"and", "then", "in", "play", "plays", "on", "at", "to", "with"}
-_DECK_WORDS = {"deck", "d", "pile", "stack"}
 MAX_NOTATION_LENGTH = 200
+
+_PASS_WORDS = {"pass", "passe"}
+_EXCHANGE_WORDS = {"exchange", "swap", "discard", "trade"}
+_DRAW_WORDS = {"draw", "take"}
+_ADVISOR_WORDS = {"advisor", "advisors", "adviser", "advisers", "adv", "a", "rat", "berater",
+                  "counsellor", "counselor", "councillor"}
+_MONASTERY_WORDS = {"monastery", "monasteries", "m", "kloster", "cloister", "abbey"}
+_DECK_WORDS = {"deck", "d", "pile", "stack"}
+# Words a player may write for readability; they never change what a move means.
+_FILLER_WORDS = {"and", "then", "in", "play", "plays", "played", "place", "places", "on", "at",
+                 "to", "with", "card", "cards", "the", "an", "one"}
+_DRAW_FILLER_WORDS = {"from", "the", "a", "card", "one", "face", "up", "face up", "faceup", "open",
+                      "top", "of"}
+_EXCHANGE_FILLER_WORDS = {"a", "the", "card", "one", "my"}
+
+# Separators between words. '.', '-' and apostrophes stay inside words: they are part of names
+# ("St. Gallen", "Saint-Denis"), and `names.fold` treats them as spaces when matching.
+_SPLIT = re.compile(r"[\s,;:+/&()\[\]{}<>\"“”„«»!?*|=]+")
+_MOVE_BREAK = re.compile(r"[;\r\n]+")
 
 
 @dataclass(frozen=True, slots=True)
 class Place:
     """Play `cards` (colour codes) to place `pieces` in `country`, in the order listed.
 
-    A piece is a cloister field's name (a monastery there) or `ADVISOR`. Two monasteries are
-    kept in name order, since their order changes nothing.
+    A piece is a cloister field's name (a monastery there) or `ADVISOR`. Cards are kept sorted
+    and two monasteries in name order, since their order changes nothing; an advisor's place
+    in the order does matter to the rules, so it is kept as given. Values that are not text
+    are kept as they are, for `engine.rules` to reject with a message.
     """
 
     cards: tuple[str, ...]
@@ -38,14 +58,23 @@ class Place:
     pieces: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        cards = tuple(sorted(self.cards))
-        if cards != self.cards:
-            object.__setattr__(self, "cards", cards)
-        if len(self.pieces) == 2 and ADVISOR not in self.pieces and self.pieces[0] > self.pieces[1]:
-            object.__setattr__(self, "pieces", (self.pieces[1], self.pieces[0]))
+        cards, pieces = self.cards, self.pieces
+        if isinstance(cards, (str, list, tuple)) and all(isinstance(c, str) for c in cards):
+            object.__setattr__(self, "cards", tuple(sorted(cards)))
+        if isinstance(pieces, (list, tuple)) and all(isinstance(p, str) for p in pieces):
+            pieces = tuple(pieces)
+            if len(pieces) == 2 and ADVISOR not in pieces \
+                    and _name_order(pieces[0]) > _name_order(pieces[1]):
+                pieces = (pieces[1], pieces[0])
+            object.__setattr__(self, "pieces", pieces)
 
     def __str__(self) -> str:
         return f"{''.join(self.cards)} {self.country}: {', '.join(self.pieces)}"
+
+
+def _name_order(name: str) -> tuple[str, str]:
+    # By the name as a reader sees it ("Cîteaux" before "Cluny"), then exactly, to be total.
+    return fold(name), name
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +107,135 @@ class Pass:
 
 Move = Place | Exchange | Draw | Pass
 
-_SPLIT = re.compile(r"[\s,;:+/&()]+")
+
+# --- reading --------------------------------------------------------------------------------
+
+def parse_move(text: str, board: Board) -> Move:
+    """Read one move in the notation; raise NotationError saying what to write instead."""
+    if not isinstance(text, str):
+        raise NotationError("a move must be text, for example 'pass' or 'draw deck'")
+    if len(text) > MAX_NOTATION_LENGTH:
+        raise NotationError(f"a move is at most {MAX_NOTATION_LENGTH} characters long; "
+                            "write one move at a time")
+    parts = [p for p in _MOVE_BREAK.split(text) if p.strip()]
+    if len(parts) > 1:
+        raise NotationError(f"write one move here; this is {len(parts)} moves: "
+                            + "; ".join(f"'{_shown(p.strip())}'" for p in parts[:4]))
+    words = _SPLIT.split(text)
+    words = [w for w in words if w and fold(w)]
+    if not words:
+        raise NotationError("the move is empty; write for example "
+                            f"'{_example(board)}', 'draw deck' or 'pass'")
+    verb, rest = fold(words[0]), words[1:]
+    if verb in _PASS_WORDS:
+        if rest:
+            raise NotationError("'pass' takes nothing after it")
+        return Pass()
+    if verb in _EXCHANGE_WORDS:
+        return Exchange(_parse_one_card(rest, board, "exchange", _EXCHANGE_FILLER_WORDS))
+    if verb in _DRAW_WORDS:
+        return _parse_draw(rest, board)
+    return _parse_place(words, board)
 
 
-def _words(text: str) -> list[str]:
-    return [w for w in _SPLIT.split(text.strip()) if w]
+def parse_moves(text: str, board: Board) -> list[Move]:
+    """Read several moves separated by ';' or new lines (a whole turn in one message)."""
+    if not isinstance(text, str):
+        raise NotationError("moves must be text, for example 'R Franken: Mainz; draw deck'")
+    parts = [p.strip() for p in _MOVE_BREAK.split(text) if p.strip()]
+    moves = []
+    for number, part in enumerate(parts, 1):
+        try:
+            moves.append(parse_move(part, board))
+        except NotationError as exc:
+            if len(parts) == 1:
+                raise
+            raise NotationError(f"move {number} ('{_shown(part)}'): {exc}") from None
+    return moves
+
+
+def _parse_draw(words: list[str], board: Board) -> Draw:
+    words = [w for w in words if fold(w) not in _DRAW_FILLER_WORDS]
+    if not words:
+        raise NotationError("say where to draw from: 'draw deck', or a face-up card such as "
+                            f"'draw {board.cards[0].code}'")
+    # A card beats a deck word, so that a board with a card coded D still reads 'draw D'.
+    if len(words) == 1 and board.find_card(words[0]) is None and fold(words[0]) in _DECK_WORDS:
+        return Draw(DECK)
+    return Draw(_parse_one_card(words, board, "draw", _DRAW_FILLER_WORDS))
+
+
+def _parse_one_card(words: list[str], board: Board, verb: str, fillers: set[str]) -> str:
+    words = [w for w in words if fold(w) not in fillers]
+    example = f"'{verb} {board.cards[0].code}'" + (" or 'draw deck'" if verb == "draw" else "")
+    if not words:
+        raise NotationError(f"say which card to {verb}, for example {example} "
+                            f"(cards: {_card_list(board)})")
+    codes: list[str] = []
+    for word in words:
+        found = _card_codes(word, board)
+        if found is None:
+            raise NotationError(f"'{_shown(word)}' is not a card; write {example} "
+                                f"(cards: {_card_list(board)})")
+        codes.extend(found)
+    if len(codes) > 1:
+        if verb == "draw":
+            raise NotationError("draw one card per move, for example '"
+                                + "; ".join(f"draw {c}" for c in codes[:3]) + "'")
+        raise NotationError(f"exchange exactly one card, for example '{verb} {codes[0]}'")
+    return codes[0]
+
+
+def _parse_place(words: list[str], board: Board) -> Place:
+    cards: list[str] = []
+    i = 0
+    while i < len(words):
+        if fold(words[i]) in _FILLER_WORDS:
+            i += 1
+            continue
+        codes = _card_codes(words[i], board)
+        if codes is None:
+            break
+        cards.extend(codes)
+        i += 1
+    if not cards:
+        raise _not_a_move(words[i:] or words, board)
+    country: Country | None = None
+    pieces: list[str] = []
+    while i < len(words):
+        word, key = words[i], fold(words[i])
+        found, used = _longest_name(words[i:], board)
+        if isinstance(found, Country):
+            if country is not None and found != country:
+                raise NotationError(f"a placement goes to one country, not both {country.name} "
+                                    f"and {found.name}; write a second placement next turn")
+            country = found
+        elif isinstance(found, Field):
+            pieces.append(found.name)
+        elif key in _ADVISOR_WORDS:
+            if not (key == "a" and i + 1 < len(words) and _is_piece_word(words[i + 1])):
+                pieces.append(ADVISOR)  # else "a" is the article of "a monastery"
+        elif key not in _MONASTERY_WORDS and key not in _FILLER_WORDS:
+            raise _not_a_piece(word, country, board)
+        i += used or 1
+    if country is None:
+        fields = [board.find_field(p) for p in pieces if p != ADVISOR]
+        if not fields:
+            raise NotationError(f"say in which country to place, for example "
+                                f"'{''.join(sorted(cards))} {_example_country(cards, board)}: "
+                                f"{', '.join(pieces) or ADVISOR}'")
+        country = board.country(fields[0].country)
+    if not pieces:
+        raise NotationError(f"say what to place in {country.name}: the name of a cloister field "
+                            f"for a monastery ({_field_list(country, board)}), or 'advisor', "
+                            f"for example '{''.join(sorted(cards))} {country.name}: "
+                            f"{board.fields[country.fields[0]].name}'")
+    return Place(tuple(cards), country.name, tuple(pieces))
+
+
+def _is_piece_word(word: str) -> bool:
+    key = fold(word)
+    return key in _MONASTERY_WORDS or (key in _ADVISOR_WORDS and key != "a")
 
 
 def _card_codes(word: str, board: Board) -> list[str] | None:
@@ -90,111 +243,97 @@ def _card_codes(word: str, board: Board) -> list[str] | None:
     card = board.find_card(word)
     if card is not None:
         return [card.code]
-    codes = [board.find_card(letter) for letter in word]
-    if all(c is not None and len(letter) == 1 for c, letter in zip(codes, word)):
-        return [c.code for c in codes]
+    cards = [board.find_card(letter) for letter in word]
+    if all(c is not None for c in cards):
+        return [c.code for c in cards]
     return None
 
 
-def _card_list(board: Board) -> str:
-    return ", ".join(f"{c.code} = {c.label}" for c in board.cards)
+@lru_cache(maxsize=8)
+def _most_words(board: Board) -> int:
+    """The most words any country or field name of the board has."""
+    return max(len(fold(name).split()) for name in board.by_name)
 
 
-def _one_card(words: list[str], board: Board, verb: str) -> str:
-    codes = _card_codes(words[0], board) if len(words) == 1 else None
-    if not codes or len(codes) != 1:
-        raise NotationError(f"'{verb}' needs exactly one card, for example '{verb} "
-                            f"{board.cards[0].code}' (cards: {_card_list(board)})")
-    return codes[0]
-
-
-def parse_move(text: str, board: Board) -> Move:
-    """Read one move in the notation; raise NotationError saying what to write instead."""
-    if not isinstance(text, str):
-        raise NotationError("a move must be text, for example 'pass' or 'draw deck'")
-    if len(text) > MAX_NOTATION_LENGTH:
-        raise NotationError(f"a move is at most {MAX_NOTATION_LENGTH} characters long")
-    words = _words(text)
-    if not words:
-        raise NotationError("the move is empty; write for example 'R Franken: Mainz' or 'pass'")
-    verb = fold(words[0])
-    rest = words[1:]
-    if verb == "pass":
-        if rest:
-            raise NotationError("'pass' takes nothing after it")
-        return Pass()
-    if verb in ("exchange", "swap", "discard", "trade"):
-        if not rest:
-            raise NotationError(f"say which card to exchange, for example 'exchange "
-                                f"{board.cards[0].code}' (cards: {_card_list(board)})")
-        return Exchange(_one_card(rest, board, "exchange"))
-    if verb in ("draw", "take"):
-        if len(rest) == 1 and fold(rest[0]) in _DECK_WORDS:
-            return Draw(DECK)
-        if not rest:
-            raise NotationError("say where to draw from: 'draw deck' or a face-up card such "
-                                f"as 'draw {board.cards[0].code}'")
-        return Draw(_one_card(rest, board, "draw"))
-    return _parse_place(words, board)
-
-
-def _parse_place(words: list[str], board: Board) -> Place:
-    words = [w for w in words if fold(w) not in _FILLER_WORDS]
-    cards: list[str] = []
-    while words:
-        codes = _card_codes(words[0], board)
-        if codes is None:
-            break
-        cards.extend(codes)
-        words.pop(0)
-    if not cards:
-        first = words[0] if words else ""
-        raise NotationError(f"'{first}' is not a move; start a placement with the cards you play "
-                            f"({_card_list(board)}), for example 'R Franken: Mainz', or write "
-                            "'exchange R', 'draw deck' or 'pass'")
-    country = None
-    found, used = _longest_name(words, board.find_country)
-    if found is not None:
-        country = found
-        words = words[used:]
-    pieces: list[str] = []
-    while words:
-        if fold(words[0]) in _MONASTERY_WORDS:
-            words.pop(0)
-            continue
-        if fold(words[0]) in _ADVISOR_WORDS:
-            pieces.append(ADVISOR)
-            words.pop(0)
-            continue
-        field, used = _longest_name(words, board.find_field)
-        if field is None:
-            where = f" (fields in {country.name}: {', '.join(board.fields[f].name for f in country.fields)})" \
-                if country else ""
-            raise NotationError(f"'{words[0]}' is not a cloister field or 'advisor'{where}")
-        pieces.append(field.name)
-        words = words[used:]
-    if not pieces:
-        raise NotationError("say what to place: a cloister field's name for a monastery, or "
-                            "'advisor', for example 'R Franken: Mainz, advisor'")
-    if country is None:
-        fields = [board.find_field(p) for p in pieces if p != ADVISOR]
-        if not fields:
-            raise NotationError("say in which country the advisor goes, for example "
-                                "'R Franken: advisor'")
-        country = board.country(fields[0].country)
-    return Place(tuple(cards), country.name, tuple(pieces))
-
-
-def _longest_name(words: list[str], find):
-    """The longest run of leading words that names something `find` knows, and its length."""
-    for end in range(min(len(words), 4), 0, -1):
-        found = find(" ".join(words[:end]))
+def _longest_name(words: list[str], board: Board) -> tuple[Country | Field | None, int]:
+    """The country or cloister field named by the most leading words, and how many it took."""
+    for end in range(min(len(words), _most_words(board)), 0, -1):
+        name = " ".join(words[:end])
+        found = board.find_country(name) or board.find_field(name)
         if found is not None:
             return found, end
     return None, 0
 
 
-def parse_moves(text: str, board: Board) -> list[Move]:
-    """Read several moves separated by ';' or new lines (a whole turn in one message)."""
-    parts = [p for p in re.split(r"[;\n]+", text) if p.strip()]
-    return [parse_move(p, board) for p in parts]
+# --- messages -------------------------------------------------------------------------------
+
+def _shown(text: str, limit: int = 40) -> str:
+    """A piece of the player's text, safe to quote back in a message."""
+    if not text.isprintable():
+        text = text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _card_list(board: Board) -> str:
+    return ", ".join(f"{c.code} ({c.colour}: {c.label})" for c in board.cards)
+
+
+def _field_list(country: Country, board: Board) -> str:
+    return ", ".join(board.fields[f].name for f in country.fields)
+
+
+def _example(board: Board) -> str:
+    country = board.countries[0]
+    return f"{country.card} {country.name}: {board.fields[country.fields[0]].name}"
+
+
+def _example_country(cards: list[str], board: Board) -> str:
+    shown = [c for c in board.countries if c.card in cards]
+    return (shown or board.countries)[0].name
+
+
+def _suggestion(word: str, names: list[str]) -> str:
+    """' (did you mean X?)' for a near miss among `names`, else ''."""
+    by_key = {fold(name): name for name in names}
+    close = difflib.get_close_matches(fold(word), list(by_key), n=1, cutoff=0.75)
+    return f" (did you mean {by_key[close[0]]}?)" if close else ""
+
+
+def _not_a_move(words: list[str], board: Board) -> NotationError:
+    found, _ = _longest_name(words, board)
+    word, key = words[0], fold(words[0])
+    if found is not None or key in _ADVISOR_WORDS or key in _MONASTERY_WORDS:
+        if isinstance(found, Field):
+            country, field = board.country(found.country), found
+        else:
+            country = found if isinstance(found, Country) else board.countries[0]
+            field = board.fields[country.fields[0]]
+        return NotationError(f"a placement starts with the cards you play, for example "
+                             f"'{country.card} {country.name}: {field.name}' "
+                             f"(cards: {_card_list(board)})")
+    if word.isalpha() and len(word) <= 3 and any(board.find_card(ch) for ch in word):
+        bad = "".join(ch for ch in word if board.find_card(ch) is None)
+        return NotationError(f"'{_shown(bad)}' in '{_shown(word)}' is not a card; the cards are "
+                             f"{_card_list(board)}")
+    verbs = ["pass", "exchange", "draw"]
+    hint = _suggestion(word, verbs + [n for n in board.by_name])
+    return NotationError(f"'{_shown(word)}' is not a move{hint}; write a placement such as "
+                         f"'{_example(board)}' (the cards you play, the country, then a cloister "
+                         f"field or 'advisor'), or 'exchange {board.cards[0].code}', 'draw deck', "
+                         f"'draw {board.cards[0].code}' or 'pass'")
+
+
+def _not_a_piece(word: str, country: Country | None, board: Board) -> NotationError:
+    if _card_codes(word, board) is not None:
+        return NotationError(f"write all the cards first, before the country: "
+                             f"'{_shown(word)}' comes too late")
+    if fold(word) in _DRAW_WORDS | _EXCHANGE_WORDS | _PASS_WORDS:
+        return NotationError(f"'{_shown(word)}' starts a new move; separate moves with ';' or "
+                             "a new line")
+    if country is None:
+        return NotationError(f"'{_shown(word)}' is not a country, a cloister field or 'advisor'"
+                             f"{_suggestion(word, list(board.by_name))}")
+    names = [board.fields[f].name for f in country.fields]
+    return NotationError(f"'{_shown(word)}' is not a cloister field in {country.name} or "
+                         f"'advisor'{_suggestion(word, names)}; the fields in {country.name} are "
+                         f"{_field_list(country, board)}")

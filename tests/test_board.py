@@ -136,6 +136,7 @@ sea = true
     (lambda d: d["countries"].pop(), "lacks: Burgund"),
     (lambda d: d["board"].update(format=2), "format must be 1"),
     (lambda d: d.pop("roads"), "[roads] section"),
+    (lambda d: d["countries"][0]["fields"][0].__setitem__(0, "Dur,ham"), "separate words"),
 ])
 def test_bad_board_files_are_refused_with_the_reason(change, message):
     """A board file that breaks the format is refused, naming what is wrong."""
