@@ -13,7 +13,8 @@ from itertools import combinations
 
 from .board import Country, Field
 from .errors import IllegalMoveError, NotationError
-from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place
+from .moves import (ADVISOR, DECK, Draw, Exchange, Move, Pass, Place, name_order,
+                    trusted_place)
 from .scoring import final_breakdown, intermediate_breakdown
 from .state import DRAW, EMPTY, FACE_UP, HAND_SIZE, OVER, PLAY, GameState, shuffled
 
@@ -45,6 +46,7 @@ def _legal_exchanges(state: GameState) -> list[Exchange]:
     return [Exchange(code) for code in sorted(set(state.hands[state.current]))]
 
 
+@cache
 def card_combinations(hand: tuple[str, ...]) -> list[tuple[str, ...]]:
     """The distinct sets of 1 to 3 cards a hand can play."""
     found = set()
@@ -85,8 +87,8 @@ def _legal_places(state: GameState) -> list[Place]:
         if most:  # someone has built here, so advisors and a second piece are possible
             if advs and placed < most:
                 ones.append((ADVISOR,))
-            if monks >= 2:
-                twos.extend(combinations(free, 2))
+            if monks >= 2:  # pairs of monasteries, each pair in canonical order
+                twos.extend(combinations(sorted(free, key=name_order), 2))
             if monks and advs:
                 cap_after = max(most, counts[seat] + 1)
                 if placed + 1 <= cap_after:
@@ -101,7 +103,7 @@ def _legal_places(state: GameState) -> list[Place]:
         for country, ones, twos in options:
             k = pieces_paid(cards, country.card)
             pieces = ones if k == 1 else twos if k == 2 else ()
-            moves.extend(Place(cards, country.name, p) for p in pieces)
+            moves.extend(trusted_place(cards, country.name, p) for p in pieces)
     return moves
 
 
