@@ -24,7 +24,7 @@ def _cards_played(state: GameState, move: Place) -> str:
     joker = [c for c in move.cards if c != shown]
     parts = [_card(state, singles[0], len(singles))] if singles else []
     if joker:
-        parts.append(_card(state, joker[0], 2) + " as a joker")
+        parts.append(_card(state, joker[0], 2) + " as a joker,")
     return " and ".join(parts)
 
 

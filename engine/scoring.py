@@ -110,7 +110,8 @@ class Breakdown:
                 continue
             scorers = [colours[s] for s, p in enumerate(a.points) if p]
             if scorers:
-                out.append(f"{head} {' and '.join(scorers)} hold both majorities, "
+                verb = "holds" if len(scorers) == 1 else "hold"
+                out.append(f"{head} {' and '.join(scorers)} {verb} both majorities, "
                            f"{a.advisors[0]}+{a.advisors[1]} = {a.advisors[0] + a.advisors[1]} pts")
             else:
                 out.append(f"{head} no one holds both majorities "
