@@ -10,12 +10,13 @@ import hashlib
 import json
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import BoardError
 from .names import fold, keys

@@ -13,8 +13,7 @@ from itertools import combinations
 
 from .board import Country, Field
 from .errors import IllegalMoveError, NotationError
-from .moves import (ADVISOR, DECK, Draw, Exchange, Move, Pass, Place, name_order,
-                    trusted_place)
+from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place, name_order, trusted_place
 from .scoring import final_breakdown, intermediate_breakdown
 from .state import DRAW, EMPTY, FACE_UP, HAND_SIZE, OVER, PLAY, GameState, shuffled
 

@@ -8,7 +8,7 @@ result is a `Breakdown` a player can check by hand; nothing here changes a game.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from .board import Board
 
@@ -247,7 +247,7 @@ def _pack(board: Board, component: tuple[int, ...]) -> tuple[tuple[int, ...], ..
     for node in range(len(component)):
         extend([node], 1 << node)
 
-    @lru_cache(maxsize=None)
+    @cache
     def best(mask: int) -> tuple[int, tuple[tuple[int, ...], ...]]:
         if mask.bit_count() < 4:
             return 0, ()

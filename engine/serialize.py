@@ -9,14 +9,25 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .board import Board, default_board
 from .errors import StateError
 from .moves import Move, parse_move
 from .rules import apply_move
-from .state import (ADVISORS_EACH, DRAW, EMPTY, MONASTERIES_EACH, OVER, PLAY, PLAYER_COLOURS,
-                    REMOVED_PER_COLOUR, GameState, new_game)
+from .state import (
+    ADVISORS_EACH,
+    DRAW,
+    EMPTY,
+    MONASTERIES_EACH,
+    OVER,
+    PLAY,
+    PLAYER_COLOURS,
+    REMOVED_PER_COLOUR,
+    GameState,
+    new_game,
+)
 
 FORMAT = 1
 GAME = "kardinal-koenig"

@@ -8,8 +8,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import (ADVISOR, DECK, Draw, Exchange, NotationError, Pass, Place, apply_move,
-                    default_board, legal_moves, load_board, new_game, parse_move, parse_moves)
+from engine import (
+    ADVISOR,
+    DECK,
+    Draw,
+    Exchange,
+    NotationError,
+    Pass,
+    Place,
+    apply_move,
+    default_board,
+    legal_moves,
+    load_board,
+    new_game,
+    parse_move,
+    parse_moves,
+)
 
 BOARD = default_board()
 DOC = Path(__file__).resolve().parent.parent / "docs" / "notation.md"

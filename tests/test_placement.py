@@ -3,6 +3,7 @@
 import pytest
 
 from engine import ADVISOR, IllegalMoveError, Place, apply_move, legal_moves, parse_move
+
 from helpers import BOARD, fill, scenario, seat_of
 
 
@@ -112,7 +113,7 @@ def test_advisor_cap_three_red_two_blue_two_yellow_allows_three():
 
 def test_advisor_cap_italien_shared_majority():
     """Advisor example 2: Barbara and Doris with 2 each allow two advisors, or a monastery and one."""
-    base = dict(monasteries=fill("Italien", red=2, blue=2), current="red")
+    base = {"monasteries": fill("Italien", red=2, blue=2), "current": "red"}
     state = scenario(hands={"red": "CC"}, **base)
     legal = legal_moves(state)
     for text in ("CC Italien: advisor, advisor", "CC Italien: Firenze, Roma",

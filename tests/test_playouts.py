@@ -9,9 +9,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import (ADVISOR, Exchange, IllegalMoveError, NotationError, Place, apply_move,
-                    from_json, legal_moves, new_game, outcome, replay, to_json, view_for)
+from engine import (
+    ADVISOR,
+    Exchange,
+    IllegalMoveError,
+    NotationError,
+    Place,
+    apply_move,
+    from_json,
+    legal_moves,
+    new_game,
+    outcome,
+    replay,
+    to_json,
+    view_for,
+)
 from engine.state import ADVISORS_EACH, MONASTERIES_EACH
+
 from helpers import BOARD
 
 FULL_DECK = Counter({c.code: c.count for c in BOARD.cards})

@@ -1,7 +1,7 @@
 """Scoring: every worked example of the rule books, and the readings the books leave open."""
 
 import random
-from itertools import combinations
+from itertools import combinations, pairwise
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from engine import final_breakdown, intermediate_breakdown, parse_position
 from engine.board import parse_board
 from engine.scoring import score_chains, score_monasteries
+
 from helpers import BOARD, fill
 
 COLOURS = ("yellow", "red", "green", "purple", "blue")
@@ -218,4 +219,4 @@ def test_chain_scoring_matches_brute_force(seed):
     assert len(used) == len(set(used)), "a monastery scores in one chain at most"
     for chain in scored.chains:
         indices = [BOARD.field_named(n).index for n in chain]
-        assert all(b in BOARD.neighbours[a] for a, b in zip(indices, indices[1:]))
+        assert all(b in BOARD.neighbours[a] for a, b in pairwise(indices))

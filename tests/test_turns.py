@@ -5,9 +5,21 @@ from dataclasses import replace
 
 import pytest
 
-from engine import (DECK, Draw, Exchange, IllegalMoveError, Pass, SetupError, apply_move,
-                    legal_moves, new_game, outcome, parse_move)
+from engine import (
+    DECK,
+    Draw,
+    Exchange,
+    IllegalMoveError,
+    Pass,
+    SetupError,
+    apply_move,
+    legal_moves,
+    new_game,
+    outcome,
+    parse_move,
+)
 from engine.scoring import final_breakdown, intermediate_breakdown
+
 from helpers import BOARD, fill, scenario, seat_of
 
 

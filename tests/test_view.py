@@ -5,6 +5,7 @@ import json
 import pytest
 
 from engine import apply_move, new_game, parse_move, view_for
+
 from helpers import BOARD, scenario, seat_of
 
 
