@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 
@@ -11,7 +12,7 @@ from .board import default_board
 from .errors import StateError
 from .narrate import describe
 from .outcome import outcome
-from .position import parse_position
+from .position import Position, parse_position_json
 from .rules import apply_move, legal_moves
 from .state import new_game
 
@@ -30,13 +31,13 @@ def random_game(players: int, seed: int):
 
 
 def cmd_playout(args) -> int:
-    state, count = new_game(args.players, args.seed), 0
+    moves, state = 0, None
     for _, _, state in random_game(args.players, args.seed):
-        count += 1
+        moves += 1
     result = outcome(state)
     print(json.dumps({
         "players": list(state.players),
-        "moves": count,
+        "moves": moves,
         "scores": dict(zip(state.players, result.scores)),
         "winners": [state.players[s] for s in result.winners],
         "breakdown": result.breakdown.to_dict(),
@@ -46,20 +47,26 @@ def cmd_playout(args) -> int:
     return 0
 
 
+def read_position(path: str) -> Position:
+    """The position in a file; StateError or OSError names what is wrong in one line."""
+    with open(path, "rb") as handle:
+        raw = handle.read(MAX_POSITION_BYTES + 1)
+    if len(raw) > MAX_POSITION_BYTES:
+        raise StateError(f"the file is larger than {MAX_POSITION_BYTES} bytes; a position "
+                         f"file is a few lines")
+    return parse_position_json(raw, default_board())
+
+
 def cmd_score(args) -> int:
+    # A file name may hold a line break or undecodable bytes; the error must stay one line.
+    name = args.file if args.file.isprintable() else ascii(args.file)
     try:
-        with open(args.file, "rb") as handle:
-            raw = handle.read(MAX_POSITION_BYTES + 1)
-        if len(raw) > MAX_POSITION_BYTES:
-            raise StateError(f"the file is larger than {MAX_POSITION_BYTES} bytes")
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise StateError(f"not valid JSON ({exc})") from None
-        position = parse_position(data, default_board())
-    except (OSError, StateError) as exc:
-        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        print(f"error: {args.file}: {message}", file=sys.stderr)
+        position = read_position(args.file)
+    except OSError as exc:
+        print(f"error: {name}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except StateError as exc:
+        print(f"error: {name}: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(position.final_breakdown(default_board()).to_dict(), ensure_ascii=False))
     return 0
@@ -93,7 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--seed", type=int, default=2026)
     demo.set_defaults(run=cmd_demo)
     args = parser.parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except BrokenPipeError:
+        # The reader stopped early (`python -m engine demo | head`); that is not our error, and
+        # pointing stdout at devnull keeps Python from failing again when it flushes at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

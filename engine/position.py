@@ -98,7 +98,8 @@ def parse_position(data: Any, board: Board) -> Position:
     for colour in players:
         built = sum(1 for c in placed.values() if c == colour)
         if built > MONASTERIES_EACH:
-            raise StateError(f"{colour} has {built} monasteries; a player has only {MONASTERIES_EACH}")
+            raise StateError(f"{colour} has {built} monasteries; a player has only "
+                             f"{MONASTERIES_EACH}")
         sent = sum(cs.count(colour) for cs in crests.values())
         if sent > ADVISORS_EACH:
             raise StateError(f"{colour} has {sent} advisors; a player has only {ADVISORS_EACH}")
@@ -122,6 +123,13 @@ def _constant(name: str) -> Any:
     raise StateError(f"{name} is not a JSON value")
 
 
+def _integer(digits: str) -> int:
+    # A position holds no numbers at all; refuse absurd ones before Python's own digit limit does.
+    if len(digits) > 20:
+        raise StateError(f"a number of {len(digits)} digits is not a colour or a list")
+    return int(digits)
+
+
 def parse_position_json(raw: bytes | str, board: Board) -> Position:
     """Read a position from its file contents: UTF-8 JSON (a byte-order mark is allowed).
 
@@ -134,7 +142,7 @@ def parse_position_json(raw: bytes | str, board: Board) -> Position:
         except UnicodeDecodeError as exc:
             line = raw.count(b"\n", 0, exc.start) + 1
             raise StateError(f"not UTF-8 text: byte 0x{raw[exc.start]:02x} on line {line} "
-                             f"({exc.reason})") from None
+                             f"cannot be read ({exc.reason}); save the file as UTF-8") from None
     else:
         text = raw
     text = text.removeprefix("\ufeff")  # some editors start UTF-8 files with a byte-order mark
@@ -142,11 +150,12 @@ def parse_position_json(raw: bytes | str, board: Board) -> Position:
         raise StateError("the file is empty; a position is a JSON object with 'monasteries' "
                          "and 'advisors'")
     try:
-        data = json.loads(text, object_pairs_hook=_object, parse_constant=_constant)
+        data = json.loads(text, object_pairs_hook=_object, parse_constant=_constant,
+                          parse_int=_integer)
     except StateError:
         raise
     except RecursionError:
         raise StateError("not valid JSON: lists or objects are nested too deeply") from None
-    except ValueError as exc:  # a syntax error, or a number too long to read
+    except ValueError as exc:  # a syntax error, with its line and column
         raise StateError(f"not valid JSON: {exc}") from None
     return parse_position(data, board)
