@@ -8,7 +8,8 @@ result is a `Breakdown` a player can check by hand; nothing here changes a game.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
+from itertools import combinations
 
 from .board import Board
 
@@ -226,41 +227,184 @@ def _walk(start: int, edges: dict[int, list[int]]) -> tuple[int, ...]:
         path.append(step[0])
 
 
+LONG = 4  # a path of this many monasteries scores; longer ones need no exact length in the search
+
+
+def _elimination_order(component: tuple[int, ...], adjacency: dict[int, set[int]]) -> list[int]:
+    """An order of the fields that keeps the search's frontier small: each next field is the one
+    with the most roads to fields already taken, then the fewest roads onward."""
+    left = set(component)
+    start = min(component, key=lambda f: (len(adjacency[f]), f))
+    order, taken = [start], {start}
+    left.remove(start)
+    while left:
+        nxt = min(left, key=lambda f: (-len(adjacency[f] & taken), len(adjacency[f] - taken), f))
+        order.append(nxt)
+        taken.add(nxt)
+        left.remove(nxt)
+    return order
+
+
+PATH_LIMIT = 400  # beyond this many candidate chains, the frontier search is the faster one
+
+
 @lru_cache(maxsize=4096)
 def _pack(board: Board, component: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-    """Exhaustive best packing of disjoint simple paths (4+ fields) in one small component."""
+    """The best set of disjoint chains (simple paths of 4+ fields) in one connected component.
+
+    Two exact methods: listing every candidate chain is fastest on small, sparse groups; the
+    frontier search keeps its time bounded on any group.
+    """
+    found = _pack_by_paths(board, component, PATH_LIMIT)
+    return found if found is not None else _pack_by_frontier(board, component)
+
+
+def _pack_by_paths(board: Board, component: tuple[int, ...],
+                   limit: int) -> tuple[tuple[int, ...], ...] | None:
+    """Best packing from the list of every simple path of 4+ fields; None past `limit` paths."""
     local = {f: i for i, f in enumerate(component)}
     adjacency = [[local[g] for g in board.neighbours[f] if g in local] for f in component]
     paths_by_node: list[list[tuple[int, tuple[int, ...]]]] = [[] for _ in component]
+    count = 0
 
-    def extend(path: list[int], mask: int) -> None:
-        if len(path) >= 4 and path[0] < path[-1]:
+    def extend(path: list[int], mask: int) -> bool:
+        nonlocal count
+        if len(path) >= LONG and path[0] < path[-1]:
+            count += 1
+            if count > limit:
+                return False
             entry = (mask, tuple(path))
             for node in path:
                 paths_by_node[node].append(entry)
         for nxt in adjacency[path[-1]]:
             if not mask >> nxt & 1:
                 path.append(nxt)
-                extend(path, mask | 1 << nxt)
+                ok = extend(path, mask | 1 << nxt)
                 path.pop()
+                if not ok:
+                    return False
+        return True
 
     for node in range(len(component)):
-        extend([node], 1 << node)
+        if not extend([node], 1 << node):
+            return None
+    for paths in paths_by_node:
+        paths.sort(key=lambda entry: -len(entry[1]))  # long chains first: a full cover ends early
+    memo: dict[int, tuple[int, tuple[tuple[int, ...], ...]]] = {}
 
-    @cache
     def best(mask: int) -> tuple[int, tuple[tuple[int, ...], ...]]:
-        if mask.bit_count() < 4:
+        size = mask.bit_count()
+        if size < LONG:
             return 0, ()
+        if mask in memo:
+            return memo[mask]
         low = (mask & -mask).bit_length() - 1
-        top = best(mask & ~(1 << low))  # the lowest field left outside every chain
+        top: tuple[int, tuple[tuple[int, ...], ...]] = (0, ())
         for path_mask, path in paths_by_node[low]:
             if path_mask & mask == path_mask:
                 points, chosen = best(mask & ~path_mask)
                 if points + len(path) > top[0]:
                     top = (points + len(path), chosen + (path,))
+                    if top[0] == size:
+                        break  # every field left is in a chain: nothing can beat this
+        if top[0] < size - 1:
+            rest = best(mask & ~(1 << low))  # the lowest field left outside every chain
+            if rest[0] > top[0]:
+                top = rest
+        memo[mask] = top
         return top
 
     return tuple(tuple(component[i] for i in path) for path in best((1 << len(component)) - 1)[1])
+
+
+def _pack_by_frontier(board: Board, component: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """Best packing by an exact dynamic programme over the fields in a fixed order, choosing for each field which
+    roads back to earlier fields its chains use (at most two). The state is the frontier: the
+    earlier fields that are still path ends with roads to fields not yet reached, each with its
+    path's label and the roads it uses, plus each path's length (capped at LONG: a long path's
+    fields are counted already). Its size follows the width of the map, not the number of
+    paths, so even a player with all 20 monasteries in one tangle scores in milliseconds.
+    """
+    members = set(component)
+    adjacency = {f: set(board.neighbours[f]) & members for f in component}
+    order = _elimination_order(component, adjacency)
+    position = {f: i for i, f in enumerate(order)}
+    earlier = [{position[g] for g in adjacency[f] if position[g] < i} for i, f in enumerate(order)]
+    last_needed = [max(position[g] for g in adjacency[f] | {f}) for f in order]
+    # A state is (ends, lengths): ends is a tuple of (position, label, roads used) in position
+    # order, labels numbered by first appearance; lengths[label] is the path's capped length.
+    layers: list[dict] = []
+    states: dict = {((), ()): (0, None, ())}
+    for i in range(len(order)):
+        following: dict = {}
+        for state, (value, _, _) in states.items():
+            ends = state[0]
+            open_ends = [e for e in ends if e[0] in earlier[i]]
+            choices = [()] + [(e,) for e in open_ends] + [
+                pair for pair in combinations(open_ends, 2) if pair[0][1] != pair[1][1]]
+            for chosen in choices:  # (a pair of ends of one path would close a loop)
+                nxt, gain = _step(state, i, chosen, last_needed)
+                total = value + gain
+                if nxt not in following or total > following[nxt][0]:
+                    following[nxt] = (total, state, tuple(e[0] for e in chosen))
+        layers.append(following)
+        states = following
+    # Walk back through the layers to the roads chosen, then read the chains off them.
+    state = max(states, key=lambda st: states[st][0])
+    roads: dict[int, list[int]] = {f: [] for f in component}
+    for i in range(len(order) - 1, -1, -1):
+        _, previous, chosen = layers[i][state]
+        for other in chosen:
+            roads[order[i]].append(order[other])
+            roads[order[other]].append(order[i])
+        state = previous
+    chains, seen = [], set()
+    for f in component:
+        if f not in seen and len(roads[f]) <= 1:
+            path = _walk(f, roads)
+            seen.update(path)
+            if len(path) >= LONG:
+                chains.append(path)
+    return tuple(chains)
+
+
+def _step(state, i, chosen, last_needed):
+    """The frontier after field `i` joins the paths ending at `chosen`, and the points gained.
+
+    Ends that can take no more roads (two used, or no road left to a later field) are dropped.
+    """
+    ends, lengths = state
+    if chosen:
+        merged = {e[1] for e in chosen}
+        before = [lengths[label] for label in merged]
+        short = sum(n for n in before if n < LONG)
+        if any(n >= LONG for n in before):
+            new_length, gain = LONG, 1 + short  # the long path's own fields are counted already
+        else:
+            new_length = short + 1
+            gain = new_length if new_length >= LONG else 0
+        keep = chosen[0][1]
+        touched = {e[0] for e in chosen}
+    else:
+        merged, touched, keep, new_length, gain = (), (), -1, 1, 0
+    kept = []
+    for at, label, used in ends:
+        if at in touched:
+            used += 1
+        if used < 2 and last_needed[at] > i:
+            kept.append((at, keep if label in merged else label, used))
+    if len(chosen) < 2 and last_needed[i] > i:
+        kept.append((i, keep, len(chosen)))
+    relabel: dict[int, int] = {}
+    new_lengths: list[int] = []
+    out = []
+    for at, label, used in kept:
+        new = relabel.get(label)
+        if new is None:
+            new = relabel[label] = len(new_lengths)
+            new_lengths.append(min(new_length, LONG) if label == keep else lengths[label])
+        out.append((at, new, used))
+    return (tuple(out), tuple(new_lengths)), gain
 
 
 def final_breakdown(board: Board, players: tuple[str, ...], monasteries: tuple[int, ...],

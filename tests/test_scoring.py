@@ -220,3 +220,44 @@ def test_chain_scoring_matches_brute_force(seed):
     for chain in scored.chains:
         indices = [BOARD.field_named(n).index for n in chain]
         assert all(b in BOARD.neighbours[a] for a, b in pairwise(indices))
+
+
+def random_group(rng, size):
+    start = rng.randrange(len(BOARD.fields))
+    fields, frontier = {start}, [start]
+    while len(fields) < size and frontier:
+        f = rng.choice(frontier)
+        options = [g for g in BOARD.neighbours[f] if g not in fields]
+        if not options:
+            frontier.remove(f)
+            continue
+        g = rng.choice(options)
+        fields.add(g)
+        frontier.append(g)
+    return tuple(sorted(fields))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**9), st.integers(8, 20))
+def test_both_chain_searches_agree_on_large_groups(seed, size):
+    """The two exact chain searches (listing paths, and the frontier programme) agree."""
+    from engine.scoring import _pack_by_frontier, _pack_by_paths
+
+    group = random_group(random.Random(seed), size)
+    by_paths = _pack_by_paths(BOARD, group, 10**7)
+    by_frontier = _pack_by_frontier(BOARD, group)
+    assert sum(map(len, by_paths)) == sum(map(len, by_frontier))
+    for chains in (by_paths, by_frontier):
+        flat = [f for chain in chains for f in chain]
+        assert len(flat) == len(set(flat)) and set(flat) <= set(group)
+        for chain in chains:
+            assert len(chain) >= 4
+            assert all(b in BOARD.neighbours[a] for a, b in pairwise(chain))
+
+
+def test_twenty_monasteries_in_one_tangle_all_score():
+    """A player's whole supply in one knotted group: every monastery ends up in some chain."""
+    tangle = ["Mainz", "Lorsch", "Milano", "Saint-Denis", "Chartres", "Fleury", "Bourges",
+              "Aachen", "Trier", "Verdun", "Metz", "Toul", "Hirsau", "Ulm", "Reichenau",
+              "St. Gallen", "Cîteaux", "Besançon", "Cluny", "Lyon"]
+    assert score({f: "purple" for f in tangle})["chains"] == {"purple": 20}
