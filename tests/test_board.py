@@ -76,46 +76,14 @@ def test_the_board_is_frozen():
         BOARD.by_name["Mainz"] = None
 
 
-def test_another_board_loads_from_a_file(tmp_path):
+def test_another_board_loads_from_a_file():
     """Another board is another file of the same format."""
-    path = tmp_path / "small.toml"
-    path.write_text('''
-[board]
-format = 1
-id = "small"
-name = "A small test board"
-
-[[cards]]
-colour = "red"
-code = "R"
-count = 12
-countries = ["North"]
-
-[[cards]]
-colour = "green"
-code = "G"
-count = 12
-countries = ["South"]
-
-[[countries]]
-name = "North"
-fields = [["Alpha", 50.0, 1.0], ["Beta", 50.5, 1.5], ["Gamma", 51.0, 2.0]]
-
-[[countries]]
-name = "South"
-fields = [["Delta", 45.0, 1.0], ["Epsilon", 45.5, 1.5]]
-
-[roads]
-joins = [["Alpha", "Beta"], ["Beta", "Gamma"], ["Gamma", "Delta"], ["Delta", "Epsilon"]]
-
-[[alliances]]
-number = 1
-countries = ["North", "South"]
-sea = true
-''', encoding="utf-8")
-    board = load_board(path)
-    assert [c.name for c in board.countries] == ["North", "South"]
-    assert board.neighbours[board.field_named("gamma").index] == (1, 3)
+    board = load_board(Path(__file__).resolve().parent / "data" / "test-board.toml")
+    assert [c.name for c in board.countries] == ["Österreich", "Tirol"]
+    assert [c.code for c in board.cards] == ["D", "B"]
+    zwettl = board.field_named("zwettl")
+    assert [board.fields[f].name for f in board.neighbours[zwettl.index]] == ["Stams"]
+    assert board.country("Osterreich").name == "Österreich"
     assert board.digest != BOARD.digest
 
 

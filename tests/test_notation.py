@@ -486,46 +486,12 @@ def test_every_well_formed_move_round_trips(move):
 
 # --- another board ----------------------------------------------------------------------------
 
-OTHER_BOARD = """
-[board]
-format = 1
-id = "test"
-name = "A test board"
-
-[[cards]]
-colour = "white"
-code = "D"
-count = 10
-countries = ["Österreich"]
-
-[[cards]]
-colour = "black"
-code = "B"
-count = 10
-countries = ["Tirol"]
-
-[[countries]]
-name = "Österreich"
-fields = [["Stift Sankt Florian bei Linz", 48.2, 14.4], ["Zwettl", 48.6, 15.2]]
-
-[[countries]]
-name = "Tirol"
-fields = [["Stams", 47.3, 10.98], ["Wilten", 47.25, 11.4]]
-
-[roads]
-joins = [["Zwettl", "Stams"]]
-
-[[alliances]]
-number = 1
-countries = ["Österreich", "Tirol"]
-"""
+OTHER_BOARD = Path(__file__).resolve().parent / "data" / "test-board.toml"
 
 
 @pytest.fixture(scope="module")
-def other_board(tmp_path_factory):
-    path = tmp_path_factory.mktemp("board") / "test.toml"
-    path.write_text(OTHER_BOARD, encoding="utf-8")
-    return load_board(path)
+def other_board():
+    return load_board(OTHER_BOARD)
 
 
 def test_country_names_with_or_without_accents(other_board):

@@ -174,6 +174,21 @@ def test_breakdown_lines_can_be_checked_by_hand():
 
 # --- chains against an independent brute force ---------------------------------------------
 
+def random_group(rng, size):
+    start = rng.randrange(len(BOARD.fields))
+    fields, frontier = {start}, [start]
+    while len(fields) < size and frontier:
+        f = rng.choice(frontier)
+        options = [g for g in BOARD.neighbours[f] if g not in fields]
+        if not options:
+            frontier.remove(f)
+            continue
+        g = rng.choice(options)
+        fields.add(g)
+        frontier.append(g)
+    return tuple(sorted(fields))
+
+
 def brute_force_chain_points(fields: set[int]) -> int:
     paths = set()
 
@@ -201,17 +216,7 @@ def brute_force_chain_points(fields: set[int]) -> int:
 def test_chain_scoring_matches_brute_force(seed):
     """Chains score the best packing of disjoint simple paths (checked against brute force)."""
     rng = random.Random(seed)
-    start = rng.randrange(len(BOARD.fields))
-    fields, frontier = {start}, [start]
-    while len(fields) < rng.randint(4, 11) and frontier:
-        f = rng.choice(frontier)
-        options = [g for g in BOARD.neighbours[f] if g not in fields]
-        if not options:
-            frontier.remove(f)
-            continue
-        g = rng.choice(options)
-        fields.add(g)
-        frontier.append(g)
+    fields = set(random_group(rng, rng.randint(4, 11)))
     monasteries = tuple(0 if f in fields else -1 for f in range(len(BOARD.fields)))
     (scored,) = score_chains(BOARD, monasteries, 1)
     assert scored.points == brute_force_chain_points(fields)
@@ -220,21 +225,6 @@ def test_chain_scoring_matches_brute_force(seed):
     for chain in scored.chains:
         indices = [BOARD.field_named(n).index for n in chain]
         assert all(b in BOARD.neighbours[a] for a, b in pairwise(indices))
-
-
-def random_group(rng, size):
-    start = rng.randrange(len(BOARD.fields))
-    fields, frontier = {start}, [start]
-    while len(fields) < size and frontier:
-        f = rng.choice(frontier)
-        options = [g for g in BOARD.neighbours[f] if g not in fields]
-        if not options:
-            frontier.remove(f)
-            continue
-        g = rng.choice(options)
-        fields.add(g)
-        frontier.append(g)
-    return tuple(sorted(fields))
 
 
 @settings(max_examples=40, deadline=None)
