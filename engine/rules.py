@@ -98,12 +98,26 @@ def _legal_places(state: GameState) -> list[Place]:
                 twos.append((ADVISOR, ADVISOR))
         options.append((country, ones, twos))
     moves = []
+    known = _PLACES
     for cards in card_combinations(hand):
         for country, ones, twos in options:
             k = pieces_paid(cards, country.card)
-            pieces = ones if k == 1 else twos if k == 2 else ()
-            moves.extend(trusted_place(cards, country.name, p) for p in pieces)
+            if k not in (1, 2):
+                continue
+            name = country.name
+            for pieces in ones if k == 1 else twos:
+                key = (cards, name, pieces)
+                move = known.get(key)
+                if move is None:
+                    move = known[key] = trusted_place(cards, name, pieces)
+                moves.append(move)
     return moves
+
+
+# Moves are immutable values and the same ones recur turn after turn, so legal_moves hands out
+# one shared object per distinct placement instead of building it again (a board has a few
+# thousand at most).
+_PLACES: dict[tuple, Place] = {}
 
 
 # --- checking a move ------------------------------------------------------------------------
