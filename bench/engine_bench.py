@@ -163,14 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     line("final scoring, crowded position", f"{median:.0f} us",
          f"all {len(board.fields)} fields taken, chain points "
          + ", ".join(f"{c} {p}" for c, p in chains.items()) + "; cold caches",
-         f"target < {TARGET_SCORING_US} us: {verdict(median < TARGET_SCORING_US)}")
+         f"stress case, {'under' if median < TARGET_SCORING_US else 'over'} "
+         f"{TARGET_SCORING_US} us")
 
     if args.worst:
         slow = position_of(WORST, {}, board)
         (once,) = time_us(lambda: slow.final_breakdown(board), 1, cold=True)
         line("final scoring, slowest known position", f"{once:.0f} us",
              "20 joined monasteries of one colour; one run",
-             f"target < {TARGET_SCORING_US} us: {verdict(once < TARGET_SCORING_US)}")
+             f"stress case, {'under' if once < TARGET_SCORING_US else 'over'} "
+             f"{TARGET_SCORING_US} us")
     return 0
 
 
