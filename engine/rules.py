@@ -25,8 +25,10 @@ MAX_CARDS, MAX_PIECES = 3, 2
 def legal_moves(state: GameState) -> list[Move]:
     """Every legal move, in a stable order: placements, exchanges, draws, or the lone pass.
 
-    Placements come by card combination (sorted codes), then country in board order, then pieces
-    in field order with monasteries before advisors.
+    Placements come by card combination (fewest cards first, then sorted codes), then country
+    in board order, then pieces: one monastery (fields in board order), one advisor, two
+    monasteries (pairs in name order), a monastery then an advisor, an advisor then a monastery,
+    two advisors.
     """
     if state.phase == OVER:
         return []
@@ -46,12 +48,12 @@ def _legal_exchanges(state: GameState) -> list[Exchange]:
 
 
 @cache
-def card_combinations(hand: tuple[str, ...]) -> list[tuple[str, ...]]:
+def card_combinations(hand: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """The distinct sets of 1 to 3 cards a hand can play."""
     found = set()
     for size in range(1, min(MAX_CARDS, len(hand)) + 1):
         found.update(combinations(sorted(hand), size))
-    return sorted(found, key=lambda combo: (len(combo), combo))
+    return tuple(sorted(found, key=lambda combo: (len(combo), combo)))
 
 
 @cache
@@ -298,10 +300,9 @@ class _Turn:
             self.face_up.append(self.take_from_deck())
         self.face_up.sort()
         self.draws_left = 0
-        state = self.frozen()
         if self.last_seat is not None and self.current == self.last_seat:
             self.finish("the deck ran out a second time and the round is complete")
-        elif not anyone_can_place(state):
+        elif not anyone_can_place(self.frozen()):
             self.finish("no player can place a piece")
         else:
             self.current = (self.current + 1) % len(self.s.players)
