@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import heapq
 import platform
-import random
 import statistics
 import sys
 import time
@@ -26,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine import apply_move, default_board, legal_moves, new_game, parse_position, scoring
+from engine import default_board, legal_moves, parse_position, scoring
+from engine.playout import random_playout
 
 TARGET_GAMES_PER_SECOND = 50
 TARGET_SCORING_US = 1000
@@ -74,18 +74,14 @@ def play_games(seeds: range, keep: int):
     ends, moves_applied, tie = [], 0, 0
     start = time.perf_counter()
     for seed in seeds:
-        state = new_game(PLAYERS, seed)
-        chooser = random.Random(f"playout:{seed}")  # as `python -m engine playout` chooses
-        while not state.is_over:
-            moves = legal_moves(state)
+        for state, moves, _, after in random_playout(PLAYERS, seed):  # as `engine playout` plays
             tie += 1
             if len(busiest) < keep:
                 heapq.heappush(busiest, (len(moves), tie, state))
             elif len(moves) > busiest[0][0]:
                 heapq.heapreplace(busiest, (len(moves), tie, state))
-            state = apply_move(state, chooser.choice(moves))
             moves_applied += 1
-        ends.append(state)
+        ends.append(after)
     return time.perf_counter() - start, moves_applied, [s for _, _, s in busiest], ends
 
 

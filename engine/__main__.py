@@ -5,34 +5,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 
 from .board import default_board
 from .errors import StateError
 from .narrate import describe
 from .outcome import outcome
+from .playout import random_playout
 from .position import Position, parse_position_json
-from .rules import apply_move, legal_moves
 from .state import new_game
 
 MAX_POSITION_BYTES = 1_000_000
 
 
-def random_game(players: int, seed: int):
-    """Play a whole seeded game choosing uniformly among legal moves; yields each step."""
-    state = new_game(players, seed)
-    chooser = random.Random(f"playout:{seed}")
-    while not state.is_over:
-        move = chooser.choice(legal_moves(state))
-        after = apply_move(state, move)
-        yield state, move, after
-        state = after
-
-
 def cmd_playout(args) -> int:
     moves, state = 0, None
-    for _, _, state in random_game(args.players, args.seed):
+    for _, _, _, state in random_playout(args.players, args.seed):
         moves += 1
     result = outcome(state)
     print(json.dumps({
@@ -78,7 +66,7 @@ def cmd_demo(args) -> int:
     print(f"Kardinal & König on the board '{board.name}': {len(first.players)} players "
           f"({', '.join(first.players)}), seed {args.seed}; {first.players[first.start]} starts.")
     print("Every move is chosen at random among the legal moves; the log is a spectator's.\n")
-    for before, move, after in random_game(args.players, args.seed):
+    for before, _, move, after in random_playout(args.players, args.seed):
         print(f"{after.ply:4d}  {before.players[before.current]:<7} {move}")
         for line in describe(before, move, after, None):
             print(f"        {line}")

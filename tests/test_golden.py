@@ -5,35 +5,30 @@ Regenerate after an intended rules change with `python3 -m pytest tests/test_gol
 """
 
 import json
-import random
 from pathlib import Path
 
-from engine import apply_move, describe, legal_moves, new_game, outcome, view_for
+from engine import describe, new_game, outcome, view_for
+from engine.playout import random_playout
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "kk-4p-seed-2026.txt"
 
 
 def playthrough(players: int = 4, seed: int = 2026) -> str:
-    state = new_game(players, seed)
-    chooser = random.Random(f"golden:{seed}")
-    out = [f"# Kardinal & König, {players} players, seed {seed}; moves chosen at random",
+    state = final = new_game(players, seed)
+    out = [f"# Kardinal & König, {players} players, seed {seed}; moves chosen at random as by `python -m engine playout`",
            f"setup: players {', '.join(state.players)}; {state.players[state.start]} starts",
            *(f"  {state.players[s]} hand {''.join(state.hands[s])}" for s in state.seats),
            f"  face up {''.join(state.face_up)}; deck {len(state.deck)} cards", ""]
-    while not state.is_over:
-        moves = legal_moves(state)
-        move = chooser.choice(moves)
-        after = apply_move(state, move)
-        actor = state.current
+    for state, moves, move, after in random_playout(players, seed):
+        actor, final = state.current, after
         out.append(f"{after.ply:3d} {state.players[actor]}: {move}   ({len(moves)} legal)")
         out.extend(f"      {line}" for line in describe(state, move, after, actor))
         view = view_for(after, actor).to_dict()
         out.append(f"      view of {state.players[actor]}: hand {''.join(view['hand'])}, "
                    f"face up {''.join(view['face_up'])}, deck {view['deck_size']}, "
                    f"scores {json.dumps(view['scores'])}")
-        state = after
     out.append("")
-    out.append("outcome: " + json.dumps(outcome(state).to_dict(state.players), ensure_ascii=False))
+    out.append("outcome: " + json.dumps(outcome(final).to_dict(final.players), ensure_ascii=False))
     return "\n".join(out) + "\n"
 
 

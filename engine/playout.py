@@ -1,0 +1,25 @@
+"""Seeded random games: the one loop the command line, the benchmark and the golden file share."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from .board import Board
+from .moves import Move
+from .rules import apply_move, legal_moves
+from .state import GameState, new_game
+
+
+def random_playout(players: int, seed: int,
+                   board: Board | None = None) -> Iterator[tuple[GameState, list[Move], Move, GameState]]:
+    """Play a whole game from `seed`, choosing uniformly among the legal moves (with a chooser
+    seeded from `seed` too); yield (state, its legal moves, the move chosen, the state after)."""
+    state = new_game(players, seed, board=board)
+    chooser = random.Random(f"playout:{seed}")
+    while not state.is_over:
+        moves = legal_moves(state)
+        move = chooser.choice(moves)
+        after = apply_move(state, move)
+        yield state, moves, move, after
+        state = after
