@@ -1,0 +1,67 @@
+"""The play-by-email server: web pages, JSON API, database, mail in and out.
+
+`create_app` only assembles: settings, the database engine, CSRF protection, the blueprints.
+Creating tables (migrations), seeding a demo game and sending mail are CLI commands.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+from .config import ConfigError, load_settings, resolve_paths
+
+ROOT = Path(__file__).resolve().parent.parent
+
+__all__ = ["ConfigError", "create_app"]
+
+
+def _instance_secret(instance: Path) -> str:
+    """The instance's own secret key, made once; safe when several processes start at once."""
+    target = instance / "secret_key"
+    if not target.exists():
+        instance.mkdir(parents=True, exist_ok=True)
+        temporary = instance / f"secret_key.{os.getpid()}.tmp"
+        temporary.write_text(os.urandom(32).hex())
+        os.chmod(temporary, 0o600)
+        try:
+            os.link(temporary, target)  # fails if another process won the race
+        except FileExistsError:
+            pass
+        finally:
+            temporary.unlink()
+    return target.read_text().strip()
+
+
+def create_app(test_config: dict[str, Any] | None = None) -> Flask:
+    """Make the app from defaults, the TOML file in PBEM_CONFIG, PBEM_* variables, then
+    `test_config`. Raises ConfigError naming any bad setting."""
+    settings = load_settings(overrides=test_config)
+    app = Flask(__name__, template_folder=str(ROOT / "templates"),
+                static_folder=str(ROOT / "pbem" / "static"),
+                instance_path=settings["INSTANCE_PATH"] or None)
+    app.config.update(resolve_paths(settings, Path(app.instance_path)))
+    if not app.config["SECRET_KEY"]:
+        app.config["SECRET_KEY"] = _instance_secret(Path(app.config["INSTANCE_PATH"]))
+    app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)  # a page may stay open for days
+    app.config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
+    app.config.setdefault("SESSION_COOKIE_HTTPONLY", True)
+    app.config.setdefault("SESSION_COOKIE_SECURE", app.config["BASE_URL"].startswith("https"))
+
+    from . import api, db, mailbox, pages, seat, web
+
+    db.init_app(app)
+    web.init_app(app)
+    app.register_blueprint(pages.bp)
+    app.register_blueprint(seat.bp)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(mailbox.bp)
+
+    from .cli import commands
+
+    for command in commands:
+        app.cli.add_command(command)
+    return app

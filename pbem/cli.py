@@ -1,0 +1,165 @@
+"""The `pbem` command: set up the database, create games, run the server, deliver mail.
+
+Every failure is one line on standard error and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from flask import current_app
+from flask.cli import FlaskGroup, with_appcontext
+from sqlmodel import select
+
+from . import create_app, schema
+from .config import ConfigError
+from .db import reading
+from .games import DEFAULT_KIND, SetupProblem, rules_for
+from .models import RUNNING, Game, Seat
+from .outbox import SenderThread, deliver_all_due
+from .services import create_game, parse_player
+
+DEMO_PLAYERS = ["Anna <anna@demo.localhost>", "Bruno <bruno@demo.localhost>",
+                "Chiara <chiara@demo.localhost>", "Dieter <dieter@demo.localhost>",
+                "Elif <elif@demo.localhost>"]
+DEMO_TITLE = "Demo game"
+
+
+def _base() -> str:
+    return current_app.config["BASE_URL"].rstrip("/")
+
+
+def _need_schema() -> None:
+    problem = schema.problem(current_app)
+    if problem:
+        raise click.ClickException(problem)
+
+
+@click.command("init-db")
+@with_appcontext
+def init_db_command():
+    """Create the database, or bring it up to date (safe to run again)."""
+    schema.upgrade(current_app)
+    click.echo(f"Database ready: {current_app.config['DATABASE_URL']}")
+
+
+def _print_created(created) -> None:
+    click.echo(f"Game {created.game_id} created. Each seat's link (also in its invitation):")
+    for name, colour, link in created.links:
+        click.echo(f"  {name} ({colour}): {link}")
+
+
+@click.command("create-game")
+@click.option("--player", "players", multiple=True, required=True, metavar='"Name <email>"',
+              help="A player, in seat order; give 3 to 5.")
+@click.option("--seed", help="Seed for the shuffle (default: random); the same seed deals the "
+                             "same cards.")
+@click.option("--colour", "colours", multiple=True,
+              help="Each player's colour, in seat order (default: yellow, red, green, ...).")
+@click.option("--start", type=int, help="The seat that starts, 1 for the first player "
+                                        "(default: drawn from the seed).")
+@click.option("--title", help="A name for the game, shown in mails.")
+@click.option("--game", "kind", default=DEFAULT_KIND, show_default=True, help="Which game.")
+@with_appcontext
+def create_game_command(players, seed, colours, start, title, kind):
+    """Create a game and mail each player an invitation with their link."""
+    _need_schema()
+    try:
+        rules = rules_for(kind)
+        specs = [parse_player(p) for p in players]
+        if colours and len(colours) != len(specs):
+            raise SetupProblem(f"give one --colour per player ({len(specs)}), or none")
+        if start is not None and not 1 <= start <= len(specs):
+            raise SetupProblem(f"--start must be a seat from 1 to {len(specs)}")
+        if title is not None and not 0 < len(title) <= 200:
+            raise SetupProblem("--title must be 1 to 200 characters")
+        created = create_game(specs, seed, kind=rules.kind, colours=list(colours) or None,
+                              start=None if start is None else start - 1, title=title)
+    except SetupProblem as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyError as exc:
+        raise click.ClickException(exc.args[0]) from None
+    _print_created(created)
+
+
+@click.command("demo")
+@click.option("--players", default=4, show_default=True, type=click.IntRange(3, 5))
+@click.option("--seed", help="Seed for the shuffle (default: random).")
+@click.option("--new", is_flag=True, help="Create another demo game even if one is running.")
+@with_appcontext
+def demo_command(players, seed, new):
+    """Set up the database and a demo game whose players' mail shows on the mailbox page."""
+    schema.upgrade(current_app)
+    with reading() as session:
+        running = session.exec(select(Game).where(Game.title == DEMO_TITLE,
+                                                  Game.status == RUNNING)).first()
+        seats = session.exec(select(Seat).where(Seat.game_id == running.id)).all() \
+            if running else []
+    if running and not new:
+        click.echo(f"Demo game {running.id} is already running ({len(seats)} players); "
+                   "use --new for another.")
+    else:
+        created = create_game([parse_player(p) for p in DEMO_PLAYERS[:players]], seed,
+                              title=DEMO_TITLE)
+        _print_created(created)
+    deliver_all_due(current_app._get_current_object())
+    if current_app.config["MAIL_BACKEND"] == "local":
+        click.echo(f"Mailbox (every message sent, with the players' links): {_base()}/mailbox/")
+    click.echo("Start the server with: python3 -m pbem serve")
+
+
+@click.command("serve")
+@click.option("--host", help="Address to listen on (default: SERVE_HOST).")
+@click.option("--port", type=int, help="Port (default: SERVE_PORT).")
+@with_appcontext
+def serve_command(host, port):
+    """Run the web server with a mail sender beside it (single machine; see README for more)."""
+    from werkzeug.serving import run_simple
+
+    _need_schema()
+    app = current_app._get_current_object()
+    host = host or app.config["SERVE_HOST"]
+    port = port or app.config["SERVE_PORT"]
+    sender = SenderThread(app)
+    app.extensions["pbem_sender"] = sender
+    sender.start()
+    click.echo(f"Serving on http://{host}:{port}/  (stop with Ctrl-C)")
+    if app.config["MAIL_BACKEND"] == "local" and app.config["MAIL_MAILBOX_PAGE"]:
+        click.echo(f"Mailbox: {_base()}/mailbox/")
+    run_simple(host, port, app, threaded=True, use_reloader=False)
+
+
+@click.command("send-mail")
+@with_appcontext
+def send_mail_command():
+    """Deliver the mail that is due now (digests included); failures are retried later."""
+    _need_schema()
+    counts = deliver_all_due(current_app._get_current_object())
+    click.echo(f"sent {counts['sent']}, to retry later {counts['retry']}, "
+               f"failed {counts['failed']}")
+    if counts["failed"]:
+        sys.exit(1)
+
+
+commands = [init_db_command, create_game_command, demo_command, serve_command,
+            send_mail_command]
+
+
+def _make_app():
+    return create_app()
+
+
+cli = FlaskGroup(name="pbem", create_app=_make_app, add_default_commands=False,
+                 load_dotenv=False, add_version_option=False,
+                 help="Kardinal & König by post: the play-by-email server.")
+for _command in commands:
+    cli.add_command(_command)
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="pbem")
+    except ConfigError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)

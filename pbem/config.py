@@ -1,0 +1,149 @@
+"""Settings: defaults, then a TOML file (path in PBEM_CONFIG), then PBEM_* environment variables.
+
+Every setting has one flat name. In the TOML file `[mail] backend = "smtp"` sets MAIL_BACKEND,
+and so does the environment variable PBEM_MAIL_BACKEND. Unknown names and values of the wrong
+kind are refused with a message naming the setting; nothing here touches the disk beyond reading.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A setting is unknown, missing or has a value that cannot work."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    default: Any
+    kind: type
+    check: Callable[[Any], str | None] | None = None  # returns a complaint, or None when fine
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
+
+
+def _at_least(low: int) -> Callable[[Any], str | None]:
+    return lambda v: None if v >= low else f"must be at least {low}"
+
+
+def _url(v: str) -> str | None:
+    return None if v.startswith(("http://", "https://")) else "must start with http:// or https://"
+
+
+# Paths left empty are placed in the instance folder when the app is made.
+SETTINGS: dict[str, Setting] = {
+    "SECRET_KEY": Setting("", str),
+    "BASE_URL": Setting("http://127.0.0.1:5000", str, _url),
+    "DATABASE_URL": Setting("", str),
+    "INSTANCE_PATH": Setting("", str),
+    "MAX_CONTENT_LENGTH": Setting(64 * 1024, int, _at_least(1024)),
+    "SERVE_HOST": Setting("127.0.0.1", str),
+    "SERVE_PORT": Setting(5000, int, _at_least(1)),
+    "GAMES_MOVE_DEADLINE_HOURS": Setting(72, int, _at_least(1)),
+    "GAMES_DIGEST_HOURS": Setting(24, int, _at_least(1)),
+    "MAIL_BACKEND": Setting("local", str, _one_of("local", "smtp")),
+    "MAIL_FROM": Setting("Kardinal & König <judge@pbem.localhost>", str),
+    "MAIL_FOLDER": Setting("", str),
+    "MAIL_MAILBOX_PAGE": Setting(True, bool),
+    "MAIL_MAX_ATTEMPTS": Setting(8, int, _at_least(1)),
+    "MAIL_RETRY_SECONDS": Setting(60, int, _at_least(1)),
+    "MAIL_SEND_INTERVAL_SECONDS": Setting(5, int, _at_least(1)),
+    "SMTP_HOST": Setting("localhost", str),
+    "SMTP_PORT": Setting(587, int, _at_least(1)),
+    "SMTP_SECURITY": Setting("starttls", str, _one_of("starttls", "tls", "none")),
+    "SMTP_USERNAME": Setting("", str),
+    "SMTP_PASSWORD": Setting("", str),
+    "SMTP_TIMEOUT_SECONDS": Setting(30, int, _at_least(1)),
+}
+
+ENV_PREFIX = "PBEM_"
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    setting = SETTINGS[name]
+    kind = setting.kind
+    if isinstance(value, str) and kind is not str:
+        text = value.strip().lower()
+        if kind is bool:
+            if text not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ConfigError(f"{name} (from {source}) must be true or false, not {value!r}")
+            value = text in ("true", "1", "yes", "on")
+        else:
+            try:
+                value = int(text)
+            except ValueError:
+                raise ConfigError(f"{name} (from {source}) must be a whole number, "
+                                  f"not {value!r}") from None
+    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+        raise ConfigError(f"{name} (from {source}) must be a {kind.__name__}, not {value!r}")
+    complaint = setting.check(value) if setting.check else None
+    if complaint:
+        raise ConfigError(f"{name} (from {source}) {complaint}; it is {value!r}")
+    return value
+
+
+def _flatten(data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    flat = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            for inner, item in value.items():
+                flat[f"{key}_{inner}".upper()] = (item, f"[{key}] {inner} in {source}")
+        else:
+            flat[key.upper()] = (value, f"{key} in {source}")
+    return flat
+
+
+def _known(name: str, where: str) -> None:
+    if name not in SETTINGS:
+        raise ConfigError(f"unknown setting {where}; see config.example.toml for the known ones")
+
+
+def load_settings(environ: Mapping[str, str] | None = None,
+                  overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """All settings, each checked: defaults < TOML file < environment < `overrides` (tests)."""
+    environ = os.environ if environ is None else environ
+    values = {name: s.default for name, s in SETTINGS.items()}
+    path = environ.get(ENV_PREFIX + "CONFIG")
+    if path:
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except OSError as e:
+            raise ConfigError(f"cannot read the config file {path} (PBEM_CONFIG): "
+                              f"{e.strerror}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"the config file {path} is not valid TOML: {e}") from None
+        for name, (value, where) in _flatten(data, path).items():
+            _known(name, where)
+            values[name] = _coerce(name, value, where)
+    for key, value in environ.items():
+        if not key.startswith(ENV_PREFIX) or key == ENV_PREFIX + "CONFIG":
+            continue
+        name = key[len(ENV_PREFIX):]
+        _known(name, f"{key} in the environment")
+        values[name] = _coerce(name, value, key)
+    for name, value in (overrides or {}).items():
+        if name in SETTINGS:
+            values[name] = _coerce(name, value, "the test configuration")
+        else:
+            values[name] = value  # Flask's own keys (TESTING, WTF_CSRF_ENABLED, ...)
+    return values
+
+
+def resolve_paths(values: dict[str, Any], default_instance: Path) -> dict[str, Any]:
+    """Fill the path settings left empty with places in the instance folder."""
+    instance = Path(values["INSTANCE_PATH"] or default_instance)
+    values["INSTANCE_PATH"] = str(instance)
+    if not values["DATABASE_URL"]:
+        values["DATABASE_URL"] = f"sqlite:///{instance / 'pbem.sqlite3'}"
+    if not values["MAIL_FOLDER"]:
+        values["MAIL_FOLDER"] = str(instance / "mail")
+    return values

@@ -1,0 +1,95 @@
+"""The database connection: one SQLAlchemy engine per app, sessions for reading and for writing.
+
+SQLite runs in WAL mode so pages can be read while a move is written, and every write
+transaction starts with BEGIN IMMEDIATE: two writers queue for the lock at their first
+statement instead of failing later with "database is locked". Schema changes are Alembic
+migrations (`pbem init-db` runs them); nothing here creates tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from flask import Flask, current_app
+from sqlalchemy import DateTime, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import Session, create_engine
+
+BUSY_TIMEOUT_SECONDS = 30
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UtcDateTime(TypeDecorator):
+    """An aware UTC datetime in and out; stored without zone (SQLite keeps none)."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the database; use an aware UTC time")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; for SQLite with WAL, foreign keys and IMMEDIATE write transactions."""
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    path = url.split("///", 1)[1] if "///" in url else ""
+    if path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS,
+                                              "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves, below
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):
+        write = conn.get_execution_options().get("pbem_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def init_app(app: Flask) -> None:
+    engine = make_engine(app.config["DATABASE_URL"])
+    app.extensions["pbem_db"] = engine
+
+
+def get_engine(app: Flask | None = None) -> Engine:
+    return (app or current_app).extensions["pbem_db"]
+
+
+@contextmanager
+def reading(app: Flask | None = None) -> Iterator[Session]:
+    """A session for reads; it sees one consistent snapshot and writes nothing."""
+    with Session(get_engine(app), expire_on_commit=False) as session:
+        yield session
+
+
+@contextmanager
+def writing(app: Flask | None = None) -> Iterator[Session]:
+    """One write transaction: committed when the block ends, rolled back if it raises."""
+    engine = get_engine(app).execution_options(pbem_write=True)
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        yield session

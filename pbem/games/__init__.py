@@ -1,0 +1,71 @@
+"""The one interface through which the server plays a game, and the registry of games.
+
+The web pages, the API, the mails and the services know a game only through `GameRules`:
+set up, who is to move, the legal moves in text, parse and apply a move, a seat's view, the
+log in words, the outcome. A second game is a second module here plus its templates under
+`templates/games/<kind>/`; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class MoveError(ValueError):
+    """A move that does not parse or is not legal now; the message is for the player."""
+
+
+class SetupProblem(ValueError):
+    """A game that cannot be set up as asked (player count, colours, seed)."""
+
+
+class GameRules(Protocol):
+    kind: str  # the key in the registry and the templates folder name
+    title: str
+    min_players: int
+    max_players: int
+    colours: tuple[str, ...]  # seat colours, in the order seats take them by default
+    rules_summary: str  # a few paragraphs for the invitation mail
+
+    def new_state(self, colours: list[str], seed: str, start: int | None) -> Any: ...
+    def dumps(self, state: Any) -> str: ...
+    def loads(self, text: str) -> Any: ...
+    def ply(self, state: Any) -> int: ...
+    def to_move(self, state: Any) -> int | None: ...
+    def start_seat(self, state: Any) -> int: ...
+    def legal(self, state: Any) -> list[str]: ...
+    def parse(self, state: Any, text: str) -> Any: ...
+    def apply(self, state: Any, move: Any) -> Any: ...
+    def notation(self, move: Any) -> str: ...
+    def describe(self, before: Any, move: Any, after: Any, reader: int | None) -> list[str]: ...
+    def view(self, state: Any, seat: int | None) -> Any: ...
+    def view_dict(self, state: Any, seat: int | None) -> dict: ...
+    def scores(self, state: Any) -> dict[str, int]: ...
+    def outcome(self, state: Any) -> dict | None: ...
+    def outcome_lines(self, state: Any) -> list[str]: ...
+    def position_lines(self, state: Any, seat: int | None) -> list[str]: ...
+    def move_from_form(self, state: Any, form: Any) -> str: ...
+
+
+def registry() -> dict[str, GameRules]:
+    from .kardinal_koenig import KardinalKoenig
+
+    games: list[GameRules] = [KardinalKoenig()]
+    return {g.kind: g for g in games}
+
+
+_GAMES: dict[str, GameRules] | None = None
+
+
+def rules_for(kind: str) -> GameRules:
+    """The rules of game `kind`; KeyError names the known kinds."""
+    global _GAMES
+    if _GAMES is None:
+        _GAMES = registry()
+    try:
+        return _GAMES[kind]
+    except KeyError:
+        raise KeyError(f"unknown game {kind!r}; known: {', '.join(sorted(_GAMES))}") from None
+
+
+DEFAULT_KIND = "kardinal-koenig"

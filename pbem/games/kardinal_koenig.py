@@ -1,0 +1,186 @@
+"""Kardinal & König behind the server's game interface: a thin layer over `engine`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import engine
+from engine.moves import MAX_NOTATION_LENGTH
+
+from . import MoveError, SetupProblem
+
+RULES_SUMMARY = """\
+Kardinal & König (Michael Schacht, 2000; in English "Web of Power") is played on a map of
+twelfth-century Europe. On your turn you either play cards to place pieces in one country, or
+exchange one card; then you draw back up to three cards, from the deck or the face-up cards.
+
+- One card of a country's colour places one piece there; two cards of one other colour act as
+  a joker for any country. Three cards place two pieces.
+- A monastery goes on a free cloister field. An advisor goes on the country's crest, but no
+  player may have more advisors there than the most monasteries anyone has in that country.
+- When the deck runs out the first time, monasteries are scored (intermediate scoring). When it
+  runs out the second time, the round is finished and the game ends.
+- Final scoring: monasteries per country by rank, alliances between countries where you lead
+  the advisors in both, and your longest chain of monasteries along the roads.
+"""
+
+
+class KardinalKoenig:
+    kind = "kardinal-koenig"
+    title = "Kardinal & König"
+    min_players = 3
+    max_players = 5
+    colours = engine.PLAYER_COLOURS
+    rules_summary = RULES_SUMMARY
+
+    def __init__(self, board: engine.Board | None = None):
+        self.board = board or engine.default_board()
+
+    # --- set-up and storage ---------------------------------------------------------------
+
+    def new_state(self, colours: list[str], seed: str, start: int | None) -> engine.GameState:
+        try:
+            return engine.new_game(tuple(colours), seed, self.board, start)
+        except engine.SetupError as exc:
+            raise SetupProblem(str(exc)) from None
+
+    def dumps(self, state: engine.GameState) -> str:
+        return engine.to_json(state)
+
+    def loads(self, text: str) -> engine.GameState:
+        return engine.from_json(text, self.board)
+
+    # --- turns ----------------------------------------------------------------------------
+
+    def ply(self, state: engine.GameState) -> int:
+        return state.ply
+
+    def to_move(self, state: engine.GameState) -> int | None:
+        return None if state.is_over else state.current
+
+    def start_seat(self, state: engine.GameState) -> int:
+        return state.start
+
+    def legal(self, state: engine.GameState) -> list[str]:
+        return [] if state.is_over else [str(m) for m in engine.legal_moves(state)]
+
+    def parse(self, state: engine.GameState, text: str) -> engine.Move:
+        try:
+            return engine.parse_move(text, self.board)
+        except engine.NotationError as exc:
+            raise MoveError(str(exc)) from None
+
+    def apply(self, state: engine.GameState, move: engine.Move) -> engine.GameState:
+        try:
+            return engine.apply_move(state, move)
+        except (engine.IllegalMoveError, engine.NotationError) as exc:
+            raise MoveError(str(exc)) from None
+
+    def notation(self, move: engine.Move) -> str:
+        return str(move)
+
+    def describe(self, before, move, after, reader: int | None) -> list[str]:
+        return engine.describe(before, move, after, reader)
+
+    # --- what a seat sees -----------------------------------------------------------------
+
+    def view(self, state: engine.GameState, seat: int | None) -> engine.SeatView:
+        return engine.view_for(state, seat)
+
+    def view_dict(self, state: engine.GameState, seat: int | None) -> dict:
+        return engine.view_for(state, seat).to_dict()
+
+    def scores(self, state: engine.GameState) -> dict[str, int]:
+        return dict(zip(state.players, state.scores))
+
+    def outcome(self, state: engine.GameState) -> dict | None:
+        result = engine.outcome(state)
+        return None if result is None else result.to_dict(state.players)
+
+    def outcome_lines(self, state: engine.GameState) -> list[str]:
+        result = engine.outcome(state)
+        if result is None:
+            return []
+        names = " and ".join(state.players[s] for s in result.winners)
+        return [f"The game is over: {result.reason}.", *result.breakdown.lines(),
+                f"Winner{'s' if len(result.winners) > 1 else ''}: {names}."]
+
+    def card_words(self, codes) -> str:
+        """'2 green (Bayern/Burgund), 1 red (Franken/Aragon)' for a list of card codes."""
+        counts = Counter(codes)
+        if not counts:
+            return "none"
+        return ", ".join(f"{n} {self.board.card(c).colour} ({self.board.card(c).label})"
+                         for c, n in sorted(counts.items()))
+
+    def position_lines(self, state: engine.GameState, seat: int | None) -> list[str]:
+        """The position as plain text for `seat`: what a mail or a turn file shows."""
+        view = engine.view_for(state, seat)
+        players = view.players
+        lines = []
+        if view.hand is not None:
+            lines.append(f"Your hand ({view.colour}): {self.card_words(view.hand)}")
+        lines.append(f"Face-up cards: {self.card_words(view.face_up)}")
+        lines.append(f"Deck: {view.deck_size} cards; the deck has run out "
+                     f"{view.exhaustions} time(s)")
+        lines.append("Scores: " + ", ".join(f"{p} {s}" for p, s in zip(players, view.scores)))
+        lines.append("Supplies: " + ", ".join(
+            f"{p} {m} monasteries {a} advisors"
+            for p, m, a in zip(players, view.monastery_supply, view.advisor_supply)))
+        owners = dict(view.monasteries)
+        for country, advisors in view.advisors:
+            fields = [self.board.fields[f].name for f in self.board.country(country).fields]
+            held = ", ".join(f"{f} ({owners[f]})" for f in fields if f in owners) or "none"
+            crest = ", ".join(f"{players[s]} {n}" for s, n in enumerate(advisors) if n) or "none"
+            lines.append(f"{country}: monasteries {held}; advisors {crest}")
+        return lines
+
+    # --- the seat page's move form ----------------------------------------------------------
+
+    def move_from_form(self, state: engine.GameState, form: Mapping[str, Any]) -> str:
+        """The notation of the move a seat built in the form; MoveError says what is missing."""
+        action = str(form.get("action", ""))
+        if action == "text":
+            text = str(form.get("notation", "")).strip()
+            if not text:
+                raise MoveError("type a move in the box, for example 'draw deck'")
+            return text[:MAX_NOTATION_LENGTH + 1]
+        if action == "pass":
+            return "pass"
+        if action == "exchange":
+            card = str(form.get("exchange", ""))
+            if card not in {c.code for c in self.board.cards}:
+                raise MoveError("choose the card to exchange")
+            return f"exchange {card}"
+        if action == "draw":
+            source = str(form.get("source", ""))
+            if source != engine.DECK and source not in {c.code for c in self.board.cards}:
+                raise MoveError("choose where to draw from: the deck or a face-up card")
+            return f"draw {source}"
+        if action != "place":
+            raise MoveError("choose what to do: place pieces, exchange a card, or pass")
+        cards = []
+        for card in self.board.cards:
+            raw = str(form.get(f"cards_{card.code}", "0") or "0").strip()
+            if not raw.isdigit() or int(raw) > 3:
+                raise MoveError(f"the number of {card.colour} cards must be 0, 1, 2 or 3")
+            cards.extend([card.code] * int(raw))
+        if not cards:
+            raise MoveError("choose the cards to play: one to three")
+        country = str(form.get("country", ""))
+        if country not in {c.name for c in self.board.countries}:
+            raise MoveError("choose the country to place in")
+        pieces = []
+        for key in ("piece1", "piece2"):
+            piece = str(form.get(key, ""))
+            if not piece:
+                continue
+            if piece != engine.ADVISOR and piece not in {f.name for f in self.board.fields}:
+                raise MoveError("choose each piece from the list: an advisor or a cloister field")
+            pieces.append(piece)
+        if not pieces:
+            raise MoveError(f"choose what to place in {country}: a monastery on a free "
+                            "cloister field, or an advisor")
+        return f"{''.join(sorted(cards))} {country}: {', '.join(pieces)}"

@@ -1,0 +1,139 @@
+"""The mails the server writes: one small function per message, each a .txt and .html template.
+
+Composing a mail only adds a row to the outbox in the caller's transaction; `pbem.outbox`
+delivers it later. Every mail to a seat carries a fresh seat key in its link, remembered in
+the row's `secrets_json` so the stored copy can be blanked once the mail is out.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from email.headerregistry import Address
+from email.utils import make_msgid, parseaddr
+
+from flask import current_app, render_template
+from sqlmodel import Session, select
+
+from .games import GameRules
+from .models import DigestItem, Game, OutboxMessage, Seat, SeatKey
+from .tokens import hash_token, new_token
+
+
+def seat_link(token: str) -> str:
+    return f"{current_app.config['BASE_URL'].rstrip('/')}/seat/{token}"
+
+
+def mint_key(session: Session, seat: Seat) -> str:
+    """A new secret link key for `seat`; the token is returned once and never stored."""
+    token = new_token()
+    session.add(SeatKey(seat_id=seat.id, token_hash=hash_token(token)))
+    return token
+
+
+def formatted_address(name: str, email: str) -> str:
+    return str(Address(display_name=name, addr_spec=email))
+
+
+def _domain() -> str:
+    _, address = parseaddr(current_app.config["MAIL_FROM"])
+    return address.rpartition("@")[2] or "pbem.localhost"
+
+
+def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
+          game: Game | None = None, seat: Seat | None = None, secrets: tuple[str, ...] = (),
+          **context) -> OutboxMessage:
+    """Render `templates/email/<template>.txt|.html` and queue the message."""
+    context.update(game=game, seat=seat, base_url=current_app.config["BASE_URL"].rstrip("/"))
+    message = OutboxMessage(
+        game_id=game.id if game else None, seat_id=seat.id if seat else None, kind=kind,
+        to_addr=to, subject=subject,
+        text_body=render_template(f"email/{template}.txt", **context),
+        html_body=render_template(f"email/{template}.html", **context),
+        message_id=make_msgid(domain=_domain()), secrets_json=json.dumps(list(secrets)))
+    session.add(message)
+    return message
+
+
+def _subject(game: Game, text: str) -> str:
+    return f"[{game.title} #{game.id}] {text}"
+
+
+def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
+             template: str, **context) -> OutboxMessage:
+    token = mint_key(session, seat)
+    return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
+                 subject=_subject(game, subject), template=template, game=game, seat=seat,
+                 secrets=(token,), link=seat_link(token), **context)
+
+
+def _deadline_text(deadline: datetime | None) -> str | None:
+    return deadline.strftime("%A %d %B %Y, %H:%M UTC") if deadline else None
+
+
+def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules,
+               state) -> OutboxMessage:
+    to_move = rules.to_move(state)
+    return _to_seat(session, game, seat, "invitation", "You are invited to play", "invitation",
+                    rules=rules, seats=seats, is_my_turn=to_move == seat.number,
+                    to_move=seats[to_move] if to_move is not None else None,
+                    position=rules.position_lines(state, seat.number),
+                    deadline=_deadline_text(game.deadline_at))
+
+
+def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
+              news: list[str]) -> OutboxMessage:
+    for item in session.exec(select(DigestItem).where(DigestItem.seat_id == seat.id,
+                                                      DigestItem.sent == False)):
+        item.sent = True  # the news below covers what the digest would have said
+        session.add(item)
+    return _to_seat(session, game, seat, "your_turn", "Your turn", "your_turn", rules=rules,
+                    news=news, position=rules.position_lines(state, seat.number),
+                    deadline=_deadline_text(game.deadline_at))
+
+
+def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lines: list[str],
+          next_seat: Seat) -> OutboxMessage:
+    return _to_seat(session, game, seat, "moved", f"{next_seat.name} is next", "moved",
+                    rules=rules, lines=lines, next_seat=next_seat,
+                    position=rules.position_lines(state, seat.number))
+
+
+def digest(session: Session, game: Game, seat: Seat, rules: GameRules, state,
+           items: list[DigestItem]) -> OutboxMessage:
+    return _to_seat(session, game, seat, "digest", "What happened today", "digest",
+                    rules=rules, items=items, position=rules.position_lines(state, seat.number))
+
+
+def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules, state,
+          lines: list[str]) -> OutboxMessage:
+    result = rules.outcome_lines(state)
+    lines = [line for line in lines if line not in set(result)]  # told once, below
+    return _to_seat(session, game, seat, "final", "The game is over", "final", rules=rules,
+                    seats=seats, lines=lines, result=result,
+                    outcome=rules.outcome(state))
+
+
+def due_digests(session: Session, now: datetime) -> int:
+    """Queue a digest for every seat whose oldest waiting news is a digest period old."""
+    from .games import rules_for
+
+    cutoff = now.timestamp() - current_app.config["GAMES_DIGEST_HOURS"] * 3600
+    items = session.exec(select(DigestItem).where(DigestItem.sent == False)
+                         .order_by(DigestItem.seat_id, DigestItem.id)).all()
+    by_seat: dict[int, list[DigestItem]] = {}
+    for item in items:
+        by_seat.setdefault(item.seat_id, []).append(item)
+    queued = 0
+    for seat_id, waiting in by_seat.items():
+        if waiting[0].created_at.timestamp() > cutoff:
+            continue
+        seat = session.get(Seat, seat_id)
+        game = session.get(Game, seat.game_id)
+        rules = rules_for(game.kind)
+        for item in waiting:
+            item.sent = True
+            session.add(item)
+        digest(session, game, seat, rules, rules.loads(game.state_json), waiting)
+        queued += 1
+    return queued

@@ -1,0 +1,20 @@
+"""Alembic's entry point: runs the migrations on the engine the app passes in."""
+
+from alembic import context
+from sqlmodel import SQLModel
+
+from pbem import models  # noqa: F401  (the tables register themselves on SQLModel.metadata)
+
+engine = context.config.attributes.get("engine")
+if engine is None:  # run by the `alembic` command itself: use the configured database
+    from pbem import create_app
+    from pbem.db import get_engine
+
+    engine = get_engine(create_app())
+
+with engine.connect() as connection:
+    context.configure(connection=connection, target_metadata=SQLModel.metadata,
+                      render_as_batch=True, compare_type=True)
+    with context.begin_transaction():
+        context.run_migrations()
+    connection.commit()

@@ -1,0 +1,119 @@
+"""The tables: hosted games, their seats and seat keys, the move log, and the mail outbox.
+
+A Game row holds the current engine state as JSON (a cache: the seed plus the move log rebuild
+it) and `turn`, the number of moves applied so far, which every move form and API call quotes
+back so that a stale submission can be told apart from a fresh one. Seat keys are the secrets
+in move links; only their SHA-256 is stored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Column, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from .db import UtcDateTime, utcnow
+
+RUNNING, PAUSED, FINISHED, ABORTED = "running", "paused", "finished", "aborted"
+GAME_STATUSES = (RUNNING, PAUSED, FINISHED, ABORTED)
+
+NOTIFY_EVERY, NOTIFY_TURN, NOTIFY_DIGEST = "every", "turn", "digest"
+NOTIFY_CHOICES = {
+    NOTIFY_EVERY: "a mail after every turn",
+    NOTIFY_TURN: "only when it is my turn",
+    NOTIFY_DIGEST: "a daily digest of the other turns",
+}
+
+QUEUED, SENDING, SENT, FAILED = "queued", "sending", "sent", "failed"
+
+
+class Game(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=40)
+    title: str = Field(max_length=200)
+    status: str = Field(default=RUNNING, max_length=20, index=True)
+    seed: str = Field(max_length=100)
+    start_seat: int
+    turn: int = 0
+    state_json: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    turn_started_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime,
+                                      nullable=False)
+    deadline_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    finished_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class Seat(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("game_id", "number"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id", index=True)
+    number: int
+    name: str = Field(max_length=100)
+    email: str = Field(max_length=254)
+    colour: str = Field(max_length=20)
+    notify: str = Field(default=NOTIFY_EVERY, max_length=10)
+
+
+class SeatKey(SQLModel, table=True):
+    """One secret link to a seat; each mail to a seat carries a fresh one."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    seat_id: int = Field(foreign_key="seat.id", index=True)
+    token_hash: str = Field(max_length=64, unique=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class MoveRecord(SQLModel, table=True):
+    """One applied move: who, when, how, and the log in plain words for each reader."""
+
+    __table_args__ = (UniqueConstraint("game_id", "number"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id", index=True)
+    number: int  # the game's turn counter before this move
+    seat: int
+    notation: str = Field(max_length=200)
+    actor: str = Field(default="player", max_length=20)  # player, timeout, admin
+    via: str = Field(default="web", max_length=20)  # web, api, email, cli, scheduler
+    lines_json: str = Field(sa_column=Column(Text, nullable=False))  # {"-1"|"<seat>": [line]}
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+class DigestItem(SQLModel, table=True):
+    """News for a seat that chose the daily digest, waiting to be mailed in one message."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    seat_id: int = Field(foreign_key="seat.id", index=True)
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    sent: bool = Field(default=False, index=True)
+
+
+class OutboxMessage(SQLModel, table=True):
+    """A mail to send, written in the same transaction as the change that caused it."""
+
+    __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
+    seat_id: int | None = Field(default=None, foreign_key="seat.id", index=True)
+    kind: str = Field(max_length=30)
+    to_addr: str = Field(max_length=400)
+    subject: str = Field(max_length=300)
+    text_body: str = Field(sa_column=Column(Text, nullable=False))
+    html_body: str = Field(sa_column=Column(Text, nullable=False))
+    message_id: str = Field(max_length=200, unique=True)
+    secrets_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
+    status: str = Field(default=QUEUED, max_length=10)
+    attempts: int = 0
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    next_attempt_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime,
+                                      nullable=False)
+    claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    claim: str | None = Field(default=None, max_length=40)
+    sent_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)

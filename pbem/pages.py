@@ -1,0 +1,27 @@
+"""The front page: what this server is, and the way to the mailbox in the demo set-up."""
+
+from __future__ import annotations
+
+from flask import Blueprint, render_template
+from sqlalchemy import func
+from sqlmodel import select
+
+from .db import reading
+from .mailbox import is_enabled
+from .models import Game
+
+bp = Blueprint("pages", __name__)
+
+
+@bp.get("/")
+def home():
+    with reading() as session:
+        counts = dict(session.exec(select(Game.status, func.count()).group_by(Game.status)).all())
+    return render_template("pages/home.html", counts=counts, mailbox=is_enabled())
+
+
+@bp.get("/health")
+def health():
+    with reading() as session:
+        session.exec(select(func.count()).select_from(Game)).one()
+    return {"status": "ok"}

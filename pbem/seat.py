@@ -1,0 +1,138 @@
+"""The seat page: one seat's view of its game, and the move form (build, preview, confirm).
+
+A GET only ever shows. The preview is a POST that changes nothing; only the confirming POST,
+quoting the turn number the page was built for, calls `submit_move`.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+
+from .games import MoveError
+from .models import NOTIFY_CHOICES
+from .services import (
+    Malformed,
+    Rejected,
+    SeatContext,
+    ServiceError,
+    StaleTurn,
+    load_seat,
+    set_notify,
+    submit_move,
+)
+from .web import wake_sender
+
+bp = Blueprint("seat", __name__, url_prefix="/seat")
+
+
+def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None = None,
+            form=None, notice: str | None = None):
+    seat = ctx.seat
+    view = ctx.rules.view(ctx.state, seat.number)
+    to_move = ctx.rules.to_move(ctx.state)
+    return render_template(
+        "seat/page.html", ctx=ctx, game=ctx.game, seat=seat, seats=ctx.seats, rules=ctx.rules,
+        view=view, token=token, is_my_turn=to_move == seat.number,
+        to_move=ctx.seats[to_move] if to_move is not None else None,
+        legal=ctx.rules.legal(ctx.state) if to_move == seat.number else [],
+        outcome=ctx.rules.outcome_lines(ctx.state), error=error, notice=notice,
+        form=form or {}, notify_choices=NOTIFY_CHOICES,
+        kind_template=f"games/{ctx.game.kind}/"), status
+
+
+def _load(token: str) -> SeatContext:
+    return load_seat(token)
+
+
+def _form_turn() -> int:
+    raw = request.form.get("turn", "")
+    if not raw.isdigit() or len(raw) > 9:
+        raise Malformed("The form did not say which turn it was made for. Reload the page and "
+                       "make the move again.")
+    return int(raw)
+
+
+def _refusal(token: str, exc: ServiceError):
+    """The page again, current, with the reason nothing was done (and the form as sent)."""
+    try:
+        ctx = _load(token)
+    except ServiceError as missing:
+        return render_template("error.html", status=missing.status,
+                               message=missing.message), missing.status
+    form = request.form if isinstance(exc, Rejected) else None
+    return _render(ctx, token, exc.status, error=exc.message, form=form)
+
+
+@bp.get("/<token>")
+def page(token: str):
+    try:
+        ctx = _load(token)
+    except ServiceError as exc:
+        return render_template("error.html", status=exc.status, message=exc.message), exc.status
+    return _render(ctx, token)
+
+
+@bp.post("/<token>/edit")
+def edit(token: str):
+    """Back from the preview to the form, filled in as it was; changes nothing."""
+    try:
+        ctx = _load(token)
+    except ServiceError as exc:
+        return _refusal(token, exc)
+    return _render(ctx, token, form=request.form)
+
+
+@bp.post("/<token>/preview")
+def preview(token: str):
+    try:
+        ctx = _load(token)
+        turn = _form_turn()
+        if turn != ctx.game.turn:
+            raise StaleTurn(f"This form was made for turn {turn}, but the game has moved on to "
+                            f"turn {ctx.game.turn}. Nothing was changed.")
+        if ctx.rules.to_move(ctx.state) != ctx.seat.number:
+            raise Rejected("It is not your move now; nothing was changed.")
+        try:
+            text = ctx.rules.move_from_form(ctx.state, request.form)
+            move = ctx.rules.parse(ctx.state, text)
+            after = ctx.rules.apply(ctx.state, move)
+        except MoveError as exc:
+            raise Rejected(str(exc)) from None
+    except ServiceError as exc:
+        return _refusal(token, exc)
+    # Told in a spectator's words: a preview must never show the card a draw would take.
+    lines = ctx.rules.describe(ctx.state, move, after, None)
+    goes_on = ctx.rules.to_move(after) == ctx.seat.number
+    return render_template("seat/preview.html", ctx=ctx, game=ctx.game, seat=ctx.seat,
+                           token=token, notation=ctx.rules.notation(move), lines=lines,
+                           goes_on=goes_on, form=request.form)
+
+
+@bp.post("/<token>/move")
+def move(token: str):
+    try:
+        turn = _form_turn()
+        text = request.form.get("move", "")
+        if not text:
+            ctx = _load(token)
+            try:
+                text = ctx.rules.move_from_form(ctx.state, request.form)
+            except MoveError as exc:
+                raise Rejected(str(exc)) from None
+        result = submit_move(token, text, turn, via="web")
+    except ServiceError as exc:
+        return _refusal(token, exc)
+    wake_sender()
+    for line in result.lines:
+        flash(line)
+    return redirect(url_for("seat.page", token=token), code=303)
+
+
+@bp.post("/<token>/settings")
+def settings(token: str):
+    try:
+        set_notify(token, request.form.get("notify", ""))
+    except ServiceError as exc:
+        return _refusal(token, exc)
+    flash("Your mail setting is saved.")
+    return redirect(url_for("seat.page", token=token), code=303)

@@ -1,0 +1,64 @@
+"""What every page shares: CSRF protection, security headers, error pages, waking the sender.
+
+Errors under /api/ are answered in JSON, everywhere else as a page that says what to do.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, current_app, jsonify, render_template, request
+from flask_wtf.csrf import CSRFError, CSRFProtect
+from werkzeug.exceptions import HTTPException
+
+csrf = CSRFProtect()
+
+HINTS = {
+    400: "The request could not be read. Go back, reload the page and try again.",
+    404: "There is nothing here. Check the address, or use the link in your latest mail.",
+    405: "This address does not take that kind of request. Use the buttons on the page.",
+    413: "That was too much data for one request. Send a shorter move.",
+}
+
+
+def wants_json() -> bool:
+    return request.path.startswith("/api/")
+
+
+def error_response(status: int, message: str):
+    if wants_json():
+        return jsonify(error=message, status=status), status
+    return render_template("error.html", status=status, message=message), status
+
+
+def init_app(app: Flask) -> None:
+    csrf.init_app(app)
+
+    @app.after_request
+    def _headers(response):
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        # Seat links hold secrets: never send them on as a Referer to another site.
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        response.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+            "frame-ancestors 'none'; form-action 'self'")
+        if request.path.startswith(("/seat/", "/api/", "/mailbox")):
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.errorhandler(CSRFError)
+    def _csrf(error):
+        return error_response(400, "The form had expired or came from elsewhere, so nothing was "
+                                   "done. Reload the page and try again.")
+
+    @app.errorhandler(HTTPException)
+    def _http(error):
+        return error_response(error.code or 500,
+                              HINTS.get(error.code, error.description or "Something went wrong."))
+
+
+def wake_sender() -> None:
+    """Ask the mail sender thread (when `pbem serve` runs one) to deliver now."""
+    sender = current_app.extensions.get("pbem_sender")
+    if sender is not None:
+        sender.wake()

@@ -1,0 +1,75 @@
+"""Helpers for the server's tests: an app on a temporary SQLite file, and its sent mail."""
+
+from __future__ import annotations
+
+import re
+from email import policy
+from email.parser import BytesParser
+from pathlib import Path
+
+from pbem import create_app, schema
+from pbem.outbox import deliver_all_due
+
+LINK = re.compile(r"https?://[^\s<>\"']+/seat/([A-Za-z0-9_-]{32})")
+
+
+def make_app(instance: Path, **config):
+    settings = {"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
+                "BASE_URL": "http://localhost", "TESTING": True, **config}
+    app = create_app(settings)
+    schema.upgrade(app)
+    return app
+
+
+class Mailbox:
+    """The mail the local backend wrote, read back as a player's mail program would."""
+
+    def __init__(self, app):
+        self.app = app
+        self.folder = Path(app.config["MAIL_FOLDER"])
+        self._parsed: dict[str, object] = {}
+
+    def deliver(self) -> dict:
+        return deliver_all_due(self.app)
+
+    def messages(self) -> list:
+        self.deliver()
+        if not self.folder.is_dir():
+            return []
+        for path in sorted(self.folder.glob("*.eml")):
+            if path.name not in self._parsed:
+                with path.open("rb") as f:
+                    self._parsed[path.name] = BytesParser(policy=policy.default).parse(f)
+        return [self._parsed[name] for name in sorted(self._parsed)]
+
+    def to(self, address: str) -> list:
+        return [m for m in self.messages() if address.lower() in str(m["To"]).lower()]
+
+
+def text_of(message) -> str:
+    return message.get_body(("plain",)).get_content()
+
+
+def html_of(message) -> str:
+    return message.get_body(("html",)).get_content()
+
+
+def token_in(message) -> str:
+    """The seat token in a mail's link (the text part and the HTML part must agree)."""
+    tokens = set(LINK.findall(text_of(message))) | set(LINK.findall(html_of(message)))
+    assert len(tokens) == 1, f"expected one seat link in {message['Subject']!r}, got {tokens}"
+    return tokens.pop()
+
+
+def field(html: str, name: str) -> str:
+    """The value of the first input called `name` in a page."""
+    match = re.search(rf'name="{name}" value="([^"]*)"', html)
+    assert match, f"no input {name!r} in the page"
+    return match.group(1)
+
+
+def legal_in(html: str) -> list[str]:
+    """The legal moves listed on a seat page."""
+    import html as html_lib
+
+    return [html_lib.unescape(m) for m in re.findall(r"<li><code>([^<]*)</code></li>", html)]
