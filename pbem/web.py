@@ -5,6 +5,9 @@ Errors under /api/ are answered in JSON, everywhere else as a page that says wha
 
 from __future__ import annotations
 
+import logging
+import re
+
 from flask import Flask, current_app, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
@@ -19,6 +22,19 @@ HINTS = {
 }
 
 
+SEAT_SECRET = re.compile(r"(/seat/)[A-Za-z0-9_-]{8,}")
+
+
+class HideSeatSecrets(logging.Filter):
+    """Masks the token in seat URLs in log lines (a request log must not hold seat keys)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "/seat/" in message:
+            record.msg, record.args = SEAT_SECRET.sub(r"\1[hidden]", message), ()
+        return True
+
+
 def wants_json() -> bool:
     return request.path.startswith("/api/")
 
@@ -31,6 +47,10 @@ def error_response(status: int, message: str):
 
 def init_app(app: Flask) -> None:
     csrf.init_app(app)
+    for name in ("werkzeug", "gunicorn.access", app.logger.name):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, HideSeatSecrets) for f in logger.filters):
+            logger.addFilter(HideSeatSecrets())
 
     @app.after_request
     def _headers(response):

@@ -73,3 +73,43 @@ def legal_in(html: str) -> list[str]:
     import html as html_lib
 
     return [html_lib.unescape(m) for m in re.findall(r"<li><code>([^<]*)</code></li>", html)]
+
+
+def new_game(app, players: int = 3, seed: str = "1", **kwargs):
+    """A game created through the service; returns (CreatedGame, tokens in seat order)."""
+    from pbem.services import create_game, parse_player
+
+    with app.app_context():
+        created = create_game([parse_player(f"Player {i} <p{i}@example.org>")
+                               for i in range(players)], seed, **kwargs)
+    return created, [link.rsplit("/", 1)[1] for _, _, link in created.links]
+
+
+def game_state(app, game_id: int = 1):
+    """The stored Game row and its engine state."""
+    import engine
+    from pbem.db import reading
+    from pbem.models import Game
+
+    with app.app_context(), reading() as session:
+        game = session.get(Game, game_id)
+    return game, engine.from_json(game.state_json)
+
+
+def play_moves(app, tokens: list[str], count: int, game_id: int = 1, pick=None,
+               until=None):
+    """Play `count` moves through submit_move (the first legal move, or `pick(legal)`),
+    stopping early when `until(state)` holds or the game ends. Returns the results."""
+    import engine
+    from pbem.services import submit_move
+
+    results = []
+    for _ in range(count):
+        game, state = game_state(app, game_id)
+        if state.is_over or (until and until(state)):
+            break
+        legal = engine.legal_moves(state)
+        move = pick(legal) if pick else legal[0]
+        with app.app_context():
+            results.append(submit_move(tokens[state.current], str(move), game.turn))
+    return results
