@@ -3,7 +3,8 @@
 A row is claimed (status `sending`) in its own short transaction before anything is sent, so
 two senders never take the same row, and a row once claimed is never sent again by a retry
 loop. A sender that dies mid-send leaves its rows in `sending`; after a while they are marked
-failed with a message saying the mail may or may not have arrived, for a person to decide.
+failed with a message saying the mail may or may not have arrived, for a person to decide
+(should the slow sender finish after all and the mail went out, it records the row as sent).
 Backends: SMTP (STARTTLS, TLS or plain, optional login) and a local folder of .eml files.
 """
 
@@ -32,6 +33,7 @@ BATCH = 50
 STUCK_AFTER = timedelta(minutes=15)
 MAX_BACKOFF = timedelta(hours=6)
 REDACTED = "[link hidden once sent]"
+NO_ANSWER = "no answer from the mail backend"
 
 
 class Backend(Protocol):
@@ -73,6 +75,23 @@ class LocalBackend:
         return results
 
 
+def describe_error(exc: BaseException) -> str:
+    """An SMTP or network error in words: the server's code and text rather than a bytes repr."""
+    if isinstance(exc, smtplib.SMTPResponseException):
+        text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) \
+            else str(exc.smtp_error)
+        return f"{type(exc).__name__}: {exc.smtp_code} {' '.join(text.split())}"
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return f"SMTPRecipientsRefused: {_refusals(exc.recipients)}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _refusals(refused: dict) -> str:
+    return "; ".join(f"{address} refused with {code} "
+                     f"{resp.decode('utf-8', 'replace') if isinstance(resp, bytes) else resp}"
+                     for address, (code, resp) in refused.items())
+
+
 class SmtpBackend:
     def __init__(self, config: dict):
         self.host, self.port = config["SMTP_HOST"], config["SMTP_PORT"]
@@ -81,42 +100,66 @@ class SmtpBackend:
         self.timeout = config["SMTP_TIMEOUT_SECONDS"]
 
     def _connect(self) -> smtplib.SMTP:
-        context = ssl.create_default_context()
-        if self.security == "tls":
-            client = smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout,
-                                      context=context)
-        else:
-            client = smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+        """A connected, secured and logged-in client; raises with a sentence saying which step
+        failed. The socket is closed when a step after connecting fails."""
+        where = f"the SMTP server {self.host}:{self.port}"
+        # Certificates and host names are verified against the system's trusted authorities
+        # (or SSL_CERT_FILE). Made only when needed: loading them takes a while.
+        context = ssl.create_default_context() if self.security != "none" else None
+        try:
+            if self.security == "tls":
+                client = smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout,
+                                          context=context)
+            else:
+                client = smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+        except (OSError, smtplib.SMTPException) as exc:
+            raise ConnectionProblem(f"cannot reach {where}: {describe_error(exc)}") from exc
+        step = "say hello to"
+        try:
             if self.security == "starttls":
+                step = "start TLS (STARTTLS) with"
                 client.starttls(context=context)
-        if self.username:
-            client.login(self.username, self.password)
+            if self.username:
+                step = f"log in as {self.username!r} to"
+                client.login(self.username, self.password)
+        except (OSError, smtplib.SMTPException) as exc:
+            client.close()
+            raise ConnectionProblem(f"cannot {step} {where}: {describe_error(exc)}") from exc
         return client
 
     def send(self, messages):
         results: dict[int, str | None] = {}
         try:
             client = self._connect()
-        except (OSError, smtplib.SMTPException) as exc:
-            reason = f"cannot reach the SMTP server {self.host}:{self.port}: {exc}"
-            return {row.id: reason for row, _ in messages}
+        except ConnectionProblem as exc:
+            return {row.id: str(exc) for row, _ in messages}
         try:
             for row, message in messages:
                 try:
                     refused = client.send_message(message)
-                    results[row.id] = f"refused: {refused}" if refused else None
-                except (OSError, smtplib.SMTPException) as exc:
-                    results[row.id] = f"{type(exc).__name__}: {exc}"
-                    if isinstance(exc, (OSError, smtplib.SMTPServerDisconnected)):
-                        break  # the connection is gone; the rest wait for the next run
+                    results[row.id] = f"refused: {_refusals(refused)}" if refused else None
+                except smtplib.SMTPServerDisconnected as exc:
+                    results[row.id] = describe_error(exc)
+                    break  # the connection is gone; the rest wait for the next run
+                except smtplib.SMTPException as exc:
+                    # One refused message (a 4xx or 5xx answer) leaves the connection usable.
+                    results[row.id] = describe_error(exc)
+                except OSError as exc:  # SMTPException is an OSError too: this order matters
+                    results[row.id] = describe_error(exc)
+                    break
         finally:
             try:
                 client.quit()
             except (OSError, smtplib.SMTPException):
                 pass
+            client.close()
         for row, _ in messages:
             results.setdefault(row.id, "not tried: the SMTP connection was lost")
         return results
+
+
+class ConnectionProblem(Exception):
+    """Connecting, securing or logging in to the SMTP server failed; the text says which."""
 
 
 def backend_for(app: Flask) -> Backend:
@@ -130,6 +173,7 @@ def backend_for(app: Flask) -> Backend:
 def _claim(app: Flask, now: datetime, limit: int) -> tuple[str, list[OutboxMessage]]:
     claim = uuid.uuid4().hex
     with writing(app) as session:
+        # The claim is kept, so that a slow sender can still record a late success.
         session.exec(update(OutboxMessage)
                      .where(OutboxMessage.status == SENDING,
                             OutboxMessage.claimed_at < now - STUCK_AFTER)
@@ -160,17 +204,31 @@ def deliver_queued(app: Flask, now: datetime | None = None, limit: int = BATCH) 
     if not rows:
         return counts
     sender = app.config["MAIL_FROM"]
-    results = backend_for(app).send([(row, build_message(row, sender)) for row in rows])
+    built, unbuildable = [], {}
+    for row in rows:
+        try:
+            built.append((row, build_message(row, sender)))
+        except (ValueError, TypeError) as exc:  # e.g. a line break in a header: never sendable
+            unbuildable[row.id] = f"cannot build this mail: {exc}"
+    results = backend_for(app).send(built) if built else {}
     retry_base = app.config["MAIL_RETRY_SECONDS"]
     with writing(app) as session:
         for row in rows:
             row = session.get(OutboxMessage, row.id)
-            if row.claim != claim or row.status != SENDING:
+            if row.claim != claim:
                 continue
-            error = results.get(row.id, "no answer from the mail backend")
+            error = unbuildable.get(row.id) or results.get(row.id, NO_ANSWER)
+            # Another run may have taken this row for stuck and marked it failed while we were
+            # still sending. If it did go out, say so (and hide its secrets); else leave it.
+            late_success = row.status == FAILED and error is None
+            if row.status != SENDING and not late_success:
+                continue
             row.attempts += 1
             row.claim = None
-            if error is None:
+            if row.id in unbuildable:
+                row.status, row.last_error = FAILED, error
+                counts["failed"] += 1
+            elif error is None:
                 secrets = json.loads(row.secrets_json)
                 row.status, row.sent_at, row.last_error = SENT, now, None
                 row.text_body = _redact(row.text_body, secrets)

@@ -98,6 +98,14 @@ def check_player(name: str, email: str, shown: str | None = None) -> PlayerSpec:
     return PlayerSpec(name, email)
 
 
+def check_title(title: str) -> str:
+    """A game's name as shown in mail subjects: one line of 1 to 100 printable characters."""
+    title = (title or "").strip()
+    if not 0 < len(title) <= 100 or not title.isprintable():
+        raise SetupProblem("the game's title must be one line of 1 to 100 printable characters")
+    return title
+
+
 @dataclass(frozen=True)
 class CreatedGame:
     game_id: int
@@ -120,10 +128,11 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
     seed = seed if seed is not None else secrets.token_hex(8)
     if not isinstance(seed, str) or not 0 < len(seed) <= 100 or not seed.isprintable():
         raise SetupProblem("the seed must be 1 to 100 printable characters")
+    title = check_title(title) if title is not None else rules.title
     state = rules.new_state(colours, seed, start)
     now = now or utcnow()
     with writing() as session:
-        game = Game(kind=kind, title=title or rules.title, seed=seed,
+        game = Game(kind=kind, title=title, seed=seed,
                     start_seat=rules.start_seat(state), turn=0, state_json=rules.dumps(state),
                     created_at=now, updated_at=now, turn_started_at=now,
                     deadline_at=_deadline(now))

@@ -124,3 +124,21 @@ def test_sent_mail_keeps_no_link_in_the_database(app, mailbox):
         rows = session.exec(select(OutboxMessage)).all()
     assert rows and all(r.status == "sent" for r in rows)
     assert not any(t in r.text_body or t in r.html_body for r in rows for t in tokens)
+
+
+def test_a_title_that_could_break_a_mail_header_is_refused(app):
+    """A game title with a line break (header injection) is refused before anything is stored."""
+    import pytest
+
+    from pbem.games import SetupProblem
+
+    for title in ("Friday\nBcc: x@evil.example", "", "x" * 101):
+        with pytest.raises(SetupProblem, match="title"):
+            new_game(app, 3, "title", title=title)
+    from sqlmodel import func, select
+
+    from pbem.db import reading
+    from pbem.models import Game
+
+    with app.app_context(), reading() as session:
+        assert session.exec(select(func.count()).select_from(Game)).one() == 0
