@@ -13,6 +13,10 @@ from pathlib import Path
 
 from flask import Blueprint, Response, abort, current_app, render_template, request
 from markupsafe import Markup, escape
+from sqlmodel import select
+
+from .db import reading
+from .models import SENT, OutboxMessage
 
 bp = Blueprint("mailbox", __name__, url_prefix="/mailbox")
 
@@ -75,8 +79,11 @@ def index():
         if not wanted or wanted in summary["addresses"]:
             messages.append(summary)
     recipients = sorted({a for m in messages for a in m["addresses"]}) if not wanted else []
+    with reading() as session:
+        pending = session.exec(select(OutboxMessage).where(OutboxMessage.status != SENT)
+                               .order_by(OutboxMessage.id.desc()).limit(100)).all()
     return render_template("mailbox/index.html", messages=messages, wanted=wanted,
-                           recipients=recipients)
+                           recipients=recipients, pending=pending)
 
 
 @bp.get("/<name>")

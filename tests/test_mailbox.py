@@ -22,6 +22,13 @@ def test_the_mailbox_lists_every_sent_message_newest_first(app, client, mailbox)
     assert "default-src 'none'" in html.headers["Content-Security-Policy"]
 
 
+def test_mail_not_yet_delivered_is_shown_with_its_state(app, client):
+    """Queued mail shows as not delivered until the sender has written it."""
+    new_game(app, 3, "queued")
+    page = client.get("/mailbox/").get_data(as_text=True)
+    assert "Not delivered yet" in page and page.count("queued") >= 3
+
+
 def test_the_mailbox_refuses_names_that_are_not_messages(client):
     """Only the numbered message files can be opened; anything else is not found."""
     for name in ("..%2Fsecret_key", "00000001", "abc", "0000000a", "00000001.eml"):
