@@ -25,8 +25,9 @@ def _instance_secret(instance: Path) -> str:
     if not target.exists():
         instance.mkdir(parents=True, exist_ok=True)
         temporary = instance / f"secret_key.{os.getpid()}.tmp"
-        temporary.write_text(os.urandom(32).hex())
-        os.chmod(temporary, 0o600)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as f:
+            f.write(os.urandom(32).hex())
         try:
             os.link(temporary, target)  # fails if another process won the race
         except FileExistsError:
@@ -46,10 +47,14 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.config.update(resolve_paths(settings, Path(app.instance_path)))
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = _instance_secret(Path(app.config["INSTANCE_PATH"]))
-    app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)  # a page may stay open for days
-    app.config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
-    app.config.setdefault("SESSION_COOKIE_HTTPONLY", True)
-    app.config.setdefault("SESSION_COOKIE_SECURE", app.config["BASE_URL"].startswith("https"))
+    # Flask has defaults for these, so they are set unless the test configuration chose.
+    chosen = test_config or {}
+    for key, value in {"WTF_CSRF_TIME_LIMIT": None,  # a page may stay open for days
+                       "SESSION_COOKIE_SAMESITE": "Lax", "SESSION_COOKIE_HTTPONLY": True,
+                       "SESSION_COOKIE_SECURE": app.config["BASE_URL"].startswith("https://")
+                       }.items():
+        if key not in chosen:
+            app.config[key] = value
 
     from . import api, db, mailbox, pages, seat, web
 

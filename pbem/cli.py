@@ -5,11 +5,14 @@ Every failure is one line on standard error and a non-zero exit status.
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import click
+from alembic.util import CommandError
 from flask import current_app
 from flask.cli import FlaskGroup, with_appcontext
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import select
 
 from . import create_app, schema
@@ -36,11 +39,36 @@ def _need_schema() -> None:
         raise click.ClickException(problem)
 
 
+def _upgrade() -> None:
+    try:
+        schema.upgrade(current_app)
+    except CommandError as exc:  # e.g. a schema version this server does not know
+        raise click.ClickException(schema.problem(current_app) or str(exc)) from None
+
+
+def _one_line_errors(command):
+    """A database that cannot be opened or a folder that cannot be made (also while the app is
+    made) is reported in one line, like every other failure, instead of a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except DBAPIError as exc:
+            raise click.ClickException(f"the database failed: {exc.orig}") from None
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            raise click.ClickException(f"{exc.strerror or exc}{where}") from None
+
+    return wrapper
+
+
 @click.command("init-db")
+@_one_line_errors
 @with_appcontext
 def init_db_command():
     """Create the database, or bring it up to date (safe to run again)."""
-    schema.upgrade(current_app)
+    _upgrade()
     click.echo(f"Database ready: {current_app.config['DATABASE_URL']}")
 
 
@@ -61,6 +89,7 @@ def _print_created(created) -> None:
                                         "(default: drawn from the seed).")
 @click.option("--title", help="A name for the game, shown in mails.")
 @click.option("--game", "kind", default=DEFAULT_KIND, show_default=True, help="Which game.")
+@_one_line_errors
 @with_appcontext
 def create_game_command(players, seed, colours, start, title, kind):
     """Create a game and mail each player an invitation with their link."""
@@ -87,10 +116,11 @@ def create_game_command(players, seed, colours, start, title, kind):
 @click.option("--players", default=4, show_default=True, type=click.IntRange(3, 5))
 @click.option("--seed", help="Seed for the shuffle (default: random).")
 @click.option("--new", is_flag=True, help="Create another demo game even if one is running.")
+@_one_line_errors
 @with_appcontext
 def demo_command(players, seed, new):
     """Set up the database and a demo game whose players' mail shows on the mailbox page."""
-    schema.upgrade(current_app)
+    _upgrade()
     with reading() as session:
         running = session.exec(select(Game).where(Game.title == DEMO_TITLE,
                                                   Game.status == RUNNING)).first()
@@ -111,7 +141,8 @@ def demo_command(players, seed, new):
 
 @click.command("serve")
 @click.option("--host", help="Address to listen on (default: SERVE_HOST).")
-@click.option("--port", type=int, help="Port (default: SERVE_PORT).")
+@click.option("--port", type=click.IntRange(1, 65535), help="Port (default: SERVE_PORT).")
+@_one_line_errors
 @with_appcontext
 def serve_command(host, port):
     """Run the web server with a mail sender beside it (single machine; see README for more)."""
@@ -131,6 +162,7 @@ def serve_command(host, port):
 
 
 @click.command("send-mail")
+@_one_line_errors
 @with_appcontext
 def send_mail_command():
     """Deliver the mail that is due now (digests included); failures are retried later."""
@@ -150,9 +182,16 @@ def _make_app():
     return create_app()
 
 
-cli = FlaskGroup(name="pbem", create_app=_make_app, add_default_commands=False,
-                 load_dotenv=False, add_version_option=False,
-                 help="Kardinal & König by post: the play-by-email server.")
+class _Group(FlaskGroup):
+    def list_commands(self, ctx):
+        # The app adds no commands of its own, so listing them needs no app: a bad setting
+        # must not turn `pbem --help` into a traceback (running a command reports it).
+        return sorted(self.commands)
+
+
+cli = _Group(name="pbem", create_app=_make_app, add_default_commands=False,
+             load_dotenv=False, add_version_option=False,
+             help="Kardinal & König by post: the play-by-email server.")
 for _command in commands:
     cli.add_command(_command)
 

@@ -14,9 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 
-class ConfigError(ValueError):
-    """A setting is unknown, missing or has a value that cannot work."""
+
+class ConfigError(ValueError, click.ClickException):
+    """A setting is unknown, missing or has a value that cannot work.
+
+    Also a ClickException, so that any command line that makes the app (`pbem ...`, and
+    `flask --app pbem ...` too) reports it as one line "Error: ..." with exit status 2.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str):
+        click.ClickException.__init__(self, message)
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,10 @@ def _at_least(low: int) -> Callable[[Any], str | None]:
     return lambda v: None if v >= low else f"must be at least {low}"
 
 
+def _port(v: int) -> str | None:
+    return None if 1 <= v <= 65535 else "must be a port number from 1 to 65535"
+
+
 def _url(v: str) -> str | None:
     return None if v.startswith(("http://", "https://")) else "must start with http:// or https://"
 
@@ -46,7 +61,7 @@ SETTINGS: dict[str, Setting] = {
     "INSTANCE_PATH": Setting("", str),
     "MAX_CONTENT_LENGTH": Setting(64 * 1024, int, _at_least(1024)),
     "SERVE_HOST": Setting("127.0.0.1", str),
-    "SERVE_PORT": Setting(5000, int, _at_least(1)),
+    "SERVE_PORT": Setting(5000, int, _port),
     "GAMES_MOVE_DEADLINE_HOURS": Setting(72, int, _at_least(1)),
     "GAMES_DIGEST_HOURS": Setting(24, int, _at_least(1)),
     "MAIL_BACKEND": Setting("local", str, _one_of("local", "smtp")),
@@ -57,7 +72,7 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_RETRY_SECONDS": Setting(60, int, _at_least(1)),
     "MAIL_SEND_INTERVAL_SECONDS": Setting(5, int, _at_least(1)),
     "SMTP_HOST": Setting("localhost", str),
-    "SMTP_PORT": Setting(587, int, _at_least(1)),
+    "SMTP_PORT": Setting(587, int, _port),
     "SMTP_SECURITY": Setting("starttls", str, _one_of("starttls", "tls", "none")),
     "SMTP_USERNAME": Setting("", str),
     "SMTP_PASSWORD": Setting("", str),
@@ -65,28 +80,35 @@ SETTINGS: dict[str, Setting] = {
 }
 
 ENV_PREFIX = "PBEM_"
+SECRETS = {"SECRET_KEY", "SMTP_PASSWORD"}  # never repeated in an error message
+KIND_WORDS = {str: "text (a quoted string in TOML)", int: "a whole number",
+              bool: "true or false"}
 
 
-def _coerce(name: str, value: Any, source: str) -> Any:
+def _coerce(name: str, value: Any, source: str, parse_text: bool = True) -> Any:
+    """The value checked; `parse_text`: it may be a string to parse (the environment has no types,
+    a TOML file does, so a quoted "80" there is refused like any other wrong kind)."""
     setting = SETTINGS[name]
     kind = setting.kind
-    if isinstance(value, str) and kind is not str:
+    shown = "(the value given)" if name in SECRETS else repr(value)
+    if parse_text and isinstance(value, str) and kind is not str:
         text = value.strip().lower()
         if kind is bool:
             if text not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-                raise ConfigError(f"{name} (from {source}) must be true or false, not {value!r}")
+                raise ConfigError(f"{name} (from {source}) must be true or false, not {shown}")
             value = text in ("true", "1", "yes", "on")
         else:
             try:
                 value = int(text)
             except ValueError:
                 raise ConfigError(f"{name} (from {source}) must be a whole number, "
-                                  f"not {value!r}") from None
+                                  f"not {shown}") from None
     if kind is int and isinstance(value, bool) or not isinstance(value, kind):
-        raise ConfigError(f"{name} (from {source}) must be a {kind.__name__}, not {value!r}")
+        raise ConfigError(f"{name} (from {source}) must be {KIND_WORDS[kind]}, not {shown}")
     complaint = setting.check(value) if setting.check else None
     if complaint:
-        raise ConfigError(f"{name} (from {source}) {complaint}; it is {value!r}")
+        shown = "(the value given)" if name in SECRETS else repr(value)
+        raise ConfigError(f"{name} (from {source}) {complaint}; it is {shown}")
     return value
 
 
@@ -123,7 +145,7 @@ def load_settings(environ: Mapping[str, str] | None = None,
             raise ConfigError(f"the config file {path} is not valid TOML: {e}") from None
         for name, (value, where) in _flatten(data, path).items():
             _known(name, where)
-            values[name] = _coerce(name, value, where)
+            values[name] = _coerce(name, value, where, parse_text=False)
     for key, value in environ.items():
         if not key.startswith(ENV_PREFIX) or key == ENV_PREFIX + "CONFIG":
             continue

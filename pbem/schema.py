@@ -13,6 +13,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from flask import Flask
 
 from .db import get_engine
@@ -44,6 +45,14 @@ def head_revision(app: Flask) -> str | None:
     return ScriptDirectory.from_config(alembic_config(app)).get_current_head()
 
 
+def _known(app: Flask, revision: str) -> bool:
+    try:
+        return ScriptDirectory.from_config(alembic_config(app)).get_revision(revision) \
+            is not None
+    except CommandError:
+        return False
+
+
 def problem(app: Flask) -> str | None:
     """Why the database cannot be used as it is, or None when it is up to date."""
     current = current_revision(app)
@@ -52,6 +61,10 @@ def problem(app: Flask) -> str | None:
     if current is None:
         return ("the database has no tables yet: run `pbem init-db` (or `python3 -m pbem "
                 "init-db`) first")
+    if not _known(app, current):  # `init-db` cannot help: it does not know the way down
+        return (f"the database is at schema version {current}, which this server does not "
+                "know (made by a newer version of the server?): run that version, or restore "
+                "a backup")
     return (f"the database is at schema version {current}, this server needs "
             f"{head_revision(app)}: back up the database, then run `pbem init-db` to upgrade it")
 

@@ -12,7 +12,9 @@ if engine is None:  # run by the `alembic` command itself: use the configured da
 
     engine = get_engine(create_app())
 
-with engine.connect() as connection:
+# BEGIN IMMEDIATE (pbem.db): a second `init-db` started at the same moment waits for the
+# first to finish, then finds the schema up to date, instead of failing with "locked".
+with engine.execution_options(pbem_write=True).connect() as connection:
     context.configure(connection=connection, target_metadata=SQLModel.metadata,
                       render_as_batch=True, compare_type=True)
     with context.begin_transaction():

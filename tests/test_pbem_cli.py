@@ -1,0 +1,312 @@
+"""The `pbem` command: init-db, create-game, demo, send-mail and serve, through Flask's test
+runner and as real processes; every failure one line on stderr and a non-zero status."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from email import policy
+from email.parser import BytesParser
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from server import LINK
+from sqlalchemy import func, inspect
+from sqlmodel import select
+
+from pbem import create_app
+from pbem.db import get_engine, reading, writing
+from pbem.models import Game, OutboxMessage, Seat
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = ["create-game", "demo", "init-db", "send-mail", "serve"]
+THREE = ["--player", "Anna <anna@example.org>", "--player", "Bruno <bruno@example.org>",
+         "--player", "Chiara <chiara@example.org>"]
+INIT_DB = "run `pbem init-db`"
+
+
+def bare_app(instance: Path):
+    """An app on a database nobody has set up yet."""
+    return create_app({"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
+                       "BASE_URL": "http://localhost", "TESTING": True})
+
+
+def count(app, model) -> int:
+    with reading(app) as session:
+        return session.exec(select(func.count()).select_from(model)).one()
+
+
+def one_line_error(result) -> str:
+    """The single error line of a failed command."""
+    assert result.exit_code != 0, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def links_in(output: str) -> list[str]:
+    return [word for line in output.splitlines() for word in line.split()
+            if LINK.fullmatch(word)]
+
+
+def environment(instance: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PBEM_", "FLASK_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return {**env, "PBEM_INSTANCE_PATH": str(instance), **extra}
+
+
+def pbem(instance: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+    """`python3 -m pbem ...` in a fresh interpreter on the instance folder `instance`."""
+    return subprocess.run([sys.executable, "-m", "pbem", *args], cwd=instance.parent,
+                          env=environment(instance, **extra), capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+# --- init-db and create-game ------------------------------------------------------------------
+
+def test_init_db_then_create_game_prints_the_links_that_open_the_seats(tmp_path):
+    app = bare_app(tmp_path / "instance")
+    runner = app.test_cli_runner()
+    result = runner.invoke(args=["init-db"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"Database ready: {app.config['DATABASE_URL']}"
+    assert runner.invoke(args=["init-db"]).exit_code == 0, "safe to run again"
+
+    result = runner.invoke(args=["create-game", *THREE, "--seed", "cli-1", "--title", "Club"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    with reading(app) as session:
+        game = session.exec(select(Game)).one()
+        seats = session.exec(select(Seat).order_by(Seat.number)).all()
+    assert lines[0].startswith(f"Game {game.id} created")
+    assert game.title == "Club" and game.seed == "cli-1"
+    assert [(s.name, s.colour) for s in seats] == [
+        ("Anna", "yellow"), ("Bruno", "red"), ("Chiara", "green")]
+    links = links_in(result.stdout)
+    assert len(links) == 3 and len(set(links)) == 3
+    client = app.test_client()
+    for seat, line, link in zip(seats, lines[1:], links, strict=True):
+        assert line.strip().startswith(f"{seat.name} ({seat.colour}): http://localhost/seat/")
+        page = client.get(urlsplit(link).path)
+        assert page.status_code == 200
+        assert seat.name in page.get_data(as_text=True)
+    assert count(app, OutboxMessage) == 3, "one invitation per player, queued"
+
+
+def test_create_game_takes_colours_and_the_starting_seat(app, runner):
+    result = runner.invoke(args=["create-game", *THREE, "--colour", "blue", "--colour", "red",
+                                 "--colour", "purple", "--start", "2"])
+    assert result.exit_code == 0, result.output
+    with reading(app) as session:
+        game = session.exec(select(Game)).one()
+        seats = session.exec(select(Seat).order_by(Seat.number)).all()
+    assert [s.colour for s in seats] == ["blue", "red", "purple"]
+    assert game.start_seat == 1
+    assert "Bruno (red): http://localhost/seat/" in result.stdout
+
+
+def players(n: int) -> list[str]:
+    return [arg for i in range(n) for arg in ("--player", f"P{i} <p{i}@example.org>")]
+
+
+CREATE_ERRORS = [
+    (players(2), "for 3 to 5 players, not 2"),
+    (players(6), "for 3 to 5 players, not 6"),
+    (players(2) + ["--player", "Chiara <not-an-address>"], "'not-an-address' is not an email"),
+    (players(2) + ["--player", "Chiara"], "write each player as 'Name <email>'"),
+    (players(2) + ["--player", "Chiara <P1@Example.org>"], "their own email address"),
+    (players(3) + ["--colour", "red", "--colour", "pink", "--colour", "blue"],
+     "unknown player colour 'pink'"),
+    (players(3) + ["--colour", "red", "--colour", "red", "--colour", "blue"],
+     "a different colour"),
+    (players(3) + ["--colour", "red", "--colour", "blue"], "one --colour per player (3)"),
+    (players(3) + ["--colour", "red"] * 4, "one --colour per player (3)"),
+    (players(3) + ["--start", "0"], "--start must be a seat from 1 to 3"),
+    (players(3) + ["--start", "4"], "--start must be a seat from 1 to 3"),
+    (players(3) + ["--title", "x" * 201], "--title must be 1 to 200 characters"),
+    (players(3) + ["--seed", ""], "the seed must be 1 to 100 printable characters"),
+    (players(3) + ["--game", "chess"], "unknown game 'chess'"),
+]
+
+
+@pytest.mark.parametrize("args,words", CREATE_ERRORS)
+def test_create_game_refuses_in_one_line_and_creates_nothing(app, runner, args, words):
+    line = one_line_error(runner.invoke(args=["create-game", *args]))
+    assert words in line
+    assert count(app, Game) == 0 and count(app, Seat) == 0 and count(app, OutboxMessage) == 0
+
+
+def test_create_game_before_init_db_says_to_run_it(tmp_path):
+    app = bare_app(tmp_path / "instance")
+    line = one_line_error(app.test_cli_runner().invoke(args=["create-game", *THREE]))
+    assert INIT_DB in line
+    assert "game" not in inspect(get_engine(app)).get_table_names(), "no tables made on the way"
+
+
+def test_the_real_command_reports_in_one_line(tmp_path):
+    """The same through the entry point: `python3 -m pbem`, a fresh interpreter."""
+    instance = tmp_path / "instance"
+    before = pbem(instance, "create-game", *THREE)
+    assert before.returncode == 1 and before.stdout == ""
+    assert before.stderr.splitlines() == [
+        ("Error: the database has no tables yet: run `pbem init-db` (or `python3 -m pbem "
+         "init-db`) first")]
+    assert pbem(instance, "init-db").returncode == 0
+    done = pbem(instance, "create-game", *players(2))
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == ["Error: Kardinal & König is for 3 to 5 players, not 2"]
+    done = pbem(instance, "create-game", *THREE, "--seed", "s")
+    assert done.returncode == 0 and done.stderr == ""
+    assert len(links_in(done.stdout)) == 3
+
+
+def test_init_db_refuses_a_schema_it_does_not_know(app, runner):
+    with writing(app) as session:
+        session.connection().exec_driver_sql("UPDATE alembic_version SET version_num = 'f00d'")
+    line = one_line_error(runner.invoke(args=["init-db"]))
+    assert "f00d" in line and "does not know" in line
+
+
+def test_a_database_that_cannot_be_opened_is_one_line(tmp_path):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    done = pbem(tmp_path / "instance", "init-db", PBEM_DATABASE_URL=f"sqlite:///{folder}")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == ["Error: the database failed: unable to open database file"]
+
+
+# --- demo ---------------------------------------------------------------------------------------
+
+def test_demo_sets_up_once_and_again_only_with_new(tmp_path):
+    app = bare_app(tmp_path / "instance")  # demo also makes the database
+    runner = app.test_cli_runner()
+    first = runner.invoke(args=["demo", "--players", "3", "--seed", "demo"])
+    assert first.exit_code == 0, first.output
+    assert len(links_in(first.stdout)) == 3
+    assert "http://localhost/mailbox/" in first.stdout
+    assert count(app, Game) == 1
+    mail = Path(app.config["MAIL_FOLDER"])
+    assert len(list(mail.glob("*.eml"))) == 3, "the invitations are delivered at once"
+
+    again = runner.invoke(args=["demo"])
+    assert again.exit_code == 0, again.output
+    assert "already running (3 players)" in again.stdout
+    assert links_in(again.stdout) == []
+    assert count(app, Game) == 1
+
+    new = runner.invoke(args=["demo", "--new", "--players", "5"])
+    assert new.exit_code == 0, new.output
+    assert len(links_in(new.stdout)) == 5
+    assert count(app, Game) == 2
+    assert len(list(mail.glob("*.eml"))) == 8
+
+
+def test_demo_refuses_a_player_count_out_of_range(app, runner):
+    result = runner.invoke(args=["demo", "--players", "6"])
+    assert result.exit_code == 2 and "Error: Invalid value for '--players'" in result.stderr
+    assert count(app, Game) == 0
+
+
+# --- send-mail ----------------------------------------------------------------------------------
+
+def test_send_mail_delivers_the_queue_into_the_folder(app, runner):
+    assert runner.invoke(args=["create-game", *THREE, "--seed", "mail"]).exit_code == 0
+    folder = Path(app.config["MAIL_FOLDER"])
+    assert not folder.exists() or not list(folder.glob("*.eml")), "nothing sent before"
+
+    result = runner.invoke(args=["send-mail"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "sent 3, to retry later 0, failed 0"
+    files = sorted(folder.glob("*.eml"))
+    assert len(files) == 3
+    recipients = set()
+    for path in files:
+        with path.open("rb") as f:
+            message = BytesParser(policy=policy.default).parse(f)
+        recipients.add(message["To"].addresses[0].addr_spec)
+    assert recipients == {"anna@example.org", "bruno@example.org", "chiara@example.org"}
+
+    again = runner.invoke(args=["send-mail"])
+    assert again.stdout.strip() == "sent 0, to retry later 0, failed 0"
+    assert len(list(folder.glob("*.eml"))) == 3, "nothing is sent twice"
+
+
+def test_send_mail_before_init_db_says_to_run_it(tmp_path):
+    app = bare_app(tmp_path / "instance")
+    assert INIT_DB in one_line_error(app.test_cli_runner().invoke(args=["send-mail"]))
+
+
+# --- serve --------------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_refuses_an_empty_database(tmp_path):
+    done = pbem(tmp_path / "instance", "serve", "--port", str(free_port()))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and INIT_DB in lines[0]
+
+
+def test_serve_refuses_a_port_out_of_range(tmp_path):
+    done = pbem(tmp_path / "instance", "serve", "--port", "70000")
+    assert done.returncode == 2 and "'--port': 70000 is not in the range" in done.stderr
+
+
+def test_serve_answers_health_until_stopped(tmp_path):
+    instance = tmp_path / "instance"
+    assert pbem(instance, "init-db").returncode == 0
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "pbem", "serve", "--port", str(port)],
+                              cwd=tmp_path, env=environment(instance), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert server.poll() is None, server.communicate()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                    assert r.status == 200
+                    assert json.load(r) == {"status": "ok"}
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "the server did not answer"
+                time.sleep(0.1)
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=30)
+    assert f"Serving on http://127.0.0.1:{port}/" in out
+
+
+# --- help -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [
+    [sys.executable, "-m", "pbem", "--help"],
+    [sys.executable, "-m", "flask", "--app", "pbem", "--help"],
+])
+def test_help_lists_the_commands(tmp_path, command):
+    done = subprocess.run(command, cwd=tmp_path, env=environment(tmp_path / "instance"),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    listed = done.stdout.split("Commands:", 1)[1].split()
+    for name in COMMANDS:
+        assert name in listed
+
+
+def test_each_command_has_help(app, runner):
+    for name in COMMANDS:
+        result = runner.invoke(args=[name, "--help"])
+        assert result.exit_code == 0 and f"{name} [OPTIONS]" in result.stdout
