@@ -12,6 +12,7 @@ import click
 from alembic.util import CommandError
 from flask import current_app
 from flask.cli import FlaskGroup, with_appcontext
+from sqlalchemy import func
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import select
 
@@ -19,7 +20,7 @@ from . import create_app, schema
 from .config import ConfigError
 from .db import reading
 from .games import DEFAULT_KIND, SetupProblem, rules_for
-from .models import RUNNING, Game, Seat
+from .models import FAILED, RUNNING, Game, OutboxMessage, Seat
 from .outbox import SenderThread, deliver_all_due
 from .services import create_game, parse_player
 
@@ -174,8 +175,26 @@ def send_mail_command():
         sys.exit(1)
 
 
+@click.command("mail-status")
+@_one_line_errors
+@with_appcontext
+def mail_status_command():
+    """Count the outbox by state and list the mail that failed, with its error."""
+    _need_schema()
+    with reading() as session:
+        counts = dict(session.exec(select(OutboxMessage.status, func.count())
+                                   .group_by(OutboxMessage.status)).all())
+        failed = session.exec(select(OutboxMessage).where(OutboxMessage.status == FAILED)
+                              .order_by(OutboxMessage.id)).all()
+    click.echo(", ".join(f"{state} {counts.get(state, 0)}"
+                         for state in ("queued", "sending", "sent", "failed")))
+    for row in failed:
+        click.echo(f"failed #{row.id} to {row.to_addr} ({row.subject}) after {row.attempts} "
+                   f"attempt(s): {row.last_error}")
+
+
 commands = [init_db_command, create_game_command, demo_command, serve_command,
-            send_mail_command]
+            send_mail_command, mail_status_command]
 
 
 def _make_app():

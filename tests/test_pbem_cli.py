@@ -310,3 +310,22 @@ def test_each_command_has_help(app, runner):
     for name in COMMANDS:
         result = runner.invoke(args=[name, "--help"])
         assert result.exit_code == 0 and f"{name} [OPTIONS]" in result.stdout
+
+
+def test_mail_status_counts_the_outbox_and_lists_failures(app, runner):
+    """`mail-status` counts mail by state and shows each failed mail with its error."""
+    from server import new_game
+    from sqlmodel import select
+
+    from pbem.db import writing
+    from pbem.models import OutboxMessage
+
+    new_game(app, 3, "status")
+    with app.app_context(), writing() as session:
+        row = session.exec(select(OutboxMessage)).first()
+        row.status, row.attempts, row.last_error = "failed", 8, "SMTPDataError: 554 no"
+        session.add(row)
+    result = runner.invoke(args=["mail-status"])
+    assert result.exit_code == 0, result.output
+    assert "queued 2, sending 0, sent 0, failed 1" in result.output
+    assert "SMTPDataError: 554 no" in result.output and "after 8 attempt(s)" in result.output
