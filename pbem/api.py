@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from .models import RUNNING
 from .services import SeatContext, ServiceError, load_seat, submit_move
 from .web import csrf, wake_sender
 
@@ -20,6 +21,8 @@ API_LOG = 50
 def seat_document(ctx: SeatContext) -> dict:
     rules, state, seat = ctx.rules, ctx.state, ctx.seat
     to_move = rules.to_move(state)
+    # Only a running game takes moves: a paused one lists none, even for the seat it waits for.
+    mine = ctx.game.status == RUNNING and to_move == seat.number
     document = {
         "game": ctx.game.id,
         "kind": ctx.game.kind,
@@ -29,11 +32,11 @@ def seat_document(ctx: SeatContext) -> dict:
         "players": [{"seat": s.number, "name": s.name, "colour": s.colour} for s in ctx.seats],
         "status": ctx.game.status,
         "turn": ctx.game.turn,
-        "to_move": to_move == seat.number,
+        "to_move": mine,
         "waiting_for": to_move,
         "deadline": ctx.game.deadline_at.isoformat() if ctx.game.deadline_at else None,
         "view": rules.view_dict(state, seat.number),
-        "legal": rules.legal(state) if to_move == seat.number else [],
+        "legal": rules.legal(state) if mine else [],
         "log": [{"turn": r.number, "seat": r.seat, "move": r.notation, "lines": lines,
                  "at": r.created_at.isoformat()} for r, lines in ctx.log],
     }
@@ -55,17 +58,33 @@ def seat(token: str):
         return _error(exc)
 
 
+# Turn numbers a client may send: JSON's safe whole numbers. Anything larger cannot be a turn,
+# and would not fit the database's integer column when compared with the move log.
+MAX_TURN = 2**53 - 1
+
+
+def _bad_request(message: str):
+    return jsonify(error=message, status=400), 400
+
+
 @bp.post("/seat/<token>/move")
 def move(token: str):
-    body = request.get_json(silent=True)
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:  # nesting deep enough to exhaust the JSON parser's stack
+        body = None
     if not isinstance(body, dict):
-        return jsonify(error='send a JSON object: {"move": "<notation>", "turn": <turn>}',
-                       status=400), 400
+        return _bad_request('send a JSON object with the header Content-Type: application/json: '
+                            '{"move": "<notation>", "turn": <turn>}')
     unknown = sorted(set(body) - {"move", "turn"})
     if unknown or "move" not in body or "turn" not in body:
-        return jsonify(error='the body must hold exactly "move" (text) and "turn" (a number)'
-                       + (f"; unknown: {', '.join(map(str, unknown))[:80]}" if unknown else ""),
-                       status=400), 400
+        return _bad_request('the body must hold exactly "move" (text) and "turn" (a number)'
+                            + (f"; unknown: {', '.join(map(str, unknown))[:80]}" if unknown
+                               else ""))
+    turn = body["turn"]
+    if isinstance(turn, int) and not isinstance(turn, bool) and not 0 <= turn <= MAX_TURN:
+        return _bad_request(f'"turn" must be the game\'s turn number, a whole number from 0 to '
+                            f'{MAX_TURN}')
     try:
         result = submit_move(token, body["move"], body["turn"], via="api")
         ctx = load_seat(token, API_LOG)

@@ -12,6 +12,7 @@ from .games import MoveError
 from .models import NOTIFY_CHOICES
 from .services import (
     Malformed,
+    NotYourTurn,
     Rejected,
     SeatContext,
     ServiceError,
@@ -46,7 +47,7 @@ def _load(token: str) -> SeatContext:
 
 def _form_turn() -> int:
     raw = request.form.get("turn", "")
-    if not raw.isdigit() or len(raw) > 9:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
         raise Malformed("The form did not say which turn it was made for. Reload the page and "
                        "make the move again.")
     return int(raw)
@@ -59,7 +60,7 @@ def _refusal(token: str, exc: ServiceError):
     except ServiceError as missing:
         return render_template("error.html", status=missing.status,
                                message=missing.message), missing.status
-    form = request.form if isinstance(exc, Rejected) else None
+    form = request.form if isinstance(exc, (Rejected, Malformed)) else None
     return _render(ctx, token, exc.status, error=exc.message, form=form)
 
 
@@ -91,7 +92,7 @@ def preview(token: str):
             raise StaleTurn(f"This form was made for turn {turn}, but the game has moved on to "
                             f"turn {ctx.game.turn}. Nothing was changed.")
         if ctx.rules.to_move(ctx.state) != ctx.seat.number:
-            raise Rejected("It is not your move now; nothing was changed.")
+            raise NotYourTurn("It is not your move now; nothing was changed.")
         try:
             text = ctx.rules.move_from_form(ctx.state, request.form)
             move = ctx.rules.parse(ctx.state, text)

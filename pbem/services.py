@@ -229,7 +229,7 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
     `turn` is the game's turn counter the move was built for; anything else is refused as
     stale. Raises a ServiceError subclass and changes nothing when the move cannot be applied.
     """
-    if isinstance(turn, bool) or not isinstance(turn, int):
+    if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < 2 ** 53:
         raise Malformed("the move must say which turn it was made for (a whole number)")
     if not isinstance(text, str):
         raise Malformed("the move must be text in the notation, for example 'draw deck'")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import re
 
-from flask import Flask, current_app, jsonify, render_template, request
+from flask import Flask, current_app, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
@@ -17,7 +17,7 @@ csrf = CSRFProtect()
 HINTS = {
     400: "The request could not be read. Go back, reload the page and try again.",
     404: "There is nothing here. Check the address, or use the link in your latest mail.",
-    405: "This address does not take that kind of request. Use the buttons on the page.",
+    405: "This address does not take that kind of request.",
     413: "That was too much data for one request. Send a shorter move.",
 }
 
@@ -73,8 +73,13 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http(error):
-        return error_response(error.code or 500,
-                              HINTS.get(error.code, error.description or "Something went wrong."))
+        response, status = error_response(
+            error.code or 500, HINTS.get(error.code, error.description or "Something went wrong."))
+        if error.code == 405:  # keep the Allow header the original answer had
+            response = make_response(response, status)
+            response.headers["Allow"] = error.get_response().headers.get("Allow", "")
+            return response
+        return response, status
 
 
 def wake_sender() -> None:

@@ -164,7 +164,7 @@ class KardinalKoenig:
         cards = []
         for card in self.board.cards:
             raw = str(form.get(f"cards_{card.code}", "0") or "0").strip()
-            if not raw.isdigit() or int(raw) > 3:
+            if not (raw.isascii() and raw.isdigit()) or int(raw) > 3:
                 raise MoveError(f"the number of {card.colour} cards must be 0, 1, 2 or 3")
             cards.extend([card.code] * int(raw))
         if not cards:

@@ -1,0 +1,343 @@
+"""No page, API answer or mail for one seat shows another seat's cards or the deck's order.
+
+Differential: what a seat is shown is rendered, the cards hidden from it are dealt differently
+in the stored game (same counts; its own hand, its own draws, the face-up cards and the discard
+kept), and everything is rendered again: it must not have changed by a single character, once
+the CSRF tokens and the seat-link tokens (new on every render) are masked. A control checks
+that the same renders do change when something the seat may see changes, so the comparison is
+not vacuous.
+"""
+
+import json
+import os
+import random
+import re
+from collections import Counter
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+from server import field, make_app
+from sqlmodel import select
+
+from engine import from_json, to_json
+from engine.serialize import from_dict, to_dict
+from pbem import mail
+from pbem.db import reading, writing
+from pbem.games import rules_for
+from pbem.models import DigestItem, Game, MoveRecord, OutboxMessage, Seat
+from pbem.services import create_game, parse_player, submit_move
+
+SEED = "hidden-seed-7f3a9c"
+PLAYERS = 4
+NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)  # every row written at one fixed time
+TOKEN = re.compile(r"/seat/[A-Za-z0-9_-]{32}")
+CSRF = re.compile(r'name="csrf_token" value="[^"]*"')
+
+
+def _app(tmp_path_factory, name):
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in os.environ if k.startswith("PBEM_")]:
+            patch.delenv(key)
+        return make_app(tmp_path_factory.mktemp(name) / "instance")
+
+
+def _game(app, moves: int, stop=lambda state: True):
+    """A seeded game played `moves` moves in (then on until `stop(state)`), at a fixed time."""
+    with app.app_context():
+        created = create_game([parse_player(f"Player {i} <p{i}@example.org>")
+                               for i in range(PLAYERS)], SEED, now=NOW)
+        tokens = [link.rsplit("/", 1)[1] for _, _, link in created.links]
+        chooser = random.Random(SEED)
+        played = 0
+        while True:
+            state = stored_state(app)
+            if played >= moves and stop(state):
+                return tokens
+            rules = rules_for("kardinal-koenig")
+            choice = chooser.choice(rules.legal(state))
+            submit_move(tokens[state.current], choice, played, now=NOW)
+            played += 1
+
+
+def stored_state(app):
+    with app.app_context(), reading() as session:
+        return from_json(session.get(Game, 1).state_json)
+
+
+def store_state(app, state) -> None:
+    with app.app_context(), writing() as session:
+        game = session.get(Game, 1)
+        game.state_json = to_json(state)
+        session.add(game)
+
+
+def masked(text: str) -> str:
+    return CSRF.sub('name="csrf_token" value=""', TOKEN.sub("/seat/<token>", text))
+
+
+def composed_mails(app, seat_number: int) -> list[str]:
+    """Every kind of mail the game writes to this seat, composed now and never stored."""
+    with app.app_context(), reading() as session:
+        game = session.get(Game, 1)
+        seats = list(session.exec(select(Seat).where(Seat.game_id == 1).order_by(Seat.number)))
+        seat = seats[seat_number]
+        rules = rules_for(game.kind)
+        state = rules.loads(game.state_json)
+        lines = [line for record in session.exec(select(MoveRecord).order_by(MoveRecord.number))
+                 for line in json.loads(record.lines_json)[str(seat_number)]]
+        items = [DigestItem(seat_id=seat.id, text="\n".join(lines), created_at=NOW)]
+        messages = [
+            mail.invitation(session, game, seat, seats, rules, state),
+            mail.your_turn(session, game, seat, rules, state, lines),
+            mail.moved(session, game, seat, rules, state, lines, seats[state.current]),
+            mail.digest(session, game, seat, rules, state, items),
+        ]
+        bodies = [f"{m.subject}\n{m.text_body}\n{m.html_body}" for m in messages]
+        session.rollback()  # the seat keys and digest flags they made are not kept
+    return [masked(body) for body in bodies]
+
+
+def renders(app, client, tokens, seat: int) -> dict:
+    """Everything this seat is shown: its page, its API answer, its mails, and its previews."""
+    token = tokens[seat]
+    page = client.get(f"/seat/{token}")
+    answer = client.get(f"/api/v1/seat/{token}")
+    assert page.status_code == answer.status_code == 200
+    shown = {"page": masked(page.get_data(as_text=True)),
+             "api": masked(answer.get_data(as_text=True)),
+             "mails": composed_mails(app, seat)}
+    document = answer.get_json()
+    if document["to_move"]:
+        csrf = field(page.get_data(as_text=True), "csrf_token")
+        previews = []
+        for move in document["legal"][:3] + document["legal"][-3:]:
+            response = client.post(f"/seat/{token}/preview", data={
+                "csrf_token": csrf, "turn": document["turn"], "action": "text",
+                "notation": move})
+            assert response.status_code == 200, response.get_data(as_text=True)
+            previews.append(masked(response.get_data(as_text=True)))
+        shown["previews"] = previews
+    return shown
+
+
+def redealt(state, seat: int, rng: random.Random):
+    """`state` with every card hidden from `seat` dealt anew: the other hands and the deck.
+
+    The counts stay, and so does all `seat` may know: its own hand and draws, the face-up
+    cards, the discard pile, the cards set aside. The other seats' draws follow their new hands.
+    """
+    others = [s for s in state.seats if s != seat]
+    hidden = list(state.deck) + [c for s in others for c in state.hands[s]]
+    for _ in range(100):
+        rng.shuffle(hidden)
+        hands, drawn, rest = list(state.hands), list(state.drawn), list(hidden)
+        for s in others:
+            size = len(state.hands[s])
+            hands[s], rest = tuple(sorted(rest[:size])), rest[size:]
+            drawn[s] = tuple(hands[s][:len(state.drawn[s])])
+        candidate = replace(state, hands=tuple(hands), drawn=tuple(drawn), deck=tuple(rest))
+        if all(candidate.hands[s] != state.hands[s] for s in others) and \
+                candidate.deck[-1] != state.deck[-1] and candidate.deck[::2] != state.deck[::2]:
+            break
+    else:
+        raise AssertionError("could not deal the hidden cards differently")
+    assert Counter(candidate.deck) + sum((Counter(h) for h in candidate.hands), Counter()) == \
+        Counter(state.deck) + sum((Counter(h) for h in state.hands), Counter())
+    return from_dict(to_dict(candidate), state.board)  # a consistent position, checked
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    app = _app(tmp_path_factory, "hidden")
+    # Far enough in that hands, draws and the discard are mixed, and stopped while the seat
+    # to move is drawing, so that its previews include 'draw deck'.
+    app.tokens = _game(app, 30, stop=lambda state: state.phase == "draw")
+    return app
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.mark.parametrize("seat", range(PLAYERS))
+def test_nothing_a_seat_is_shown_depends_on_cards_hidden_from_it(app, client, seat):
+    original = stored_state(app)
+    assert any(original.drawn) and original.discard and original.phase == "draw"
+    try:
+        before = renders(app, client, app.tokens, seat)
+        assert ("previews" in before) == (seat == original.current)
+        for attempt in range(2):
+            changed = redealt(original, seat, random.Random(f"{seat}:{attempt}"))
+            store_state(app, changed)
+            after = renders(app, client, app.tokens, seat)
+            for key in before:
+                assert after[key] == before[key], f"seat {seat}'s {key} shows a hidden card"
+        # The control: a change this seat may see (one card of its hand swapped with one of
+        # the deck) does show, in the page, the API answer and the mails alike.
+        hand, deck = list(original.hands[seat]), list(original.deck)
+        swap = next(i for i, card in enumerate(deck) if card not in hand)
+        hand[0], deck[swap] = deck[swap], hand[0]
+        hands = list(original.hands)
+        hands[seat] = tuple(sorted(hand))
+        store_state(app, replace(original, hands=tuple(hands), deck=tuple(deck)))
+        control = renders(app, client, app.tokens, seat)
+        for key in ("page", "api", "mails"):
+            assert control[key] != before[key], key
+    finally:
+        store_state(app, original)
+
+
+def _walk(value, path=""):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield f"{path}.{key}", key, item
+            yield from _walk(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _walk(item, f"{path}[{i}]")
+
+
+def test_the_api_view_holds_only_the_seats_own_hand_and_no_deck(app, client):
+    state = stored_state(app)
+    deck = "".join(state.deck)
+    for seat, token in enumerate(app.tokens):
+        document = client.get(f"/api/v1/seat/{token}").get_json()
+        view = document["view"]
+        assert view["seat"] == seat
+        assert view["hand"] == list(state.hands[seat])
+        assert view["drawn"] == list(state.drawn[seat])
+        assert view["deck_size"] == len(state.deck)
+        assert view["hand_sizes"] == {state.players[s]: len(h) for s, h in enumerate(state.hands)}
+        for path, key, value in _walk(document):
+            assert key not in ("deck", "hands", "seed", "state", "cards"), path
+            assert key != "hand" or path == ".view.hand", path
+            assert key != "drawn" or path == ".view.drawn", path
+            if isinstance(value, (str, list)) and len(value) >= 6:
+                assert value not in (deck, list(deck)), path
+        text = json.dumps(document)
+        assert SEED not in text and deck not in text
+        # Everything else a seat reads carries no seed either.
+        assert SEED not in client.get(f"/seat/{token}").get_data(as_text=True)
+        assert all(SEED not in body for body in composed_mails(app, seat))
+
+
+def test_the_log_names_a_drawn_card_only_to_the_seat_that_drew_it(app, client):
+    with app.app_context(), reading() as session:
+        records = list(session.exec(select(MoveRecord).order_by(MoveRecord.number)))
+    draws = [r for r in records if r.notation == "draw deck"]
+    assert len(draws) >= 5
+    colours = ("red", "green", "cream", "orange", "purple")
+    for record in draws:
+        lines = json.loads(record.lines_json)
+        mover = stored_state(app).players[record.seat]
+        for reader, told in lines.items():
+            first = told[0]
+            if reader == str(record.seat):
+                assert re.fullmatch(rf"{mover} \(you\) drew an? ({'|'.join(colours)}) card "
+                                    r"\(.*\) from the deck\.", first), first
+            else:
+                assert first == f"{mover} drew a card from the deck.", (reader, first)
+                assert not any(re.search(rf"\b{c}\b card", line) for line in told
+                               for c in colours), told
+
+
+def test_previewing_a_draw_from_the_deck_does_not_name_the_card(app, client):
+    state = stored_state(app)
+    seat = state.current
+    assert state.phase == "draw" and state.deck
+    token = app.tokens[seat]
+    page = client.get(f"/seat/{token}").get_data(as_text=True)
+    top = state.board.card(state.deck[-1])
+    base = {"csrf_token": field(page, "csrf_token"), "turn": str(stored_turn(app))}
+    previews = []
+    for form in ({"action": "draw", "source": "deck"},
+                 {"action": "text", "notation": "draw deck"},
+                 {"action": "text", "notation": "take a card from the pile"}):
+        response = client.post(f"/seat/{token}/preview", data={**base, **form})
+        assert response.status_code == 200, response.get_data(as_text=True)
+        body = response.get_data(as_text=True)
+        lines = re.findall(r"<li>([^<]*)</li>", body)
+        assert lines and lines[0] == f"{state.players[seat]} drew a card from the deck."
+        assert top.label not in body and f"{top.colour} card" not in body
+        assert field(body, "move") == "draw deck"
+        previews.append(masked(body.split("<form", 1)[0]))  # the words, not the echoed form
+    assert previews[0] == previews[1] == previews[2]
+    # And with another card on top of the deck, the preview reads exactly the same.
+    other = next(i for i, card in enumerate(state.deck) if card != state.deck[-1])
+    deck = list(state.deck)
+    deck[-1], deck[other] = deck[other], deck[-1]
+    try:
+        store_state(app, replace(state, deck=tuple(deck)))
+        response = client.post(f"/seat/{token}/preview",
+                               data={**base, "action": "draw", "source": "deck"})
+        assert masked(response.get_data(as_text=True).split("<form", 1)[0]) == previews[0]
+    finally:
+        store_state(app, state)
+
+
+def stored_turn(app) -> int:
+    with app.app_context(), reading() as session:
+        return session.get(Game, 1).turn
+
+
+def test_playing_on_after_a_different_deal_tells_the_others_the_same(tmp_path_factory):
+    """Two servers play the same game to the same point; in one the deck is then ordered
+    differently. The seat to move plays the same turn in both, drawing different cards from the
+    deck: every other seat's page, API answer and mails must still be the same in both."""
+    def at_a_turns_start(state):
+        return state.phase == "play"
+
+    servers = []
+    for name in ("first", "second"):
+        app = _app(tmp_path_factory, name)
+        app.tokens = _game(app, 20, stop=at_a_turns_start)
+        servers.append(app)
+    state = stored_state(servers[0])
+    assert state == stored_state(servers[1])
+    mover = state.current
+    # The turn: a placement with as many cards as possible, then every draw from the deck.
+    rules = rules_for("kardinal-koenig")
+    legal = [rules.parse(state, m) for m in rules.legal(state)]
+    place = max((m for m in legal if hasattr(m, "cards")), key=lambda m: len(m.cards))
+    draws = len(place.cards)
+    assert draws >= 2 and len(state.deck) > draws + 2
+    rng = random.Random("other deck")
+    deck = list(state.deck)
+    while Counter(deck[-draws:]) == Counter(state.deck[-draws:]):
+        rng.shuffle(deck)
+    store_state(servers[1], replace(state, deck=tuple(deck)))
+    with servers[0].app_context(), reading() as session:
+        mails_before = len(session.exec(select(OutboxMessage)).all())
+    turn = stored_turn(servers[0])
+    for app in servers:
+        with app.app_context():
+            submit_move(app.tokens[mover], str(place), turn, now=NOW)
+            for n in range(draws):
+                submit_move(app.tokens[mover], "draw deck", turn + 1 + n, now=NOW)
+    ends = [stored_state(app) for app in servers]
+    assert ends[0].current == ends[1].current != mover
+    assert ends[0].hands[mover] != ends[1].hands[mover]  # the draws did differ
+    assert ends[0].face_up == ends[1].face_up
+
+    def shown(app, seat):
+        client = app.test_client()
+        with app.app_context(), reading() as session:
+            seat_id = session.exec(select(Seat).where(Seat.number == seat)).one().id
+            mails = [masked(f"{m.subject}\n{m.text_body}\n{m.html_body}") for m in session.exec(
+                select(OutboxMessage).where(OutboxMessage.seat_id == seat_id)
+                .order_by(OutboxMessage.id)).all()]
+        return {"page": masked(client.get(f"/seat/{app.tokens[seat]}").get_data(as_text=True)),
+                "api": client.get(f"/api/v1/seat/{app.tokens[seat]}").get_json(),
+                "mails": mails}
+
+    with servers[0].app_context(), reading() as session:
+        assert len(session.exec(select(OutboxMessage)).all()) > mails_before  # mails were sent
+    for seat in range(PLAYERS):
+        first, second = shown(servers[0], seat), shown(servers[1], seat)
+        if seat == mover:
+            assert first["page"] != second["page"] and first["api"] != second["api"]
+            continue
+        for key in first:
+            assert first[key] == second[key], f"seat {seat}'s {key} tells the drawn cards"
