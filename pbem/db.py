@@ -8,6 +8,8 @@ migrations (`pbem init-db` runs them); nothing here creates tables.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -43,6 +45,27 @@ class UtcDateTime(TypeDecorator):
         return None if value is None else value.replace(tzinfo=UTC)
 
 
+def _use_wal(dbapi_connection) -> None:
+    """Put the file in WAL mode (it stays so; later calls change nothing).
+
+    Switching a new file to WAL takes a lock that SQLite does not wait for: a process that
+    connects while another one is switching is told "database is locked" at once, whatever the
+    busy timeout. So wait here, as the busy timeout would, when several processes open a new
+    database together (`pbem init-db` beside a starting server, parallel test workers).
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    pause = 0.001
+    while True:
+        try:
+            dbapi_connection.execute("PRAGMA journal_mode=WAL").close()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
 def make_engine(url: str) -> Engine:
     """An engine for `url`; for SQLite with WAL, foreign keys and IMMEDIATE write transactions."""
     if not url.startswith("sqlite"):
@@ -56,8 +79,8 @@ def make_engine(url: str) -> Engine:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves, below
+        _use_wal(dbapi_connection)
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")

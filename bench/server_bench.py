@@ -1,0 +1,391 @@
+"""How fast the server takes moves: random legal moves through the JSON API, against a floor.
+
+    python3 bench/server_bench.py              # the full run (400 moves a side)
+    python3 bench/server_bench.py --quick      # a short run (80 moves a side)
+    python3 bench/server_bench.py --moves 1000 --profile
+
+One process, one thread, Flask's test client (no sockets: WSGI calls straight into the app),
+wall-clock time from time.perf_counter. The database is a SQLite file in a fresh temporary
+folder, set up as `pbem.db` sets it up (WAL, synchronous=NORMAL, BEGIN IMMEDIATE for writes).
+
+pbem: several seeded games are played side by side, each move chosen uniformly among the legal
+moves the API lists: `GET /api/v1/seat/<token>` for the seat to move, then `POST .../move` with
+that move and turn. Outbox mail is queued as in production but not delivered (no sender thread
+runs under the test client). A finished game is replaced by a new seeded one, untimed.
+
+floor: the same loop, GET then POST, against a minimal Flask app with one endpoint on an engine
+made by the same `pbem.db.make_engine`: the GET reads one row, the POST writes one row in one
+BEGIN IMMEDIATE transaction. The ratio pbem / floor says how much of the time is our own work.
+If it is under TARGET_RATIO (or with --profile), one run of move requests is profiled with
+cProfile and the costliest functions are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import functools
+import io
+import platform
+import pstats
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from flask import Flask, jsonify, request
+from sqlalchemy import event, text
+
+from pbem import create_app, schema
+from pbem.db import make_engine
+from pbem.services import create_game, parse_player
+
+TARGET_RATIO = 0.5
+GAMES = 4
+PLAYERS = 4
+WARMUP = 10
+
+
+@dataclass
+class Timings:
+    """Per iteration: GET and POST seconds."""
+
+    gets: list[float] = field(default_factory=list)
+    posts: list[float] = field(default_factory=list)
+    handed_on: list[bool] = field(default_factory=list)  # the move ended the seat's turn
+
+    @property
+    def total(self) -> float:
+        return sum(self.gets) + sum(self.posts)
+
+    def rate(self) -> float:
+        return len(self.posts) / self.total
+
+    def post_rate(self) -> float:
+        return len(self.posts) / sum(self.posts)
+
+
+def quantile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+# --- pbem ---------------------------------------------------------------------------------------
+
+class Table:
+    """Seeded games played through the API, a move at a time, round robin."""
+
+    def __init__(self, folder: Path, games: int, seed: str):
+        self.app = create_app({"INSTANCE_PATH": str(folder / "pbem"), "SECRET_KEY": "bench",
+                               "BASE_URL": "http://localhost", "TESTING": False})
+        schema.upgrade(self.app)
+        self.client = self.app.test_client()
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.started = 0
+        self.finished = 0
+        self.games = [self._new_game() for _ in range(games)]
+        self.next = 0
+
+    def _new_game(self) -> dict:
+        players = [parse_player(f"Bench {i} <bench{i}@example.org>") for i in range(PLAYERS)]
+        with self.app.app_context():
+            created = create_game(players, f"{self.seed}-{self.started}")
+        self.started += 1
+        tokens = [link.rsplit("/", 1)[1] for _name, _colour, link in created.links]
+        document = self.client.get(f"/api/v1/seat/{tokens[0]}").get_json()
+        return {"tokens": tokens, "to_move": document["waiting_for"]}
+
+    def move(self, timings: Timings | None) -> None:
+        """GET the seat to move, POST a random legal move; the two requests are timed."""
+        index = self.next
+        self.next = (self.next + 1) % len(self.games)
+        game = self.games[index]
+        token = game["tokens"][game["to_move"]]
+        start = time.perf_counter()
+        response = self.client.get(f"/api/v1/seat/{token}")
+        got = time.perf_counter()
+        document = response.get_json()
+        assert response.status_code == 200 and document["to_move"], document
+        move = self.rng.choice(document["legal"])
+        sent = time.perf_counter()
+        response = self.client.post(f"/api/v1/seat/{token}/move",
+                                    json={"move": move, "turn": document["turn"]})
+        done = time.perf_counter()
+        after = response.get_json()
+        assert response.status_code == 200, after
+        if timings is not None:
+            timings.gets.append(got - start)
+            timings.posts.append(done - sent)
+            timings.handed_on.append(after["waiting_for"] != game["to_move"])
+        if after["status"] != "running":
+            self.finished += 1
+            self.games[index] = self._new_game()
+        else:
+            game["to_move"] = after["waiting_for"]
+
+
+# --- the floor: one endpoint, one write -----------------------------------------------------------
+
+def minimal_app(folder: Path) -> Flask:
+    app = Flask("minimal")
+    engine = make_engine(f"sqlite:///{folder / 'minimal' / 'minimal.sqlite3'}")
+    writer = engine.execution_options(pbem_write=True)
+    with writer.begin() as connection:
+        connection.exec_driver_sql("CREATE TABLE move (id INTEGER PRIMARY KEY, token TEXT, "
+                                   "turn INTEGER, notation TEXT)")
+        connection.exec_driver_sql("INSERT INTO move (token, turn, notation) VALUES "
+                                   "('t', -1, 'start')")
+
+    @app.route("/api/v1/seat/<token>/move", methods=["GET", "POST"])
+    def move(token: str):
+        if request.method == "GET":
+            with engine.connect() as connection:
+                turn = connection.execute(text("SELECT turn FROM move ORDER BY id DESC "
+                                                "LIMIT 1")).scalar()
+            return jsonify(turn=turn + 1, legal=["draw deck"], to_move=True)
+        body = request.get_json()
+        with writer.begin() as connection:
+            connection.execute(text("INSERT INTO move (token, turn, notation) "
+                                    "VALUES (:token, :turn, :move)"),
+                               {"token": token, "turn": body["turn"], "move": body["move"]})
+        return jsonify(applied=body["move"], turn=body["turn"] + 1)
+
+    return app
+
+
+def floor_move(client, rng: random.Random, timings: Timings | None) -> None:
+    url = "/api/v1/seat/minimal/move"
+    start = time.perf_counter()
+    document = client.get(url).get_json()
+    got = time.perf_counter()
+    move = rng.choice(document["legal"])
+    sent = time.perf_counter()
+    response = client.post(url, json={"move": move, "turn": document["turn"]})
+    done = time.perf_counter()
+    assert response.status_code == 200
+    if timings is not None:
+        timings.gets.append(got - start)
+        timings.posts.append(done - sent)
+
+
+# --- report -------------------------------------------------------------------------------------
+
+def line(label: str, figure: str, detail: str = "") -> None:
+    print(f"{label:<34} {figure:>16}" + (f"   ({detail})" if detail else ""), flush=True)
+
+
+def report(name: str, timings: Timings) -> None:
+    ms = [t * 1000 for t in timings.posts]
+    line(f"{name}: GET+POST loop", f"{timings.rate():.1f} moves/s",
+         f"{len(timings.posts)} moves in {timings.total:.2f} s")
+    line(f"{name}: POST alone", f"{timings.post_rate():.1f} posts/s",
+         f"median {statistics.median(ms):.2f} ms, p95 {quantile(ms, 0.95):.2f} ms, "
+         f"max {max(ms):.2f} ms")
+    gets = [t * 1000 for t in timings.gets]
+    line(f"{name}: GET alone", f"{len(gets) / sum(gets) * 1000:.1f} gets/s",
+         f"median {statistics.median(gets):.2f} ms, p95 {quantile(gets, 0.95):.2f} ms")
+    if timings.handed_on:
+        for handed_on, label in ((True, "POST ending a turn (mails)"),
+                                 (False, "POST, same seat goes on")):
+            part = [t for t, h in zip(ms, timings.handed_on) if h == handed_on]
+            if part:
+                line(f"{name}: {label}", f"{statistics.median(part):.2f} ms",
+                     f"median of {len(part)}, p95 {quantile(part, 0.95):.2f} ms")
+
+
+# --- where the time goes --------------------------------------------------------------------------
+
+class Stopwatch:
+    """Wall-clock time and calls of chosen functions (inclusive), and SQL statements per view."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self.statements: dict[str, int] = defaultdict(int)
+        self.labels: list[str] = []
+        self._undo: list[tuple[object, str, object]] = []
+        self._view: str | None = None
+
+    def wrap(self, owner, name: str, label: str, view: bool = False) -> None:
+        original = owner[name] if isinstance(owner, dict) else getattr(owner, name)
+
+        @functools.wraps(original)
+        def timed(*args, **kwargs):
+            if view:
+                self._view = label
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.perf_counter() - start
+                self.calls[label] += 1
+                if view:
+                    self._view = None
+
+        self._set(owner, name, timed)
+        self._undo.append((owner, name, original))
+        self.labels.append(label)
+
+    @staticmethod
+    def _set(owner, name, value) -> None:
+        if isinstance(owner, dict):
+            owner[name] = value
+        else:
+            setattr(owner, name, value)
+
+    def count_statements(self, engine) -> None:
+        def before(*_args):
+            self.statements[self._view or "outside the views (new games)"] += 1
+
+        event.listen(engine, "before_cursor_execute", before)
+        self._undo.append((None, "", lambda: event.remove(engine, "before_cursor_execute",
+                                                           before)))
+
+    def undo(self) -> None:
+        for owner, name, original in reversed(self._undo):
+            if owner is None:
+                original()
+            else:
+                self._set(owner, name, original)
+        self._undo.clear()
+
+
+def breakdown(table: Table, moves: int) -> None:
+    """Time the parts of `moves` move requests without a profiler (its overhead skews ORM code)."""
+    import pbem.api
+    import pbem.mail
+    import pbem.services
+    from pbem.db import get_engine
+    from pbem.games import rules_for
+
+    watch = Stopwatch()
+    views = table.app.view_functions
+    watch.wrap(views, "api.seat", "GET /api/v1/seat/<token> (view)", view=True)
+    watch.wrap(views, "api.move", "POST /api/v1/seat/<token>/move (view)", view=True)
+    watch.wrap(pbem.api, "submit_move", "  submit_move")
+    watch.wrap(pbem.services, "_notify", "    _notify (mails of the move)")
+    watch.wrap(pbem.services, "_lines_since", "      _lines_since")
+    watch.wrap(pbem.mail, "render_template", "      render mail templates")
+    watch.wrap(pbem.api, "load_seat", "  load_seat (GET, and POST after the move)")
+    watch.wrap(pbem.services, "seat_id_for_token", "    seat_id_for_token (any caller)")
+    watch.wrap(pbem.api, "seat_document", "  seat_document")
+    watch.wrap(pbem.api, "jsonify", "  jsonify")
+    rules = type(rules_for("kardinal-koenig"))
+    for name in ("loads", "dumps", "legal", "describe", "view_dict", "position_lines"):
+        watch.wrap(rules, name, f"  rules.{name} (engine, any caller)")
+    watch.count_statements(get_engine(table.app))
+    try:
+        start = time.perf_counter()
+        for _ in range(moves):
+            table.move(None)
+        total = time.perf_counter() - start
+    finally:
+        watch.undo()
+    print(f"\nWhere the time of {moves} moves goes (wall clock, inclusive, ms per move; "
+          f"{total / moves * 1000:.2f} ms a move in all):")
+    for label in watch.labels:
+        print(f"  {label:<50} {watch.seconds[label] / moves * 1000:7.2f} ms"
+              f"   {watch.calls[label] / moves:4.1f} calls")
+    for view, count in watch.statements.items():
+        print(f"  SQL statements per move, {view.split(' (')[0]:<30} {count / moves:5.1f}")
+
+
+def package_of(filename: str, function: str) -> str:
+    """'pbem', 'engine', 'sqlalchemy', 'json', ... for a profiled function's file."""
+    if filename == "~":  # a built-in: tell the SQLite driver's calls apart
+        return "sqlite3 (C)" if "sqlite3" in function else "builtins"
+    path = Path(filename)
+    if path.is_relative_to(ROOT):
+        return path.relative_to(ROOT).parts[0]
+    parts = path.parts
+    if "site-packages" in parts:
+        return parts[parts.index("site-packages") + 1].removesuffix(".py")
+    stdlib = Path(io.__file__).parent
+    if path.is_relative_to(stdlib):
+        return "stdlib " + path.relative_to(stdlib).parts[0].removesuffix(".py")
+    return "other"
+
+
+def profile(table: Table, moves: int, top: int) -> None:
+    """cProfile `moves` move requests (GET and POST): our costliest functions, time by package."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(moves):
+        table.move(None)
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("cumulative").print_stats(re.escape(str(ROOT)) + r"/(pbem|engine)/", top)
+    listing = out.getvalue()
+    print(f"\ncProfile of {moves} moves (GET seat + POST move), pbem and engine functions, "
+          f"top {top} by cumulative time (profiler overhead included):")
+    print(listing[listing.index("   ncalls"):].rstrip())
+    own: dict[str, float] = defaultdict(float)
+    for (filename, _line, function), row in stats.stats.items():  # type: ignore[attr-defined]
+        own[package_of(filename, function)] += row[2]
+    whole = sum(own.values())
+    ranked = sorted(own.items(), key=lambda item: -item[1])
+    ranked = ranked[:12] + [("the rest", sum(seconds for _, seconds in ranked[12:]))]
+    print("\nOwn time (tottime) by package, profiler overhead included:")
+    for package, seconds in ranked:
+        print(f"  {package:<20} {seconds / whole:6.1%}   {seconds / moves * 1000:6.2f} ms a move")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--moves", type=int, default=None,
+                        help="timed moves on each side (default 400, or 80 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="a short run, for a first look")
+    parser.add_argument("--games", type=int, default=GAMES, help="games played side by side")
+    parser.add_argument("--seed", default="server-bench", help="seed of games and choices")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile move requests even when the ratio meets the target")
+    args = parser.parse_args(argv)
+    if args.moves is not None and args.moves < 1 or args.games < 1:
+        parser.error("--moves and --games must be at least 1")
+    moves = args.moves or (80 if args.quick else 400)
+
+    print(f"pbem server benchmark ({moves} timed moves a side; {args.games} {PLAYERS}-player "
+          f"games; Flask test client, one thread; {platform.python_implementation()} "
+          f"{platform.python_version()}, {platform.machine() or 'unknown machine'})")
+    with tempfile.TemporaryDirectory(prefix="pbem-bench-") as temporary:
+        folder = Path(temporary)
+        table = Table(folder, args.games, args.seed)
+        floor = minimal_app(folder).test_client()
+        rng = random.Random(args.seed)
+        for _ in range(WARMUP):  # templates compiled, connections opened, caches filled
+            table.move(None)
+            floor_move(floor, rng, None)
+
+        ours, theirs = Timings(), Timings()
+        for _ in range(moves):  # interleaved, so both see the same machine load
+            table.move(ours)
+            floor_move(floor, rng, theirs)
+
+        report("pbem", ours)
+        report("floor", theirs)
+        print(f"games: {table.started} started, {table.finished} finished during the run")
+        loop_ratio = ours.rate() / theirs.rate()
+        post_ratio = ours.post_rate() / theirs.post_rate()
+        ok = post_ratio >= TARGET_RATIO
+        line("ratio pbem/floor, GET+POST loop", f"{loop_ratio:.3f}")
+        line("ratio pbem/floor, POST alone", f"{post_ratio:.3f}",
+             f"target >= {TARGET_RATIO}: {'ok' if ok else 'MISSED'}")
+        if not ok or args.profile:
+            breakdown(table, max(50, moves // 2))
+            profile(table, max(50, moves // 2), top=25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
