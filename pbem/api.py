@@ -37,8 +37,8 @@ def seat_document(ctx: SeatContext) -> dict:
         "deadline": ctx.game.deadline_at.isoformat() if ctx.game.deadline_at else None,
         "view": rules.view_dict(state, seat.number),
         "legal": rules.legal(state) if mine else [],
-        "log": [{"turn": r.number, "seat": r.seat, "move": r.notation, "lines": lines,
-                 "at": r.created_at.isoformat()} for r, lines in ctx.log],
+        "log": [{"turn": r.number, "seat": r.seat, "move": r.notation, "lines": r.lines,
+                 "at": r.created_at.isoformat()} for r in ctx.log],
     }
     outcome = rules.outcome(state)
     if outcome is not None:
@@ -86,11 +86,10 @@ def move(token: str):
         return _bad_request(f'"turn" must be the game\'s turn number, a whole number from 0 to '
                             f'{MAX_TURN}')
     try:
-        result = submit_move(token, body["move"], body["turn"], via="api")
-        ctx = load_seat(token, API_LOG)
+        result = submit_move(token, body["move"], body["turn"], via="api", context_log=API_LOG)
     except ServiceError as exc:
         return _error(exc)
     wake_sender()
-    document = seat_document(ctx)
+    document = seat_document(result.context)
     document["applied"] = {"move": result.notation, "lines": result.lines}
     return jsonify(document)

@@ -160,14 +160,51 @@ UNKNOWN_LINK = ("This link is not valid: it may be mistyped, cut short by the ma
                 "replaced by a newer one. Use the link in your latest mail from the game.")
 
 
-def seat_id_for_token(session: Session, token: str) -> int:
-    """The seat a link's token opens; NotFound for anything else, revealing nothing."""
+def _seat_and_game(session: Session, token: str) -> tuple[Seat, Game]:
+    """The seat a link's token opens, and its game, in one query; NotFound reveals nothing."""
     if not is_well_formed(token):
         raise NotFound(UNKNOWN_LINK)
-    key = session.exec(select(SeatKey).where(SeatKey.token_hash == hash_token(token))).first()
-    if key is None or key.revoked_at is not None:
+    row = session.exec(select(Seat, Game).join(SeatKey, SeatKey.seat_id == Seat.id)
+                       .join(Game, Game.id == Seat.game_id)
+                       .where(SeatKey.token_hash == hash_token(token),
+                              SeatKey.revoked_at.is_(None))).first()
+    if row is None:
         raise NotFound(UNKNOWN_LINK)
-    return key.seat_id
+    return row
+
+
+def seat_id_for_token(session: Session, token: str) -> int:
+    """The seat a link's token opens; NotFound for anything else, revealing nothing."""
+    return _seat_and_game(session, token)[0].id
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One applied move as the log shows it to one reader."""
+
+    number: int
+    seat: int
+    notation: str
+    actor: str
+    via: str
+    created_at: datetime
+    lines: list[str]
+
+
+def _log(session: Session, game_id: int, reader: int, limit: int | None) -> list[LogEntry]:
+    """The game's log, newest first, in `reader`'s words (-1: a spectator's)."""
+    query = (select(MoveRecord.number, MoveRecord.seat, MoveRecord.notation, MoveRecord.actor,
+                    MoveRecord.via, MoveRecord.created_at, MoveRecord.lines_json)
+             .where(MoveRecord.game_id == game_id).order_by(MoveRecord.number.desc()))
+    if limit is not None:
+        query = query.limit(limit)
+    return [LogEntry(*row[:6], json.loads(row[6]).get(str(reader), []))
+            for row in session.exec(query)]
+
+
+def _seats(session: Session, game_id: int) -> list[Seat]:
+    return list(session.exec(select(Seat).where(Seat.game_id == game_id)
+                             .order_by(Seat.number)))
 
 
 @dataclass
@@ -179,23 +216,16 @@ class SeatContext:
     seats: list[Seat]
     rules: GameRules
     state: object
-    log: list[tuple[MoveRecord, list[str]]]  # newest first, in this seat's words
+    log: list[LogEntry]  # newest first, in this seat's words
 
 
 def load_seat(token: str, log_limit: int | None = 200) -> SeatContext:
     with reading() as session:
-        seat = session.get(Seat, seat_id_for_token(session, token))
-        game = session.get(Game, seat.game_id)
-        seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
-                                  .order_by(Seat.number)))
-        query = (select(MoveRecord).where(MoveRecord.game_id == game.id)
-                 .order_by(MoveRecord.number.desc()))
-        if log_limit is not None:
-            query = query.limit(log_limit)
-        log = [(r, json.loads(r.lines_json).get(str(seat.number), []))
-               for r in session.exec(query)]
+        seat, game = _seat_and_game(session, token)
         rules = rules_for(game.kind)
-        return SeatContext(game, seat, seats, rules, rules.loads(game.state_json), log)
+        return SeatContext(game, seat, _seats(session, game.id), rules,
+                           rules.loads(game.state_json),
+                           _log(session, game.id, seat.number, log_limit))
 
 
 def set_notify(token: str, choice: str) -> None:
@@ -219,15 +249,18 @@ class MoveResult:
     turn: int  # the game's turn counter after the move
     lines: list[str]  # what happened, in the mover's words
     finished: bool
+    context: SeatContext | None = None  # the mover's seat after the move, when asked for
 
 
 def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | None = None,
-                actor: str = "player", via: str = "web",
-                now: datetime | None = None) -> MoveResult:
+                actor: str = "player", via: str = "web", now: datetime | None = None,
+                context_log: int | None = None) -> MoveResult:
     """Apply one move for the seat the token opens (or `seat_id`, for trusted callers).
 
     `turn` is the game's turn counter the move was built for; anything else is refused as
     stale. Raises a ServiceError subclass and changes nothing when the move cannot be applied.
+    With `context_log`, the result also holds the mover's SeatContext after the move, read in
+    the same transaction, with that many log entries.
     """
     if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < 2 ** 53:
         raise Malformed("the move must say which turn it was made for (a whole number)")
@@ -236,12 +269,16 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
     now = now or utcnow()
     with writing() as session:
         if seat_id is None:
-            seat_id = seat_id_for_token(session, token)
-        seat = session.get(Seat, seat_id)
-        if seat is None:
-            raise NotFound(UNKNOWN_LINK)
-        game = session.exec(select(Game).where(Game.id == seat.game_id)
-                            .with_for_update()).one()
+            seat, game = _seat_and_game(session, token)
+        else:
+            seat = session.get(Seat, seat_id)
+            if seat is None:
+                raise NotFound(UNKNOWN_LINK)
+            game = session.get(Game, seat.game_id)
+        # On SQLite, BEGIN IMMEDIATE (pbem.db) already serialises writers; elsewhere this lock
+        # makes two submissions for one game wait for each other.
+        if session.get_bind().dialect.name != "sqlite":
+            session.refresh(game, with_for_update=True)
         if game.status != RUNNING:
             raise GameNotRunning(f"This game is {game.status}; no more moves can be made.")
         if turn != game.turn:
@@ -257,8 +294,7 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
             after = rules.apply(before, move)
         except MoveError as exc:
             raise Rejected(str(exc)) from None
-        seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
-                                  .order_by(Seat.number)))
+        seats = _seats(session, game.id)
         lines = {str(r): rules.describe(before, move, after, None if r < 0 else r)
                  for r in range(-1, len(seats))}  # -1: a spectator's words
         record = MoveRecord(game_id=game.id, number=game.turn, seat=seat.number,
@@ -271,8 +307,10 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
         session.add(game)
         session.flush()
         _notify(session, game, seats, rules, before, after, seat, now)
+        context = None if context_log is None else SeatContext(
+            game, seat, seats, rules, after, _log(session, game.id, seat.number, context_log))
         return MoveResult(game.id, seat.number, record.notation, game.turn,
-                          lines[str(seat.number)], game.status == FINISHED)
+                          lines[str(seat.number)], game.status == FINISHED, context)
 
 
 def _seat_name(session: Session, game: Game, number: int | None) -> str:
@@ -300,57 +338,58 @@ def _stale(session: Session, game: Game, seat: Seat, text: str, turn: int) -> Se
                      f"{game.turn}. Nothing was changed; look at the position as it is now.")
 
 
-def _lines_since(session: Session, game: Game, reader: int, after_number: int) -> list[str]:
-    records = session.exec(select(MoveRecord).where(MoveRecord.game_id == game.id,
-                                                    MoveRecord.number > after_number)
-                           .order_by(MoveRecord.number))
-    return [line for r in records for line in json.loads(r.lines_json)[str(reader)]]
+class _Recent:
+    """The latest moves of a game, enough to go back to every seat's previous move."""
 
+    def __init__(self, session: Session, game: Game, seats: int):
+        # A turn is at most four moves (a placement or exchange, then up to three draws), and
+        # every seat moves once a round, so 4n + 4 moves reach back past each seat's last one.
+        rows = session.exec(select(MoveRecord.number, MoveRecord.seat, MoveRecord.lines_json)
+                            .where(MoveRecord.game_id == game.id)
+                            .order_by(MoveRecord.number.desc()).limit(4 * seats + 4)).all()
+        self.records = [(number, seat, json.loads(lines)) for number, seat, lines
+                        in reversed(rows)]
 
-def _last_own_move(session: Session, game: Game, seat_number: int, before: int) -> int:
-    record = session.exec(select(MoveRecord).where(MoveRecord.game_id == game.id,
-                                                   MoveRecord.seat == seat_number,
-                                                   MoveRecord.number < before)
-                          .order_by(MoveRecord.number.desc())).first()
-    return record.number if record else -1
+    def last_move_of(self, seat: int, before: int) -> int:
+        """The number of `seat`'s latest move before move `before` (-1 when none)."""
+        return max((n for n, s, _ in self.records if s == seat and n < before), default=-1)
+
+    def last_move_not_of(self, seat: int) -> int:
+        """The number of the latest move by anyone but `seat` (-1 when none)."""
+        return max((n for n, s, _ in self.records if s != seat), default=-1)
+
+    def lines_since(self, reader: int, after: int) -> list[str]:
+        return [line for n, _, lines in self.records if n > after for line in lines[str(reader)]]
 
 
 def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, before, after,
             mover: Seat, now: datetime) -> None:
     """Queue the mails a move causes: the end of the game, or the end of a turn."""
     to_move = rules.to_move(after)
+    if to_move is not None and to_move == rules.to_move(before):
+        return  # the same seat goes on (its draws): nobody needs a mail yet
+    recent = _Recent(session, game, len(seats))
+    this_move = game.turn - 1
     if to_move is None:
         game.status, game.finished_at, game.deadline_at = FINISHED, now, None
         session.add(game)
         for seat in seats:
-            lines = _lines_since(session, game, seat.number,
-                                 _last_own_move(session, game, seat.number, game.turn - 1))
+            lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
             mail.final(session, game, seat, seats, rules, after, lines)
         return
-    if to_move == rules.to_move(before):
-        return  # the same seat goes on (its draws): nobody needs a mail yet
     game.turn_started_at, game.deadline_at = now, _deadline(now)
     session.add(game)
-    # The turn that just ended: every move since the mover's previous seat change.
-    turn_began = _last_other_move(session, game, mover.number)
+    # The turn that just ended: every move since someone other than the mover last moved.
+    turn_began = recent.last_move_not_of(mover.number)
     for seat in seats:
         if seat.number == to_move:
-            news = _lines_since(session, game, seat.number,
-                                _last_own_move(session, game, seat.number, game.turn - 1))
+            news = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
             mail.your_turn(session, game, seat, rules, after, news)
         elif seat.number == mover.number:
             continue
         else:
-            lines = _lines_since(session, game, seat.number, turn_began)
+            lines = recent.lines_since(seat.number, turn_began)
             if seat.notify == NOTIFY_EVERY:
                 mail.moved(session, game, seat, rules, after, lines, seats[to_move])
             elif seat.notify == NOTIFY_DIGEST:
                 session.add(DigestItem(seat_id=seat.id, text="\n".join(lines), created_at=now))
-
-
-def _last_other_move(session: Session, game: Game, mover: int) -> int:
-    """The number of the last move made by anyone but `mover` (-1 when there is none)."""
-    record = session.exec(select(MoveRecord).where(MoveRecord.game_id == game.id,
-                                                   MoveRecord.seat != mover)
-                          .order_by(MoveRecord.number.desc())).first()
-    return record.number if record else -1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -37,6 +38,8 @@ class KardinalKoenig:
 
     def __init__(self, board: engine.Board | None = None):
         self.board = board or engine.default_board()
+        # States are immutable, so a stored text read once can be shared by later requests.
+        self._loads = functools.lru_cache(maxsize=256)(self._read)
 
     # --- set-up and storage ---------------------------------------------------------------
 
@@ -50,6 +53,9 @@ class KardinalKoenig:
         return engine.to_json(state)
 
     def loads(self, text: str) -> engine.GameState:
+        return self._loads(text)
+
+    def _read(self, text: str) -> engine.GameState:
         return engine.from_json(text, self.board)
 
     # --- turns ----------------------------------------------------------------------------
