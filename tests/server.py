@@ -113,3 +113,16 @@ def play_moves(app, tokens: list[str], count: int, game_id: int = 1, pick=None,
         with app.app_context():
             results.append(submit_move(tokens[state.current], str(move), game.turn))
     return results
+
+
+def module_app(tmp_path_factory, name: str):
+    """An app shared by a whole test module (each test makes its own game in it), built without
+    the developer's PBEM_* settings, as the autouse fixture does for single tests."""
+    import os
+
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in os.environ if k.startswith("PBEM_")]:
+            patch.delenv(key)
+        return make_app(tmp_path_factory.mktemp(name) / "instance")

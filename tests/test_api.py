@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from server import make_app, text_of, token_in
+from server import module_app, text_of, token_in
 from sqlalchemy import select
 from sqlmodel import SQLModel
 from werkzeug.serving import make_server
@@ -132,12 +132,7 @@ def test_whole_game_through_the_api(app, client, mailbox, players, seed):
 @pytest.fixture(scope="module")
 def shared_app(tmp_path_factory):
     """One app for the tests that each make a game of their own in it: much faster."""
-    import os
-
-    with pytest.MonkeyPatch.context() as patch:
-        for key in [k for k in os.environ if k.startswith("PBEM_")]:
-            patch.delenv(key)
-        return make_app(tmp_path_factory.mktemp("api") / "instance")
+    return module_app(tmp_path_factory, "api")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import html as html_lib
 import re
 
 import pytest
-from server import field, make_app
+from server import field, module_app
 from sqlalchemy import select
 from sqlmodel import SQLModel
 
@@ -86,12 +86,7 @@ class Seats:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     """One app for the whole file (each test makes its own game in it): much faster."""
-    import os
-
-    with pytest.MonkeyPatch.context() as patch:
-        for key in [k for k in os.environ if k.startswith("PBEM_")]:
-            patch.delenv(key)
-        return make_app(tmp_path_factory.mktemp("bad-input") / "instance")
+    return module_app(tmp_path_factory, "bad-input")
 
 
 @pytest.fixture
