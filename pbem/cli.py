@@ -6,7 +6,10 @@ Every failure is one line on standard error and a non-zero exit status.
 from __future__ import annotations
 
 import functools
+import signal
+import subprocess
 import sys
+from datetime import UTC, datetime
 
 import click
 from alembic.util import CommandError
@@ -18,11 +21,20 @@ from sqlmodel import select
 
 from . import create_app, schema
 from .config import ConfigError
-from .db import reading
+from .db import reading, utcnow
+from .deadlines import time_control
 from .games import DEFAULT_KIND, SetupProblem, rules_for
+from .jobs import run_jobs
 from .models import FAILED, RUNNING, Game, OutboxMessage, Seat
 from .outbox import SenderThread, deliver_all_due
-from .services import create_game, parse_player
+from .services import (
+    ServiceError,
+    create_game,
+    extend_deadline,
+    parse_player,
+    pause_game,
+    resume_game,
+)
 
 DEMO_PLAYERS = ["Anna <anna@demo.localhost>", "Bruno <bruno@demo.localhost>",
                 "Chiara <chiara@demo.localhost>", "Dieter <dieter@demo.localhost>",
@@ -90,9 +102,19 @@ def _print_created(created) -> None:
                                         "(default: drawn from the seed).")
 @click.option("--title", help="A name for the game, shown in mails.")
 @click.option("--game", "kind", default=DEFAULT_KIND, show_default=True, help="Which game.")
+@click.option("--deadline-hours", type=int,
+              help="Hours for each turn, 12 to 336 (default: GAMES_MOVE_DEADLINE_HOURS).")
+@click.option("--reminders", metavar="HOURS,HOURS",
+              help='Reminders, in hours before the deadline, like "24,2" (default: '
+                   "GAMES_REMINDER_HOURS).")
+@click.option("--weekend-pause/--no-weekend-pause", default=None,
+              help="Stop the clock on Saturdays and Sundays (default: GAMES_WEEKEND_PAUSE).")
+@click.option("--timezone", help="The game's time zone, like Europe/Berlin (default: "
+                                 "GAMES_TIMEZONE).")
 @_one_line_errors
 @with_appcontext
-def create_game_command(players, seed, colours, start, title, kind):
+def create_game_command(players, seed, colours, start, title, kind, deadline_hours, reminders,
+                        weekend_pause, timezone):
     """Create a game and mail each player an invitation with their link."""
     _need_schema()
     try:
@@ -104,8 +126,10 @@ def create_game_command(players, seed, colours, start, title, kind):
             raise SetupProblem(f"--start must be a seat from 1 to {len(specs)}")
         if title is not None and not 0 < len(title) <= 200:
             raise SetupProblem("--title must be 1 to 200 characters")
+        time = time_control(deadline_hours, reminders, weekend_pause, timezone)
         created = create_game(specs, seed, kind=rules.kind, colours=list(colours) or None,
-                              start=None if start is None else start - 1, title=title)
+                              start=None if start is None else start - 1, title=title,
+                              time=time)
     except SetupProblem as exc:
         raise click.ClickException(str(exc)) from None
     except KeyError as exc:
@@ -143,10 +167,13 @@ def demo_command(players, seed, new):
 @click.command("serve")
 @click.option("--host", help="Address to listen on (default: SERVE_HOST).")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port (default: SERVE_PORT).")
+@click.option("--scheduler/--no-scheduler", default=True, show_default=True,
+              help="Also start `pbem scheduler` in a process of its own.")
 @_one_line_errors
 @with_appcontext
-def serve_command(host, port):
-    """Run the web server with a mail sender beside it (single machine; see README for more)."""
+def serve_command(host, port, scheduler):
+    """Run the web server with a mail sender beside it, and the scheduler in a process of its
+    own (single machine; see README for more)."""
     from werkzeug.serving import run_simple
 
     _need_schema()
@@ -159,7 +186,113 @@ def serve_command(host, port):
     click.echo(f"Serving on http://{host}:{port}/  (stop with Ctrl-C)")
     if app.config["MAIL_BACKEND"] == "local" and app.config["MAIL_MAILBOX_PAGE"]:
         click.echo(f"Mailbox: {_base()}/mailbox/")
-    run_simple(host, port, app, threaded=True, use_reloader=False)
+    # A plain `kill` must stop the scheduler beside us too: turn SIGTERM into a clean exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    child = None
+    if scheduler:
+        child = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler"])
+        click.echo(f"Scheduler running beside it (process {child.pid}).")
+    try:
+        run_simple(host, port, app, threaded=True, use_reloader=False)
+    finally:
+        if child is not None:
+            child.terminate()
+            child.wait(10)
+
+
+@click.command("scheduler")
+@_one_line_errors
+@with_appcontext
+def scheduler_command():
+    """Run the scheduler: every SCHEDULER_TICK_SECONDS, reminders, timeouts and mail."""
+    from apscheduler.schedulers.blocking import BlockingScheduler
+
+    _need_schema()
+    app = current_app._get_current_object()
+    tick = app.config["SCHEDULER_TICK_SECONDS"]
+    scheduler = BlockingScheduler(timezone="UTC")
+    scheduler.add_job(_tick, "interval", seconds=tick, args=[app], id="pbem-jobs",
+                      max_instances=1, coalesce=True, next_run_time=utcnow())
+    click.echo(f"Scheduler: running the job every {tick} s (stop with Ctrl-C)")
+    try:
+        scheduler.start()
+    except (KeyboardInterrupt, SystemExit):
+        pass
+
+
+def _tick(app) -> None:
+    try:
+        run_jobs(app)
+    except Exception:  # the next tick tries again; the error is in the log
+        app.logger.exception("the scheduler job failed")
+
+
+def _parse_now(text: str | None):
+    if text is None:
+        return utcnow()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a time like 2026-11-21T18:00:00+00:00",
+                                 param_hint="--now") from None
+    if moment.tzinfo is None:
+        raise click.BadParameter("give the time zone too, like 2026-11-21T18:00:00+01:00 or "
+                                 "...Z", param_hint="--now")
+    return moment.astimezone(UTC)
+
+
+@click.command("run-jobs")
+@click.option("--now", "now_text", metavar="ISO-8601",
+              help="Act as if it were this time (for tests and operators).")
+@_one_line_errors
+@with_appcontext
+def run_jobs_command(now_text):
+    """Run the scheduler's job once: reminders, timeouts and mail that are due."""
+    now = _parse_now(now_text)
+    _need_schema()
+    counts = run_jobs(current_app._get_current_object(), now)
+    click.echo(", ".join(f"{key.replace('_', ' ')} {value}" for key, value in counts.items()))
+
+
+def _control(action, *args):
+    try:
+        return action(*args)
+    except ServiceError as exc:
+        raise click.ClickException(exc.message) from None
+
+
+@click.command("extend")
+@click.argument("game", type=int)
+@click.option("--hours", type=click.IntRange(1, 336), required=True)
+@_one_line_errors
+@with_appcontext
+def extend_command(game, hours):
+    """Give the player to move in GAME more hours."""
+    _need_schema()
+    deadline = _control(extend_deadline, game, hours)
+    click.echo(f"Game {game}: the deadline is now {deadline:%Y-%m-%d %H:%M} UTC")
+
+
+@click.command("pause")
+@click.argument("game", type=int)
+@_one_line_errors
+@with_appcontext
+def pause_command(game):
+    """Pause GAME: no moves, reminders or timeouts until it is resumed."""
+    _need_schema()
+    _control(pause_game, game)
+    click.echo(f"Game {game} is paused.")
+
+
+@click.command("resume")
+@click.argument("game", type=int)
+@_one_line_errors
+@with_appcontext
+def resume_command(game):
+    """Resume a paused GAME; the pause does not count against the player to move."""
+    _need_schema()
+    deadline = _control(resume_game, game)
+    click.echo(f"Game {game} runs again; the deadline is {deadline:%Y-%m-%d %H:%M} UTC")
 
 
 @click.command("send-mail")
@@ -194,7 +327,8 @@ def mail_status_command():
 
 
 commands = [init_db_command, create_game_command, demo_command, serve_command,
-            send_mail_command, mail_status_command]
+            send_mail_command, mail_status_command, scheduler_command, run_jobs_command,
+            extend_command, pause_command, resume_command]
 
 
 def _make_app():

@@ -49,6 +49,38 @@ def _port(v: int) -> str | None:
     return None if 1 <= v <= 65535 else "must be a port number from 1 to 65535"
 
 
+def _between(low: int, high: int) -> Callable[[Any], str | None]:
+    return lambda v: None if low <= v <= high else f"must be from {low} to {high}"
+
+
+def _hours_list(v: str) -> str | None:
+    parts = [p.strip() for p in v.split(",") if p.strip()]
+    if all(p.isascii() and p.isdigit() and 0 < int(p) <= 336 for p in parts):
+        return None
+    return "must be whole numbers of hours from 1 to 336, separated by commas, like \"24,2\""
+
+
+def _zone(v: str) -> str | None:
+    from .clock import zone
+
+    try:
+        zone(v)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _addresses(v: str) -> str | None:
+    from email.utils import getaddresses
+
+    if not v.strip():
+        return None
+    found = getaddresses([v])
+    if all("@" in address and "\n" not in address for _, address in found):
+        return None
+    return "must be mail addresses separated by commas"
+
+
 def _url(v: str) -> str | None:
     return None if v.startswith(("http://", "https://")) else "must start with http:// or https://"
 
@@ -62,12 +94,20 @@ SETTINGS: dict[str, Setting] = {
     "MAX_CONTENT_LENGTH": Setting(64 * 1024, int, _at_least(1024)),
     "SERVE_HOST": Setting("127.0.0.1", str),
     "SERVE_PORT": Setting(5000, int, _port),
-    "GAMES_MOVE_DEADLINE_HOURS": Setting(72, int, _at_least(1)),
+    "GAMES_MOVE_DEADLINE_HOURS": Setting(72, int, _between(12, 336)),
+    "GAMES_REMINDER_HOURS": Setting("24,2", str, _hours_list),
+    "GAMES_WEEKEND_PAUSE": Setting(False, bool),
+    "GAMES_TIMEZONE": Setting("UTC", str, _zone),
+    "GAMES_ABSENT_AFTER_TIMEOUTS": Setting(3, int, _at_least(1)),
+    "GAMES_VACATION_DAYS": Setting(7, int, _between(0, 365)),
+    "SCHEDULER_TICK_SECONDS": Setting(30, int, _between(1, 3600)),
+    "SCHEDULER_OUTAGE_MINUTES": Setting(60, int, _at_least(1)),
     "GAMES_DIGEST_HOURS": Setting(24, int, _at_least(1)),
     "MAIL_BACKEND": Setting("local", str, _one_of("local", "smtp")),
     "MAIL_FROM": Setting("Kardinal & König <judge@pbem.localhost>", str),
     "MAIL_FOLDER": Setting("", str),
     "MAIL_MAILBOX_PAGE": Setting(True, bool),
+    "MAIL_ADMINS": Setting("", str, _addresses),
     "MAIL_MAX_ATTEMPTS": Setting(8, int, _at_least(1)),
     "MAIL_RETRY_SECONDS": Setting(60, int, _at_least(1)),
     "MAIL_SEND_INTERVAL_SECONDS": Setting(5, int, _at_least(1)),

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from email.headerregistry import Address
-from email.utils import make_msgid, parseaddr
+from email.utils import getaddresses, make_msgid, parseaddr
 
 from flask import current_app, render_template
 from sqlmodel import Session, select
 
+from . import clock
 from .games import GameRules
 from .models import DigestItem, Game, OutboxMessage, Seat, SeatKey
 from .tokens import hash_token, new_token
@@ -67,8 +68,8 @@ def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
                  secrets=(token,), link=seat_link(token), **context)
 
 
-def _deadline_text(deadline: datetime | None) -> str | None:
-    return deadline.strftime("%A %d %B %Y, %H:%M UTC") if deadline else None
+def _deadline_text(deadline: datetime | None, seat: Seat) -> str | None:
+    return clock.format_local(deadline, seat.timezone) if deadline else None
 
 
 def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules,
@@ -78,18 +79,43 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
                     rules=rules, seats=seats, is_my_turn=to_move == seat.number,
                     to_move=seats[to_move] if to_move is not None else None,
                     position=rules.position_lines(state, seat.number),
-                    deadline=_deadline_text(game.deadline_at))
+                    deadline=_deadline_text(game.deadline_at, seat))
 
 
 def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-              news: list[str]) -> OutboxMessage:
+              news: list[str], reminder: bool = False) -> OutboxMessage:
     for item in session.exec(select(DigestItem).where(DigestItem.seat_id == seat.id,
                                                       DigestItem.sent == False)):
         item.sent = True  # the news below covers what the digest would have said
         session.add(item)
-    return _to_seat(session, game, seat, "your_turn", "Your turn", "your_turn", rules=rules,
-                    news=news, position=rules.position_lines(state, seat.number),
-                    deadline=_deadline_text(game.deadline_at))
+    subject = f"Reminder: your move is due {_deadline_text(game.deadline_at, seat)}" \
+        if reminder else "Your turn"
+    return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,
+                    "your_turn", rules=rules, news=news, reminder=reminder,
+                    position=rules.position_lines(state, seat.number),
+                    deadline=_deadline_text(game.deadline_at, seat))
+
+
+def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, state,
+                   lines: list[str], absent: bool) -> OutboxMessage:
+    return _to_seat(session, game, seat, "played_for_you", "Your deadline passed: the server "
+                    "moved for you", "played_for_you", rules=rules, lines=lines, absent=absent,
+                    position=rules.position_lines(state, seat.number))
+
+
+def notice(session: Session, game: Game, seat: Seat, subject: str,
+           lines: list[str]) -> OutboxMessage:
+    """A short message about the game (paused, resumed, deadline moved) with the seat's link."""
+    return _to_seat(session, game, seat, "notice", subject, "notice", lines=lines)
+
+
+def to_admins(session: Session, subject: str, lines: list[str],
+              game: Game | None = None) -> list[OutboxMessage]:
+    """A message to every address in MAIL_ADMINS (logged too, so it is never lost)."""
+    current_app.logger.warning("%s: %s", subject, " ".join(lines))
+    addresses = [a for _, a in getaddresses([current_app.config["MAIL_ADMINS"]]) if a]
+    return [queue(session, kind="admin", to=address, subject=f"[pbem] {subject}",
+                  template="admin", game=game, lines=lines) for address in addresses]
 
 
 def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lines: list[str],

@@ -43,6 +43,19 @@ class Game(SQLModel, table=True):
                                       nullable=False)
     deadline_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     finished_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # Time control, chosen at creation.
+    deadline_hours: int = 72
+    reminder_hours: str = Field(default="24,2", max_length=100)  # before the deadline
+    weekend_pause: bool = False
+    timezone: str = Field(default="UTC", max_length=64)
+    # The clock of the current turn: extra hours an admin gave, intervals the clock stood
+    # still (game pauses, scheduler outages) as JSON [[from, until], ...], and a version that
+    # changes whenever the deadline is set anew, so that older timers know they are obsolete.
+    extension_hours: int = 0
+    clock_pauses: str = Field(default="[]", sa_column=Column(Text, nullable=False,
+                                                            server_default="[]"))
+    clock_version: int = Field(default=0, index=True)  # 0: not started (after an upgrade)
+    paused_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
 
 
 class Seat(SQLModel, table=True):
@@ -55,6 +68,12 @@ class Seat(SQLModel, table=True):
     email: str = Field(max_length=254)
     colour: str = Field(max_length=20)
     notify: str = Field(default=NOTIFY_EVERY, max_length=10)
+    timezone: str | None = Field(default=None, max_length=64)  # for showing times to them
+    timeouts_in_row: int = 0
+    absent: bool = False  # timed out too often: the default move is played at once
+    vacation_days_used: int = 0
+    vacation_from: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    vacation_until: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
 
 
 class SeatKey(SQLModel, table=True):
@@ -117,3 +136,32 @@ class OutboxMessage(SQLModel, table=True):
     claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     claim: str | None = Field(default=None, max_length=40)
     sent_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+PENDING, CLAIMED, DONE = "pending", "claimed", "done"
+REMINDER, TIMEOUT = "reminder", "timeout"
+
+
+class Timer(SQLModel, table=True):
+    """A reminder or a timeout due for the seat to move; claimed by one scheduler run."""
+
+    __table_args__ = (Index("ix_timer_due", "status", "due_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id", index=True)
+    seat_id: int = Field(foreign_key="seat.id")
+    kind: str = Field(max_length=10)
+    due_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+    clock_version: int
+    status: str = Field(default=PENDING, max_length=10)
+    claim: str | None = Field(default=None, max_length=40)
+    claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    done_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    outcome: str | None = Field(default=None, max_length=40)
+
+
+class JobState(SQLModel, table=True):
+    """When a scheduler job last ran (for the outage guard)."""
+
+    name: str = Field(primary_key=True, max_length=40)
+    last_run_at: datetime = Field(sa_type=UtcDateTime, nullable=False)

@@ -6,8 +6,9 @@ quoting the turn number the page was built for, calls `submit_move`.
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 
+from .db import utcnow
 from .games import MoveError
 from .models import NOTIFY_CHOICES
 from .services import (
@@ -17,13 +18,20 @@ from .services import (
     SeatContext,
     ServiceError,
     StaleTurn,
+    come_back,
     load_seat,
     set_notify,
+    set_timezone,
     submit_move,
+    take_vacation,
 )
 from .web import wake_sender
 
 bp = Blueprint("seat", __name__, url_prefix="/seat")
+
+COMMON_ZONES = ("UTC", "Europe/London", "Europe/Berlin", "Europe/Madrid", "Europe/Athens",
+                "America/New_York", "America/Chicago", "America/Los_Angeles",
+                "America/Sao_Paulo", "Asia/Kolkata", "Asia/Tokyo", "Australia/Sydney")
 
 
 def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None = None,
@@ -37,7 +45,9 @@ def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None =
         to_move=ctx.seats[to_move] if to_move is not None else None,
         legal=ctx.rules.legal(ctx.state) if to_move == seat.number else [],
         outcome=ctx.rules.outcome_lines(ctx.state), error=error, notice=notice,
-        form=form or {}, notify_choices=NOTIFY_CHOICES,
+        form=form or {}, notify_choices=NOTIFY_CHOICES, now=utcnow(),
+        vacation_left=current_app.config["GAMES_VACATION_DAYS"] - seat.vacation_days_used,
+        zones=COMMON_ZONES,
         kind_template=f"games/{ctx.game.kind}/"), status
 
 
@@ -129,11 +139,38 @@ def move(token: str):
     return redirect(url_for("seat.page", token=token), code=303)
 
 
-@bp.post("/<token>/settings")
-def settings(token: str):
+def _seat_action(token: str, action, done: str):
+    """Run one of the seat's own settings actions (POST), then show the page again."""
     try:
-        set_notify(token, request.form.get("notify", ""))
+        result = action()
     except ServiceError as exc:
         return _refusal(token, exc)
-    flash("Your mail setting is saved.")
+    flash(done.format(result=result))
     return redirect(url_for("seat.page", token=token), code=303)
+
+
+@bp.post("/<token>/settings")
+def settings(token: str):
+    return _seat_action(token, lambda: set_notify(token, request.form.get("notify", "")),
+                        "Your mail setting is saved.")
+
+
+@bp.post("/<token>/timezone")
+def timezone(token: str):
+    name = request.form.get("timezone", "").strip()[:64]
+    return _seat_action(token, lambda: set_timezone(token, name),
+                        "Times are now shown in " + name + ".")
+
+
+@bp.post("/<token>/vacation")
+def vacation(token: str):
+    raw = request.form.get("days", "")
+    days = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 4 else -1
+    return _seat_action(token, lambda: take_vacation(token, days),
+                        "Your clock is paused until {result:%A %d %B %Y, %H:%M} UTC.")
+
+
+@bp.post("/<token>/back")
+def back(token: str):
+    return _seat_action(token, lambda: come_back(token),
+                        "Welcome back: your turns wait for you again from your next one.")

@@ -17,13 +17,15 @@ from email.utils import parseaddr
 from flask import current_app
 from sqlmodel import Session, select
 
-from . import mail
+from . import clock, mail
 from .db import reading, utcnow, writing
+from .deadlines import TimeControl, add_pause, reset_clock, start_clock, stop_clock, time_control
 from .games import DEFAULT_KIND, GameRules, MoveError, SetupProblem, rules_for
 from .models import (
     FINISHED,
     NOTIFY_DIGEST,
     NOTIFY_EVERY,
+    PAUSED,
     RUNNING,
     DigestItem,
     Game,
@@ -115,8 +117,9 @@ class CreatedGame:
 def create_game(players: list[PlayerSpec], seed: str | None = None, *,
                 kind: str = DEFAULT_KIND, colours: list[str] | None = None,
                 start: int | None = None, title: str | None = None,
-                now: datetime | None = None) -> CreatedGame:
-    """Set up a game, its seats, and the invitation mails; returns each seat's first link."""
+                time: TimeControl | None = None, now: datetime | None = None) -> CreatedGame:
+    """Set up a game, its seats, its clock and the invitation mails; returns each seat's
+    first link. `time` defaults to the time control in the settings."""
     rules = rules_for(kind)
     if not rules.min_players <= len(players) <= rules.max_players:
         raise SetupProblem(f"{rules.title} is for {rules.min_players} to {rules.max_players} "
@@ -129,29 +132,28 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
     if not isinstance(seed, str) or not 0 < len(seed) <= 100 or not seed.isprintable():
         raise SetupProblem("the seed must be 1 to 100 printable characters")
     title = check_title(title) if title is not None else rules.title
+    time = time or time_control()
     state = rules.new_state(colours, seed, start)
     now = now or utcnow()
     with writing() as session:
         game = Game(kind=kind, title=title, seed=seed,
                     start_seat=rules.start_seat(state), turn=0, state_json=rules.dumps(state),
                     created_at=now, updated_at=now, turn_started_at=now,
-                    deadline_at=_deadline(now))
+                    deadline_hours=time.deadline_hours, reminder_hours=time.reminders_text,
+                    weekend_pause=time.weekend_pause, timezone=time.timezone)
         session.add(game)
         session.flush()
         seats = [Seat(game_id=game.id, number=n, name=p.name, email=p.email, colour=colours[n])
                  for n, p in enumerate(players)]
         session.add_all(seats)
         session.flush()
+        start_clock(session, game, seats[rules.to_move(state)], now)
         links = []
         for seat in seats:
             message = mail.invitation(session, game, seat, seats, rules, state)
             links.append((seat.name, seat.colour, mail.seat_link(json.loads(
                 message.secrets_json)[0])))
         return CreatedGame(game.id, links)
-
-
-def _deadline(now: datetime) -> datetime:
-    return now + timedelta(hours=current_app.config["GAMES_MOVE_DEADLINE_HOURS"])
 
 
 # --- seats --------------------------------------------------------------------------------------
@@ -306,7 +308,10 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
         game.updated_at = now
         session.add(game)
         session.flush()
-        _notify(session, game, seats, rules, before, after, seat, now)
+        if actor == "player":
+            seat.timeouts_in_row, seat.absent = 0, False
+            session.add(seat)
+        _notify(session, game, seats, rules, before, after, seat, actor, now)
         context = None if context_log is None else SeatContext(
             game, seat, seats, rules, after, _log(session, game.id, seat.number, context_log))
         return MoveResult(game.id, seat.number, record.notation, game.turn,
@@ -363,29 +368,30 @@ class _Recent:
 
 
 def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, before, after,
-            mover: Seat, now: datetime) -> None:
+            mover: Seat, actor: str, now: datetime) -> None:
     """Queue the mails a move causes: the end of the game, or the end of a turn."""
     to_move = rules.to_move(after)
     if to_move is not None and to_move == rules.to_move(before):
         return  # the same seat goes on (its draws): nobody needs a mail yet
     recent = _Recent(session, game, len(seats))
     this_move = game.turn - 1
+    if actor == "timeout":
+        _timed_out(session, game, rules, after, mover, recent)
     if to_move is None:
-        game.status, game.finished_at, game.deadline_at = FINISHED, now, None
-        session.add(game)
+        game.status, game.finished_at = FINISHED, now
+        stop_clock(session, game, now)
         for seat in seats:
             lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
             mail.final(session, game, seat, seats, rules, after, lines)
         return
-    game.turn_started_at, game.deadline_at = now, _deadline(now)
-    session.add(game)
+    start_clock(session, game, seats[to_move], now)
     # The turn that just ended: every move since someone other than the mover last moved.
     turn_began = recent.last_move_not_of(mover.number)
     for seat in seats:
-        if seat.number == to_move:
+        if seat.number == to_move and not seat.absent:
             news = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
             mail.your_turn(session, game, seat, rules, after, news)
-        elif seat.number == mover.number:
+        elif seat.number in (mover.number, to_move):
             continue
         else:
             lines = recent.lines_since(seat.number, turn_began)
@@ -393,3 +399,130 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
                 mail.moved(session, game, seat, rules, after, lines, seats[to_move])
             elif seat.notify == NOTIFY_DIGEST:
                 session.add(DigestItem(seat_id=seat.id, text="\n".join(lines), created_at=now))
+
+
+def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Seat,
+               recent: _Recent) -> None:
+    """The server ended `mover`'s turn for it: tell the seat, count it, maybe mark it absent."""
+    lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number))
+    mover.timeouts_in_row += 1
+    limit = current_app.config["GAMES_ABSENT_AFTER_TIMEOUTS"]
+    newly_absent = mover.timeouts_in_row >= limit and not mover.absent
+    if newly_absent:
+        mover.absent = True
+        mail.to_admins(session, f"{mover.name} is absent from {game.title} #{game.id}", [
+            (f"{mover.name} <{mover.email}> ({mover.colour}) missed {mover.timeouts_in_row} "
+             "deadlines in a row."),
+            ("From now on the server plays the default move at once at each of their turns, "
+             "until they make a move again."),
+        ], game=game)
+    session.add(mover)
+    mail.played_for_you(session, game, mover, rules, after, lines, absent=mover.absent)
+
+
+# --- the clock: admins' controls and the players' own ------------------------------------------
+
+def _game_and_seat_to_move(session: Session, game_id: int) -> tuple[Game, Seat | None]:
+    game = session.get(Game, game_id) if isinstance(game_id, int) else None
+    if game is None:
+        raise NotFound(f"there is no game {game_id}")
+    rules = rules_for(game.kind)
+    to_move = rules.to_move(rules.loads(game.state_json))
+    seat = None if to_move is None else session.exec(
+        select(Seat).where(Seat.game_id == game.id, Seat.number == to_move)).one()
+    return game, seat
+
+
+def _tell_players(session: Session, game: Game, subject: str, lines: list[str]) -> None:
+    for seat in _seats(session, game.id):
+        mail.notice(session, game, seat, subject, lines)
+
+
+def extend_deadline(game_id: int, hours: int, now: datetime | None = None) -> datetime:
+    """Give the seat to move `hours` more (1 to 336); returns the new deadline."""
+    if isinstance(hours, bool) or not isinstance(hours, int) or not 0 < hours <= 336:
+        raise Malformed("extend by 1 to 336 hours")
+    now = now or utcnow()
+    with writing() as session:
+        game, seat = _game_and_seat_to_move(session, game_id)
+        if game.status != RUNNING:
+            raise GameNotRunning(f"game {game.id} is {game.status}; only a running game has "
+                                 "a deadline to extend")
+        game.extension_hours += hours
+        reset_clock(session, game, seat, now)
+        _tell_players(session, game, "The deadline was extended",
+                      [(f"The deadline of {seat.name} ({seat.colour}) was extended by "
+                        f"{hours} hours.")])
+        return game.deadline_at
+
+
+def pause_game(game_id: int, now: datetime | None = None) -> None:
+    """Stop the clock of a running game: no reminders, no timeouts, no moves until resumed."""
+    now = now or utcnow()
+    with writing() as session:
+        game, _ = _game_and_seat_to_move(session, game_id)
+        if game.status != RUNNING:
+            raise GameNotRunning(f"game {game.id} is {game.status}, not running")
+        game.status, game.paused_at = PAUSED, now
+        stop_clock(session, game, now)
+        _tell_players(session, game, "The game is paused", [
+            ("An organiser paused the game: no moves, reminders or deadlines until it is "
+             "resumed. You will get a mail then.")])
+
+
+def resume_game(game_id: int, now: datetime | None = None) -> datetime | None:
+    """Start a paused game's clock again; the pause does not count against the player."""
+    now = now or utcnow()
+    with writing() as session:
+        game, seat = _game_and_seat_to_move(session, game_id)
+        if game.status != PAUSED:
+            raise GameNotRunning(f"game {game.id} is {game.status}, not paused")
+        add_pause(game, game.paused_at, now)
+        game.status, game.paused_at = RUNNING, None
+        reset_clock(session, game, seat, now)
+        _tell_players(session, game, "The game goes on",
+                      [f"The game is running again. {seat.name} ({seat.colour}) is to move."])
+        return game.deadline_at
+
+
+def take_vacation(token: str, days: object, now: datetime | None = None) -> datetime:
+    """Pause the seat's own clock for whole days from now, within its budget for the game."""
+    budget = current_app.config["GAMES_VACATION_DAYS"]
+    now = now or utcnow()
+    with writing() as session:
+        seat, game = _seat_and_game(session, token)
+        left = budget - seat.vacation_days_used
+        if isinstance(days, bool) or not isinstance(days, int) or not 0 < days <= left:
+            raise Rejected(f"choose 1 to {left} days of vacation" if left > 0 else
+                           f"you have used all {budget} days of vacation of this game")
+        if game.status not in (RUNNING, PAUSED):
+            raise GameNotRunning(f"This game is {game.status}.")
+        active = seat.vacation_until is not None and seat.vacation_until > now
+        seat.vacation_from = seat.vacation_from if active else now
+        seat.vacation_until = (seat.vacation_until if active else now) + timedelta(days=days)
+        seat.vacation_days_used += days
+        session.add(seat)
+        _, to_move = _game_and_seat_to_move(session, game.id)
+        if game.status == RUNNING and to_move is not None and to_move.id == seat.id:
+            reset_clock(session, game, seat, now)
+        return seat.vacation_until
+
+
+def set_timezone(token: str, name: str) -> None:
+    """The seat's own time zone, for the times its pages and mails show."""
+    try:
+        clock.zone(name)
+    except ValueError as exc:
+        raise Rejected(str(exc)) from None
+    with writing() as session:
+        seat, _ = _seat_and_game(session, token)
+        seat.timezone = name
+        session.add(seat)
+
+
+def come_back(token: str) -> None:
+    """An absent seat says it will play again: its turns wait for it from the next one on."""
+    with writing() as session:
+        seat, _ = _seat_and_game(session, token)
+        seat.absent, seat.timeouts_in_row = False, 0
+        session.add(seat)

@@ -12,6 +12,8 @@ from flask import Flask, current_app, jsonify, make_response, render_template, r
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
+from . import clock
+
 csrf = CSRFProtect()
 
 HINTS = {
@@ -47,6 +49,7 @@ def error_response(status: int, message: str):
 
 def init_app(app: Flask) -> None:
     csrf.init_app(app)
+    app.add_template_filter(clock.format_local, "local")
     for name in ("werkzeug", "gunicorn.access", app.logger.name):
         logger = logging.getLogger(name)
         if not any(isinstance(f, HideSeatSecrets) for f in logger.filters):

@@ -2,8 +2,9 @@
 
 The web pages, the API, the mails and the services know a game only through `GameRules`:
 set up, who is to move, the legal moves in text, parse and apply a move, a seat's view, the
-log in words, the outcome. A second game is a second module here plus its templates under
-`templates/games/<kind>/`; nothing else changes.
+log in words, the outcome, the default move for a seat that missed its deadline. A second game
+is a second module here plus its templates under `templates/games/<kind>/`; nothing else
+changes.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class GameRules(Protocol):
     def outcome_lines(self, state: Any) -> list[str]: ...
     def position_lines(self, state: Any, seat: int | None) -> list[str]: ...
     def move_from_form(self, state: Any, form: Any) -> str: ...
+    def default_move(self, state: Any) -> str: ...  # played for a seat that timed out
 
 
 def registry() -> dict[str, GameRules]:

@@ -90,6 +90,28 @@ class KardinalKoenig:
     def describe(self, before, move, after, reader: int | None) -> list[str]:
         return engine.describe(before, move, after, reader)
 
+    def default_move(self, state: engine.GameState) -> str:
+        """The move the server makes when a seat misses its deadline (docs/rules-notes.md).
+
+        In a refill: draw from the deck. Otherwise exchange the card the seat holds most of,
+        but keep a pair (it is a joker) when another card can go instead; ties go to the
+        colour that comes first in the box (red, green, cream, orange, purple). When no
+        exchange is possible: pass, or else the first legal move."""
+        legal = self.legal(state)
+        if state.phase == "draw":
+            preferred = ["draw deck"]
+        else:
+            counts = Counter(state.hands[state.current])
+            order = [c.code for c in self.board.cards]
+            ranked = sorted(counts, key=lambda code: (-counts[code], order.index(code)))
+            if len(ranked) > 1 and counts[ranked[0]] == 2:
+                ranked = ranked[1:] + ranked[:1]  # keep the joker pair
+            preferred = [f"exchange {code}" for code in ranked] + ["pass"]
+        for move in preferred:
+            if move in legal:
+                return move
+        return legal[0]
+
     # --- what a seat sees -----------------------------------------------------------------
 
     def view(self, state: engine.GameState, seat: int | None) -> engine.SeatView:

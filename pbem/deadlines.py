@@ -1,0 +1,126 @@
+"""Each turn's deadline and the timers that watch it: reminders and the timeout.
+
+The deadline of a turn is always computed the same way: the game's move time (plus any hours an
+admin added) of running clock after the turn began, where the clock stands still on weekends
+(if the game pauses then), during the seat's vacation, and during the game's pauses and the
+scheduler's outages in this turn. Whenever an input changes, `start_clock` or `reset_clock`
+computes it anew, bumps the game's clock version (older timers become obsolete) and writes
+fresh timers. The scheduler (`pbem.jobs`) only acts on timers that are due and still current.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import update
+from sqlmodel import Session
+
+from . import clock
+from .games import SetupProblem
+from .models import DONE, PENDING, REMINDER, TIMEOUT, Game, Seat, Timer
+
+MIN_HOURS, MAX_HOURS = 12, 14 * 24
+
+
+@dataclass(frozen=True)
+class TimeControl:
+    deadline_hours: int
+    reminder_hours: tuple[int, ...]
+    weekend_pause: bool
+    timezone: str
+
+    @property
+    def reminders_text(self) -> str:
+        return ",".join(str(h) for h in self.reminder_hours)
+
+
+def parse_hours(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    if not all(p.isascii() and p.isdigit() for p in parts):
+        raise SetupProblem("reminders are whole numbers of hours before the deadline, separated "
+                           "by commas, like 24,2")
+    return tuple(sorted({int(p) for p in parts}, reverse=True))
+
+
+def time_control(deadline_hours: int | None = None, reminder_hours: str | None = None,
+                 weekend_pause: bool | None = None, timezone: str | None = None) -> TimeControl:
+    """A checked time control; what is not given comes from the settings."""
+    config = current_app.config
+    hours = config["GAMES_MOVE_DEADLINE_HOURS"] if deadline_hours is None else deadline_hours
+    if isinstance(hours, bool) or not isinstance(hours, int) or \
+            not MIN_HOURS <= hours <= MAX_HOURS:
+        raise SetupProblem(f"the move deadline must be {MIN_HOURS} hours to 14 days "
+                           f"({MAX_HOURS} hours), not {hours!r}")
+    reminders = parse_hours(config["GAMES_REMINDER_HOURS"] if reminder_hours is None
+                            else reminder_hours)
+    if any(not 0 < h < hours for h in reminders):
+        raise SetupProblem(f"each reminder must come 1 to {hours - 1} hours before the "
+                           "deadline")
+    zone = config["GAMES_TIMEZONE"] if timezone is None else timezone
+    try:
+        clock.zone(zone)
+    except ValueError as exc:
+        raise SetupProblem(str(exc)) from None
+    pause = config["GAMES_WEEKEND_PAUSE"] if weekend_pause is None else bool(weekend_pause)
+    return TimeControl(hours, reminders, pause, zone)
+
+
+def _pauses(game: Game, seat: Seat) -> list[clock.Pause]:
+    pauses = [(datetime.fromisoformat(a), datetime.fromisoformat(b))
+              for a, b in json.loads(game.clock_pauses)]
+    if seat.vacation_from and seat.vacation_until:
+        pauses.append((seat.vacation_from, seat.vacation_until))
+    return pauses
+
+
+def add_pause(game: Game, start: datetime, end: datetime) -> None:
+    """Record that this turn's clock stood still from `start` to `end`."""
+    pauses = json.loads(game.clock_pauses)
+    pauses.append([start.isoformat(), end.isoformat()])
+    game.clock_pauses = json.dumps(pauses)
+
+
+def deadline_of(game: Game, seat: Seat) -> datetime:
+    """The deadline of the current turn of `seat`, from the game's clock inputs."""
+    return clock.add_running_time(
+        game.turn_started_at, timedelta(hours=game.deadline_hours + game.extension_hours),
+        tz=game.timezone, weekend_pause=game.weekend_pause, pauses=_pauses(game, seat))
+
+
+def stop_clock(session: Session, game: Game, now: datetime) -> None:
+    """No deadline any more (the game ended or is paused): every waiting timer is obsolete."""
+    game.clock_version += 1
+    game.deadline_at = None
+    session.exec(update(Timer).where(Timer.game_id == game.id, Timer.status == PENDING)
+                 .values(status=DONE, done_at=now, outcome="obsolete"))
+    session.add(game)
+
+
+def start_clock(session: Session, game: Game, seat: Seat, now: datetime) -> None:
+    """A new turn for `seat` begins now."""
+    game.turn_started_at = now
+    game.extension_hours = 0
+    game.clock_pauses = "[]"
+    reset_clock(session, game, seat, now)
+
+
+def reset_clock(session: Session, game: Game, seat: Seat, now: datetime) -> None:
+    """Compute the current turn's deadline anew and write its timers.
+
+    An absent seat's timeout is due at once and it gets no reminders."""
+    stop_clock(session, game, now)
+    if seat.absent:
+        game.deadline_at = now
+    else:
+        game.deadline_at = deadline_of(game, seat)
+        for hours in parse_hours(game.reminder_hours):
+            due = game.deadline_at - timedelta(hours=hours)
+            if due > now:
+                session.add(Timer(game_id=game.id, seat_id=seat.id, kind=REMINDER, due_at=due,
+                                  clock_version=game.clock_version))
+    session.add(Timer(game_id=game.id, seat_id=seat.id, kind=TIMEOUT, due_at=game.deadline_at,
+                      clock_version=game.clock_version))
+    session.add(game)

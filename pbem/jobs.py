@@ -1,0 +1,196 @@
+"""The scheduler's one job: outage guard, clocks of upgraded games, due timers, then mail.
+
+`run_jobs(app, now)` is a plain function that takes the time, so tests and `pbem run-jobs
+--now` can act as if it were any moment. Every piece of due work lives in the database and is
+claimed atomically before it is done, so any number of scheduler processes may run it at once:
+each reminder is sent once, each timeout played once. A claim left by a process that died is
+given back after a while, and acting on it again is harmless because a timer only acts while
+its turn is still current (same clock version, same seat to move).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from flask import Flask, current_app
+from sqlalchemy import update
+from sqlmodel import select
+
+from . import mail
+from .db import utcnow, writing
+from .deadlines import add_pause, reset_clock, start_clock
+from .games import rules_for
+from .models import (
+    CLAIMED,
+    DONE,
+    PENDING,
+    REMINDER,
+    RUNNING,
+    Game,
+    JobState,
+    Seat,
+    Timer,
+)
+from .outbox import deliver_all_due
+from .services import ServiceError, submit_move
+
+BATCH = 500
+CLAIM_TIMEOUT = timedelta(minutes=10)
+MAX_DEFAULT_MOVES = 8  # a turn is at most four moves; a bound against any surprise
+JOB = "scheduler"
+
+
+def run_jobs(app: Flask, now: datetime | None = None) -> dict[str, int]:
+    """One run of the scheduler's job at `now`; returns what it did, by kind."""
+    now = now or utcnow()
+    with app.app_context():
+        counts = {"outage_games": guard_outage(now), "clocks_started": start_missing_clocks(now)}
+        counts.update(handle_due_timers(now))
+    mailed = deliver_all_due(app, now)
+    counts.update({f"mail_{k}": v for k, v in mailed.items()})
+    return counts
+
+
+def guard_outage(now: datetime) -> int:
+    """After a gap longer than the threshold, move on the deadlines that fell in it.
+
+    Returns how many games had their clock moved. The run time is recorded either way."""
+    threshold = timedelta(minutes=current_app.config["SCHEDULER_OUTAGE_MINUTES"])
+    moved = []
+    with writing() as session:
+        state = session.get(JobState, JOB)
+        if state is None:
+            session.add(JobState(name=JOB, last_run_at=now))
+            return 0
+        last, state.last_run_at = state.last_run_at, max(state.last_run_at, now)
+        session.add(state)
+        if now - last <= threshold:
+            return 0
+        games = session.exec(select(Game).join(Timer, Timer.game_id == Game.id)
+                             .where(Timer.status == PENDING, Timer.due_at > last,
+                                    Timer.due_at <= now, Game.status == RUNNING,
+                                    Timer.clock_version == Game.clock_version)
+                             .distinct()).all()
+        for game in games:
+            to_move = rules_for(game.kind).to_move(rules_for(game.kind).loads(game.state_json))
+            seat = session.exec(select(Seat).where(Seat.game_id == game.id,
+                                                   Seat.number == to_move)).one()
+            add_pause(game, last, now)
+            reset_clock(session, game, seat, now)
+            moved.append(f"{game.title} #{game.id}: {seat.name}'s deadline is now "
+                         f"{game.deadline_at:%Y-%m-%d %H:%M} UTC")
+        if moved:
+            mail.to_admins(session, "the scheduler was not running", [
+                (f"The scheduler did not run from {last:%Y-%m-%d %H:%M} to "
+                 f"{now:%Y-%m-%d %H:%M} UTC ({_hours(now - last)})."),
+                "No one was timed out for that gap: these deadlines moved on by its length:",
+                *moved])
+    return len(moved)
+
+
+def _hours(span: timedelta) -> str:
+    return f"{span.total_seconds() / 3600:.1f} hours"
+
+
+def start_missing_clocks(now: datetime) -> int:
+    """Running games from before the scheduler existed (clock version 0) get their clock."""
+    started = 0
+    with writing() as session:
+        for game in session.exec(select(Game).where(Game.clock_version == 0,
+                                                    Game.status == RUNNING)):
+            rules = rules_for(game.kind)
+            to_move = rules.to_move(rules.loads(game.state_json))
+            seat = session.exec(select(Seat).where(Seat.game_id == game.id,
+                                                   Seat.number == to_move)).one()
+            start_clock(session, game, seat, now)
+            started += 1
+    return started
+
+
+def _claim(now: datetime) -> tuple[str, list[int]]:
+    claim = uuid.uuid4().hex
+    with writing() as session:
+        session.exec(update(Timer).where(Timer.status == CLAIMED,
+                                         Timer.claimed_at < now - CLAIM_TIMEOUT)
+                     .values(status=PENDING, claim=None, claimed_at=None))
+        due = (select(Timer.id).where(Timer.status == PENDING, Timer.due_at <= now)
+               .order_by(Timer.due_at, Timer.id).limit(BATCH))
+        session.exec(update(Timer).where(Timer.id.in_(due.scalar_subquery()),
+                                         Timer.status == PENDING)
+                     .values(status=CLAIMED, claim=claim, claimed_at=now))
+        ids = list(session.exec(select(Timer.id).where(Timer.claim == claim,
+                                                       Timer.status == CLAIMED)
+                                .order_by(Timer.due_at, Timer.id)))
+    return claim, ids
+
+
+def handle_due_timers(now: datetime) -> dict[str, int]:
+    """Claim the timers due at `now` and act on each that is still current."""
+    counts = {"reminders": 0, "timeouts": 0, "obsolete": 0}
+    while True:
+        claim, ids = _claim(now)
+        for timer_id in ids:
+            counts[_handle(timer_id, claim, now)] += 1
+        if len(ids) < BATCH:
+            return counts
+
+
+def _finish(timer_id: int, claim: str, now: datetime, outcome: str) -> None:
+    with writing() as session:
+        session.exec(update(Timer).where(Timer.id == timer_id, Timer.claim == claim)
+                     .values(status=DONE, done_at=now, outcome=outcome))
+
+
+def _current(session, timer: Timer):
+    """The game, seat and state if `timer` still belongs to the turn being played, else None."""
+    game = session.get(Game, timer.game_id)
+    seat = session.get(Seat, timer.seat_id)
+    if game.status != RUNNING or game.clock_version != timer.clock_version:
+        return None
+    rules = rules_for(game.kind)
+    state = rules.loads(game.state_json)
+    if rules.to_move(state) != seat.number:
+        return None
+    return game, seat, rules, state
+
+
+def _handle(timer_id: int, claim: str, now: datetime) -> str:
+    with writing() as session:
+        timer = session.get(Timer, timer_id)
+        if timer is None or timer.claim != claim or timer.status != CLAIMED:
+            return "obsolete"
+        current = _current(session, timer)
+        if current is None:
+            timer.status, timer.done_at, timer.outcome = DONE, now, "obsolete"
+            session.add(timer)
+            return "obsolete"
+        if timer.kind == REMINDER:
+            game, seat, rules, state = current
+            mail.your_turn(session, game, seat, rules, state, [], reminder=True)
+            timer.status, timer.done_at, timer.outcome = DONE, now, "sent"
+            session.add(timer)
+            return "reminders"
+    return _time_out(timer_id, claim, now)
+
+
+def _time_out(timer_id: int, claim: str, now: datetime) -> str:
+    """Play the default moves of the seat's turn, each through `submit_move`."""
+    played = 0
+    for _ in range(MAX_DEFAULT_MOVES):
+        with writing() as session:
+            timer = session.get(Timer, timer_id)
+            current = _current(session, timer)
+            if current is None:
+                break
+            game, seat, rules, state = current
+            move, turn, seat_id = rules.default_move(state), game.turn, seat.id
+        try:
+            submit_move(None, move, turn, seat_id=seat_id, actor="timeout", via="scheduler",
+                        now=now)
+        except ServiceError as exc:  # a person moved at the same moment: theirs stands
+            current_app.logger.info("timeout of seat %s gave way: %s", seat_id, exc.message)
+            break
+        played += 1
+    _finish(timer_id, claim, now, "timed out" if played else "obsolete")
+    return "timeouts" if played else "obsolete"
