@@ -56,14 +56,16 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         if key not in chosen:
             app.config[key] = value
 
-    from . import api, db, mailbox, pages, seat, web
+    from . import admin, api, db, mailbox, pages, seat, web
 
     db.init_app(app)
     web.init_app(app)
+    admin.init_app(app)
     app.register_blueprint(pages.bp)
     app.register_blueprint(seat.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(mailbox.bp)
+    app.register_blueprint(admin.bp)
 
     from .cli import commands
 

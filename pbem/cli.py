@@ -326,7 +326,30 @@ def mail_status_command():
                    f"attempt(s): {row.last_error}")
 
 
-commands = [init_db_command, create_game_command, demo_command, serve_command,
+@click.command("create-admin")
+@click.argument("email")
+@click.option("--password-stdin", is_flag=True,
+              help="Read the password from standard input (for scripts) instead of asking.")
+@_one_line_errors
+@with_appcontext
+def create_admin_command(email, password_stdin):
+    """Create an admin account for EMAIL, or set a new password for it."""
+    from .stewardship import create_admin
+
+    _need_schema()
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = click.prompt("Password (12 characters or more)", hide_input=True,
+                                confirmation_prompt=True)
+    try:
+        create_admin(email, password)
+    except SetupProblem as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"Admin {email.strip().lower()} can log in at {_base()}/admin/")
+
+
+commands = [init_db_command, create_admin_command, create_game_command, demo_command, serve_command,
             send_mail_command, mail_status_command, scheduler_command, run_jobs_command,
             extend_command, pause_command, resume_command]
 

@@ -81,6 +81,16 @@ def _addresses(v: str) -> str | None:
     return "must be mail addresses separated by commas"
 
 
+def _rate(v: str) -> str | None:
+    from limits import parse_many
+
+    try:
+        parse_many(v)
+    except ValueError:
+        return 'must be a rate like "10 per minute" or "5/minute;50/hour"'
+    return None
+
+
 def _url(v: str) -> str | None:
     return None if v.startswith(("http://", "https://")) else "must start with http:// or https://"
 
@@ -108,6 +118,7 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_FOLDER": Setting("", str),
     "MAIL_MAILBOX_PAGE": Setting(True, bool),
     "MAIL_ADMINS": Setting("", str, _addresses),
+    "ADMIN_LOGIN_LIMIT": Setting("10 per minute", str, _rate),
     "MAIL_MAX_ATTEMPTS": Setting(8, int, _at_least(1)),
     "MAIL_RETRY_SECONDS": Setting(60, int, _at_least(1)),
     "MAIL_SEND_INTERVAL_SECONDS": Setting(5, int, _at_least(1)),

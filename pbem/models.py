@@ -165,3 +165,25 @@ class JobState(SQLModel, table=True):
 
     name: str = Field(primary_key=True, max_length=40)
     last_run_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+
+
+class Admin(SQLModel, table=True):
+    """A person who may set up and look after games (created with `pbem create-admin`)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(max_length=254, unique=True)
+    password_hash: str = Field(max_length=400)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    last_login_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class AuditEntry(SQLModel, table=True):
+    """One admin action: who, what, why, when."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    admin_id: int | None = Field(default=None, foreign_key="admin.id")
+    game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
+    action: str = Field(max_length=40)
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    detail: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)

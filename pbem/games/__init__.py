@@ -47,6 +47,7 @@ class GameRules(Protocol):
     def position_lines(self, state: Any, seat: int | None) -> list[str]: ...
     def move_from_form(self, state: Any, form: Any) -> str: ...
     def default_move(self, state: Any) -> str: ...  # played for a seat that timed out
+    def replay(self, state: Any, notations: list[str]) -> Any: ...  # same set-up, these moves
 
 
 def registry() -> dict[str, GameRules]:

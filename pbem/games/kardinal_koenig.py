@@ -84,6 +84,10 @@ class KardinalKoenig:
         except (engine.IllegalMoveError, engine.NotationError) as exc:
             raise MoveError(str(exc)) from None
 
+    def replay(self, state: engine.GameState, notations: list[str]) -> engine.GameState:
+        """The game `state` belongs to (same colours, seed, start seat) after `notations`."""
+        return engine.replay(state.players, state.seed, notations, self.board, state.start)
+
     def notation(self, move: engine.Move) -> str:
         return str(move)
 

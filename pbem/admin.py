@@ -1,0 +1,384 @@
+"""The admin pages: log in, see every game, create games, and look after them.
+
+Every page but the login page refuses anyone not logged in; every form carries a CSRF token
+(Flask-WTF, app-wide); login attempts are rate-limited (Flask-Limiter). Actions on a game go
+through a confirmation page that changes nothing, and then through `pbem.stewardship`, which
+checks them, writes the audit log and mails the players.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from flask import (
+    Blueprint,
+    current_app,
+    flash,
+    g,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from sqlmodel import select
+
+from . import stewardship
+from .db import reading, utcnow
+from .deadlines import MAX_HOURS, MIN_HOURS, time_control
+from .games import DEFAULT_KIND, SetupProblem, rules_for
+from .models import (
+    ABORTED,
+    FAILED,
+    FINISHED,
+    PAUSED,
+    QUEUED,
+    RUNNING,
+    SENT,
+    Admin,
+    AuditEntry,
+    Game,
+    MoveRecord,
+    OutboxMessage,
+    Seat,
+)
+from .services import ServiceError, check_player, check_title, create_game
+from .web import wake_sender
+
+bp = Blueprint("admin", __name__, url_prefix="/admin")
+limiter = Limiter(key_func=get_remote_address, storage_uri="memory://", default_limits=[])
+
+STATUS_ORDER = (RUNNING, PAUSED, FINISHED, ABORTED)
+SEAT_ACTIONS = {
+    "resend": "Resend the seat's link",
+    "new_link": "Issue a new link (the old ones stop working at once)",
+    "email": "Change the seat's email address",
+    "hand_over": "Hand the seat to a new player",
+}
+GAME_ACTIONS = {
+    "pause": "Pause the game",
+    "resume": "Resume the game",
+    "extend": "Extend the current deadline",
+    "take_back": "Take back the last move",
+    "abort": "Abort the game",
+}
+
+
+def init_app(app) -> None:
+    limiter.init_app(app)
+    app.config.setdefault("PERMANENT_SESSION_LIFETIME", timedelta(hours=12))
+
+
+@bp.before_request
+def _require_login():
+    g.admin = None
+    admin_id = session.get("admin_id")
+    if admin_id is not None:
+        with reading() as db:
+            g.admin = db.get(Admin, admin_id)
+    if g.admin is None and request.endpoint not in ("admin.login", "admin.login_post"):
+        if request.method == "GET":
+            return redirect(url_for("admin.login", next=request.path), code=303)
+        return render_template("admin/login.html", error="Please log in first; nothing was "
+                               "done.", next=""), 401
+    return None
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a path on this site (no scheme, no host) may follow a login."""
+    if target and target.startswith("/admin") and "//" not in target and "\\" not in target:
+        return target
+    return url_for("admin.dashboard")
+
+
+@bp.get("/login")
+def login():
+    return render_template("admin/login.html", error=None, next=request.args.get("next", ""))
+
+
+@bp.post("/login")
+@limiter.limit(lambda: current_app.config["ADMIN_LOGIN_LIMIT"])
+def login_post():
+    admin_id = stewardship.authenticate(request.form.get("email", ""),
+                                        request.form.get("password", "")[:200])
+    if admin_id is None:
+        return render_template("admin/login.html", error="That email and password do not "
+                               "match an admin account.", next=request.form.get("next", "")), 401
+    session.clear()  # a fresh session: nothing carried over from before the login
+    session["admin_id"] = admin_id
+    session.permanent = True
+    return redirect(_safe_next(request.form.get("next")), code=303)
+
+
+@bp.post("/logout")
+def logout():
+    session.clear()
+    flash("You are logged out.")
+    return redirect(url_for("admin.login"), code=303)
+
+
+# --- overview -----------------------------------------------------------------------------------
+
+@bp.get("/")
+def dashboard():
+    now = utcnow()
+    with reading() as db:
+        games = db.exec(select(Game).order_by(Game.id.desc()).limit(1000)).all()
+        seats = db.exec(select(Seat).where(Seat.game_id.in_([game.id for game in games]))).all()
+        failed = db.exec(select(OutboxMessage).where(OutboxMessage.status == FAILED)
+                         .order_by(OutboxMessage.id.desc()).limit(50)).all()
+    by_game: dict[int, dict[int, Seat]] = {}
+    for seat in seats:
+        by_game.setdefault(seat.game_id, {})[seat.number] = seat
+    groups = {status: [] for status in STATUS_ORDER}
+    for game in games:
+        rules = rules_for(game.kind)
+        to_move = rules.to_move(rules.loads(game.state_json))
+        groups.setdefault(game.status, []).append({
+            "game": game, "to_move": by_game.get(game.id, {}).get(to_move),
+            "overdue": game.status == RUNNING and game.deadline_at is not None
+            and game.deadline_at < now})
+    return render_template("admin/dashboard.html", groups=groups, failed=failed, now=now)
+
+
+# --- creating a game ----------------------------------------------------------------------------
+
+def _player_rows(form) -> list[dict]:
+    return [{"name": form.get(f"name{i}", "").strip(), "email": form.get(f"email{i}", "").strip(),
+             "colour": form.get(f"colour{i}", "")} for i in range(5)]
+
+
+def _read_new_game(form, rules) -> tuple[dict, dict]:
+    """The checked input of the create-game form, and the errors by field name."""
+    errors: dict[str, str] = {}
+    players, colours = [], []
+    for i, row in enumerate(_player_rows(form)):
+        if not row["name"] and not row["email"]:
+            continue
+        try:
+            players.append(check_player(row["name"], row["email"]))
+        except SetupProblem as exc:
+            errors[f"email{i}" if row["name"] else f"name{i}"] = str(exc)
+        if row["colour"] not in rules.colours:
+            errors[f"colour{i}"] = f"choose one of {', '.join(rules.colours)}"
+        elif row["colour"] in colours:
+            errors[f"colour{i}"] = "another player already has this colour"
+        colours.append(row["colour"])
+    if not rules.min_players <= len(colours) <= rules.max_players:
+        errors["players"] = (f"{rules.title} is for {rules.min_players} to {rules.max_players} "
+                             f"players; you filled in {len(colours)}")
+    emails = [p.email.lower() for p in players]
+    if len(set(emails)) != len(emails):
+        errors["players"] = "each player needs their own email address"
+    start = form.get("start", "random")
+    if start != "random" and not (start.isascii() and start.isdigit()
+                                  and 0 <= int(start) < len(colours)):
+        errors["start"] = "choose a player who is in the game, or random"
+    raw_hours = form.get("deadline_hours", "").strip()
+    hours = int(raw_hours) if raw_hours.isascii() and raw_hours.isdigit() else -1
+    try:
+        time = time_control(hours, form.get("reminders", ""), form.get("weekend_pause") == "on",
+                            form.get("timezone", "").strip() or "UTC")
+    except SetupProblem as exc:
+        text = str(exc)
+        field = ("deadline_hours" if "deadline" in text and "reminder" not in text
+                 else "reminders" if "reminder" in text else "timezone")
+        errors[field] = text
+        time = None
+    title = form.get("title", "").strip()
+    try:
+        title = check_title(title) if title else None
+    except SetupProblem as exc:
+        errors["title"] = str(exc)
+    seed = form.get("seed", "").strip() or None
+    if seed is not None and (len(seed) > 100 or not seed.isprintable()):
+        errors["seed"] = "the seed must be 1 to 100 printable characters"
+    return {"players": players, "colours": colours, "time": time, "title": title, "seed": seed,
+            "start": None if start == "random" or "start" in errors else int(start)}, errors
+
+
+def _new_game_page(form, errors, status=200):
+    rules = rules_for(DEFAULT_KIND)
+    config = current_app.config
+    defaults = {"deadline_hours": config["GAMES_MOVE_DEADLINE_HOURS"],
+                "reminders": config["GAMES_REMINDER_HOURS"],
+                "timezone": config["GAMES_TIMEZONE"]}
+    return render_template("admin/new_game.html", form=form, errors=errors, rules=rules,
+                           defaults=defaults, min_hours=MIN_HOURS, max_hours=MAX_HOURS), status
+
+
+@bp.get("/games/new")
+def new_game():
+    return _new_game_page({}, {})
+
+
+@bp.post("/games/new")
+def new_game_post():
+    rules = rules_for(DEFAULT_KIND)
+    data, errors = _read_new_game(request.form, rules)
+    if errors:
+        return _new_game_page(request.form, errors, 422)
+    try:
+        created = create_game(data["players"], data["seed"], colours=data["colours"],
+                              start=data["start"], title=data["title"], time=data["time"])
+    except (SetupProblem, ServiceError) as exc:
+        return _new_game_page(request.form, {"players": str(exc)}, 422)
+    wake_sender()
+    flash(f"Game {created.game_id} is created; the players' invitations are on their way.")
+    return redirect(url_for("admin.game", game_id=created.game_id), code=303)
+
+
+# --- one game -----------------------------------------------------------------------------------
+
+def _load_game(game_id: int):
+    with reading() as db:
+        game = db.get(Game, game_id)
+        if game is None:
+            return None
+        seats = db.exec(select(Seat).where(Seat.game_id == game_id).order_by(Seat.number)).all()
+        log = db.exec(select(MoveRecord).where(MoveRecord.game_id == game_id)
+                      .order_by(MoveRecord.number.desc())).all()
+        mails = db.exec(select(OutboxMessage).where(OutboxMessage.game_id == game_id)
+                        .order_by(OutboxMessage.id.desc())).all()
+        audit = db.exec(select(AuditEntry, Admin.email)
+                        .join(Admin, Admin.id == AuditEntry.admin_id, isouter=True)
+                        .where(AuditEntry.game_id == game_id)
+                        .order_by(AuditEntry.id.desc())).all()
+    rules = rules_for(game.kind)
+    return {"game": game, "seats": seats, "rules": rules, "state": rules.loads(game.state_json),
+            "log": [(r, json.loads(r.lines_json).get("-1", [])) for r in log], "mails": mails,
+            "audit": audit}
+
+
+@bp.get("/games/<int:game_id>")
+def game(game_id: int):
+    data = _load_game(game_id)
+    if data is None:
+        return render_template("error.html", status=404,
+                               message=f"There is no game {game_id}."), 404
+    to_move = data["rules"].to_move(data["state"])
+    return render_template("admin/game.html", **data, to_move=to_move,
+                           seat_actions=SEAT_ACTIONS, game_actions=GAME_ACTIONS,
+                           kind_template=f"games/{data['game'].kind}/", now=utcnow())
+
+
+def _action_fields(form) -> dict:
+    return {key: form.get(key, "").strip()[:300]
+            for key in ("action", "seat", "email", "name", "hours", "reason")}
+
+
+def _describe(data: dict, fields: dict) -> str | None:
+    """The action in words for the confirmation page, or None when it is unknown."""
+    action, seats = fields["action"], data["seats"]
+    seat = None
+    if action in SEAT_ACTIONS:
+        raw = fields["seat"]
+        if not (raw.isascii() and raw.isdigit()) or int(raw) >= len(seats):
+            return None
+        seat = seats[int(raw)]
+    who = f"{seat.name} ({seat.colour}, {seat.email})" if seat else ""
+    return {
+        "resend": f"Mail {who} their link again.",
+        "new_link": f"Revoke every link of {who} now and mail them a new one.",
+        "email": f"Change the address of {who} to {fields['email']}; their old links stop "
+                 "working and a new one goes to the new address.",
+        "hand_over": f"Give the seat of {who} to {fields['name']} <{fields['email']}>; the old "
+                     "player's links stop working; both are told.",
+        "pause": "Pause the game: no moves, reminders or timeouts until it is resumed.",
+        "resume": "Resume the game; the pause does not count against the player to move.",
+        "extend": f"Give the player to move {fields['hours']} more hours.",
+        "take_back": "Take back the last move; the game is rebuilt from its log without it.",
+        "abort": "Call the game off: it ends without a result.",
+    }.get(action)
+
+
+@bp.post("/games/<int:game_id>/confirm")
+def confirm(game_id: int):
+    """The confirmation page of an action: it says what will happen and changes nothing."""
+    data = _load_game(game_id)
+    if data is None:
+        return render_template("error.html", status=404,
+                               message=f"There is no game {game_id}."), 404
+    fields = _action_fields(request.form)
+    summary = _describe(data, fields)
+    if summary is None:
+        flash("Choose an action (and a seat) from the lists; nothing was done.")
+        return redirect(url_for("admin.game", game_id=game_id), code=303)
+    return render_template("admin/confirm.html", game=data["game"], fields=fields,
+                           summary=summary)
+
+
+@bp.post("/games/<int:game_id>/do")
+def do(game_id: int):
+    fields = _action_fields(request.form)
+    admin_id, action, reason = g.admin.id, fields["action"], fields["reason"]
+    seat = int(fields["seat"]) if fields["seat"].isascii() and fields["seat"].isdigit() else -1
+    try:
+        if action == "resend":
+            stewardship.resend_link(admin_id, game_id, seat, reason)
+        elif action == "new_link":
+            stewardship.new_link(admin_id, game_id, seat, reason)
+        elif action == "email":
+            stewardship.change_email(admin_id, game_id, seat, fields["email"], reason)
+        elif action == "hand_over":
+            stewardship.hand_over(admin_id, game_id, seat, fields["name"], fields["email"],
+                                  reason)
+        elif action in ("pause", "resume", "extend"):
+            hours = int(fields["hours"]) if fields["hours"].isdigit() and \
+                fields["hours"].isascii() and len(fields["hours"]) < 5 else None
+            stewardship.clock_action(admin_id, game_id, action, reason, hours)
+        elif action == "take_back":
+            stewardship.take_back(admin_id, game_id, reason)
+        elif action == "abort":
+            stewardship.abort_game(admin_id, game_id, reason)
+        else:
+            raise stewardship.Malformed("choose an action from the list")
+    except (ServiceError, SetupProblem) as exc:
+        message = exc.message if isinstance(exc, ServiceError) else str(exc)
+        data = _load_game(game_id)
+        summary = _describe(data, fields) if data else None
+        if summary is None:
+            return render_template("error.html", status=getattr(exc, "status", 422),
+                                   message=message), getattr(exc, "status", 422)
+        return render_template("admin/confirm.html", game=data["game"], fields=fields,
+                               summary=summary, error=message), getattr(exc, "status", 422)
+    wake_sender()
+    flash(f"Done: {GAME_ACTIONS.get(action) or SEAT_ACTIONS.get(action)}.")
+    return redirect(url_for("admin.game", game_id=game_id), code=303)
+
+
+# --- mail and audit -----------------------------------------------------------------------------
+
+@bp.get("/outbox")
+def outbox():
+    wanted = request.args.get("status", "")
+    with reading() as db:
+        query = select(OutboxMessage).order_by(OutboxMessage.id.desc()).limit(200)
+        if wanted in (QUEUED, SENT, FAILED, "sending"):
+            query = query.where(OutboxMessage.status == wanted)
+        rows = db.exec(query).all()
+    return render_template("admin/outbox.html", rows=rows, wanted=wanted)
+
+
+@bp.post("/outbox/<int:message_id>/retry")
+def retry(message_id: int):
+    try:
+        stewardship.retry_mail(g.admin.id, message_id)
+    except ServiceError as exc:
+        flash(exc.message)
+        return redirect(url_for("admin.outbox"), code=303)
+    wake_sender()
+    flash(f"Mail {message_id} is queued again.")
+    return redirect(url_for("admin.outbox"), code=303)
+
+
+@bp.get("/audit")
+def audit():
+    with reading() as db:
+        rows = db.exec(select(AuditEntry, Admin.email)
+                       .join(Admin, Admin.id == AuditEntry.admin_id, isouter=True)
+                       .order_by(AuditEntry.id.desc()).limit(500)).all()
+    return render_template("admin/audit.html", rows=rows)

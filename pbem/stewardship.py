@@ -1,0 +1,296 @@
+"""What an admin may do to a game: each action checked, written to the audit log with the admin
+and a reason, and told to the players it touches, in one transaction.
+
+Pausing, resuming and extending reuse the clock controls in `pbem.services`; everything else is
+here: admin accounts, links, addresses, handing a seat over, taking back a move, aborting.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import delete, func, update
+from sqlmodel import Session, select
+
+from . import mail
+from .db import utcnow, writing
+from .deadlines import start_clock, stop_clock
+from .games import SetupProblem, rules_for
+from .models import (
+    ABORTED,
+    FAILED,
+    FINISHED,
+    QUEUED,
+    RUNNING,
+    Admin,
+    AuditEntry,
+    Game,
+    MoveRecord,
+    OutboxMessage,
+    Seat,
+    SeatKey,
+)
+from .services import (
+    GameNotRunning,
+    Malformed,
+    NotFound,
+    Rejected,
+    check_player,
+    extend_deadline,
+    pause_game,
+    resume_game,
+)
+
+MAX_REASON = 500
+hasher = PasswordHasher()
+
+
+# --- admin accounts -----------------------------------------------------------------------------
+
+def check_password(password: str) -> str:
+    if not isinstance(password, str) or not 12 <= len(password) <= 200:
+        raise SetupProblem("the password must be 12 to 200 characters long")
+    return password
+
+
+def create_admin(email: str, password: str) -> int:
+    """A new admin account, or a new password for an existing one; returns its id."""
+    spec = check_player("admin", email)
+    check_password(password)
+    with writing() as session:
+        admin = session.exec(select(Admin).where(Admin.email == spec.email.lower())).first()
+        if admin is None:
+            admin = Admin(email=spec.email.lower(), password_hash="")
+        admin.password_hash = hasher.hash(password)
+        session.add(admin)
+        session.flush()
+        return admin.id
+
+
+def authenticate(email: str, password: str, now: datetime | None = None) -> int | None:
+    """The admin's id when the password is right, else None (the same for unknown emails)."""
+    email = (email or "").strip().lower()[:254]
+    with writing() as session:
+        admin = session.exec(select(Admin).where(Admin.email == email)).first()
+        if admin is None:
+            hasher.hash(password or "x")  # the same work as for a real account: no timing hint
+            return None
+        try:
+            hasher.verify(admin.password_hash, password or "")
+        except (VerificationError, InvalidHashError):
+            return None
+        if hasher.check_needs_rehash(admin.password_hash):
+            admin.password_hash = hasher.hash(password)
+        admin.last_login_at = now or utcnow()
+        session.add(admin)
+        return admin.id
+
+
+# --- actions ------------------------------------------------------------------------------------
+
+def check_reason(reason: object) -> str:
+    reason = str(reason or "").strip()
+    if not reason:
+        raise Malformed("say why, in a few words: it goes into the audit log")
+    if len(reason) > MAX_REASON:
+        raise Malformed(f"keep the reason under {MAX_REASON} characters")
+    return reason
+
+
+def _audit(session: Session, admin_id: int, game_id: int | None, action: str, reason: str,
+           detail: str = "") -> None:
+    session.add(AuditEntry(admin_id=admin_id, game_id=game_id, action=action, reason=reason,
+                           detail=detail))
+
+
+def _game_and_seat(session: Session, game_id: int, seat_number: int) -> tuple[Game, Seat]:
+    game = session.get(Game, game_id)
+    if game is None:
+        raise NotFound(f"there is no game {game_id}")
+    seat = session.exec(select(Seat).where(Seat.game_id == game_id,
+                                           Seat.number == seat_number)).first()
+    if seat is None:
+        raise NotFound(f"game {game_id} has no seat {seat_number + 1}")
+    return game, seat
+
+
+def _revoke_links(session: Session, seat: Seat, now: datetime) -> None:
+    session.exec(update(SeatKey).where(SeatKey.seat_id == seat.id, SeatKey.revoked_at.is_(None))
+                 .values(revoked_at=now))
+
+
+def _send_link(session: Session, game: Game, seat: Seat, subject: str, lines: list[str]) -> None:
+    mail.notice(session, game, seat, subject, lines)
+
+
+def resend_link(admin_id: int, game_id: int, seat_number: int, reason: str) -> None:
+    """Mail the seat a link again (its earlier links keep working)."""
+    reason = check_reason(reason)
+    with writing() as session:
+        game, seat = _game_and_seat(session, game_id, seat_number)
+        _send_link(session, game, seat, "Your link to the game", [
+            "An organiser sent you your link to the game again: it is below."])
+        _audit(session, admin_id, game.id, "resend link", reason, f"seat {seat_number + 1}")
+
+
+def new_link(admin_id: int, game_id: int, seat_number: int, reason: str,
+             now: datetime | None = None) -> None:
+    """Revoke every link of the seat at once and mail a new one."""
+    reason = check_reason(reason)
+    now = now or utcnow()
+    with writing() as session:
+        game, seat = _game_and_seat(session, game_id, seat_number)
+        _revoke_links(session, seat, now)
+        _send_link(session, game, seat, "Your new link to the game", [
+            ("An organiser replaced your link to the game: your earlier links no longer work. "
+            "Use the one below from now on.")])
+        _audit(session, admin_id, game.id, "new link", reason, f"seat {seat_number + 1}")
+
+
+def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reason: str,
+                 now: datetime | None = None) -> None:
+    """Correct a seat's address: links mailed to the old address stop working."""
+    reason = check_reason(reason)
+    now = now or utcnow()
+    with writing() as session:
+        game, seat = _game_and_seat(session, game_id, seat_number)
+        spec = check_player(seat.name, email)
+        _check_unique_email(session, game, seat, spec.email)
+        old = seat.email
+        seat.email = spec.email
+        session.add(seat)
+        _revoke_links(session, seat, now)
+        _send_link(session, game, seat, "Your address for the game was changed", [
+            (f"An organiser changed your address for this game from {old} to {seat.email}. "
+            "Links sent to the old address no longer work; use the one below.")])
+        _audit(session, admin_id, game.id, "change email", reason,
+               f"seat {seat_number + 1}: {old} -> {seat.email}")
+
+
+def _check_unique_email(session: Session, game: Game, seat: Seat, email: str) -> None:
+    others = session.exec(select(Seat.email).where(Seat.game_id == game.id,
+                                                   Seat.id != seat.id)).all()
+    if email.lower() in {e.lower() for e in others}:
+        raise Rejected(f"{email} already plays another seat of this game")
+
+
+def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: str,
+              reason: str, now: datetime | None = None) -> None:
+    """Give the seat to a new player: the old player's links stop working and both are told."""
+    reason = check_reason(reason)
+    now = now or utcnow()
+    with writing() as session:
+        game, seat = _game_and_seat(session, game_id, seat_number)
+        spec = check_player(name, email)
+        _check_unique_email(session, game, seat, spec.email)
+        before = f"{seat.name} <{seat.email}>"
+        mail.queue(session, kind="handed_over", to=mail.formatted_address(seat.name, seat.email),
+                   subject=f"[{game.title} #{game.id}] Your seat was handed over",
+                   template="handed_over", game=game, seat=seat, new_name=spec.name)
+        _revoke_links(session, seat, now)
+        seat.name, seat.email = spec.name, spec.email
+        seat.timeouts_in_row, seat.absent = 0, False
+        session.add(seat)
+        rules = rules_for(game.kind)
+        seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
+                                  .order_by(Seat.number)))
+        mail.invitation(session, game, seat, seats, rules, rules.loads(game.state_json))
+        _audit(session, admin_id, game.id, "hand over", reason,
+               f"seat {seat_number + 1}: {before} -> {spec.name} <{spec.email}>")
+
+
+def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = None) -> str:
+    """Undo the last move: the state is rebuilt from the seed and the log without it.
+
+    Returns the notation taken back. Every seat's view is again exactly what it was."""
+    reason = check_reason(reason)
+    now = now or utcnow()
+    with writing() as session:
+        game = session.get(Game, game_id)
+        if game is None:
+            raise NotFound(f"there is no game {game_id}")
+        if game.status not in (RUNNING, FINISHED):
+            raise GameNotRunning(f"game {game.id} is {game.status}; resume it first")
+        records = list(session.exec(select(MoveRecord).where(MoveRecord.game_id == game.id)
+                                    .order_by(MoveRecord.number)))
+        if not records:
+            raise Rejected("no move has been made yet")
+        last = records[-1]
+        rules = rules_for(game.kind)
+        state = rules.replay(rules.loads(game.state_json), [r.notation for r in records[:-1]])
+        session.exec(delete(MoveRecord).where(MoveRecord.id == last.id))
+        game.state_json = rules.dumps(state)
+        game.turn = last.number
+        game.status, game.finished_at = RUNNING, None
+        game.updated_at = now
+        seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
+                                  .order_by(Seat.number)))
+        to_move = seats[rules.to_move(state)]
+        start_clock(session, game, to_move, now)
+        who = seats[last.seat]
+        for seat in seats:
+            mail.notice(session, game, seat, "A move was taken back", [
+                (f"An organiser took back the last move of {who.name} ({who.colour}): "
+                f"{last.notation}."), f"Reason: {reason}",
+                f"{to_move.name} ({to_move.colour}) is to move."])
+        _audit(session, admin_id, game.id, "take back", reason,
+               f"move {last.number} by seat {last.seat + 1}: {last.notation} ({last.actor})")
+        return last.notation
+
+
+def abort_game(admin_id: int, game_id: int, reason: str, now: datetime | None = None) -> None:
+    """End a game without a result; everyone is told why."""
+    reason = check_reason(reason)
+    now = now or utcnow()
+    with writing() as session:
+        game = session.get(Game, game_id)
+        if game is None:
+            raise NotFound(f"there is no game {game_id}")
+        if game.status in (FINISHED, ABORTED):
+            raise GameNotRunning(f"game {game.id} is already {game.status}")
+        game.status, game.finished_at = ABORTED, now
+        stop_clock(session, game, now)
+        for seat in session.exec(select(Seat).where(Seat.game_id == game.id)):
+            mail.notice(session, game, seat, "The game was called off", [
+                "An organiser called off this game; it ends here without a result.",
+                f"Reason: {reason}"])
+        _audit(session, admin_id, game.id, "abort", reason)
+
+
+def clock_action(admin_id: int, game_id: int, action: str, reason: str,
+                 hours: int | None = None) -> None:
+    """Pause, resume or extend through the clock controls, with an audit entry."""
+    reason = check_reason(reason)
+    if action == "pause":
+        pause_game(game_id)
+    elif action == "resume":
+        resume_game(game_id)
+    elif action == "extend":
+        extend_deadline(game_id, hours)
+    else:
+        raise Malformed(f"unknown action {action!r}")
+    with writing() as session:
+        _audit(session, admin_id, game_id, action, reason,
+               f"{hours} hours" if action == "extend" else "")
+
+
+def retry_mail(admin_id: int, message_id: int, reason: str = "retry",
+               now: datetime | None = None) -> None:
+    """Put a failed mail back in the queue, due now."""
+    now = now or utcnow()
+    with writing() as session:
+        row = session.get(OutboxMessage, message_id)
+        if row is None:
+            raise NotFound(f"there is no mail {message_id}")
+        if row.status != FAILED:
+            raise Rejected(f"mail {message_id} is {row.status}, not failed")
+        row.status, row.attempts, row.next_attempt_at = QUEUED, 0, now
+        session.add(row)
+        _audit(session, admin_id, row.game_id, "retry mail", reason,
+               f"mail {message_id} to {row.to_addr}: {row.subject}")
+
+
+def counts_by_status(session: Session) -> dict[str, int]:
+    return dict(session.exec(select(Game.status, func.count()).group_by(Game.status)).all())
