@@ -233,11 +233,11 @@ def _parse_now(text: str | None):
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not a time like 2026-11-21T18:00:00+00:00",
-                                 param_hint="--now") from None
+        raise click.ClickException(f"--now: {text!r} is not a time like "
+                                   "2026-11-21T18:00:00+00:00") from None
     if moment.tzinfo is None:
-        raise click.BadParameter("give the time zone too, like 2026-11-21T18:00:00+01:00 or "
-                                 "...Z", param_hint="--now")
+        raise click.ClickException("--now: give the time zone too, like "
+                                   "2026-11-21T18:00:00+01:00 or ...Z")
     return moment.astimezone(UTC)
 
 

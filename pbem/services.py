@@ -308,10 +308,13 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
         game.updated_at = now
         session.add(game)
         session.flush()
+        came_back = actor == "player" and seat.absent
         if actor == "player":
             seat.timeouts_in_row, seat.absent = 0, False
             session.add(seat)
         _notify(session, game, seats, rules, before, after, seat, actor, now)
+        if came_back and rules.to_move(after) == seat.number:
+            reset_clock(session, game, seat, now)  # its turn waits for it again
         context = None if context_log is None else SeatContext(
             game, seat, seats, rules, after, _log(session, game.id, seat.number, context_log))
         return MoveResult(game.id, seat.number, record.notation, game.turn,
@@ -349,11 +352,13 @@ class _Recent:
     def __init__(self, session: Session, game: Game, seats: int):
         # A turn is at most four moves (a placement or exchange, then up to three draws), and
         # every seat moves once a round, so 4n + 4 moves reach back past each seat's last one.
-        rows = session.exec(select(MoveRecord.number, MoveRecord.seat, MoveRecord.lines_json)
+        rows = session.exec(select(MoveRecord.number, MoveRecord.seat, MoveRecord.lines_json,
+                                   MoveRecord.actor)
                             .where(MoveRecord.game_id == game.id)
                             .order_by(MoveRecord.number.desc()).limit(4 * seats + 4)).all()
-        self.records = [(number, seat, json.loads(lines)) for number, seat, lines
+        self.records = [(number, seat, json.loads(lines)) for number, seat, lines, _
                         in reversed(rows)]
+        self.actors = {number: actor for number, _, _, actor in rows}
 
     def last_move_of(self, seat: int, before: int) -> int:
         """The number of `seat`'s latest move before move `before` (-1 when none)."""
@@ -363,8 +368,10 @@ class _Recent:
         """The number of the latest move by anyone but `seat` (-1 when none)."""
         return max((n for n, s, _ in self.records if s != seat), default=-1)
 
-    def lines_since(self, reader: int, after: int) -> list[str]:
-        return [line for n, _, lines in self.records if n > after for line in lines[str(reader)]]
+    def lines_since(self, reader: int, after: int, actor: str | None = None) -> list[str]:
+        """What happened after move `after`, in `reader`'s words (only `actor`'s moves)."""
+        return [line for n, _, lines in self.records
+                if n > after and actor in (None, self.actors[n]) for line in lines[str(reader)]]
 
 
 def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, before, after,
@@ -404,7 +411,7 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
 def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Seat,
                recent: _Recent) -> None:
     """The server ended `mover`'s turn for it: tell the seat, count it, maybe mark it absent."""
-    lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number))
+    lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number), "timeout")
     mover.timeouts_in_row += 1
     limit = current_app.config["GAMES_ABSENT_AFTER_TIMEOUTS"]
     newly_absent = mover.timeouts_in_row >= limit and not mover.absent
