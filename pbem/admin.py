@@ -78,7 +78,10 @@ def _require_login():
     admin_id = session.get("admin_id")
     if admin_id is not None:
         with reading() as db:
-            g.admin = db.get(Admin, admin_id)
+            admin = db.get(Admin, admin_id)
+        # A session copied before a logout (or a password change) is worth nothing after it.
+        if admin is not None and session.get("admin_version") == admin.session_version:
+            g.admin = admin
     if g.admin is None and request.endpoint not in ("admin.login", "admin.login_post"):
         if request.method == "GET":
             return redirect(url_for("admin.login", next=request.path), code=303)
@@ -89,7 +92,8 @@ def _require_login():
 
 def _safe_next(target: str | None) -> str:
     """Only a path on this site (no scheme, no host) may follow a login."""
-    if target and target.startswith("/admin") and "//" not in target and "\\" not in target:
+    if target and target.startswith("/admin") and "//" not in target and "\\" not in target \
+            and target.isprintable() and target.isascii() and len(target) < 500:
         return target
     return url_for("admin.dashboard")
 
@@ -108,13 +112,15 @@ def login_post():
         return render_template("admin/login.html", error="That email and password do not "
                                "match an admin account.", next=request.form.get("next", "")), 401
     session.clear()  # a fresh session: nothing carried over from before the login
-    session["admin_id"] = admin_id
+    session["admin_id"], session["admin_version"] = admin_id, stewardship.session_version(
+        admin_id)
     session.permanent = True
     return redirect(_safe_next(request.form.get("next")), code=303)
 
 
 @bp.post("/logout")
 def logout():
+    stewardship.end_sessions(g.admin.id)
     session.clear()
     flash("You are logged out.")
     return redirect(url_for("admin.login"), code=303)

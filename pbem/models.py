@@ -173,6 +173,7 @@ class Admin(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     email: str = Field(max_length=254, unique=True)
     password_hash: str = Field(max_length=400)
+    session_version: int = 0  # bumped at logout and password change: older sessions end
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
     last_login_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parseaddr
@@ -445,8 +446,11 @@ def _tell_players(session: Session, game: Game, subject: str, lines: list[str]) 
         mail.notice(session, game, seat, subject, lines)
 
 
-def extend_deadline(game_id: int, hours: int, now: datetime | None = None) -> datetime:
-    """Give the seat to move `hours` more (1 to 336); returns the new deadline."""
+def extend_deadline(game_id: int, hours: int, now: datetime | None = None,
+                    also: Callable[[Session], None] | None = None) -> datetime:
+    """Give the seat to move `hours` more (1 to 336); returns the new deadline.
+
+    `also` runs in the same transaction (the admin pages write their audit entry there)."""
     if isinstance(hours, bool) or not isinstance(hours, int) or not 0 < hours <= 336:
         raise Malformed("extend by 1 to 336 hours")
     now = now or utcnow()
@@ -460,10 +464,13 @@ def extend_deadline(game_id: int, hours: int, now: datetime | None = None) -> da
         _tell_players(session, game, "The deadline was extended",
                       [(f"The deadline of {seat.name} ({seat.colour}) was extended by "
                         f"{hours} hours.")])
+        if also:
+            also(session)
         return game.deadline_at
 
 
-def pause_game(game_id: int, now: datetime | None = None) -> None:
+def pause_game(game_id: int, now: datetime | None = None,
+               also: Callable[[Session], None] | None = None) -> None:
     """Stop the clock of a running game: no reminders, no timeouts, no moves until resumed."""
     now = now or utcnow()
     with writing() as session:
@@ -475,9 +482,12 @@ def pause_game(game_id: int, now: datetime | None = None) -> None:
         _tell_players(session, game, "The game is paused", [
             ("An organiser paused the game: no moves, reminders or deadlines until it is "
              "resumed. You will get a mail then.")])
+        if also:
+            also(session)
 
 
-def resume_game(game_id: int, now: datetime | None = None) -> datetime | None:
+def resume_game(game_id: int, now: datetime | None = None,
+                also: Callable[[Session], None] | None = None) -> datetime | None:
     """Start a paused game's clock again; the pause does not count against the player."""
     now = now or utcnow()
     with writing() as session:
@@ -489,6 +499,8 @@ def resume_game(game_id: int, now: datetime | None = None) -> datetime | None:
         reset_clock(session, game, seat, now)
         _tell_players(session, game, "The game goes on",
                       [f"The game is running again. {seat.name} ({seat.colour}) is to move."])
+        if also:
+            also(session)
         return game.deadline_at
 
 

@@ -64,6 +64,7 @@ def create_admin(email: str, password: str) -> int:
         if admin is None:
             admin = Admin(email=spec.email.lower(), password_hash="")
         admin.password_hash = hasher.hash(password)
+        admin.session_version += 1  # a new password ends every open session
         session.add(admin)
         session.flush()
         return admin.id
@@ -86,6 +87,19 @@ def authenticate(email: str, password: str, now: datetime | None = None) -> int 
         admin.last_login_at = now or utcnow()
         session.add(admin)
         return admin.id
+
+
+def session_version(admin_id: int) -> int:
+    with writing() as session:
+        return session.get(Admin, admin_id).session_version
+
+
+def end_sessions(admin_id: int) -> None:
+    """Log the admin out everywhere: every session cookie issued so far stops working."""
+    with writing() as session:
+        admin = session.get(Admin, admin_id)
+        admin.session_version += 1
+        session.add(admin)
 
 
 # --- actions ------------------------------------------------------------------------------------
@@ -191,7 +205,9 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
                    template="handed_over", game=game, seat=seat, new_name=spec.name)
         _revoke_links(session, seat, now)
         seat.name, seat.email = spec.name, spec.email
-        seat.timeouts_in_row, seat.absent = 0, False
+        # The seat's settings were the old player's: the new one starts afresh.
+        seat.timeouts_in_row, seat.absent, seat.notify, seat.timezone = 0, False, "every", None
+        seat.vacation_days_used, seat.vacation_from, seat.vacation_until = 0, None, None
         session.add(seat)
         rules = rules_for(game.kind)
         seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
@@ -261,19 +277,22 @@ def abort_game(admin_id: int, game_id: int, reason: str, now: datetime | None = 
 
 def clock_action(admin_id: int, game_id: int, action: str, reason: str,
                  hours: int | None = None) -> None:
-    """Pause, resume or extend through the clock controls, with an audit entry."""
+    """Pause, resume or extend through the clock controls, with its audit entry in the same
+    transaction."""
     reason = check_reason(reason)
-    if action == "pause":
-        pause_game(game_id)
-    elif action == "resume":
-        resume_game(game_id)
-    elif action == "extend":
-        extend_deadline(game_id, hours)
-    else:
-        raise Malformed(f"unknown action {action!r}")
-    with writing() as session:
+
+    def audit(session: Session) -> None:
         _audit(session, admin_id, game_id, action, reason,
                f"{hours} hours" if action == "extend" else "")
+
+    if action == "pause":
+        pause_game(game_id, also=audit)
+    elif action == "resume":
+        resume_game(game_id, also=audit)
+    elif action == "extend":
+        extend_deadline(game_id, hours, also=audit)
+    else:
+        raise Malformed(f"unknown action {action!r}")
 
 
 def retry_mail(admin_id: int, message_id: int, reason: str = "retry",

@@ -21,6 +21,7 @@ HINTS = {
     404: "There is nothing here. Check the address, or use the link in your latest mail.",
     405: "This address does not take that kind of request.",
     413: "That was too much data for one request. Send a shorter move.",
+    429: "Too many attempts. Wait a minute, then try again.",
 }
 
 

@@ -25,6 +25,7 @@ def upgrade() -> None:
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('email', sqlmodel.sql.sqltypes.AutoString(length=254), nullable=False),
     sa.Column('password_hash', sqlmodel.sql.sqltypes.AutoString(length=400), nullable=False),
+    sa.Column('session_version', sa.Integer(), server_default='0', nullable=False),
     sa.Column('created_at', pbem.db.UtcDateTime(), nullable=False),
     sa.Column('last_login_at', pbem.db.UtcDateTime(), nullable=True),
     sa.PrimaryKeyConstraint('id'),
