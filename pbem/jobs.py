@@ -18,7 +18,7 @@ from sqlalchemy import update
 from sqlmodel import select
 
 from . import mail
-from .db import utcnow, writing
+from .db import reading, utcnow, writing
 from .deadlines import add_pause, reset_clock, start_clock
 from .games import rules_for
 from .models import (
@@ -116,11 +116,16 @@ def _claim(now: datetime) -> tuple[str, list[int]]:
                      .values(status=PENDING, claim=None, claimed_at=None))
         due = (select(Timer.id).where(Timer.status == PENDING, Timer.due_at <= now)
                .order_by(Timer.due_at, Timer.id).limit(BATCH))
-        session.exec(update(Timer).where(Timer.id.in_(due.scalar_subquery()),
-                                         Timer.status == PENDING)
+        claimed = [Timer.id.in_(due.scalar_subquery())]
+        if session.get_bind().dialect.name != "sqlite":
+            # Elsewhere a second claimer re-checks the row once the first commits. SQLite's
+            # BEGIN IMMEDIATE already lets one claimer in at a time, and there the extra test
+            # would make it read the status index for every pending timer.
+            claimed.append(Timer.status == PENDING)
+        session.exec(update(Timer).where(*claimed)
                      .values(status=CLAIMED, claim=claim, claimed_at=now))
-        ids = list(session.exec(select(Timer.id).where(Timer.claim == claim,
-                                                       Timer.status == CLAIMED)
+        ids = list(session.exec(select(Timer.id).where(Timer.status == CLAIMED,
+                                                       Timer.claim == claim)
                                 .order_by(Timer.due_at, Timer.id)))
     return claim, ids
 
@@ -178,7 +183,7 @@ def _time_out(timer_id: int, claim: str, now: datetime) -> str:
     """Play the default moves of the seat's turn, each through `submit_move`."""
     played = 0
     for _ in range(MAX_DEFAULT_MOVES):
-        with writing() as session:
+        with reading() as session:
             timer = session.get(Timer, timer_id)
             current = _current(session, timer)
             if current is None:

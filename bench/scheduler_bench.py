@@ -1,0 +1,512 @@
+"""How long one scheduler run (`pbem.jobs.run_jobs`) takes on a big database.
+
+    python3 bench/scheduler_bench.py                 # 100,000 games
+    python3 bench/scheduler_bench.py --quick         # 10,000 games
+    python3 bench/scheduler_bench.py --games 50000 --runs 30 --profile
+
+The database is a SQLite file in a fresh temporary folder, set up as `pbem.db` sets it up (WAL,
+synchronous=NORMAL, BEGIN IMMEDIATE for writes) and migrated by `pbem.schema`. Its rows are
+written straight with SQLAlchemy Core (executemany), not through the services: N running games
+of three seats (a few real initial states from the engine, reused), each with the timers of its
+current turn (clock version 1 on game and timers): a reminder 24 hours before the deadline and
+the timeout. 1% of the games have their deadline in the ten minutes before NOW (their reminder
+already sent, so only the timeout is due); all the other deadlines lie 25 to 72 hours after NOW,
+so nothing else is due. Optionally (--history K) the outbox also holds K sent mails per game,
+as an older server keeps them.
+
+Figures (wall-clock time from time.perf_counter, one process, one thread):
+  (a) `run_jobs` at a moment when nothing is due (NOW - 10 minutes): median of --runs runs;
+  (b) `run_jobs` at NOW: the due timeouts play their default moves and queue their mails, and
+      the same run delivers the mails (local backend: .eml files in the temporary folder); with
+      the time spent in each part. Above TARGET_SECONDS (or with --profile), a second run on a
+      copy of the database, over a fifth of the due games, is profiled with cProfile;
+  (c) the query plans (EXPLAIN QUERY PLAN) of the statements of a run: the due-timer claim and
+      the clock_version = 0 query in full, and every other statement whose plan scans a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import platform
+import pstats
+import re
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import sqlalchemy
+from sqlalchemy import event, func, insert
+from sqlmodel import select
+
+import pbem.jobs
+import pbem.mail
+import pbem.outbox
+import pbem.services
+from pbem import create_app, schema
+from pbem.db import get_engine, reading
+from pbem.games import rules_for
+from pbem.models import (
+    DONE,
+    PENDING,
+    REMINDER,
+    RUNNING,
+    SENT,
+    TIMEOUT,
+    Game,
+    OutboxMessage,
+    Seat,
+    Timer,
+)
+
+TARGET_SECONDS = 1.0
+DUE_SHARE = 100  # one game in this many has its timeout due at NOW
+STATES = 8  # different initial positions, reused round-robin
+CHUNK = 20_000  # rows per executemany
+KIND = "kardinal-koenig"
+COLOURS = ["yellow", "red", "green"]
+NOW = datetime(2030, 1, 7, 12, 0, tzinfo=UTC)  # mail queued now is due at once: keep it ahead
+
+
+# --- the database -----------------------------------------------------------------------------
+
+def make_app(folder: Path):
+    app = create_app({"INSTANCE_PATH": str(folder), "SECRET_KEY": "bench",
+                      "BASE_URL": "http://localhost", "MAIL_BACKEND": "local",
+                      "SCHEDULER_OUTAGE_MINUTES": 60})
+    schema.upgrade(app)
+    return app
+
+
+def _states() -> list[tuple[str, str, int]]:
+    """(seed, state JSON, seat to move) of a few new games."""
+    rules = rules_for(KIND)
+    states = []
+    for i in range(STATES):
+        seed = f"bench-{i}"
+        state = rules.new_state(COLOURS, seed, None)
+        states.append((seed, rules.dumps(state), rules.to_move(state)))
+    return states
+
+
+def _chunks(rows, size=CHUNK):
+    batch = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def fill(app, games: int, history: int) -> tuple[int, float]:
+    """Write the games, seats, timers (and outbox history); returns (due games, seconds)."""
+    started = time.perf_counter()
+    states = _states()
+    due_games = games // DUE_SHARE
+    due_step = timedelta(minutes=9) / max(due_games, 1)
+    horizon = timedelta(hours=47)  # deadlines from NOW + 25 h to NOW + 72 h
+
+    def deadline(game_id: int) -> datetime:
+        if game_id % DUE_SHARE == 0:  # spread over the database, not in one corner of it
+            return NOW - timedelta(minutes=9) + due_step * (game_id // DUE_SHARE - 1)
+        return NOW + timedelta(hours=25) + horizon * ((game_id * 7919) % games) / games
+
+    def game_rows():
+        for game_id in range(1, games + 1):
+            seed, state_json, to_move = states[game_id % STATES]
+            due = deadline(game_id)
+            begun = due - timedelta(hours=72)
+            yield {"id": game_id, "kind": KIND, "title": f"Bench {game_id}", "status": RUNNING,
+                   "seed": seed, "start_seat": to_move, "turn": 0, "state_json": state_json,
+                   "created_at": begun, "updated_at": begun, "turn_started_at": begun,
+                   "deadline_at": due, "finished_at": None, "deadline_hours": 72,
+                   "reminder_hours": "24", "weekend_pause": False, "timezone": "UTC",
+                   "extension_hours": 0, "clock_pauses": "[]", "clock_version": 1,
+                   "paused_at": None}
+
+    def seat_rows():
+        for game_id in range(1, games + 1):
+            for number, colour in enumerate(COLOURS):
+                yield {"id": 3 * (game_id - 1) + number + 1, "game_id": game_id,
+                       "number": number, "name": f"Player {number}",
+                       "email": f"g{game_id}p{number}@example.org", "colour": colour,
+                       "notify": "every", "timezone": None, "timeouts_in_row": 0,
+                       "absent": False, "vacation_days_used": 0, "vacation_from": None,
+                       "vacation_until": None}
+
+    def timer_rows():
+        for game_id in range(1, games + 1):
+            to_move = states[game_id % STATES][2]
+            seat_id = 3 * (game_id - 1) + to_move + 1
+            due = deadline(game_id)
+            reminded = due - timedelta(hours=24) <= NOW
+            base = {"game_id": game_id, "seat_id": seat_id, "clock_version": 1,
+                    "claim": None, "claimed_at": None}
+            yield {**base, "id": 2 * game_id - 1, "kind": REMINDER,
+                   "due_at": due - timedelta(hours=24), "status": DONE if reminded else PENDING,
+                   "done_at": due - timedelta(hours=24) if reminded else None,
+                   "outcome": "sent" if reminded else None}
+            yield {**base, "id": 2 * game_id, "kind": TIMEOUT, "due_at": due,
+                   "status": PENDING, "done_at": None, "outcome": None}
+
+    def outbox_rows():
+        sent_at = NOW - timedelta(days=3)
+        for game_id in range(1, games + 1):
+            for k in range(history):
+                seat_id = 3 * (game_id - 1) + k % 3 + 1
+                yield {"id": history * (game_id - 1) + k + 1, "game_id": game_id,
+                       "seat_id": seat_id, "kind": "invitation",
+                       "to_addr": f"Player <g{game_id}p{k % 3}@example.org>",
+                       "subject": f"[Bench {game_id} #{game_id}] You are invited to play",
+                       "text_body": "Hello,\n\n[link hidden once sent]\n" * 20,
+                       "html_body": "<p>Hello, [link hidden once sent]</p>" * 20,
+                       "message_id": f"<bench.{game_id}.{k}@pbem.localhost>",
+                       "secrets_json": "[]", "status": SENT, "attempts": 1,
+                       "last_error": None, "created_at": sent_at, "next_attempt_at": sent_at,
+                       "claimed_at": sent_at, "claim": None, "sent_at": sent_at}
+
+    engine = get_engine(app)
+    with engine.connect() as connection:
+        raw = connection.connection.dbapi_connection  # pragmas outside any transaction
+        raw.execute("PRAGMA synchronous=OFF")
+        with connection.begin():
+            for model, rows in ((Game, game_rows()), (Seat, seat_rows()),
+                                (Timer, timer_rows()), (OutboxMessage, outbox_rows())):
+                statement = insert(model.__table__)
+                for batch in _chunks(rows):
+                    connection.execute(statement, batch)
+        raw.execute("PRAGMA synchronous=NORMAL")
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return due_games, time.perf_counter() - started
+
+
+def copy_database(app, folder: Path):
+    """A second app on a copy of the database file (checkpointed first)."""
+    source = app.config["DATABASE_URL"].split("///", 1)[1]
+    with get_engine(app).connect() as connection:
+        connection.connection.dbapi_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    folder.mkdir(parents=True)
+    shutil.copyfile(source, folder / Path(source).name)
+    copy = make_app(folder)
+    assert copy.config["DATABASE_URL"].endswith(str(folder / Path(source).name)), \
+        copy.config["DATABASE_URL"]
+    return copy
+
+
+# --- where the time goes -----------------------------------------------------------------------
+
+class Phases:
+    """Inclusive wall time and calls per labelled function, by wrapping module attributes."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self._undo: list = []
+
+    def wrap(self, module, name: str, label: str) -> None:
+        original = getattr(module, name)
+
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.perf_counter() - started
+                self.calls[label] += 1
+
+        setattr(module, name, timed)
+        self._undo.append((module, name, original))
+
+    def restore(self) -> None:
+        for module, name, original in reversed(self._undo):
+            setattr(module, name, original)
+        self._undo.clear()
+
+
+class TimedBackend(pbem.outbox.LocalBackend):
+    def __init__(self, folder: str, phases: Phases):
+        super().__init__(folder)
+        self.phases = phases
+
+    def send(self, messages):
+        started = time.perf_counter()
+        try:
+            return super().send(messages)
+        finally:
+            self.phases.seconds["    backend.send (write .eml files)"] += \
+                time.perf_counter() - started
+            self.phases.calls["    backend.send (write .eml files)"] += 1
+
+
+PHASES = [  # (module, attribute, label); labels are indented under what calls them
+    (pbem.jobs, "guard_outage", "guard_outage"),
+    (pbem.jobs, "start_missing_clocks", "start_missing_clocks"),
+    (pbem.jobs, "handle_due_timers", "handle_due_timers"),
+    (pbem.jobs, "_claim", "  _claim (claim a batch of timers)"),
+    (pbem.jobs, "_current", "  _current (game, seat, state still current?)"),
+    (pbem.jobs, "submit_move", "  submit_move (each default move)"),
+    (pbem.services, "_notify", "    _notify (the mails a turn's end causes)"),
+    (pbem.mail, "render_template", "      render_template (Jinja, .txt and .html)"),
+    (pbem.mail, "mint_key", "      mint_key (a fresh seat key per mail)"),
+    (pbem.jobs, "_finish", "  _finish (mark the timer done)"),
+    (pbem.jobs, "deliver_all_due", "deliver_all_due"),
+    (pbem.outbox, "_claim", "  outbox _claim (claim a batch of mails)"),
+    (pbem.outbox, "build_message", "    build_message (email.message)"),
+]
+
+
+class Statements(list):
+    """(SQL, parameters) of each statement run, in order, and the seconds spent in each SQL."""
+
+    def __init__(self):
+        super().__init__()
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def slowest(self, runs: int, count: int = 4) -> list[tuple[float, str]]:
+        """The costliest SQL texts: (milliseconds a run, statement)."""
+        ranked = sorted(self.seconds.items(), key=lambda item: -item[1])[:count]
+        return [(seconds / runs * 1000, statement) for statement, seconds in ranked]
+
+
+@contextmanager
+def statements(app):
+    """Collect the statements run meanwhile, with the time SQLite took for each."""
+    seen = Statements()
+
+    def before(conn, cursor, statement, parameters, context, executemany):
+        if not executemany:
+            seen.append((statement, tuple(parameters or ())))
+        conn.info["bench_started"] = time.perf_counter()
+
+    def after(conn, cursor, statement, parameters, context, executemany):
+        seen.seconds[statement] += time.perf_counter() - conn.info.pop("bench_started")
+
+    engine = get_engine(app)
+    event.listen(engine, "before_cursor_execute", before)
+    event.listen(engine, "after_cursor_execute", after)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", before)
+        event.remove(engine, "after_cursor_execute", after)
+
+
+def query_plan(app, statement: str, parameters: tuple) -> list[str]:
+    with get_engine(app).connect() as connection:
+        rows = connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters).all()
+    return [row[-1] for row in rows]
+
+
+def wide_steps(plan: list[str]) -> list[str]:
+    """The steps of a plan that visit many rows: a table scanned without an index, or an index
+    searched on a status column alone (every row in that status, e.g. all pending timers)."""
+    return [line for line in plan
+            if (line.startswith("SCAN") and "USING" not in line)
+            or re.search(r"INDEX \w+ \((status|sent)=\?\)$", line)]
+
+
+def _short(statement: str, width: int = 140) -> str:
+    text = " ".join(statement.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+# --- the figures ---------------------------------------------------------------------------------
+
+def quiet_runs(app, runs: int, quiet: datetime) -> tuple[list[float], Statements]:
+    """Time `runs` runs at `quiet`, when nothing is due; also what their SQL cost."""
+    for _ in range(3):  # the first run writes the scheduler's JobState row; warm up caches
+        pbem.jobs.run_jobs(app, quiet)
+    samples = []
+    with statements(app) as seen:
+        for _ in range(runs):
+            started = time.perf_counter()
+            counts = pbem.jobs.run_jobs(app, quiet)
+            samples.append(time.perf_counter() - started)
+            assert not any(counts.values()), f"something was due at {quiet}: {counts}"
+    return samples, seen
+
+
+def print_quiet(label: str, samples: list[float], seen: Statements, app=None) -> None:
+    """The figures of quiet runs, with their costliest SQL (and its plan, given `app`)."""
+    ms = sorted(s * 1000 for s in samples)
+    sql = sum(seen.seconds.values()) / len(samples) * 1000
+    print(f"{label}: median {statistics.median(ms):.2f} ms (min {ms[0]:.2f} ms, max "
+          f"{ms[-1]:.2f} ms, {len(ms)} runs); SQLite's share {sql:.2f} ms a run, most in:")
+    parameters = found_parameters(seen)
+    for milliseconds, statement in seen.slowest(len(samples)):
+        print(f"    {milliseconds:8.3f} ms  {_short(statement, 110)}")
+        if app is not None and milliseconds > 0.5:
+            print("                 " + "; ".join(query_plan(app, statement,
+                                                           parameters[statement])))
+
+
+def due_run(app, due_games: int) -> tuple[float, dict, Phases]:
+    phases = Phases()
+    for module, name, label in PHASES:
+        phases.wrap(module, name, label)
+    app.extensions["pbem_mail_backend"] = TimedBackend(app.config["MAIL_FOLDER"], phases)
+    try:
+        started = time.perf_counter()
+        counts = pbem.jobs.run_jobs(app, NOW)
+        seconds = time.perf_counter() - started
+    finally:
+        phases.restore()
+        del app.extensions["pbem_mail_backend"]
+    assert counts["timeouts"] == due_games, counts
+    assert counts["reminders"] == counts["obsolete"] == counts["clocks_started"] == 0, counts
+    return seconds, counts, phases
+
+
+def profile_run(copy, due_games: int, top: int) -> str:
+    """cProfile one run over the first fifth of the due games, on `copy` (a copy of the
+    database made before (b))."""
+    share = max(1, due_games // 5)
+    until = NOW - timedelta(minutes=9) + timedelta(minutes=9) / max(due_games, 1) * (share - 1)
+    pbem.jobs.run_jobs(copy, until - timedelta(minutes=10))  # connect, warm up
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    counts = pbem.jobs.run_jobs(copy, until)
+    profiler.disable()
+    seconds = time.perf_counter() - started
+    out = io.StringIO()
+    out.write(f"profiled run: {counts['timeouts']} timeouts, {counts['mail_sent']} mails in "
+              f"{seconds:.2f} s under cProfile\n")
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(r"pbem|email|jinja2|sqlalchemy/orm/session",
+                                               top)
+    return out.getvalue()
+
+
+def found_parameters(seen: list[tuple[str, tuple]]) -> dict[str, tuple]:
+    distinct: dict[str, tuple] = {}
+    for statement, parameters in seen:
+        distinct.setdefault(statement, parameters)
+    return distinct
+
+
+def plans(app, seen: list[tuple[str, tuple]]) -> list[tuple[str, str, list[str]]]:
+    """(label, SQL, plan) of each distinct statement; the two asked for are labelled."""
+    found = []
+    for statement, parameters in found_parameters(seen).items():
+        flat = " ".join(statement.split())
+        if flat.startswith(("BEGIN", "COMMIT", "ROLLBACK", "PRAGMA")):
+            continue
+        label = ""
+        if flat.startswith("UPDATE timer SET status=?, claim=?, claimed_at=? WHERE timer.id IN"):
+            label = "due-timer claim"
+        elif "game.clock_version = ?" in flat and flat.startswith("SELECT"):
+            label = "clock_version = 0"
+        found.append((label, statement, query_plan(app, statement, parameters)))
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--games", type=int, default=100_000)
+    parser.add_argument("--quick", action="store_true", help="10,000 games")
+    parser.add_argument("--runs", type=int, default=20, help="runs with nothing due (a)")
+    parser.add_argument("--history", type=int, default=0, metavar="K",
+                        help="sent mails per game already in the outbox (default 0)")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile (b) even when it meets the target")
+    parser.add_argument("--top", type=int, default=25, help="profile lines to print")
+    args = parser.parse_args(argv)
+    games = 10_000 if args.quick else args.games
+    if games < DUE_SHARE:
+        parser.error(f"--games must be at least {DUE_SHARE}")
+
+    print(f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
+          f"SQLAlchemy {sqlalchemy.__version__}, {platform.machine()}")
+    with tempfile.TemporaryDirectory(prefix="pbem-scheduler-bench-") as tmp:
+        folder = Path(tmp)
+        app = make_app(folder / "instance")
+        due_games, setup_seconds = fill(app, games, args.history)
+        database = Path(app.config["DATABASE_URL"].split("///", 1)[1])
+        print(f"setup: {games:,} games, {3 * games:,} seats, {2 * games:,} timers, "
+              f"{args.history * games:,} outbox rows in {setup_seconds:.1f} s "
+              f"(database {database.stat().st_size / 2 ** 20:.0f} MiB)")
+        print(f"due at NOW: {due_games:,} timeouts ({100 / DUE_SHARE:g}% of the games)")
+
+        samples, quiet_statements = quiet_runs(app, args.runs, NOW - timedelta(minutes=10))
+        print()
+        print_quiet("(a) run_jobs with nothing due", samples, quiet_statements)
+
+        copy = copy_database(app, folder / "copy")  # for the profile, if it is wanted
+        with statements(app) as due_statements:
+            seconds, counts, phases = due_run(app, due_games)
+        print(f"\n(b) run_jobs with {due_games:,} timeouts due: {seconds:.2f} s "
+              f"({seconds / due_games * 1000:.1f} ms a timeout, all included; target "
+              f"{TARGET_SECONDS:g} s): {counts['timeouts']:,} timeouts, "
+              f"{counts['mail_sent']:,} mails sent")
+        print("    where the time went (inclusive; nested parts indented under their caller):")
+        for _, _, label in PHASES + [(None, None, "    backend.send (write .eml files)")]:
+            if phases.calls.get(label):
+                share = phases.seconds[label] / seconds * 100
+                print(f"    {label:<52} {phases.seconds[label]:8.2f} s {share:5.1f}%  "
+                      f"{phases.calls[label]:>7,} calls")
+        with reading(app) as session:
+            left = session.exec(select(func.count()).select_from(Timer)
+                                .where(Timer.status != DONE, Timer.due_at <= NOW)).one()
+        assert left == 0, f"{left} due timers are not done"
+
+        print("\n(c) query plans (EXPLAIN QUERY PLAN) of the statements of the runs:")
+        found = plans(app, quiet_statements + due_statements)
+        for label, statement, plan in found:
+            if label:
+                print(f"  {label}:\n    {_short(statement, 400)}")
+                for line in plan:
+                    print(f"      {line}")
+        quiet_distinct = {s for s, _ in quiet_statements}
+        executed = Counter(s for s, _ in quiet_statements + due_statements)
+        spent = Counter(quiet_statements.seconds) + Counter(due_statements.seconds)
+        wide = sorted(((spent[s] / executed[s] * 1000, s, p) for _, s, p in found
+                       if wide_steps(p)), reverse=True)
+        print(f"  {len(found)} distinct statements; {len(wide)} may visit many rows (a table "
+              "scan, or an index on a status column alone: cheap while few rows have that "
+              "status); * = in every run, even with nothing due; time = mean per execution:")
+        for milliseconds, statement, plan in wide:
+            mark = "*" if statement in quiet_distinct else " "
+            print(f"  {mark} {milliseconds:8.3f} ms  {_short(statement, 110)}")
+            print("                 " + "\n                 ".join(plan))
+
+        # The plans above are what a database gets without table statistics (nothing in pbem
+        # runs ANALYZE). With them, after (b): the outbox now holds the mails of (b), all sent.
+        with get_engine(app).connect() as connection:
+            connection.connection.dbapi_connection.execute("ANALYZE")
+        get_engine(app).dispose()  # statistics are read when a connection opens
+        samples, seen = quiet_runs(app, args.runs, NOW)
+        print()
+        print_quiet(f"(a2) nothing due, after (b) and ANALYZE (table statistics; the outbox "
+                    f"now holds {counts['mail_sent']:,} sent mails)", samples, seen, app)
+        for label, statement, _ in found:
+            if label == "due-timer claim":
+                plan = query_plan(app, statement, found_parameters(quiet_statements)[statement])
+                print("    due-timer claim now: " + "; ".join(plan))
+
+        if args.profile or seconds > TARGET_SECONDS:
+            print(f"\n(b) is {'over' if seconds > TARGET_SECONDS else 'within'} the target: "
+                  "profile of a run over a fifth of the due games, on a copy of the database")
+            print(profile_run(copy, due_games, args.top))
+        get_engine(copy).dispose()
+        get_engine(app).dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
