@@ -56,7 +56,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         if key not in chosen:
             app.config[key] = value
 
-    from . import admin, api, db, mailbox, pages, seat, web
+    from . import admin, api, db, mailbox, pages, seat, watch, web
 
     db.init_app(app)
     web.init_app(app)
@@ -66,6 +66,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(mailbox.bp)
     app.register_blueprint(admin.bp)
+    app.register_blueprint(watch.bp)
 
     from .cli import commands
 

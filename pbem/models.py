@@ -8,6 +8,7 @@ in move links; only their SHA-256 is stored.
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime
 
 from sqlalchemy import Column, Index, Text, UniqueConstraint
@@ -32,6 +33,10 @@ class Game(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     kind: str = Field(max_length=40)
     title: str = Field(max_length=200)
+    # The address of the game's public spectator page (/watch/<watch_id>): random, and no
+    # seat's link, so anyone may be given it.
+    watch_id: str = Field(default_factory=lambda: secrets.token_urlsafe(12), max_length=32,
+                          unique=True, index=True)
     status: str = Field(default=RUNNING, max_length=20, index=True)
     seed: str = Field(max_length=100)
     start_seat: int

@@ -8,28 +8,20 @@ Screenshots go to tests/artifacts/screenshots/ (git-ignored).
 from __future__ import annotations
 
 import os
-import threading
-from pathlib import Path
 
 import pytest
+from browser_support import PHONE, SHOTS, chromium, live_server, require_browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api",
-                               reason="playwright is missing (pip install -e '.[test]')")
+sync_api = require_browser()
 
 from server import Mailbox, make_app, new_game, token_in
 from sqlmodel import select
-from werkzeug.serving import make_server
 
 from pbem.db import reading
 from pbem.models import AuditEntry, OutboxMessage
 from pbem.stewardship import create_admin
 
 ADMIN, PASSWORD = "organiser@example.org", "browser test password"
-SHOTS = Path(__file__).resolve().parent / "artifacts" / "screenshots"
-PHONE = {"width": 390, "height": 844}
 PLAYERS = [("Anna", "anna@example.org"), ("Bert", "bert@example.org"),
            ("Cleo", "cleo@example.org")]
 
@@ -41,28 +33,16 @@ def site(tmp_path_factory):
         for key in [k for k in os.environ if k.startswith("PBEM_")]:
             patch.delenv(key)
         app = make_app(tmp_path_factory.mktemp("browser") / "instance")
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    base = f"http://127.0.0.1:{server.server_port}"
-    app.config["BASE_URL"] = base  # the links in the mail lead to this server
     with app.app_context():
         create_admin(ADMIN, PASSWORD)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield app, base
-    server.shutdown()
-    thread.join(10)
-    server.server_close()
+    with live_server(app) as base:  # the links in the mail lead to this server
+        yield app, base
 
 
 @pytest.fixture(scope="module")
 def browser():
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+    with chromium(sync_api) as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ SEED = "hidden-seed-7f3a9c"
 PLAYERS = 4
 NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)  # every row written at one fixed time
 TOKEN = re.compile(r"/seat/[A-Za-z0-9_-]{32}")
+WATCH = re.compile(r"/watch/[A-Za-z0-9_-]{16}")  # each server gives its game a random one
 CSRF = re.compile(r'name="csrf_token" value="[^"]*"')
 
 
@@ -73,7 +74,8 @@ def store_state(app, state) -> None:
 
 
 def masked(text: str) -> str:
-    return CSRF.sub('name="csrf_token" value=""', TOKEN.sub("/seat/<token>", text))
+    text = WATCH.sub("/watch/<id>", TOKEN.sub("/seat/<token>", text))
+    return CSRF.sub('name="csrf_token" value=""', text)
 
 
 def composed_mails(app, seat_number: int) -> list[str]:

@@ -2,7 +2,8 @@
 
 The web pages, the API, the mails and the services know a game only through `GameRules`:
 set up, who is to move, the legal moves in text, parse and apply a move, a seat's view, the
-log in words, the outcome, the default move for a seat that missed its deadline. A second game
+log in words, the outcome, the default move for a seat that missed its deadline, the board as a
+picture, and the position after any number of logged moves. A second game
 is a second module here plus its templates under `templates/games/<kind>/`; nothing else
 changes.
 """
@@ -48,6 +49,11 @@ class GameRules(Protocol):
     def move_from_form(self, state: Any, form: Any) -> str: ...
     def default_move(self, state: Any) -> str: ...  # played for a seat that timed out
     def replay(self, state: Any, notations: list[str]) -> Any: ...  # same set-up, these moves
+    # The game as it was after the first moves of its log (same set-up): for the history pages.
+    def history_state(self, state: Any, notations: list[str]) -> Any: ...
+    # The board as one <svg> element as `seat` (None: a spectator) may see it; `interactive`
+    # marks what can be clicked to build a move. Never in mail: mail programs do not show SVG.
+    def board_picture(self, state: Any, seat: int | None, interactive: bool) -> str: ...
 
 
 def registry() -> dict[str, GameRules]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import engine
 from engine.moves import MAX_NOTATION_LENGTH
+from engine.svg import board_svg
 
 from . import MoveError, SetupProblem
 
@@ -88,6 +89,10 @@ class KardinalKoenig:
         """The game `state` belongs to (same colours, seed, start seat) after `notations`."""
         return engine.replay(state.players, state.seed, notations, self.board, state.start)
 
+    def history_state(self, state: engine.GameState, notations: list[str]) -> engine.GameState:
+        """The game `state` belongs to as it was after `notations`, its first logged moves."""
+        return engine.replay(state.players, state.seed, notations, self.board, state.start)
+
     def notation(self, move: engine.Move) -> str:
         return str(move)
 
@@ -123,6 +128,16 @@ class KardinalKoenig:
 
     def view_dict(self, state: engine.GameState, seat: int | None) -> dict:
         return engine.view_for(state, seat).to_dict()
+
+    def board_picture(self, state: engine.GameState, seat: int | None,
+                      interactive: bool = False) -> str:
+        """The board as one <svg> element, from `seat`'s view (None: a spectator's), so it
+        can show no card the reader may not see. With `interactive`, the free cloister fields
+        and the crests are marked to be clicked (the seat page's script builds a move)."""
+        view = engine.view_for(state, seat)
+        who = "a spectator" if seat is None else view.colour
+        return board_svg(self.board, view, interactive=interactive,
+                         title=f"The board after {state.ply} moves, as {who} sees it")
 
     def scores(self, state: engine.GameState) -> dict[str, int]:
         return dict(zip(state.players, state.scores))

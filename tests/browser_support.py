@@ -1,0 +1,52 @@
+"""What the browser tests share: Debian's chromium through Playwright, and the app served by
+werkzeug on a free port in a thread (so mail links lead to it)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from werkzeug.serving import make_server
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+SHOTS = Path(__file__).resolve().parent / "artifacts" / "screenshots"
+PHONE = {"width": 390, "height": 844}
+
+
+def require_browser():
+    """Playwright's sync API, or skip the calling test module when no browser can run."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+    return pytest.importorskip("playwright.sync_api",
+                               reason="playwright is missing (pip install -e '.[test]')")
+
+
+@contextmanager
+def live_server(app) -> Iterator[str]:
+    """Serve `app` on a free port; yields its base URL, which BASE_URL is set to."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    base = f"http://127.0.0.1:{server.server_port}"
+    app.config["BASE_URL"] = base
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield base
+    finally:
+        server.shutdown()
+        thread.join(10)
+        server.server_close()
+
+
+@contextmanager
+def chromium(sync_api) -> Iterator[object]:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
