@@ -1,0 +1,191 @@
+"""The board picture in a real browser (Debian's chromium through Playwright): a whole turn
+played by clicking the map, the history view, the spectator page, and an axe-core check of the
+seat page. Screenshots go to tests/artifacts/screenshots/ (git-ignored)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from browser_support import SHOTS, chromium, live_server, require_browser
+
+sync_api = require_browser()
+
+from server import game_state, make_app, new_game, play_moves
+
+import engine
+from pbem.stewardship import create_admin
+
+AXE = Path(__file__).resolve().parent / "browser" / "node_modules" / "axe-core" / "axe.min.js"
+ADMIN, PASSWORD = "organiser@example.org", "browser test password"
+
+
+def _axe() -> Path:
+    """axe-core from the npm registry (`.ci/run` installs it; installed here when missing)."""
+    if not AXE.exists():
+        subprocess.run(["npm", "ci", "--prefix", str(AXE.parents[2]), "--no-audit", "--no-fund"],
+                       check=True, capture_output=True, timeout=300)
+    return AXE
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in os.environ if k.startswith("PBEM_")]:
+            patch.delenv(key)
+        app = make_app(tmp_path_factory.mktemp("board") / "instance")
+    with app.app_context():
+        create_admin(ADMIN, PASSWORD)
+    with live_server(app) as base:
+        yield app, base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium(sync_api) as browser:
+        yield browser
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
+def _monastery_move(state) -> engine.Place:
+    """A legal placement of one monastery paid by exactly one way of playing cards."""
+    places = [m for m in engine.legal_moves(state) if isinstance(m, engine.Place)]
+    for move in places:
+        same = [m for m in places if m.country == move.country and m.pieces == move.pieces]
+        if len(move.pieces) == 1 and move.pieces[0] != engine.ADVISOR and len(same) == 1:
+            return move
+    raise AssertionError("no single-card monastery placement in this position")
+
+
+def test_a_whole_turn_is_played_by_clicking_the_map(site, page):
+    """Click a field, preview, confirm, then draw with the buttons: the turn passes on."""
+    app, base = site
+    created, tokens = new_game(app, 3, "click-1", start=0)
+    game, state = game_state(app, created.game_id)
+    move = _monastery_move(state)
+    page.goto(f"{base}/seat/{tokens[0]}")
+    page.locator(f'svg [data-field="{move.pieces[0]}"].clickable').click()
+    panel = page.locator("#map-choice")
+    sync_api.expect(panel).to_contain_text(f"a monastery at {move.pieces[0]}")
+    page.screenshot(path=SHOTS / "seat-page-clicked.png", full_page=True)
+    panel.get_by_role("button", name="Preview this placement").click()
+    sync_api.expect(page.get_by_role("heading", name="Confirm your move")).to_be_visible()
+    assert str(move) in page.locator("code").first.inner_text()
+    page.get_by_role("button", name="Confirm this move").click()
+    while page.get_by_role("button", name="Draw the top card of the deck").count():
+        page.get_by_role("button", name="Draw the top card of the deck").click()
+        page.wait_for_load_state()
+    game, after = game_state(app, created.game_id)
+    assert after.current == 1 and game.turn >= 2
+    owner = after.monasteries[after.board.field_named(move.pieces[0]).index]
+    assert owner == 0, "the clicked field holds seat 0's monastery"
+    sync_api.expect(page.locator(f'svg [data-field="{move.pieces[0]}"]')).to_have_attribute(
+        "data-owner", after.players[0])
+
+
+def test_a_crest_click_places_an_advisor_and_asks_which_cards(site, page):
+    """Clicking a crest chooses an advisor; with several ways to pay the page asks which."""
+    app, base = site
+    created, tokens = new_game(app, 3, "click-2", start=0)
+
+    def advisors(state):
+        return [m for m in engine.legal_moves(state) if isinstance(m, engine.Place)
+                and m.pieces == (engine.ADVISOR,)]
+
+    # Advisors need monasteries in their country first: play on until the seat to move can.
+    play_moves(app, tokens, 200, game_id=created.game_id,
+               pick=lambda legal: next((m for m in legal if isinstance(m, engine.Place)
+                                        and engine.ADVISOR not in m.pieces), legal[0]),
+               until=lambda state: state.phase == "play" and bool(advisors(state)))
+    _, state = game_state(app, created.game_id)
+    places = advisors(state)
+    assert places, "some seat could place an advisor within 200 moves"
+    country = places[0].country
+    ways = sorted({"".join(m.cards) for m in places if m.country == country})
+    page.goto(f"{base}/seat/{tokens[state.current]}")
+    page.locator(f'svg [data-crest="{country}"].clickable').click()
+    panel = page.locator("#map-choice")
+    sync_api.expect(panel).to_contain_text(f"an advisor in {country}")
+    assert panel.get_by_role("radio").count() == (len(ways) if len(ways) > 1 else 0)
+    panel.get_by_role("button", name="Preview this placement").click()
+    sync_api.expect(page.get_by_role("heading", name="Confirm your move")).to_be_visible()
+
+
+def test_the_history_shows_the_board_after_any_move(site, page):
+    """The spectator history replays the game: each move's board, with previous and next."""
+    app, base = site
+    created, tokens = new_game(app, 3, "history")
+    play_moves(app, tokens, 6, game_id=created.game_id)
+    game, _ = game_state(app, created.game_id)
+    page.goto(f"{base}/watch/{game.watch_id}?at=2")
+    svg = page.locator("svg.kk-board")
+    sync_api.expect(svg).to_have_count(1)
+    owners = sorted(svg.locator("[data-owner]").evaluate_all(
+        "els => els.map(e => e.dataset.field)"))
+    now = game_state(app, created.game_id)[1]
+    state = engine.replay(now.players, game.seed, _notations(app, created.game_id)[:2],
+                          start=game.start_seat)
+    expected = sorted(state.board.fields[f].name for f, s in enumerate(state.monasteries)
+                      if s != -1)
+    assert owners == expected
+    page.get_by_role("link", name="Next").first.click()
+    assert "at=3" in page.url
+
+
+def _notations(app, game_id):
+    from sqlmodel import select
+
+    from pbem.db import reading
+    from pbem.models import MoveRecord
+
+    with app.app_context(), reading() as session:
+        return [r.notation for r in session.exec(select(MoveRecord).where(
+            MoveRecord.game_id == game_id).order_by(MoveRecord.number))]
+
+
+def test_the_spectator_page_holds_no_hand(site, page):
+    """The public page shows the board and face-up cards but no seat's hand."""
+    app, base = site
+    created, tokens = new_game(app, 4, "spectator")
+    play_moves(app, tokens, 5, game_id=created.game_id)
+    game, state = game_state(app, created.game_id)
+    page.goto(f"{base}/watch/{game.watch_id}")
+    sync_api.expect(page.locator("svg.kk-board")).to_have_count(1)
+    assert page.locator("svg .card.hand").count() == 0
+    assert "Your hand" not in page.content()
+    assert page.locator("svg .card.face-up").count() == len(state.face_up)
+    page.screenshot(path=SHOTS / "spectator-page.png", full_page=True)
+
+
+def test_the_seat_page_passes_axe_and_screenshots_are_kept(site, browser):
+    """axe-core finds no serious or critical problem on the seat page (map included)."""
+    app, base = site
+    # The page's Content-Security-Policy rightly refuses injected scripts; axe is ours.
+    context = browser.new_context(viewport={"width": 1100, "height": 900}, bypass_csp=True)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    created, tokens = new_game(app, 3, "axe", start=0)
+    play_moves(app, tokens, 1, game_id=created.game_id)
+    page.goto(f"{base}/seat/{tokens[0]}")
+    page.add_script_tag(path=str(_axe()))
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    bad = [(v["id"], v["impact"], v["help"], len(v["nodes"])) for v in result["violations"]
+           if v["impact"] in ("serious", "critical")]
+    assert bad == [], bad
+    page.screenshot(path=SHOTS / "seat-page.png", full_page=True)
+    page.goto(f"{base}/admin/games/{created.game_id}")
+    page.get_by_label("Email").fill(ADMIN)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    sync_api.expect(page.locator("svg.kk-board")).to_have_count(1)
+    page.screenshot(path=SHOTS / "admin-game-board.png", full_page=True)
+    context.close()
