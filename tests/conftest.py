@@ -46,3 +46,20 @@ def mailbox(app):
     from server import Mailbox
 
     return Mailbox(app)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium through Playwright, for the modules that call require_browser()."""
+    from browser_support import chromium, require_browser
+
+    with chromium(require_browser()) as browser:
+        yield browser
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from engine import default_board, new_game
+from engine.serialize import from_dict, to_dict
 from engine.state import ADVISORS_EACH, EMPTY, MONASTERIES_EACH, GameState
 
 BOARD = default_board()
@@ -62,3 +64,30 @@ def scenario(players: int = 5, *, hands: dict[str, str] | None = None,
 
 def seat_of(state: GameState, colour: str) -> int:
     return state.players.index(colour)
+
+
+def redealt(state, keep: int | None, rng):
+    """`state` with every card hidden from seat `keep` (None: a spectator) dealt anew: the other
+    hands and the deck, in the same counts.
+
+    All `keep` may know stays: its own hand and draws, the face-up cards, the discard pile, the
+    cards set aside. The other seats' draws follow their new hands. The result is checked as a
+    saved game would be."""
+    others = [s for s in state.seats if s != keep]
+    hidden = list(state.deck) + [c for s in others for c in state.hands[s]]
+    for _ in range(100):
+        rng.shuffle(hidden)
+        hands, drawn, rest = list(state.hands), list(state.drawn), list(hidden)
+        for s in others:
+            size = len(state.hands[s])
+            hands[s], rest = tuple(sorted(rest[:size])), rest[size:]
+            drawn[s] = tuple(hands[s][:len(state.drawn[s])])
+        candidate = replace(state, hands=tuple(hands), drawn=tuple(drawn), deck=tuple(rest))
+        if all(candidate.hands[s] != state.hands[s] for s in others if state.hands[s]) and \
+                candidate.deck[-1] != state.deck[-1] and candidate.deck[::2] != state.deck[::2]:
+            break
+    else:
+        raise AssertionError("could not deal the hidden cards differently")
+    assert Counter(candidate.deck) + sum((Counter(h) for h in candidate.hands), Counter()) == \
+        Counter(state.deck) + sum((Counter(h) for h in state.hands), Counter())
+    return from_dict(to_dict(candidate), state.board)

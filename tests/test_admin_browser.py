@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from browser_support import PHONE, SHOTS, chromium, live_server, require_browser
+from browser_support import PHONE, SHOTS, live_server, require_browser
 
 sync_api = require_browser()
 
@@ -37,20 +37,6 @@ def site(tmp_path_factory):
         create_admin(ADMIN, PASSWORD)
     with live_server(app) as base:  # the links in the mail lead to this server
         yield app, base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium(sync_api) as browser:
-        yield browser
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(10_000)
-    yield context.new_page()
-    context.close()
 
 
 def log_in(page, base: str, start: str = "/admin/") -> None:

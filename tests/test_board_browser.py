@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from browser_support import SHOTS, chromium, live_server, require_browser
+from browser_support import SHOTS, live_server, require_browser
 
 sync_api = require_browser()
 
@@ -40,20 +40,6 @@ def site(tmp_path_factory):
         create_admin(ADMIN, PASSWORD)
     with live_server(app) as base:
         yield app, base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium(sync_api) as browser:
-        yield browser
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    context.set_default_timeout(10_000)
-    yield context.new_page()
-    context.close()
 
 
 def _monastery_move(state) -> engine.Place:

@@ -21,12 +21,13 @@ from server import field, make_app
 from sqlmodel import select
 
 from engine import from_json, to_json
-from engine.serialize import from_dict, to_dict
 from pbem import mail
 from pbem.db import reading, writing
 from pbem.games import rules_for
 from pbem.models import DigestItem, Game, MoveRecord, OutboxMessage, Seat
 from pbem.services import create_game, parse_player, submit_move
+
+from helpers import redealt
 
 SEED = "hidden-seed-7f3a9c"
 PLAYERS = 4
@@ -121,32 +122,6 @@ def renders(app, client, tokens, seat: int) -> dict:
             previews.append(masked(response.get_data(as_text=True)))
         shown["previews"] = previews
     return shown
-
-
-def redealt(state, seat: int, rng: random.Random):
-    """`state` with every card hidden from `seat` dealt anew: the other hands and the deck.
-
-    The counts stay, and so does all `seat` may know: its own hand and draws, the face-up
-    cards, the discard pile, the cards set aside. The other seats' draws follow their new hands.
-    """
-    others = [s for s in state.seats if s != seat]
-    hidden = list(state.deck) + [c for s in others for c in state.hands[s]]
-    for _ in range(100):
-        rng.shuffle(hidden)
-        hands, drawn, rest = list(state.hands), list(state.drawn), list(hidden)
-        for s in others:
-            size = len(state.hands[s])
-            hands[s], rest = tuple(sorted(rest[:size])), rest[size:]
-            drawn[s] = tuple(hands[s][:len(state.drawn[s])])
-        candidate = replace(state, hands=tuple(hands), drawn=tuple(drawn), deck=tuple(rest))
-        if all(candidate.hands[s] != state.hands[s] for s in others) and \
-                candidate.deck[-1] != state.deck[-1] and candidate.deck[::2] != state.deck[::2]:
-            break
-    else:
-        raise AssertionError("could not deal the hidden cards differently")
-    assert Counter(candidate.deck) + sum((Counter(h) for h in candidate.hands), Counter()) == \
-        Counter(state.deck) + sum((Counter(h) for h in state.hands), Counter())
-    return from_dict(to_dict(candidate), state.board)  # a consistent position, checked
 
 
 @pytest.fixture(scope="module")

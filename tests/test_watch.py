@@ -21,13 +21,14 @@ from server import field, make_app, module_app
 from sqlmodel import select
 
 import engine
-from engine.serialize import from_dict, to_dict
 from pbem import mail, schema, stewardship
 from pbem.db import reading, writing
 from pbem.games import rules_for
 from pbem.models import Game, MoveRecord, OutboxMessage, Seat
 from pbem.services import create_game, parse_player, submit_move
 from pbem.tokens import TOKEN_PATTERN
+
+from helpers import redealt
 
 SEED = "watch-seed-51"
 PLAYERS = 4
@@ -111,25 +112,6 @@ def hand_marks(svg: str) -> list[dict]:
         if "hand" in marks.lower():
             found.append(element.attrib)
     return found
-
-
-def redealt(state, keep: int | None, rng: random.Random):
-    """`state` with every card hidden from seat `keep` (None: from a spectator) dealt anew: the
-    other hands and the deck, in the same counts; the other seats' draws follow their hands."""
-    others = [s for s in state.seats if s != keep]
-    hidden = list(state.deck) + [c for s in others for c in state.hands[s]]
-    for _ in range(100):
-        rng.shuffle(hidden)
-        hands, drawn, rest = list(state.hands), list(state.drawn), list(hidden)
-        for s in others:
-            size = len(state.hands[s])
-            hands[s], rest = tuple(sorted(rest[:size])), rest[size:]
-            drawn[s] = tuple(hands[s][:len(state.drawn[s])])
-        candidate = replace(state, hands=tuple(hands), drawn=tuple(drawn), deck=tuple(rest))
-        if all(candidate.hands[s] != state.hands[s] for s in others if state.hands[s]) and \
-                candidate.deck[-1] != state.deck[-1]:
-            return from_dict(to_dict(candidate), state.board)  # a consistent position, checked
-    raise AssertionError("could not deal the hidden cards differently")
 
 
 # --- the spectator's page and picture -------------------------------------------------------
