@@ -259,12 +259,15 @@ def _load_game(game_id: int):
             "audit": audit}
 
 
+def _no_game(game_id: int):
+    return render_template("error.html", status=404, message=f"There is no game {game_id}."), 404
+
+
 @bp.get("/games/<int:game_id>")
 def game(game_id: int):
     data = _load_game(game_id)
     if data is None:
-        return render_template("error.html", status=404,
-                               message=f"There is no game {game_id}."), 404
+        return _no_game(game_id)
     to_move = data["rules"].to_move(data["state"])
     return render_template("admin/game.html", **data, to_move=to_move,
                            seat_actions=SEAT_ACTIONS, game_actions=GAME_ACTIONS,
@@ -306,8 +309,7 @@ def confirm(game_id: int):
     """The confirmation page of an action: it says what will happen and changes nothing."""
     data = _load_game(game_id)
     if data is None:
-        return render_template("error.html", status=404,
-                               message=f"There is no game {game_id}."), 404
+        return _no_game(game_id)
     fields = _action_fields(request.form)
     summary = _describe(data, fields)
     if summary is None:

@@ -119,10 +119,15 @@ def _audit(session: Session, admin_id: int, game_id: int | None, action: str, re
                            detail=detail))
 
 
-def _game_and_seat(session: Session, game_id: int, seat_number: int) -> tuple[Game, Seat]:
+def _game(session: Session, game_id: int) -> Game:
     game = session.get(Game, game_id)
     if game is None:
         raise NotFound(f"there is no game {game_id}")
+    return game
+
+
+def _game_and_seat(session: Session, game_id: int, seat_number: int) -> tuple[Game, Seat]:
+    game = _game(session, game_id)
     seat = session.exec(select(Seat).where(Seat.game_id == game_id,
                                            Seat.number == seat_number)).first()
     if seat is None:
@@ -224,9 +229,7 @@ def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = N
     reason = check_reason(reason)
     now = now or utcnow()
     with writing() as session:
-        game = session.get(Game, game_id)
-        if game is None:
-            raise NotFound(f"there is no game {game_id}")
+        game = _game(session, game_id)
         if game.status not in (RUNNING, FINISHED):
             raise GameNotRunning(f"game {game.id} is {game.status}; resume it first")
         records = list(session.exec(select(MoveRecord).where(MoveRecord.game_id == game.id)
@@ -261,9 +264,7 @@ def abort_game(admin_id: int, game_id: int, reason: str, now: datetime | None = 
     reason = check_reason(reason)
     now = now or utcnow()
     with writing() as session:
-        game = session.get(Game, game_id)
-        if game is None:
-            raise NotFound(f"there is no game {game_id}")
+        game = _game(session, game_id)
         if game.status in (FINISHED, ABORTED):
             raise GameNotRunning(f"game {game.id} is already {game.status}")
         game.status, game.finished_at = ABORTED, now
