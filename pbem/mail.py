@@ -15,7 +15,7 @@ from email.utils import getaddresses, make_msgid, parseaddr
 from flask import current_app, render_template
 from sqlmodel import Session, select
 
-from . import clock
+from . import clock, turnfile
 from .games import GameRules
 from .models import DigestItem, Game, OutboxMessage, Seat, SeatKey
 from .tokens import hash_token, new_token
@@ -90,10 +90,12 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
         session.add(item)
     subject = f"Reminder: your move is due {_deadline_text(game.deadline_at, seat)}" \
         if reminder else "Your turn"
+    position = rules.position_lines(state, seat.number)
+    turn_file = turnfile.render(game.title, game.id, seat.name, seat.colour, game.turn, position,
+                                rules.legal(state))
     return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,
-                    "your_turn", rules=rules, news=news, reminder=reminder,
-                    position=rules.position_lines(state, seat.number),
-                    deadline=_deadline_text(game.deadline_at, seat))
+                    "your_turn", rules=rules, news=news, reminder=reminder, position=position,
+                    turn_file=turn_file, deadline=_deadline_text(game.deadline_at, seat))
 
 
 def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, state,

@@ -6,8 +6,18 @@ quoting the turn number the page was built for, calls `submit_move`.
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 
+from . import turnfile
 from .db import utcnow
 from .games import MoveError
 from .models import NOTIFY_CHOICES
@@ -23,11 +33,14 @@ from .services import (
     set_notify,
     set_timezone,
     submit_move,
+    submit_orders,
     take_vacation,
 )
 from .web import wake_sender
 
 bp = Blueprint("seat", __name__, url_prefix="/seat")
+
+MAX_TURN_FILE = 32 * 1024
 
 COMMON_ZONES = ("UTC", "Europe/London", "Europe/Berlin", "Europe/Madrid", "Europe/Athens",
                 "America/New_York", "America/Chicago", "America/Los_Angeles",
@@ -146,6 +159,51 @@ def _seat_action(token: str, action, done: str):
     except ServiceError as exc:
         return _refusal(token, exc)
     flash(done.format(result=result))
+    return redirect(url_for("seat.page", token=token), code=303)
+
+
+def turn_file_text(ctx: SeatContext) -> str:
+    rules, state, seat = ctx.rules, ctx.state, ctx.seat
+    legal = rules.legal(state) if rules.to_move(state) == seat.number else []
+    return turnfile.render(ctx.game.title, ctx.game.id, seat.name, seat.colour, ctx.game.turn,
+                           rules.position_lines(state, seat.number), legal)
+
+
+@bp.get("/<token>/turnfile")
+def turn_file(token: str):
+    """This seat's turn file as a text download (it changes nothing)."""
+    try:
+        ctx = load_seat(token, log_limit=0)
+    except ServiceError as exc:
+        return render_template("error.html", status=exc.status, message=exc.message), exc.status
+    name = f"kk-game{ctx.game.id}-turn{ctx.game.turn}-{ctx.seat.colour}.txt"
+    return Response(turn_file_text(ctx), mimetype="text/plain",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+@bp.post("/<token>/turnfile")
+def upload_turn_file(token: str):
+    """Orders from an uploaded turn file (or pasted into the box), applied one by one."""
+    upload = request.files.get("turnfile")
+    raw = upload.read(MAX_TURN_FILE + 1) if upload and upload.filename else \
+        request.form.get("orders", "").encode("utf-8")
+    try:
+        if len(raw) > MAX_TURN_FILE:
+            raise Malformed("That file is too long for a turn file; upload the one you "
+                            "downloaded, with your orders written in.")
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            text = raw.decode("latin-1")
+        result = submit_orders(token, turnfile.read(text), via="web")
+    except ServiceError as exc:
+        return _refusal(token, exc)
+    wake_sender()
+    for applied in result.applied:
+        for line in applied.lines:
+            flash(line)
+    if result.failed:
+        flash(f"Stopped at '{result.failed}': {result.error} The moves before it were made.")
     return redirect(url_for("seat.page", token=token), code=303)
 
 

@@ -35,6 +35,7 @@ from .models import (
     SeatKey,
 )
 from .tokens import hash_token, is_well_formed
+from .turnfile import MAX_ORDERS, Orders
 
 EMAIL_PATTERN = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+")
 MAX_NAME = 60
@@ -176,11 +177,6 @@ def _seat_and_game(session: Session, token: str) -> tuple[Seat, Game]:
     return row
 
 
-def seat_id_for_token(session: Session, token: str) -> int:
-    """The seat a link's token opens; NotFound for anything else, revealing nothing."""
-    return _seat_and_game(session, token)[0].id
-
-
 @dataclass(frozen=True)
 class LogEntry:
     """One applied move as the log shows it to one reader."""
@@ -237,7 +233,7 @@ def set_notify(token: str, choice: str) -> None:
     if choice not in NOTIFY_CHOICES:
         raise Rejected("choose one of the offered mail settings")
     with writing() as session:
-        seat = session.get(Seat, seat_id_for_token(session, token))
+        seat, _ = _seat_and_game(session, token)
         seat.notify = choice
         session.add(seat)
 
@@ -545,3 +541,42 @@ def come_back(token: str) -> None:
         seat, _ = _seat_and_game(session, token)
         seat.absent, seat.timeouts_in_row = False, 0
         session.add(seat)
+
+
+# --- orders: several moves at once, from a turn file or a reply --------------------------------
+
+@dataclass(frozen=True)
+class OrdersResult:
+    applied: list[MoveResult]
+    failed: str | None = None  # the order that could not be applied, as written
+    error: str | None = None  # why
+
+
+def submit_orders(token: str | None, orders: Orders, *, seat_id: int | None = None,
+                  via: str = "web") -> OrdersResult:
+    """Apply a turn's orders one by one through `submit_move`, from the turn they were made for.
+
+    Raises when the first order cannot be applied (nothing changed); when a later one fails, the
+    earlier ones stand and the result says which line failed and why."""
+    if not orders.lines:
+        raise Malformed("No orders found: write your moves under the ORDERS line, one per line, "
+                        "for example 'draw deck'.")
+    if len(orders.lines) > MAX_ORDERS:
+        raise Malformed(f"A turn is at most {MAX_ORDERS} moves; this holds "
+                        f"{len(orders.lines)} lines of orders.")
+    if orders.turn is None:
+        raise Malformed("The turn file lacks its 'Turn:' line, so it cannot be told apart from "
+                        "an old one. Download a new turn file and write your orders in it.")
+    applied: list[MoveResult] = []
+    turn = orders.turn
+    for line in orders.lines:
+        try:
+            result = submit_move(token, line, turn, seat_id=seat_id, via=via)
+        except ServiceError as exc:
+            if not applied:
+                exc.message = f"'{line[:80]}': {exc.message}"
+                raise
+            return OrdersResult(applied, line, exc.message)
+        applied.append(result)
+        turn = result.turn
+    return OrdersResult(applied)

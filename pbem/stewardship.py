@@ -11,7 +11,7 @@ from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, func, update
+from sqlalchemy import delete, update
 from sqlmodel import Session, select
 
 from . import mail
@@ -310,7 +310,3 @@ def retry_mail(admin_id: int, message_id: int, reason: str = "retry",
         session.add(row)
         _audit(session, admin_id, row.game_id, "retry mail", reason,
                f"mail {message_id} to {row.to_addr}: {row.subject}")
-
-
-def counts_by_status(session: Session) -> dict[str, int]:
-    return dict(session.exec(select(Game.status, func.count()).group_by(Game.status)).all())

@@ -1,0 +1,114 @@
+"""Turn files: the position and an orders block as text, downloaded, filled in, uploaded."""
+
+import re
+
+import pytest
+from server import field, game_state, new_game, text_of
+
+import engine
+from pbem.turnfile import ORDERS_LINE, read
+
+
+def test_orders_are_read_from_under_the_orders_line():
+    """Comments, quoted lines and blank lines are left out; the Turn line says the turn."""
+    orders = read(f"Game: 1\nTurn: 12\nYour hand: ...\n{ORDERS_LINE}\n# example: draw deck\n\n"
+                  "  GG Franken: Mainz \n> draw G\ndraw deck\n")
+    assert orders.turn == 12
+    assert orders.lines == ["GG Franken: Mainz", "draw deck"]
+
+
+@pytest.mark.parametrize("tail", ["-- \nAnna", "On Sat, 21 Nov 2026, Bruno wrote:\n> draw G",
+                                  "-----Original Message-----\ndraw G",
+                                  "Am 21.11.2026 um 10:00 schrieb Bruno <b@x.org>:\ndraw G"])
+def test_a_reply_s_own_lines_end_at_the_quote_or_signature(tail):
+    """In a reply without the orders line, the orders are the lines before the quoted mail."""
+    orders = read(f"Turn: 3\nexchange R\ndraw deck\n\n{tail}\n")
+    assert orders == read("Turn: 3\nexchange R\ndraw deck\n")
+    assert orders.lines == ["exchange R", "draw deck"] and orders.turn == 3
+
+
+def _download(client, token):
+    response = client.get(f"/seat/{token}/turnfile")
+    assert response.status_code == 200
+    assert response.mimetype == "text/plain"
+    assert "attachment" in response.headers["Content-Disposition"]
+    return response.get_data(as_text=True)
+
+
+def _upload(client, token, text, **extra):
+    import io
+
+    page = client.get(f"/seat/{token}").get_data(as_text=True)
+    return client.post(f"/seat/{token}/turnfile", data={
+        "csrf_token": field(page, "csrf_token"),
+        "turnfile": (io.BytesIO(text.encode("utf-8")), "turn.txt"), **extra},
+        content_type="multipart/form-data")
+
+
+def _whole_turn(state):
+    """A placement and the draws that follow it, in the notation."""
+    place = next(m for m in engine.legal_moves(state) if isinstance(m, engine.Place))
+    after = engine.apply_move(state, place)
+    return [str(place)] + ["draw deck"] * after.draws_left
+
+
+def test_a_whole_turn_is_played_by_uploading_the_turn_file(app, client):
+    """The downloaded file, with a whole turn written in, plays that turn in one upload."""
+    _, tokens = new_game(app, 3, "upload", start=0)
+    game, state = game_state(app)
+    text = _download(client, tokens[0])
+    assert f"Turn: {game.turn}" in text and ORDERS_LINE in text
+    assert "Your hand (yellow)" in text and "Your hand (red)" not in text
+    orders = _whole_turn(state)
+    response = _upload(client, tokens[0], text + "\n".join(orders) + "\n")
+    assert response.status_code == 303, response.get_data(as_text=True)
+    game, after = game_state(app)
+    assert after.current == 1 and game.turn == len(orders)
+
+
+def test_a_stale_or_broken_turn_file_changes_nothing(app, client):
+    """An old file, a bad order or a file without its Turn line is refused; nothing changes."""
+    _, tokens = new_game(app, 3, "stale", start=0)
+    game, state = game_state(app)
+    old = _download(client, tokens[0])
+    orders = _whole_turn(state)
+    no_turn = re.sub(r"Turn: \d+\n", "", old)
+    for text, status, message in [
+            (no_turn + orders[0], 400, "Turn:"),
+            (old + "Franken: nowhere", 422, "&#39;Franken: nowhere&#39;"),
+            (old, 400, "No orders found")]:
+        response = _upload(client, tokens[0], text)
+        assert response.status_code == status
+        assert message in response.get_data(as_text=True)
+        assert game_state(app)[0].turn == game.turn
+    _upload(client, tokens[0], old + "\n".join(orders))
+    turn = game_state(app)[0].turn
+    response = _upload(client, tokens[0], old + "\n".join(orders))
+    assert response.status_code == 409 and "already recorded" in response.get_data(as_text=True)
+    assert game_state(app)[0].turn == turn
+
+
+def test_a_later_bad_order_keeps_the_earlier_ones_and_says_where_it_stopped(app, client):
+    """When the second order fails, the first stands and the page names the failing line."""
+    _, tokens = new_game(app, 3, "partial", start=0)
+    _, state = game_state(app)
+    orders = _whole_turn(state)
+    response = _upload(client, tokens[0], f"Turn: 0\n{orders[0]}\ndraw nowhere\n")
+    assert response.status_code == 303
+    page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
+    assert "Stopped at &#39;draw nowhere&#39;" in page
+    assert game_state(app)[0].turn == 1
+
+
+def test_the_your_turn_mail_carries_the_turn_file(app, mailbox):
+    """The text part of a 'your turn' mail is a turn file: its orders read back for that turn."""
+    from server import play_moves
+
+    _, tokens = new_game(app, 3, "mail-file", start=0)
+    play_moves(app, tokens, 10, until=lambda s: s.current != 0)
+    game, _ = game_state(app)
+    mail = next(m for m in reversed(mailbox.to("p1@example.org"))
+                if str(m["Subject"]).endswith("Your turn"))
+    text = text_of(mail)
+    assert ORDERS_LINE in text
+    assert read(text + "\ndraw deck\n") == read(f"Turn: {game.turn}\ndraw deck\n")
