@@ -349,9 +349,25 @@ def create_admin_command(email, password_stdin):
     click.echo(f"Admin {email.strip().lower()} can log in at {_base()}/admin/")
 
 
+@click.command("ingest-mail")
+@click.option("--recipient", "recipients", multiple=True, metavar="ADDRESS",
+              help="The envelope recipient (Postfix: ${recipient}), if the headers lack it.")
+@_one_line_errors
+@with_appcontext
+def ingest_mail_command(recipients):
+    """Read one mail on standard input (a player's reply with orders) and act on it."""
+    from .inbox import handle_incoming
+
+    _need_schema()
+    limit = current_app.config["MAIL_MAX_INCOMING_BYTES"]
+    raw = sys.stdin.buffer.read(limit + 1)
+    handled = handle_incoming(raw, list(recipients))
+    click.echo(f"{handled.outcome}: {handled.detail}")
+
+
 commands = [init_db_command, create_admin_command, create_game_command, demo_command, serve_command,
             send_mail_command, mail_status_command, scheduler_command, run_jobs_command,
-            extend_command, pause_command, resume_command]
+            extend_command, pause_command, resume_command, ingest_mail_command]
 
 
 def _make_app():

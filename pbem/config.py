@@ -91,6 +91,14 @@ def _rate(v: str) -> str | None:
     return None
 
 
+def _domain(v: str) -> str | None:
+    import re
+
+    if not v or re.fullmatch(r"[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+", v):
+        return None
+    return "must be a mail domain like games.example.org, or blank"
+
+
 def _url(v: str) -> str | None:
     return None if v.startswith(("http://", "https://")) else "must start with http:// or https://"
 
@@ -118,6 +126,8 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_FOLDER": Setting("", str),
     "MAIL_MAILBOX_PAGE": Setting(True, bool),
     "MAIL_ADMINS": Setting("", str, _addresses),
+    "MAIL_REPLY_DOMAIN": Setting("", str, _domain),
+    "MAIL_MAX_INCOMING_BYTES": Setting(256 * 1024, int, _between(4096, 25 * 1024 * 1024)),
     "ADMIN_LOGIN_LIMIT": Setting("10 per minute", str, _rate),
     "MAIL_MAX_ATTEMPTS": Setting(8, int, _at_least(1)),
     "MAIL_RETRY_SECONDS": Setting(60, int, _at_least(1)),

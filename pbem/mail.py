@@ -25,11 +25,18 @@ def seat_link(token: str) -> str:
     return f"{current_app.config['BASE_URL'].rstrip('/')}/seat/{token}"
 
 
-def mint_key(session: Session, seat: Seat) -> str:
-    """A new secret link key for `seat`; the token is returned once and never stored."""
+def mint_key(session: Session, seat: Seat, turn: int | None = None) -> str:
+    """A new secret link key for `seat`, mailed at game turn `turn`; the token is returned once
+    and never stored."""
     token = new_token()
-    session.add(SeatKey(seat_id=seat.id, token_hash=hash_token(token)))
+    session.add(SeatKey(seat_id=seat.id, token_hash=hash_token(token), turn=turn))
     return token
+
+
+def reply_address(token: str) -> str | None:
+    """The Reply-To that carries a seat's key, when replies are configured."""
+    domain = current_app.config["MAIL_REPLY_DOMAIN"]
+    return f"play+{token}@{domain}" if domain else None
 
 
 def formatted_address(name: str, email: str) -> str:
@@ -43,7 +50,7 @@ def _domain() -> str:
 
 def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
           game: Game | None = None, seat: Seat | None = None, secrets: tuple[str, ...] = (),
-          **context) -> OutboxMessage:
+          reply_to: str | None = None, **context) -> OutboxMessage:
     """Render `templates/email/<template>.txt|.html` and queue the message."""
     context.update(game=game, seat=seat, base_url=current_app.config["BASE_URL"].rstrip("/"))
     message = OutboxMessage(
@@ -51,7 +58,8 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
         to_addr=to, subject=subject,
         text_body=render_template(f"email/{template}.txt", **context),
         html_body=render_template(f"email/{template}.html", **context),
-        message_id=make_msgid(domain=_domain()), secrets_json=json.dumps(list(secrets)))
+        message_id=make_msgid(domain=_domain()), secrets_json=json.dumps(list(secrets)),
+        reply_to=reply_to)
     session.add(message)
     return message
 
@@ -62,10 +70,11 @@ def _subject(game: Game, text: str) -> str:
 
 def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
              template: str, **context) -> OutboxMessage:
-    token = mint_key(session, seat)
+    token = mint_key(session, seat, game.turn)
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
                  subject=_subject(game, subject), template=template, game=game, seat=seat,
-                 secrets=(token,), link=seat_link(token), **context)
+                 secrets=(token,), link=seat_link(token), reply_to=reply_address(token),
+                 **context)
 
 
 def _deadline_text(deadline: datetime | None, seat: Seat) -> str | None:

@@ -87,6 +87,7 @@ class SeatKey(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     seat_id: int = Field(foreign_key="seat.id", index=True)
     token_hash: str = Field(max_length=64, unique=True)
+    turn: int | None = None  # the game's turn when the key was mailed: a reply answers that turn
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
     revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
 
@@ -131,6 +132,7 @@ class OutboxMessage(SQLModel, table=True):
     text_body: str = Field(sa_column=Column(Text, nullable=False))
     html_body: str = Field(sa_column=Column(Text, nullable=False))
     message_id: str = Field(max_length=200, unique=True)
+    reply_to: str | None = Field(default=None, max_length=300)  # play+<key>@domain, or none
     secrets_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
     status: str = Field(default=QUEUED, max_length=10)
     attempts: int = 0
@@ -193,3 +195,15 @@ class AuditEntry(SQLModel, table=True):
     reason: str = Field(sa_column=Column(Text, nullable=False))
     detail: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+class IncomingMail(SQLModel, table=True):
+    """A mail that reached the server (a reply with orders), remembered by its Message-ID so
+    that a second delivery of it changes nothing."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    message_id: str = Field(max_length=300, unique=True)
+    seat_id: int | None = Field(default=None, foreign_key="seat.id", index=True)
+    received_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    outcome: str = Field(max_length=20)
+    detail: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))

@@ -48,6 +48,8 @@ def build_message(row: OutboxMessage, sender: str) -> EmailMessage:
     message["Subject"] = row.subject
     message["Date"] = format_datetime(row.created_at)
     message["Message-ID"] = row.message_id
+    if row.reply_to:
+        message["Reply-To"] = row.reply_to
     message["Auto-Submitted"] = "auto-generated"
     message.set_content(row.text_body)
     message.add_alternative(row.html_body, subtype="html")
@@ -236,6 +238,7 @@ def deliver_queued(app: Flask, now: datetime | None = None, limit: int = BATCH) 
                 row.text_body = _redact(row.text_body, secrets)
                 row.html_body = _redact(row.html_body, secrets)
                 row.secrets_json = "[]"
+                row.reply_to = None
                 counts["sent"] += 1
             elif row.attempts >= app.config["MAIL_MAX_ATTEMPTS"]:
                 row.status, row.last_error = FAILED, error

@@ -1,0 +1,211 @@
+"""Mail coming in: a player's reply with orders, however it arrives (`pbem ingest-mail` on a
+mail server's pipe, the SMTP listener, IMAP polling), goes through `handle_incoming`.
+
+The reply's address (`play+<key>@<domain>`, the Reply-To of the mail it answers) names the seat
+and the turn; the From address counts for nothing, so a forged sender gains nothing. The orders
+are read from the reply's own text (quoted text, signatures and the rest of the turn file left
+out; HTML-only mail turned into text) and applied through `submit_orders`, like the seat page's
+turn file. Every outcome but an unknown key gets an answer by mail; an unknown key gets none and
+leaves no trace. A Message-ID seen before changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from email.utils import getaddresses, parseaddr
+from html.parser import HTMLParser
+from typing import ClassVar
+
+from flask import current_app
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from . import mail
+from .db import reading, writing
+from .games import rules_for
+from .models import RUNNING, Game, IncomingMail, Seat, SeatKey
+from .services import GameNotRunning, ServiceError, StaleTurn, submit_orders
+from .tokens import hash_token
+from .turnfile import Orders, read
+
+KEY_ADDRESS = re.compile(r"play\+([A-Za-z0-9_-]{32})@", re.IGNORECASE)
+RECIPIENT_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "To", "Cc")
+
+
+@dataclass(frozen=True)
+class Handled:
+    outcome: str  # applied, partly, refused, stale, finished, duplicate, revoked, unknown, ...
+    detail: str = ""
+
+
+class _Text(HTMLParser):
+    """HTML mail as text: line breaks kept, quoted parts (blockquote, Gmail's quote) dropped."""
+
+    BREAKS: ClassVar[set[str]] = {"br", "p", "div", "li", "tr", "h1", "h2", "h3", "pre"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        classes = dict(attrs).get("class") or ""
+        if self.skip or tag == "blockquote" or "quote" in classes:
+            self.skip += tag not in ("br", "img", "hr")
+        elif tag in self.BREAKS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):
+        if self.skip and tag not in ("br", "img", "hr"):
+            self.skip -= 1
+        elif tag in self.BREAKS:
+            self.parts.append("\n")
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.parts.append(data)
+
+
+def body_text(message: EmailMessage) -> str:
+    """The reply's text: its plain part, or its HTML part turned into text."""
+    part = message.get_body(("plain",))
+    if part is not None:
+        return part.get_content()
+    part = message.get_body(("html",))
+    if part is None:
+        return ""
+    parser = _Text()
+    parser.feed(part.get_content())
+    return "".join(parser.parts)
+
+
+def _key_in(message: EmailMessage, recipients: list[str]) -> str | None:
+    addresses = list(recipients)
+    for header in RECIPIENT_HEADERS:
+        addresses += [address for _, address in getaddresses(message.get_all(header, []))]
+    for address in addresses:
+        match = KEY_ADDRESS.search(address or "")
+        if match:
+            return match.group(1)
+    return None
+
+
+def _message_id(message: EmailMessage, raw: bytes) -> str:
+    found = str(message.get("Message-ID", "") or "").strip()
+    return found[:300] if found else "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def _answer(seat_id: int, subject: str, lines: list[str]) -> None:
+    with writing() as session:
+        seat = session.get(Seat, seat_id)
+        game = session.get(Game, seat.game_id)
+        rules = rules_for(game.kind)
+        state = rules.loads(game.state_json)
+        mail.notice(session, game, seat, subject,
+                    [*lines, "", *rules.position_lines(state, seat.number)])
+
+
+def _remember(message_id: str, seat_id: int | None, outcome: str, detail: str) -> bool:
+    """Record a processed mail; False when another delivery of it was recorded first."""
+    try:
+        with writing() as session:
+            session.add(IncomingMail(message_id=message_id, seat_id=seat_id, outcome=outcome,
+                                     detail=detail[:2000]))
+        return True
+    except IntegrityError:
+        return False
+
+
+def handle_incoming(raw: bytes, recipients: list[str] | None = None) -> Handled:
+    """Read one incoming mail and act on it; needs an app context."""
+    if len(raw) > current_app.config["MAIL_MAX_INCOMING_BYTES"]:
+        return Handled("oversized", f"{len(raw)} bytes is more than this server accepts")
+    try:
+        message = BytesParser(policy=policy.default).parsebytes(raw)
+        text = body_text(message)
+    except Exception as exc:  # noqa: BLE001  (any malformed MIME: refuse the mail, not the server)
+        return Handled("unreadable", f"{type(exc).__name__}: {exc}"[:200])
+    token = _key_in(message, recipients or [])
+    if token is None:
+        return Handled("unknown", "no play+<key> address")
+    with reading() as session:
+        key = session.exec(select(SeatKey).where(SeatKey.token_hash == hash_token(token))).first()
+        seen = key is not None and session.exec(select(IncomingMail).where(
+            IncomingMail.message_id == _message_id(message, raw))).first()
+    if key is None:
+        return Handled("unknown", "no such key")
+    message_id = _message_id(message, raw)
+    if key.revoked_at is not None:
+        _answer_revoked(message)
+        return Handled("revoked", "the key was replaced")
+    if seen:
+        _answer(key.seat_id, "Your mail was already read",
+                [(f"Your mail {message_id} reached the server a second time; it was read the "
+                  "first time and nothing more was done.")])
+        return Handled("duplicate", message_id)
+    return _apply(key, message_id, text)
+
+
+def _answer_revoked(message: EmailMessage) -> None:
+    """A polite answer to a replaced key, to the sender, telling nothing about the game."""
+    _, sender = parseaddr(str(message.get("From", "")))
+    if "@" not in sender:
+        return
+    with writing() as session:
+        mail.queue(session, kind="reply", to=sender, subject="Your mail to the game server",
+                   template="revoked")
+
+
+def _apply(key: SeatKey, message_id: str, text: str) -> Handled:
+    orders = read(text)
+    orders = Orders(key.turn, orders.lines)
+    with reading() as session:
+        seat = session.get(Seat, key.seat_id)
+        game = session.get(Game, seat.game_id)
+        rules = rules_for(game.kind)
+    if game.status != RUNNING:
+        outcome = Handled("finished", f"the game is {game.status}")
+        if _remember(message_id, key.seat_id, outcome.outcome, outcome.detail):
+            _answer(key.seat_id, "The game is over", [
+                (f"Your mail reached {game.title} #{game.id}, which is {game.status}: no more "
+                 "moves can be made.")])
+        return outcome
+    try:
+        result = submit_orders(None, orders, seat_id=key.seat_id, via="email")
+    except ServiceError as exc:
+        kind = "stale" if isinstance(exc, (StaleTurn, GameNotRunning)) else "refused"
+        if not _remember(message_id, key.seat_id, kind, exc.message):
+            return Handled("duplicate", message_id)
+        state = rules_for(game.kind).loads(_state_json(game.id))
+        legal = rules.legal(state) if rules.to_move(state) == seat.number else []
+        lines = [exc.message, "Nothing was changed."]
+        if kind == "stale":
+            lines.append("Your orders answered an older mail: look at the newest one, or at "
+                         "your page, and reply to that.")
+        elif legal:
+            lines += ["", "What you could play now:", *(f"  {m}" for m in legal[:40])]
+            if len(legal) > 40:
+                lines.append(f"  … and {len(legal) - 40} more (see your page).")
+        _answer(key.seat_id, "Your orders could not be applied", lines)
+        return Handled(kind, exc.message)
+    applied = [r.notation for r in result.applied]
+    outcome = "partly" if result.failed else "applied"
+    if not _remember(message_id, key.seat_id, outcome, "; ".join(applied)):
+        return Handled("duplicate", message_id)
+    lines = ["Applied:", *(f"  {line}" for r in result.applied for line in r.lines)]
+    if result.failed:
+        lines += ["", f"Stopped at '{result.failed}': {result.error}",
+                  "The moves before it were made."]
+    _answer(key.seat_id, "Your orders were applied" if not result.failed
+            else "Some of your orders were applied", lines)
+    return Handled(outcome, "; ".join(applied))
+
+
+def _state_json(game_id: int) -> str:
+    with reading() as session:
+        return session.get(Game, game_id).state_json
