@@ -365,9 +365,39 @@ def ingest_mail_command(recipients):
     click.echo(f"{handled.outcome}: {handled.detail}")
 
 
+@click.command("mail-listener")
+@click.option("--host", default=None, help="Default: MAIL_LISTEN_HOST ([mail] listen_host).")
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="Default: MAIL_LISTEN_PORT ([mail] listen_port).")
+@_one_line_errors
+@with_appcontext
+def mail_listener_command(host, port):
+    """Receive players' replies over SMTP (for a mail server to hand them to) until stopped."""
+    import threading
+
+    from .mailin import start_listener
+
+    _need_schema()
+    app = current_app._get_current_object()
+    host = host or app.config["MAIL_LISTEN_HOST"]
+    port = port or app.config["MAIL_LISTEN_PORT"]
+    try:
+        controller = start_listener(app, host, port)
+    except (OSError, RuntimeError) as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from None
+    click.echo(f"Reading replies by SMTP on {host}:{port}; Ctrl-C stops.")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        controller.stop()
+
+
 commands = [init_db_command, create_admin_command, create_game_command, demo_command, serve_command,
             send_mail_command, mail_status_command, scheduler_command, run_jobs_command,
-            extend_command, pause_command, resume_command, ingest_mail_command]
+            extend_command, pause_command, resume_command, ingest_mail_command,
+            mail_listener_command]
 
 
 def _make_app():

@@ -128,6 +128,14 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_ADMINS": Setting("", str, _addresses),
     "MAIL_REPLY_DOMAIN": Setting("", str, _domain),
     "MAIL_MAX_INCOMING_BYTES": Setting(256 * 1024, int, _between(4096, 25 * 1024 * 1024)),
+    "MAIL_LISTEN_HOST": Setting("127.0.0.1", str),
+    "MAIL_LISTEN_PORT": Setting(2525, int, _port),
+    "MAIL_IMAP_HOST": Setting("", str),
+    "MAIL_IMAP_PORT": Setting(993, int, _port),
+    "MAIL_IMAP_SECURITY": Setting("tls", str, _one_of("tls", "starttls", "none")),
+    "MAIL_IMAP_USERNAME": Setting("", str),
+    "MAIL_IMAP_PASSWORD": Setting("", str),
+    "MAIL_IMAP_FOLDER": Setting("INBOX", str),
     "ADMIN_LOGIN_LIMIT": Setting("10 per minute", str, _rate),
     "MAIL_MAX_ATTEMPTS": Setting(8, int, _at_least(1)),
     "MAIL_RETRY_SECONDS": Setting(60, int, _at_least(1)),
@@ -141,7 +149,7 @@ SETTINGS: dict[str, Setting] = {
 }
 
 ENV_PREFIX = "PBEM_"
-SECRETS = {"SECRET_KEY", "SMTP_PASSWORD"}  # never repeated in an error message
+SECRETS = {"SECRET_KEY", "SMTP_PASSWORD", "MAIL_IMAP_PASSWORD"}  # never repeated in an error message
 KIND_WORDS = {str: "text (a quoted string in TOML)", int: "a whole number",
               bool: "true or false"}
 

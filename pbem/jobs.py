@@ -21,6 +21,7 @@ from . import mail
 from .db import reading, utcnow, writing
 from .deadlines import add_pause, reset_clock, start_clock
 from .games import rules_for
+from .mailin import poll_imap
 from .models import (
     CLAIMED,
     DONE,
@@ -47,6 +48,8 @@ def run_jobs(app: Flask, now: datetime | None = None) -> dict[str, int]:
     with app.app_context():
         counts = {"outage_games": guard_outage(now), "clocks_started": start_missing_clocks(now)}
         counts.update(handle_due_timers(now))
+    if app.config["MAIL_IMAP_HOST"]:
+        counts["imap"] = poll_imap(app)  # before sending, so its answers leave in this run
     mailed = deliver_all_due(app, now)
     counts.update({f"mail_{k}": v for k, v in mailed.items()})
     return counts

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 ORDERS_LINE = "=== ORDERS ==="
 MAX_ORDERS = 8  # a turn is at most four moves; more is a mistake, not a turn
 TURN_LINE = re.compile(r"^\s*Turn:\s*(\d{1,9})\s*$", re.MULTILINE)
-# Where a reply's own text ends: the quoted original, a signature, a forwarded header.
-STOP = re.compile(r"^(--\s*$|On .{0,200}wrote:\s*$|-{3,}\s*Original Message|_{5,}|From:\s|"
-                  r"Am .{0,200}schrieb .{0,100}:\s*$)", re.IGNORECASE)
+# Where a reply's own text ends: a signature, or an original that mail programs add unquoted.
+STOP = re.compile(r"^(--\s*$|-{3,}\s*Original Message|_{5,}|From:\s)", re.IGNORECASE)
+# The line a mail program puts above the quoted original (top or bottom posting): skipped.
+QUOTE_HEADER = re.compile(r"^(On .{0,200}wrote:|Am .{0,200}schrieb .{0,100}:)\s*$",
+                          re.IGNORECASE)
 
 
 def render(game_title: str, game_id: int, seat_name: str, colour: str, turn: int,
@@ -46,23 +48,25 @@ class Orders:
 
 
 def read(text: str) -> Orders:
-    """The orders in a turn file or a reply: the lines after the ORDERS line (or, without one,
-    the reply's own lines), up to the quoted original or a signature; comments, quoted lines
-    and blank lines left out."""
+    """The orders in a turn file or a reply.
+
+    Only the reply's own lines count: quoted lines ('>') and the line introducing them are left
+    out wherever they stand (top or bottom posting), and reading ends at a signature or at an
+    original pasted unquoted. Within them, the lines after an ORDERS line if there is one, else
+    all; comments ('#') and blank lines left out."""
     match = TURN_LINE.search(text)
     turn = int(match.group(1)) if match else None
-    lines = text.splitlines()
-    marked = [i for i, line in enumerate(lines) if line.strip() == ORDERS_LINE]
-    if marked:
-        lines = lines[marked[0] + 1:]
-    orders = []
-    for line in lines:
+    own = []
+    for line in text.splitlines():
         stripped = line.strip()
         if STOP.match(stripped):
             break
-        if not stripped or stripped.startswith(("#", ">")):
+        if stripped.startswith(">") or QUOTE_HEADER.match(stripped):
             continue
-        if not marked and TURN_LINE.match(line):
-            continue
-        orders.append(stripped)
+        own.append(stripped)
+    marked = [i for i, line in enumerate(own) if line == ORDERS_LINE]
+    if marked:
+        own = own[marked[-1] + 1:]
+    orders = [line for line in own if line and not line.startswith("#")
+              and (marked or not TURN_LINE.match(line))]
     return Orders(turn, orders)

@@ -9,6 +9,12 @@ import engine
 from pbem.turnfile import ORDERS_LINE, read
 
 
+def test_bottom_posted_orders_below_the_quote_are_read():
+    """Orders written under the quoted mail count too; the quote and its header do not."""
+    orders = read("On Mon, the judge wrote:\n> Turn: 4\n> draw G\n\nexchange R\ndraw deck\n")
+    assert orders.lines == ["exchange R", "draw deck"]
+
+
 def test_orders_are_read_from_under_the_orders_line():
     """Comments, quoted lines and blank lines are left out; the Turn line says the turn."""
     orders = read(f"Game: 1\nTurn: 12\nYour hand: ...\n{ORDERS_LINE}\n# example: draw deck\n\n"
@@ -19,7 +25,7 @@ def test_orders_are_read_from_under_the_orders_line():
 
 @pytest.mark.parametrize("tail", ["-- \nAnna", "On Sat, 21 Nov 2026, Bruno wrote:\n> draw G",
                                   "-----Original Message-----\ndraw G",
-                                  "Am 21.11.2026 um 10:00 schrieb Bruno <b@x.org>:\ndraw G"])
+                                  "Am 21.11.2026 um 10:00 schrieb Bruno <b@x.org>:\n> draw G"])
 def test_a_reply_s_own_lines_end_at_the_quote_or_signature(tail):
     """In a reply without the orders line, the orders are the lines before the quoted mail."""
     orders = read(f"Turn: 3\nexchange R\ndraw deck\n\n{tail}\n")
