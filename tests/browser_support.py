@@ -50,3 +50,20 @@ def chromium(sync_api) -> Iterator[object]:
             yield browser
         finally:
             browser.close()
+
+
+ADMIN, PASSWORD = "organiser@example.org", "browser test password"
+
+
+@contextmanager
+def site_with_admin(tmp_path_factory, name: str) -> Iterator[tuple[object, str]]:
+    """(app, base URL): a module's app (see server.module_app), served, with an admin account."""
+    from server import module_app
+
+    from pbem.stewardship import create_admin
+
+    app = module_app(tmp_path_factory, name)
+    with app.app_context():
+        create_admin(ADMIN, PASSWORD)
+    with live_server(app) as base:
+        yield app, base

@@ -7,36 +7,34 @@ Screenshots go to tests/artifacts/screenshots/ (git-ignored).
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from browser_support import PHONE, SHOTS, live_server, require_browser
+from browser_support import (
+    ADMIN,
+    PASSWORD,
+    PHONE,
+    SHOTS,
+    require_browser,
+    site_with_admin,
+)
 
 sync_api = require_browser()
 
-from server import Mailbox, make_app, new_game, token_in
+from server import Mailbox, new_game, token_in
 from sqlmodel import select
 
 from pbem.db import reading
 from pbem.models import AuditEntry, OutboxMessage
-from pbem.stewardship import create_admin
 
-ADMIN, PASSWORD = "organiser@example.org", "browser test password"
 PLAYERS = [("Anna", "anna@example.org"), ("Bert", "bert@example.org"),
            ("Cleo", "cleo@example.org")]
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """(app, base URL): the app served on a free port, with an admin account."""
-    with pytest.MonkeyPatch.context() as patch:
-        for key in [k for k in os.environ if k.startswith("PBEM_")]:
-            patch.delenv(key)
-        app = make_app(tmp_path_factory.mktemp("browser") / "instance")
-    with app.app_context():
-        create_admin(ADMIN, PASSWORD)
-    with live_server(app) as base:  # the links in the mail lead to this server
-        yield app, base
+    """(app, base URL): the app served on a free port, with an admin account; the links in
+    the mail lead to this server."""
+    with site_with_admin(tmp_path_factory, "browser") as served:
+        yield served
 
 
 def log_in(page, base: str, start: str = "/admin/") -> None:

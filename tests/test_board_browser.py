@@ -4,22 +4,19 @@ seat page. Screenshots go to tests/artifacts/screenshots/ (git-ignored)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from browser_support import SHOTS, live_server, require_browser
+from browser_support import ADMIN, PASSWORD, SHOTS, require_browser, site_with_admin
 
 sync_api = require_browser()
 
-from server import game_state, make_app, new_game, play_moves
+from server import game_state, new_game, play_moves
 
 import engine
-from pbem.stewardship import create_admin
 
 AXE = Path(__file__).resolve().parent / "browser" / "node_modules" / "axe-core" / "axe.min.js"
-ADMIN, PASSWORD = "organiser@example.org", "browser test password"
 
 
 def _axe() -> Path:
@@ -32,14 +29,10 @@ def _axe() -> Path:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        for key in [k for k in os.environ if k.startswith("PBEM_")]:
-            patch.delenv(key)
-        app = make_app(tmp_path_factory.mktemp("board") / "instance")
-    with app.app_context():
-        create_admin(ADMIN, PASSWORD)
-    with live_server(app) as base:
-        yield app, base
+    """(app, base URL): the app served on a free port, with an admin account; the links in
+    the mail lead to this server."""
+    with site_with_admin(tmp_path_factory, "board") as served:
+        yield served
 
 
 def _monastery_move(state) -> engine.Place:
