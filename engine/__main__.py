@@ -12,7 +12,7 @@ from .errors import StateError
 from .narrate import describe
 from .outcome import outcome
 from .playout import random_playout
-from .position import Position, parse_position_json
+from .position import Position, check_reachable, parse_position_json
 from .state import new_game
 
 MAX_POSITION_BYTES = 1_000_000
@@ -42,7 +42,9 @@ def read_position(path: str) -> Position:
     if len(raw) > MAX_POSITION_BYTES:
         raise StateError(f"the file is larger than {MAX_POSITION_BYTES} bytes; a position "
                          f"file is a few lines")
-    return parse_position_json(raw, default_board())
+    position = parse_position_json(raw, default_board())
+    check_reachable(position, default_board())
+    return position
 
 
 def cmd_score(args) -> int:

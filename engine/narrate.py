@@ -12,8 +12,8 @@ from .state import GameState
 
 def _card(state: GameState, code: str, count: int = 1) -> str:
     card = state.board.card(code)
-    if count == 2:
-        return f"two {card.colour} cards ({card.label})"
+    if count >= 2:
+        return f"{'two' if count == 2 else 'three'} {card.colour} cards ({card.label})"
     article = "an" if card.colour[0] in "aeiou" else "a"
     return f"{article} {card.colour} card ({card.label})"
 
@@ -22,6 +22,8 @@ def _cards_played(state: GameState, move: Place) -> str:
     shown = state.board.country(move.country).card
     singles = [c for c in move.cards if c == shown]
     joker = [c for c in move.cards if c != shown]
+    if not joker and len(singles) == len(move.pieces) + 1:  # a pair of the country's own colour
+        joker, singles = singles[:2], singles[2:]           # as a joker (English/Spanish books)
     parts = [_card(state, singles[0], len(singles))] if singles else []
     if joker:
         parts.append(_card(state, joker[0], 2) + " as a joker,")

@@ -2,9 +2,10 @@
 
 `{"monasteries": {"<field>": "<colour>", ...}, "advisors": {"<country>": ["<colour>", ...]}}`
 
-This module reads and checks such a position; it does not open files (the command line does)
-and does not check that the position could arise in play (an advisor may stand on a crest with
-no monastery beside it), only what scoring needs: known names, colours, and the box's supply.
+This module reads and checks such a position; it does not open files (the command line does).
+`parse_position` checks only what scoring needs (known names, colours, the box's supply), so a
+test may score a bare what-if; `check_reachable` adds what play can never produce (more
+advisors on a crest than the most monasteries one player has in that country).
 """
 
 from __future__ import annotations
@@ -107,6 +108,24 @@ def parse_position(data: Any, board: Board) -> Position:
     counts = tuple(tuple(crests.get(c.index, []).count(colour) for colour in players)
                    for c in board.countries)
     return Position(players, fields, counts)
+
+
+def check_reachable(position: Position, board: Board) -> None:
+    """StateError when the position cannot arise in play: a crest holding more advisors than the
+    most monasteries one player has in its country (so none where no monastery stands)."""
+    for country in board.countries:
+        advisors = sum(position.advisors[country.index])
+        counts = [0] * len(position.players)
+        for f in country.fields:
+            if position.monasteries[f] != EMPTY:
+                counts[position.monasteries[f]] += 1
+        most = max(counts, default=0)
+        if advisors > most:
+            why = (f"{country.name} has no monastery, so no advisor can stand there" if not most
+                   else f"{country.name} holds {advisors} advisors, but the most monasteries "
+                        f"one player has there is {most}, and the crest takes no more advisors "
+                        f"than that")
+            raise StateError(f"impossible position: {why}")
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

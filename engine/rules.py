@@ -57,19 +57,34 @@ def card_combinations(hand: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
 
 
 @cache
-def pieces_paid(cards: tuple[str, ...], country_card: str) -> int | None:
-    """How many pieces `cards` place in a country shown by `country_card` cards, or None.
+def pieces_options(cards: tuple[str, ...], country_card: str,
+                   joker_anywhere: bool = False) -> tuple[int, ...]:
+    """How many pieces `cards` may place in a country shown by `country_card` cards (may be none).
 
     A card showing the country places one piece; two cards of one colour that does not show it
-    form a joker and place one piece together. Any other card would place nothing.
+    form a joker and place one piece together. Any other card would place nothing. With
+    `joker_anywhere` (the English and Spanish books) a pair of the country's own colour may be
+    played as a joker there too, so three such cards can place two pieces.
     """
     singles = sum(1 for c in cards if c == country_card)
     others = [c for c in cards if c != country_card]
-    if not others:
-        return singles
-    if len(others) == 2 and others[0] == others[1]:
-        return singles + 1
-    return None
+    if others:
+        return (singles + 1,) if len(others) == 2 and others[0] == others[1] else ()
+    if joker_anywhere and singles >= 2:
+        return (singles - 1, singles)
+    return (singles,)
+
+
+def stray_cards(cards: tuple[str, ...], country_card: str) -> list[str]:
+    """The cards that can place no piece in a country shown by `country_card` cards: those that
+    neither show it nor make a joker pair (one pair of one other colour is kept as the joker)."""
+    others = sorted(c for c in cards if c != country_card)
+    for code in sorted(set(others)):
+        if others.count(code) >= 2:
+            others.remove(code)
+            others.remove(code)
+            return others
+    return others
 
 
 def _legal_places(state: GameState) -> list[Place]:
@@ -103,16 +118,16 @@ def _legal_places(state: GameState) -> list[Place]:
     known = _PLACES
     for cards in card_combinations(hand):
         for country, ones, twos in options:
-            k = pieces_paid(cards, country.card)
-            if k not in (1, 2):
-                continue
             name = country.name
-            for pieces in ones if k == 1 else twos:
-                key = (cards, name, pieces)
-                move = known.get(key)
-                if move is None:
-                    move = known[key] = trusted_place(cards, name, pieces)
-                moves.append(move)
+            for k in pieces_options(cards, country.card, state.joker_anywhere):
+                if k not in (1, 2):
+                    continue
+                for pieces in ones if k == 1 else twos:
+                    key = (cards, name, pieces)
+                    move = known.get(key)
+                    if move is None:
+                        move = known[key] = trusted_place(cards, name, pieces)
+                    moves.append(move)
     return moves
 
 
@@ -152,19 +167,27 @@ def _check_place(state: GameState, move: Place) -> None:
             raise IllegalMoveError(f"you do not hold the cards {''.join(move.cards)}; your hand is "
                                    f"{_card_words(board, state.hands[seat])}")
         hand.remove(code)
-    paid = pieces_paid(move.cards, country.card)
-    if paid is None:
-        stray = sorted(c for c in move.cards if c != country.card)
+    options = pieces_options(move.cards, country.card, state.joker_anywhere)
+    if not options:
+        stray = stray_cards(move.cards, country.card)
+        joker = [c for c in move.cards if c != country.card]
+        for code in stray:
+            joker.remove(code)
+        kept = f" ({''.join(joker)} is a valid joker there)" if joker else ""
         raise IllegalMoveError(
-            f"{_card_words(board, stray)} cannot place a piece in {country.name}: a card places a "
-            f"piece only in a country it shows, and two cards of one colour make a joker for any "
-            f"other country")
-    if paid > MAX_PIECES:
+            f"{_card_words(board, stray)} cannot place a piece in {country.name}{kept}: a card "
+            f"places a piece only in a country it shows, and two cards of one colour make a "
+            f"joker for {'any' if state.joker_anywhere else 'any other'} country")
+    if min(options) > MAX_PIECES:
+        paid = min(options)
         raise IllegalMoveError(f"{paid} cards showing {country.name} would place {paid} pieces, but "
                                f"a turn places at most {MAX_PIECES}; play fewer cards")
-    if paid != len(move.pieces):
+    if len(move.pieces) not in options:
+        paid = options[-1] if len(options) == 1 else None
+        placed_by = (f"place {paid} piece{'s' if paid > 1 else ''}" if paid is not None else
+                     f"place {' or '.join(str(k) for k in options if k <= MAX_PIECES)} pieces")
         raise IllegalMoveError(
-            f"the cards {''.join(move.cards)} place {paid} piece{'s' if paid > 1 else ''} in "
+            f"the cards {''.join(move.cards)} {placed_by} in "
             f"{country.name}, but you listed {len(move.pieces)}: each card showing the country "
             f"places one piece and each joker pair one piece, and no card may be played for nothing")
     counts = state.monastery_counts(country.index)

@@ -25,6 +25,8 @@ from .state import (
     PLAY,
     PLAYER_COLOURS,
     REMOVED_PER_COLOUR,
+    JOKER_OTHER,
+    JOKER_RULES,
     GameState,
     new_game,
 )
@@ -61,6 +63,7 @@ def to_dict(state: GameState) -> dict:
         "ply": state.ply,
         "intermediate": list(state.intermediate) if state.intermediate is not None else None,
         "end_reason": state.end_reason,
+        "joker": state.joker,
     }
 
 
@@ -126,6 +129,8 @@ def from_dict(data: Any, board: Board | None = None) -> GameState:
     intermediate = data.get("intermediate")
     end_reason = data.get("end_reason")
     _need(end_reason is None or isinstance(end_reason, str), "'end_reason' must be empty or text")
+    joker = data.get("joker", JOKER_OTHER)  # games saved before the switch: the German reading
+    _need(joker in JOKER_RULES, f"'joker' must be one of {', '.join(JOKER_RULES)}")
     state = GameState(
         board=board, players=tuple(players), start=_int(data, "start", 0, n - 1), seed=seed,
         deck=_cards(data.get("deck"), "deck", board),
@@ -146,7 +151,7 @@ def from_dict(data: Any, board: Board | None = None) -> GameState:
         ply=_int(data, "ply", 0, 10**6),
         intermediate=None if intermediate is None else _ints(
             intermediate, "intermediate", len(board.fields), EMPTY, n - 1),
-        end_reason=end_reason)
+        end_reason=end_reason, joker=joker)
     _check_consistent(state)
     return state
 
@@ -192,10 +197,10 @@ def from_json(text: str | bytes, board: Board | None = None) -> GameState:
 
 def replay(players: int | tuple[str, ...] | list[str], seed: int | str,
            moves: Iterable[Move | str], board: Board | None = None,
-           start: int | None = None) -> GameState:
+           start: int | None = None, joker: str = JOKER_OTHER) -> GameState:
     """The state reached from a new game by applying `moves` (objects or notation) in order."""
     board = board or default_board()
-    state = new_game(players, seed, board=board, start=start)
+    state = new_game(players, seed, board=board, start=start, joker=joker)
     for move in moves:
         state = apply_move(state, parse_move(move, board) if isinstance(move, str) else move)
     return state

@@ -23,6 +23,12 @@ EMPTY = -1
 
 PLAY, DRAW, OVER = "play", "draw", "over"
 
+# The rule books disagree on the joker (docs/rules-notes.md): the German original lets two cards
+# of one colour place a piece "in ein beliebiges anderes Land" (another country); the English
+# v1.3 and Spanish books say *any* country, so a colour's own pair is a joker there too.
+JOKER_OTHER, JOKER_ANY = "other", "any"
+JOKER_RULES = (JOKER_OTHER, JOKER_ANY)
+
 
 @dataclass(frozen=True)
 class GameState:
@@ -56,6 +62,11 @@ class GameState:
     ply: int
     intermediate: tuple[int, ...] | None
     end_reason: str | None
+    joker: str = JOKER_OTHER  # JOKER_OTHER (German book, the default) or JOKER_ANY
+
+    @property
+    def joker_anywhere(self) -> bool:
+        return self.joker == JOKER_ANY
 
     @property
     def is_over(self) -> bool:
@@ -101,11 +112,15 @@ def seeded_index(n: int, seed: int | str, purpose: str) -> int:
 
 
 def new_game(players: int | tuple[str, ...] | list[str], seed: int | str,
-             board: Board | None = None, start: int | None = None) -> GameState:
+             board: Board | None = None, start: int | None = None,
+             joker: str = JOKER_OTHER) -> GameState:
     """Set up a game: `players` is a count (colours in box order) or the colours in seat order.
 
-    The start seat is `start`, or drawn from the seed when None.
+    The start seat is `start`, or drawn from the seed when None; `joker` is the reading of the
+    joker rule (JOKER_OTHER, the German book's, or JOKER_ANY, the English and Spanish books').
     """
+    if joker not in JOKER_RULES:
+        raise SetupError(f"the joker rule must be one of {', '.join(JOKER_RULES)}, not {joker!r}")
     board = board or default_board()
     if isinstance(players, int) and not isinstance(players, bool):
         if not MIN_PLAYERS <= players <= MAX_PLAYERS:
@@ -143,4 +158,4 @@ def new_game(players: int | tuple[str, ...] | list[str], seed: int | str,
         advisors=((0,) * n,) * len(board.countries),
         monastery_supply=(MONASTERIES_EACH,) * n, advisor_supply=(ADVISORS_EACH,) * n,
         scores=(0,) * n, current=start, phase=PLAY, draws_left=0, drawn=((),) * n,
-        exhaustions=0, last_seat=None, ply=0, intermediate=None, end_reason=None)
+        exhaustions=0, last_seat=None, ply=0, intermediate=None, end_reason=None, joker=joker)

@@ -202,7 +202,11 @@ def _read_new_game(form, rules) -> tuple[dict, dict]:
     seed = form.get("seed", "").strip() or None
     if seed is not None and (len(seed) > 100 or not seed.isprintable()):
         errors["seed"] = "the seed must be 1 to 100 printable characters"
+    variant = form.get("variant") or next(iter(rules.variants))
+    if variant not in rules.variants:
+        errors["variant"] = "choose one of the rule books offered"
     return {"players": players, "colours": colours, "time": time, "title": title, "seed": seed,
+            "variant": variant,
             "start": None if start == "random" or "start" in errors else int(start)}, errors
 
 
@@ -229,7 +233,8 @@ def new_game_post():
         return _new_game_page(request.form, errors, 422)
     try:
         created = create_game(data["players"], data["seed"], colours=data["colours"],
-                              start=data["start"], title=data["title"], time=data["time"])
+                              start=data["start"], title=data["title"], time=data["time"],
+                              variant=data["variant"])
     except (SetupProblem, ServiceError) as exc:
         return _new_game_page(request.form, {"players": str(exc)}, 422)
     wake_sender()

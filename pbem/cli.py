@@ -102,6 +102,10 @@ def _print_created(created) -> None:
                                         "(default: drawn from the seed).")
 @click.option("--title", help="A name for the game, shown in mails.")
 @click.option("--game", "kind", default=DEFAULT_KIND, show_default=True, help="Which game.")
+@click.option("--rules", "variant", metavar="BOOK",
+              help="Which rule book's reading to play: german (the default: a joker of two "
+                   "cards of one colour places a piece in another country) or english (the "
+                   "English v1.3 and Spanish books: in any country).")
 @click.option("--deadline-hours", type=int,
               help="Hours for each turn, 12 to 336 (default: GAMES_MOVE_DEADLINE_HOURS).")
 @click.option("--reminders", metavar="HOURS,HOURS",
@@ -113,8 +117,8 @@ def _print_created(created) -> None:
                                  "GAMES_TIMEZONE).")
 @_one_line_errors
 @with_appcontext
-def create_game_command(players, seed, colours, start, title, kind, deadline_hours, reminders,
-                        weekend_pause, timezone):
+def create_game_command(players, seed, colours, start, title, kind, variant, deadline_hours,
+                        reminders, weekend_pause, timezone):
     """Create a game and mail each player an invitation with their link."""
     _need_schema()
     try:
@@ -129,7 +133,7 @@ def create_game_command(players, seed, colours, start, title, kind, deadline_hou
         time = time_control(deadline_hours, reminders, weekend_pause, timezone)
         created = create_game(specs, seed, kind=rules.kind, colours=list(colours) or None,
                               start=None if start is None else start - 1, title=title,
-                              time=time)
+                              time=time, variant=variant)
     except SetupProblem as exc:
         raise click.ClickException(str(exc)) from None
     except KeyError as exc:

@@ -88,7 +88,8 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
                     rules=rules, seats=seats, is_my_turn=to_move == seat.number,
                     to_move=seats[to_move] if to_move is not None else None,
                     position=rules.position_lines(state, seat.number),
-                    deadline=_deadline_text(game.deadline_at, seat))
+                    deadline=_deadline_text(game.deadline_at, seat),
+                    how_to_play=rules.how_to_play(state), rules_note=rules.variant_note(state))
 
 
 def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,

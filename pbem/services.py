@@ -119,9 +119,11 @@ class CreatedGame:
 def create_game(players: list[PlayerSpec], seed: str | None = None, *,
                 kind: str = DEFAULT_KIND, colours: list[str] | None = None,
                 start: int | None = None, title: str | None = None,
-                time: TimeControl | None = None, now: datetime | None = None) -> CreatedGame:
+                time: TimeControl | None = None, now: datetime | None = None,
+                variant: str | None = None) -> CreatedGame:
     """Set up a game, its seats, its clock and the invitation mails; returns each seat's
-    first link. `time` defaults to the time control in the settings."""
+    first link. `time` defaults to the time control in the settings; `variant` is one of
+    the game's `variants` (None: its default)."""
     rules = rules_for(kind)
     if not rules.min_players <= len(players) <= rules.max_players:
         raise SetupProblem(f"{rules.title} is for {rules.min_players} to {rules.max_players} "
@@ -135,7 +137,7 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
         raise SetupProblem("the seed must be 1 to 100 printable characters")
     title = check_title(title) if title is not None else rules.title
     time = time or time_control()
-    state = rules.new_state(colours, seed, start)
+    state = rules.new_state(colours, seed, start, variant)
     now = now or utcnow()
     with writing() as session:
         game = Game(kind=kind, title=title, seed=seed,

@@ -48,9 +48,21 @@ def error_response(status: int, message: str):
     return render_template("error.html", status=status, message=message), status
 
 
+def rules_note(game) -> str:
+    """The reading of the rules a game is played with (its variant), for every page of it."""
+    from .games import rules_for
+
+    kind, state_json = getattr(game, "kind", None), getattr(game, "state_json", None)
+    if not kind or not state_json:
+        return ""
+    rules = rules_for(kind)
+    return rules.variant_note(rules.loads(state_json))
+
+
 def init_app(app: Flask) -> None:
     csrf.init_app(app)
     app.add_template_filter(clock.format_local, "local")
+    app.add_template_global(rules_note)
     for name in ("werkzeug", "gunicorn.access", app.logger.name):
         logger = logging.getLogger(name)
         if not any(isinstance(f, HideSeatSecrets) for f in logger.filters):

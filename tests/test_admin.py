@@ -398,6 +398,20 @@ def test_creating_a_game_in_the_form_invites_the_players(app, admin, mailbox):
         assert admin.get(f"/seat/{token_in(invitation)}").status_code == 200
 
 
+def test_the_form_creates_a_game_with_the_english_rule_book(app, admin):
+    """The rule-book switch: English/Spanish joker stored in the game, named on its pages."""
+    form = game_form(csrf_of(admin, "/admin/games/new"), variant="english")
+    assert admin.post("/admin/games/new", data=form).status_code == 303
+    game, state = game_state(app)
+    assert state.joker == "any"
+    assert "Rules: English (v1.3) and Spanish rule books" in admin.get(
+        f"/admin/games/{game.id}").get_data(as_text=True)
+    page = admin.get("/admin/games/new").get_data(as_text=True)
+    assert 'name="variant" value="german" checked' in page, "the German book is the default"
+    bad = game_form(csrf_of(admin, "/admin/games/new"), variant="klingon")
+    assert admin.post("/admin/games/new", data=bad).status_code == 422
+
+
 def _error_beside(page: str, name: str) -> str:
     """The error text shown for field `name`, checked to stand right after the field."""
     match = re.search(rf'<span class="error-text" id="{name}-error" role="alert">([^<]*)</span>',

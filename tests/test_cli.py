@@ -133,15 +133,17 @@ def test_score_monastery_majority_shared_by_two(tmp_path, capsys):
 
 def test_score_alliances_need_both_majorities(tmp_path, capsys):
     """Alliances 14 and 15: blue holds both majorities of 14 (6 points); nobody holds both of 15."""
+    # Yellow's monasteries make room on the crests (the cap) and score nothing for the others.
     result = score(tmp_path, capsys, {"advisors": {
         "Italien": ["blue", "blue", "red", "green"], "Burgund": ["blue", "red"],
-        "Bayern": ["red", "red", "green"]}})
+        "Bayern": ["red", "red", "green"]}, "monasteries": {
+        f: "yellow" for f in ("Milano", "Pavia", "Pisa", "Roma", "Cluny", "Arles",
+                              "Passau", "Melk", "Freising")}})
     assert result["alliances"]["14"] == {"blue": 6}
     assert result["alliances"]["15"] == {}
     assert no_points(result["alliances"], "14")
     assert set(result["alliances"]) == {str(n) for n in range(1, 16)}
-    assert no_points(result["monasteries"])
-    assert result["total"] == {"red": 0, "green": 0, "blue": 6}
+    assert result["total"]["blue"] == 6 and result["total"]["red"] == 0
 
 
 def test_score_chain_counts_the_longest_road_path(tmp_path, capsys):
@@ -227,6 +229,13 @@ BAD_FILES = {
                              "purple has 21 monasteries; a player has only 20"),
     "too many advisors": (as_json({"advisors": {"Italien": ["red"] * 5, "Bayern": ["red"] * 4}}),
                           "red has 9 advisors; a player has only 8"),
+    "advisor without a monastery": (as_json({"advisors": {"Italien": ["red"]}}),
+                                    "impossible position: Italien has no monastery"),
+    "advisors over the cap": (as_json({"monasteries": {"Cluny": "red", "Lyon": "red",
+                                                       "Arles": "blue"},
+                                       "advisors": {"Burgund": ["blue", "blue", "red"]}}),
+                              "Burgund holds 3 advisors, but the most monasteries one player "
+                              "has there is 2"),
     "huge file": (b'{"monasteries": {}}' + b" " * MAX_POSITION_BYTES, "larger than"),
     "long unknown name": (as_json({"monasteries": {"x" * 100_000: "red"}}),
                           "is not a cloister field"),
@@ -254,7 +263,8 @@ def test_score_bad_file_gets_one_line_and_status_2(tmp_path, kind):
     assert str(path) in line, "the message names the file"
 
 
-@pytest.mark.parametrize("kind", ["not JSON", "same key twice", "too many advisors"])
+@pytest.mark.parametrize("kind", ["not JSON", "same key twice", "too many advisors",
+                                  "advisor without a monastery"])
 def test_score_bad_file_in_process(tmp_path, capsys, kind):
     """main() returns 2 and writes the one line to stderr, without raising."""
     content, expected = BAD_FILES[kind]

@@ -113,6 +113,26 @@ def test_create_game_takes_colours_and_the_starting_seat(app, runner):
     assert "Bruno (red): http://localhost/seat/" in result.stdout
 
 
+def test_create_game_with_the_english_rule_book_shows_it_on_the_pages(app, runner):
+    """--rules english: the English and Spanish books' joker, stored in the game and named on
+    its pages; without the flag a game follows the German book."""
+    result = runner.invoke(args=["create-game", *THREE, "--rules", "english", "--seed", "e"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(args=["create-game", *THREE, "--seed", "g"])
+    assert result.exit_code == 0, result.output
+    with reading(app) as session:
+        games = session.exec(select(Game).order_by(Game.id)).all()
+    assert [json.loads(g.state_json)["joker"] for g in games] == ["any", "other"]
+    client = app.test_client()
+    english, german = (links_in(r)[0] for r in (
+        runner.invoke(args=["create-game", *THREE, "--rules", "english"]).stdout,
+        runner.invoke(args=["create-game", *THREE]).stdout))
+    page = client.get(urlsplit(english).path).get_data(as_text=True)
+    assert "Rules: English (v1.3) and Spanish rule books" in page
+    page = client.get(urlsplit(german).path).get_data(as_text=True)
+    assert "Rules: German rule book" in page
+
+
 def players(n: int) -> list[str]:
     return [arg for i in range(n) for arg in ("--player", f"P{i} <p{i}@example.org>")]
 
@@ -134,6 +154,7 @@ CREATE_ERRORS = [
     (players(3) + ["--title", "x" * 201], "--title must be 1 to 200 characters"),
     (players(3) + ["--seed", ""], "the seed must be 1 to 100 printable characters"),
     (players(3) + ["--game", "chess"], "unknown game 'chess'"),
+    (players(3) + ["--rules", "french"], "the rules variant must be one of german, english"),
 ]
 
 

@@ -2,7 +2,11 @@
 
 import pytest
 
-from engine import ADVISOR, IllegalMoveError, Place, apply_move, legal_moves, parse_move
+from dataclasses import replace
+
+from engine import (
+    ADVISOR, IllegalMoveError, Place, SetupError, apply_move, describe, legal_moves, parse_move,
+)
 
 from helpers import BOARD, fill, scenario, seat_of
 
@@ -174,3 +178,68 @@ def test_cards_must_be_in_the_hand():
     state = scenario(hands={"yellow": "RGO"})
     with pytest.raises(IllegalMoveError, match="your hand is"):
         apply_move(state, parse_move("P Frankreich: Rouen", BOARD))
+
+
+# --- the joker: the German book's reading (default) and the English and Spanish books' ----------
+
+def test_german_book_chris_joker_only_in_another_country():
+    """German example 3 (Chris): three Frankreich cards place two pieces there, or a joker in
+    another country ("in ein beliebiges anderes Land"); never all three cards."""
+    state = scenario(hands={"green": "PPP"}, monasteries=fill("Frankreich", yellow=1),
+                     current="green")
+    assert state.joker == "other"
+    moves = places(state)
+    assert not [m for m in moves if m.cards == ("P", "P", "P")]
+    assert not [m for m in moves if m.cards == ("P", "P") and m.country == "Frankreich"
+                and len(m.pieces) == 1]
+    with pytest.raises(IllegalMoveError, match="at most 2"):
+        apply_move(state, Place(("P", "P", "P"), "Frankreich", ("Chartres", "Tours")))
+
+
+def test_english_and_spanish_books_joker_in_any_country():
+    """English v1.3 and Spanish example 3 (Chris / Pedro): a joker places a piece in *any*
+    country, so three Frankreich cards place two pieces in Frankreich (one card and a joker)."""
+    base = scenario(hands={"green": "PPP"}, monasteries=fill("Frankreich", yellow=1),
+                    current="green")
+    state = replace(base, joker="any")
+    moves = places(state)
+    three = [m for m in moves if m.cards == ("P", "P", "P")]
+    assert three and {m.country for m in three} == {"Frankreich"}
+    assert all(len(m.pieces) == 2 for m in three)
+    joker_countries = {m.country for m in moves if m.cards == ("P", "P") and len(m.pieces) == 1}
+    assert joker_countries == {c.name for c in BOARD.countries}, "any country, Frankreich too"
+    move = Place(("P", "P", "P"), "Frankreich", ("Chartres", "Tours"))
+    after = apply_move(state, move)
+    assert after.hands[seat_of(state, "green")] == () and after.draws_left == 3
+    assert "two purple cards (Frankreich) as a joker" in " ".join(describe(state, move, after, None))
+    # Barbara's example reads the same in both books: one Franken card and a green joker.
+    barbara = replace(scenario(hands={"red": "RGG"}, monasteries={"Mainz": "yellow"},
+                               current="red"), joker="any")
+    assert parse_move("RGG Franken: Lorsch, advisor", BOARD) in legal_moves(barbara)
+
+
+def test_the_joker_reading_is_kept_when_a_game_is_saved_and_replayed():
+    """The switch lives in the state: it survives saving, and old saved games read as German."""
+    from engine import from_json, new_game, replay, to_json
+    from engine.serialize import to_dict
+
+    state = new_game(4, 3, joker="any")
+    assert from_json(to_json(state)).joker == "any"
+    old = to_dict(new_game(4, 3))
+    del old["joker"]  # a game saved before the switch existed
+    import json
+    assert from_json(json.dumps(old)).joker == "other"
+    assert replay(4, 3, [], joker="any").joker == "any"
+    with pytest.raises(SetupError, match="joker rule"):
+        new_game(4, 3, joker="both")
+
+
+def test_refusal_names_only_the_card_that_cannot_be_used():
+    """`OOR Frankreich: Chartres`: OO is a valid joker there, so only R is blamed."""
+    state = scenario(hands={"yellow": "OOR"}, monasteries=fill("Frankreich", red=1))
+    with pytest.raises(IllegalMoveError) as error:
+        apply_move(state, parse_move("OOR Frankreich: Chartres", BOARD))
+    message = str(error.value)
+    assert message.startswith("R (Franken/Aragon) cannot place a piece in Frankreich")
+    assert "OO is a valid joker there" in message
+    assert "O (England/Schwaben)" not in message

@@ -13,20 +13,32 @@ from engine.svg import board_svg
 
 from . import MoveError, SetupProblem
 
-RULES_SUMMARY = """\
-Kardinal & König (Michael Schacht, 2000; in English "Web of Power") is played on a map of
-twelfth-century Europe. On your turn you either play cards to place pieces in one country, or
-exchange one card; then you draw back up to three cards, from the deck or the face-up cards.
-
-- One card of a country's colour places one piece there; two cards of one other colour act as
-  a joker for any country. Three cards place two pieces.
-- A monastery goes on a free cloister field. An advisor goes on the country's crest, but no
-  player may have more advisors there than the most monasteries anyone has in that country.
-- When the deck runs out the first time, monasteries are scored (intermediate scoring). When it
-  runs out the second time, the round is finished and the game ends.
-- Final scoring: monasteries per country by rank, alliances between countries where you lead
-  the advisors in both, and your longest chain of monasteries along the roads.
-"""
+HOW_TO_PLAY = (
+    "Kardinal & König (Michael Schacht, 2000; in English \"Web of Power\") is played on a map "
+    "of twelfth-century Europe. On your turn you either play cards to place pieces in one "
+    "country, or exchange one card; then you draw back up to three cards, from the deck or the "
+    "face-up cards.",
+    "Each card of a country's colour places one piece there, and two cards of one colour "
+    "together are a joker that places one piece in {joker}. You play at most three cards for "
+    "at most two pieces, all in one country, and where nobody has built yet only one "
+    "monastery: so two cards of the country's colour place two pieces, and so do one such "
+    "card and a joker pair.",
+    "A monastery goes on a free cloister field. An advisor goes on the country's crest, but a "
+    "crest holds no more advisors than the most monasteries one player has in that country.",
+    "When the deck runs out the first time, monasteries are scored (intermediate scoring). "
+    "When it runs out the second time, the round is played to its end and the game is over.",
+    "Final scoring: monasteries per country by rank, the alliances between two countries where "
+    "you hold the most advisors in both, and chains of four or more of your monasteries along "
+    "the roads. The most points win; a tie goes to whoever has more pieces left.",
+)
+RULES_URL = "https://boardgamegeek.com/boardgame/21/web-of-power/files"  # the rule books
+# The rule books' two readings of the joker, named after the books (docs/rules-notes.md).
+VARIANTS = {
+    "german": "German rule book: two cards of one colour are a joker for another country",
+    "english": "English (v1.3) and Spanish rule books: two cards of one colour are a joker for "
+               "any country, their own too",
+}
+_JOKER = {"german": engine.state.JOKER_OTHER, "english": engine.state.JOKER_ANY}
 
 
 class KardinalKoenig:
@@ -35,7 +47,8 @@ class KardinalKoenig:
     min_players = 3
     max_players = 5
     colours = engine.PLAYER_COLOURS
-    rules_summary = RULES_SUMMARY
+    variants = VARIANTS
+    rules_url = RULES_URL  # the first is the default
 
     def __init__(self, board: engine.Board | None = None):
         self.board = board or engine.default_board()
@@ -44,9 +57,14 @@ class KardinalKoenig:
 
     # --- set-up and storage ---------------------------------------------------------------
 
-    def new_state(self, colours: list[str], seed: str, start: int | None) -> engine.GameState:
+    def new_state(self, colours: list[str], seed: str, start: int | None,
+                  variant: str | None = None) -> engine.GameState:
+        variant = variant or next(iter(VARIANTS))
+        if variant not in VARIANTS:
+            raise SetupProblem(f"the rules variant must be one of {', '.join(VARIANTS)}, "
+                               f"not {variant!r}")
         try:
-            return engine.new_game(tuple(colours), seed, self.board, start)
+            return engine.new_game(tuple(colours), seed, self.board, start, joker=_JOKER[variant])
         except engine.SetupError as exc:
             raise SetupProblem(str(exc)) from None
 
@@ -58,6 +76,19 @@ class KardinalKoenig:
 
     def _read(self, text: str) -> engine.GameState:
         return engine.from_json(text, self.board)
+
+    def variant_of(self, state: engine.GameState) -> str:
+        return "english" if state.joker_anywhere else "german"
+
+    def how_to_play(self, state: engine.GameState) -> list[str]:
+        """A few paragraphs for the invitation mail, in this game's reading of the rules."""
+        joker = ("any country, its own colour's too" if state.joker_anywhere
+                 else "any other country")
+        return [paragraph.format(joker=joker) for paragraph in HOW_TO_PLAY]
+
+    def variant_note(self, state: engine.GameState) -> str:
+        """The rules reading this game is played with, for every page and mail of the game."""
+        return f"Rules: {VARIANTS[self.variant_of(state)]}."
 
     # --- turns ----------------------------------------------------------------------------
 
@@ -87,11 +118,13 @@ class KardinalKoenig:
 
     def replay(self, state: engine.GameState, notations: list[str]) -> engine.GameState:
         """The game `state` belongs to (same colours, seed, start seat) after `notations`."""
-        return engine.replay(state.players, state.seed, notations, self.board, state.start)
+        return engine.replay(state.players, state.seed, notations, self.board, state.start,
+                             joker=state.joker)
 
     def history_state(self, state: engine.GameState, notations: list[str]) -> engine.GameState:
         """The game `state` belongs to as it was after `notations`, its first logged moves."""
-        return engine.replay(state.players, state.seed, notations, self.board, state.start)
+        return engine.replay(state.players, state.seed, notations, self.board, state.start,
+                             joker=state.joker)
 
     def notation(self, move: engine.Move) -> str:
         return str(move)
