@@ -7,6 +7,7 @@ Creating tables (migrations), seeding a demo game and sending mail are CLI comma
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ def _instance_secret(instance: Path) -> str:
     """The instance's own secret key, made once; safe when several processes start at once."""
     target = instance / "secret_key"
     if not target.exists():
-        instance.mkdir(parents=True, exist_ok=True)
+        instance.mkdir(mode=0o700, parents=True, exist_ok=True)  # secrets live here
         temporary = instance / f"secret_key.{os.getpid()}.tmp"
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as f:
@@ -51,7 +52,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     chosen = test_config or {}
     for key, value in {"WTF_CSRF_TIME_LIMIT": None,  # a page may stay open for days
                        "SESSION_COOKIE_SAMESITE": "Lax", "SESSION_COOKIE_HTTPONLY": True,
-                       "SESSION_COOKIE_SECURE": app.config["BASE_URL"].startswith("https://")
+                       "SESSION_COOKIE_SECURE": app.config["BASE_URL"].startswith("https://"),
+                       "PERMANENT_SESSION_LIFETIME": timedelta(
+                           hours=app.config["ADMIN_SESSION_HOURS"]),
                        }.items():
         if key not in chosen:
             app.config[key] = value

@@ -9,8 +9,6 @@ checks them, writes the audit log and mails the players.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
-
 from flask import (
     Blueprint,
     current_app,
@@ -69,7 +67,6 @@ GAME_ACTIONS = {
 
 def init_app(app) -> None:
     limiter.init_app(app)
-    app.config.setdefault("PERMANENT_SESSION_LIFETIME", timedelta(hours=12))
 
 
 @bp.before_request

@@ -137,6 +137,7 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_IMAP_PASSWORD": Setting("", str),
     "MAIL_IMAP_FOLDER": Setting("INBOX", str),
     "ADMIN_LOGIN_LIMIT": Setting("10 per minute", str, _rate),
+    "ADMIN_SESSION_HOURS": Setting(12, int, _between(1, 24 * 30)),
     "MAIL_MAX_ATTEMPTS": Setting(8, int, _at_least(1)),
     "MAIL_RETRY_SECONDS": Setting(60, int, _at_least(1)),
     "MAIL_SEND_INTERVAL_SECONDS": Setting(5, int, _at_least(1)),

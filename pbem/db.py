@@ -8,6 +8,7 @@ migrations (`pbem init-db` runs them); nothing here creates tables.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -66,15 +67,28 @@ def _use_wal(dbapi_connection) -> None:
         pause = min(pause * 2, 0.05)
 
 
+def create_private(path: Path) -> None:
+    """Make the database file (and its folder) readable by this user only, before SQLite opens
+    it: it holds seat keys' hashes, admin password hashes and unsent mail with live links.
+    SQLite gives its -wal and -shm files the same permissions. An existing file is left as
+    it is."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+
+
 def make_engine(url: str) -> Engine:
     """An engine for `url`; for SQLite with WAL, foreign keys and IMMEDIATE write transactions."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     path = url.split("///", 1)[1] if "///" in url else ""
-    if path and path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS,
                                               "check_same_thread": False})
+
+    if path and path != ":memory:" and not path.startswith("file:"):
+        @event.listens_for(engine, "do_connect")
+        def _private_file(*_):  # at the first connection, not when the app is made
+            create_private(Path(path))
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):

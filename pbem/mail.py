@@ -39,8 +39,15 @@ def reply_address(token: str) -> str | None:
     return f"play+{token}@{domain}" if domain else None
 
 
+def one_line(text: str) -> str:
+    """`text` fit for a mail header: anything unprintable (line separators included) becomes a
+    space. Names are checked when they are entered; this keeps a name stored before that check
+    from making every mail that names it fail."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
 def formatted_address(name: str, email: str) -> str:
-    return str(Address(display_name=name, addr_spec=email))
+    return str(Address(display_name=one_line(name), addr_spec=email))
 
 
 def _domain() -> str:
@@ -55,7 +62,7 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
     context.update(game=game, seat=seat, base_url=current_app.config["BASE_URL"].rstrip("/"))
     message = OutboxMessage(
         game_id=game.id if game else None, seat_id=seat.id if seat else None, kind=kind,
-        to_addr=to, subject=subject,
+        to_addr=to, subject=one_line(subject),
         text_body=render_template(f"email/{template}.txt", **context),
         html_body=render_template(f"email/{template}.html", **context),
         message_id=make_msgid(domain=_domain()), secrets_json=json.dumps(list(secrets)),

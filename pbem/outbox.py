@@ -63,13 +63,16 @@ class LocalBackend:
         self.folder = Path(folder)
 
     def send(self, messages):
-        self.folder.mkdir(parents=True, exist_ok=True)
+        # Readable by this user only: every mail holds a seat's live link.
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         results = {}
         for row, message in messages:
             target = self.folder / f"{row.id:08d}.eml"
             temporary = target.with_suffix(".tmp")
             try:
-                temporary.write_bytes(bytes(message))
+                descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(descriptor, "wb") as f:
+                    f.write(bytes(message))
                 os.replace(temporary, target)
                 results[row.id] = None
             except OSError as exc:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email.utils import parseaddr
 
 from flask import current_app
 from sqlmodel import Session, select
@@ -83,10 +83,42 @@ class PlayerSpec:
     email: str
 
 
+PLAYER = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*")
+# Joiners that some scripts and names need; every other format character (bidi overrides,
+# invisible marks) is refused with the controls and separators.
+JOINERS = {"\u200c", "\u200d"}
+
+
+def unsafe_character(text: str) -> str | None:
+    """The first character of `text` that must not be in a name or title, described, or None.
+
+    Line and paragraph separators (U+2028, U+2029, U+0085 too) and control characters break a
+    mail header wherever the name is written, so every mail naming it would fail; bidi controls
+    make a name read as something else."""
+    for c in text:
+        category = unicodedata.category(c)
+        if category in ("Zl", "Zp") or c == "\x85":
+            return f"a line or paragraph separator (U+{ord(c):04X})"
+        if category in ("Cc", "Cs", "Co", "Cn") or category == "Cf" and c not in JOINERS:
+            return f"a control or invisible character (U+{ord(c):04X})"
+    return None
+
+
 def parse_player(text: str) -> PlayerSpec:
-    """Read 'Name <email>'; SetupProblem says what is wrong with it."""
-    name, email = parseaddr(text or "")
-    return check_player(name, email, text)
+    """Read 'Name <email>' exactly (nothing before, after or between is dropped silently);
+    SetupProblem says what is wrong with it."""
+    text = text or ""
+    bad = unsafe_character(text)
+    if bad:
+        raise SetupProblem(f"{text[:80]!r} contains {bad}; write each player as one line "
+                           "'Name <email>'")
+    match = PLAYER.fullmatch(text)
+    if match is None:
+        raise SetupProblem(f"write each player as 'Name <email>', not {text[:80]!r}")
+    name = match["name"]
+    if len(name) >= 2 and name[0] == name[-1] == '"':
+        name = name[1:-1]
+    return check_player(name, match["email"], text)
 
 
 def check_player(name: str, email: str, shown: str | None = None) -> PlayerSpec:
@@ -94,7 +126,11 @@ def check_player(name: str, email: str, shown: str | None = None) -> PlayerSpec:
     name, email = (name or "").strip(), (email or "").strip()
     if not name or not email:
         raise SetupProblem(f"write each player as 'Name <email>', not {shown!r}")
-    if len(name) > MAX_NAME or any(ord(c) < 32 or c in "<>\"@" for c in name):
+    bad = unsafe_character(name)
+    if bad:
+        raise SetupProblem(f"the name {name[:MAX_NAME]!r} contains {bad}; write it on one line "
+                           "without control characters")
+    if len(name) > MAX_NAME or any(c in "<>\"@" for c in name):
         raise SetupProblem(f"the name {name[:MAX_NAME]!r} must be at most {MAX_NAME} characters, "
                            "without <, >, \", @ or control characters")
     if len(email) > 254 or not EMAIL_PATTERN.fullmatch(email):
@@ -105,6 +141,9 @@ def check_player(name: str, email: str, shown: str | None = None) -> PlayerSpec:
 def check_title(title: str) -> str:
     """A game's name as shown in mail subjects: one line of 1 to 100 printable characters."""
     title = (title or "").strip()
+    bad = unsafe_character(title)
+    if bad:
+        raise SetupProblem(f"the game's title contains {bad}; write it on one line")
     if not 0 < len(title) <= 100 or not title.isprintable():
         raise SetupProblem("the game's title must be one line of 1 to 100 printable characters")
     return title

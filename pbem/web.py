@@ -11,6 +11,7 @@ import re
 from flask import Flask, current_app, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import IntegerConverter
 
 from . import clock
 
@@ -25,6 +26,8 @@ HINTS = {
 }
 
 
+HSTS_SECONDS = 365 * 24 * 3600  # browsers keep to https for a year once they saw it
+
 SEAT_SECRET = re.compile(r"(/seat/)[A-Za-z0-9_-]{8,}")
 
 
@@ -36,6 +39,14 @@ class HideSeatSecrets(logging.Filter):
         if "/seat/" in message:
             record.msg, record.args = SEAT_SECRET.sub(r"\1[hidden]", message), ()
         return True
+
+
+class BoundedInt(IntegerConverter):
+    """`<int:...>` in every route: a number the database can hold (SQLite and PostgreSQL keep
+    64-bit integers), so a huge id in an address is a plain 404, not an overflow."""
+
+    def __init__(self, map, fixed_digits=0, min=None, max=2**63 - 1, signed=False):
+        super().__init__(map, fixed_digits, min, max, signed)
 
 
 def wants_json() -> bool:
@@ -60,6 +71,8 @@ def rules_note(game) -> str:
 
 
 def init_app(app: Flask) -> None:
+    """Call before the blueprints are registered: their routes use the bounded int."""
+    app.url_map.converters["int"] = BoundedInt
     csrf.init_app(app)
     app.add_template_filter(clock.format_local, "local")
     app.add_template_global(rules_note)
@@ -78,8 +91,12 @@ def init_app(app: Flask) -> None:
             "Content-Security-Policy",
             "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
             "frame-ancestors 'none'; form-action 'self'")
-        if request.path.startswith(("/seat/", "/api/", "/mailbox")):
+        # Seat pages hold a hand, admin pages every hand: no cache, no back-button copy.
+        if request.path.startswith(("/seat/", "/api/", "/mailbox", "/admin")):
             response.headers["Cache-Control"] = "no-store"
+        if app.config["BASE_URL"].startswith("https://"):
+            response.headers.setdefault("Strict-Transport-Security",
+                                        f"max-age={HSTS_SECONDS}; includeSubDomains")
         return response
 
     @app.errorhandler(CSRFError)

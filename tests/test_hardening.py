@@ -1,0 +1,199 @@
+"""Defects found by attacking a running server (issue 19), one test or more each: admin session
+lifetime, huge ids in addresses, caching of admin pages and HSTS, line separators in names and
+titles, and the permissions of the files the server creates.
+
+The multi-process ones (login limit across gunicorn workers, a sender killed mid-batch, the
+scheduler stopped with SIGTERM, `pbem serve` killed) are in tests/test_hardening_processes.py.
+"""
+
+from __future__ import annotations
+
+import stat
+from datetime import UTC, datetime, timedelta
+from email.utils import getaddresses, parsedate_to_datetime
+from pathlib import Path
+
+import pytest
+from server import make_app, new_game, play_moves
+from sqlmodel import select
+from test_admin import add_admin, csrf_of, login
+
+from pbem import stewardship
+from pbem.db import reading, writing
+from pbem.games import SetupProblem
+from pbem.models import FAILED, Game, OutboxMessage, Seat
+from pbem.services import check_title, parse_player
+
+
+@pytest.fixture(autouse=True)
+def _quick_hashes(monkeypatch):
+    from argon2 import PasswordHasher
+
+    monkeypatch.setattr(stewardship, "hasher",
+                        PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+
+
+@pytest.fixture
+def admin(app, client):
+    add_admin(app)
+    assert login(client).status_code == 303
+    return client
+
+
+def _cookie_expiry(response) -> datetime:
+    cookie = next(v for v in response.headers.getlist("Set-Cookie") if v.startswith("session="))
+    expires = next(part.split("=", 1)[1] for part in cookie.split("; ")
+                   if part.lower().startswith("expires="))
+    return parsedate_to_datetime(expires)
+
+
+# --- 4: the admin session lasts 12 hours ----------------------------------------------------------
+
+def test_an_admin_session_cookie_lasts_twelve_hours_not_a_month(app, client):
+    add_admin(app)
+    response = login(client)
+    assert response.status_code == 303
+    left = _cookie_expiry(response) - datetime.now(UTC)
+    assert timedelta(hours=11, minutes=58) < left <= timedelta(hours=12, minutes=1)
+
+
+def test_the_admin_session_length_is_a_setting(tmp_path):
+    app = make_app(tmp_path / "instance", ADMIN_SESSION_HOURS=2)
+    add_admin(app)
+    left = _cookie_expiry(login(app.test_client())) - datetime.now(UTC)
+    assert timedelta(hours=1, minutes=58) < left <= timedelta(hours=2, minutes=1)
+
+
+# --- 7: huge ids in addresses ---------------------------------------------------------------------
+
+HUGE = "9" * 30
+
+
+@pytest.mark.parametrize("number", [HUGE, str(2**63), str(2**64 + 5)])
+def test_a_huge_game_id_is_a_404_page_not_a_server_error(app, admin, number):
+    response = admin.get(f"/admin/games/{number}")
+    assert response.status_code == 404
+    assert "There is nothing here" in response.get_data(as_text=True)
+    token = csrf_of(admin, "/admin/outbox")
+    for path in (f"/admin/outbox/{number}/retry", f"/admin/games/{number}/confirm",
+                 f"/admin/games/{number}/do"):
+        assert admin.post(path, data={"csrf_token": token}).status_code == 404, path
+
+
+def test_the_largest_id_the_database_holds_is_still_looked_up(app, admin):
+    response = admin.get(f"/admin/games/{2**63 - 1}")
+    assert response.status_code == 404
+    assert f"There is no game {2**63 - 1}" in response.get_data(as_text=True)
+
+
+# --- 11: admin pages are never cached; HSTS with https --------------------------------------------
+
+def test_every_admin_answer_forbids_caching(app, admin):
+    new_game(app)
+    for path in ("/admin/", "/admin/games/1", "/admin/outbox", "/admin/audit",
+                 "/admin/games/new"):
+        response = admin.get(path)
+        assert response.status_code == 200, path
+        assert response.headers["Cache-Control"] == "no-store", path
+    logged_out = make_app_client(app)
+    assert logged_out.get("/admin/login").headers["Cache-Control"] == "no-store"
+
+
+def make_app_client(app):
+    return app.test_client()
+
+
+def test_https_base_url_adds_hsts_and_http_does_not(tmp_path, app, client):
+    assert "Strict-Transport-Security" not in client.get("/admin/login").headers
+    secure = make_app(tmp_path / "secure", BASE_URL="https://pbem.example.org")
+    for path in ("/admin/login", "/health"):
+        value = secure.test_client().get(path).headers["Strict-Transport-Security"]
+        assert value.startswith("max-age=31536000")
+
+
+# --- 6: line separators and control characters in names and titles ------------------------------
+
+SEPARATORS = ["\u2028", "\u2029", "\u0085", "\x1b", "\x7f", "\u202e", "\n", "\r"]
+
+
+@pytest.mark.parametrize("bad", SEPARATORS)
+def test_a_name_with_a_separator_or_control_is_refused(bad):
+    with pytest.raises(SetupProblem, match="separator|control"):
+        parse_player(f"Eve{bad}Bcc: x <eve@example.org>")
+    with pytest.raises(SetupProblem, match="separator|control"):
+        check_title(f"Club{bad}night")
+
+
+def test_player_text_is_read_exactly_or_refused():
+    assert parse_player('  "Anna B." <anna@example.org> ') == parse_player(
+        "Anna B. <anna@example.org>")
+    assert parse_player("Zoë \u200d <zoe@example.org>").name == "Zoë \u200d"
+    for text in ("Eve\u2028Bcc: x <x@example.org>", "Eve <eve@example.org> Bcc: x",
+                 "Eve, <a@example.org> <b@example.org>", "eve@example.org", "Eve"):
+        with pytest.raises(SetupProblem):
+            parse_player(text)
+
+
+def test_the_cli_refuses_a_player_with_a_line_separator_and_creates_nothing(app, runner):
+    players = ["--player", "Eve\u2028Bcc: x <x@example.org>", "--player",
+               "Bruno <bruno@example.org>", "--player", "Chiara <chiara@example.org>"]
+    result = runner.invoke(args=["create-game", *players])
+    assert result.exit_code != 0
+    assert "line or paragraph separator (U+2028)" in result.stderr
+    with reading(app) as db:
+        assert db.exec(select(Game)).all() == []
+
+
+def test_the_admin_form_refuses_such_a_name_and_title(app, admin):
+    form = {"csrf_token": csrf_of(admin, "/admin/games/new"), "name0": "Eve\u2029x",
+            "email0": "eve@example.org", "colour0": "yellow", "name1": "Bruno",
+            "email1": "bruno@example.org", "colour1": "red", "name2": "Chiara",
+            "email2": "chiara@example.org", "colour2": "green", "start": "random",
+            "deadline_hours": "72", "reminders": "24", "timezone": "UTC",
+            "title": "Club\u0085night"}
+    response = admin.post("/admin/games/new", data=form)
+    assert response.status_code == 422
+    page = response.get_data(as_text=True)
+    assert "U+2029" in page and "U+0085" in page
+    with reading(app) as db:
+        assert db.exec(select(Game)).all() == []
+
+
+def test_a_name_stored_before_the_check_does_not_make_mail_fail(app, mailbox):
+    """A seat named with U+2028 (from before names were checked): every mail still goes."""
+    _, tokens = new_game(app, 3, "sep")
+    with app.app_context(), writing() as db:
+        seat = db.exec(select(Seat).where(Seat.number == 1)).one()
+        seat.name = "Eve\u2028Bcc: evil@example.org"
+        db.add(seat)
+    play_moves(app, tokens, 6)
+    mailbox.deliver()
+    with reading(app) as db:
+        rows = db.exec(select(OutboxMessage)).all()
+    assert rows and not [r for r in rows if r.status == FAILED]
+    for message in mailbox.messages():  # the name is a quoted display name, not a header
+        assert message["Bcc"] is None
+        assert [a for _, a in getaddresses([str(message["To"])])][0].endswith("@example.org")
+        assert "evil" not in [a for _, a in getaddresses([str(message["To"])])][0]
+
+
+# --- 12: files the server creates are private -----------------------------------------------------
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_database_mail_and_secret_are_readable_by_the_owner_only(tmp_path):
+    instance = tmp_path / "fresh" / "instance"
+    app = make_app(instance, SECRET_KEY="")
+    from server import Mailbox
+
+    new_game(app, 3, "modes")
+    Mailbox(app).messages()
+    assert mode(instance) == 0o700
+    for name in ("pbem.sqlite3", "pbem.sqlite3-wal", "pbem.sqlite3-shm", "secret_key"):
+        assert mode(instance / name) == 0o600, name
+    folder = instance / "mail"
+    assert mode(folder) == 0o700
+    emls = list(folder.glob("*.eml"))
+    assert emls and {mode(p) for p in emls} == {0o600}
