@@ -18,7 +18,7 @@ the move and returns the next state or raises `IllegalMoveError` / `NotationErro
 from .board import Board, default_board, load_board
 from .errors import BoardError, IllegalMoveError, NotationError, SetupError, StateError
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place, parse_move, parse_moves
-from .narrate import describe
+from .narrate import describe, foretell
 from .outcome import Outcome, outcome
 from .position import Position, parse_position
 from .rules import apply_move, legal_moves
@@ -31,7 +31,7 @@ __all__ = [
     "ADVISOR", "DECK", "PLAYER_COLOURS", "Board", "BoardError", "Breakdown", "Draw", "Exchange",
     "GameState", "IllegalMoveError", "Move", "NotationError", "Outcome", "Pass", "Place",
     "Position", "SeatView", "SetupError", "StateError", "apply_move", "default_board", "describe",
-    "final_breakdown", "from_json", "intermediate_breakdown", "legal_moves", "load_board",
+    "final_breakdown", "foretell", "from_json", "intermediate_breakdown", "legal_moves", "load_board",
     "new_game", "outcome", "parse_move", "parse_moves", "parse_position", "replay", "to_json",
     "view_for",
 ]

@@ -73,3 +73,46 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
     elif after.current != actor:
         lines.append(f"{after.players[after.current]} is next.")
     return lines
+
+
+def foretell(before: GameState, move: Move, after: GameState) -> list[str]:
+    """Sentences telling the seat to move what `move` will do, for its preview.
+
+    Said to the mover in the future tense; a card still hidden in the deck is never named."""
+    actor = before.current
+    lines = []
+    if isinstance(move, Place):
+        lines.append(f"You will play {_cards_played(before, move)} and place {_pieces(move)}.")
+    elif isinstance(move, Exchange):
+        lines.append(f"You will discard {_card(before, move.card)} and then draw one card, "
+                     "from the deck or a face-up card.")
+    elif isinstance(move, Draw):
+        if move.source == DECK:
+            lines.append("You will draw the top card of the deck (you see it once it is yours).")
+        else:
+            lines.append(f"You will take the face-up {before.board.card(move.source).colour} "
+                         "card.")
+    elif isinstance(move, Pass):
+        lines.append("You will pass, since you can neither place a piece nor exchange a card.")
+    gained = after.scores[actor] - before.scores[actor]
+    if after.exhaustions > before.exhaustions:
+        if before.exhaustions == 0:
+            lines.append("The deck will run out: the intermediate scoring follows at once, and "
+                         "the discard pile is shuffled into a new deck.")
+        if after.exhaustions >= 2:
+            lines.append(f"The deck will run out a second time: the round is played out, ending "
+                         f"with {after.players[after.last_seat]}.")
+    result = outcome(after)
+    if result is not None:
+        lines.append(f"The game will then be over: {result.reason}.")
+        names = " and ".join(after.players[s] for s in result.winners)
+        lines.append(f"Winner{'s' if len(result.winners) > 1 else ''}: {names}.")
+    elif after.current == actor and after.draws_left:
+        lines.append(f"Then you draw {after.draws_left} "
+                     f"card{'s' if after.draws_left != 1 else ''} back, one at a time, from the "
+                     "deck or the face-up cards.")
+    elif after.current != actor:
+        lines.append(f"Then it is {after.players[after.current]}'s turn.")
+    if gained and result is None:
+        lines.append(f"Your score will go from {before.scores[actor]} to {after.scores[actor]}.")
+    return lines

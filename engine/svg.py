@@ -703,6 +703,7 @@ stroke:#fffdf7;stroke-width:3px;stroke-linejoin:round}
 .kk-board .alliance text{font-size:10.5px;font-weight:700;text-anchor:middle}
 .kk-board .sea-link{fill:none;stroke:#1f5f8b;stroke-width:1.6;stroke-dasharray:5 4}
 .kk-board .panel{fill:#f6f1e7}
+.kk-board .new-ring{fill:none;stroke:#0b57d0;stroke-width:3.5;stroke-dasharray:6 3}
 .kk-board .heading{font-size:13px;font-weight:700}
 .kk-board .small{font-size:11px}
 .kk-board .card rect{stroke:#3b3226;stroke-width:1.2}
@@ -772,13 +773,16 @@ def _card_name(board: Board, code: str) -> str:
 
 
 def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool = False,
-              title: str | None = None, id_prefix: str | None = None) -> str:
+              title: str | None = None, id_prefix: str | None = None,
+              marked: Iterable[str] = ()) -> str:
     """The board, and the position `view` shows if given, as one `<svg>` element.
 
     With `interactive`, free cloister fields and crests are focusable buttons carrying
     `data-field`/`data-country` and `data-crest`. `id_prefix` (default: derived from the board
-    and view) keeps the ids of two pictures on one page apart.
+    and view) keeps the ids of two pictures on one page apart. `marked` names cloister fields
+    and countries (their crests) to ring as new, as a move's preview does.
     """
+    marked = frozenset(marked)
     layout = _layout(board)
     prefix = id_prefix or _id_prefix(board, view, interactive)
     players = view.players if view is not None else ()
@@ -847,10 +851,15 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
         if interactive:
             extra = {"tabindex": "0", "role": "button",
                      "aria_label": f"Place an advisor in {country.name}"}
+        if country.name in marked:
+            extra["data_new"] = "true"
+            words += " (a new advisor)"
         attrs = _attrs(class_="crest clickable" if interactive else "crest",
                        id=f"{prefix}-crest-{country.index}", data_crest=country.name, **extra)
         add(f"<g{attrs}><title>{escape(words)}</title>")
         fill = _card_hex(card_colour)
+        if country.name in marked:
+            add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(CREST_H * 0.8)}"/>')
         add(f'<path class="shield" d="{_shield(x, y)}" fill="{fill}"/>')
         add(f'<text class="mark" x="{_n(x)}" y="{_n(y + 2)}" fill="{_ink(fill)}"'
             f' style="fill:{_ink(fill)}">{escape(country.card)}</text>')
@@ -886,7 +895,12 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
         else:
             attrs["class_"] = "field"
             words = f"{field.name} ({field.country}): free"
+        if field.name in marked:
+            attrs["data_new"] = "true"
+            words += " (new)"
         add(f"<g{_attrs(**attrs)}><title>{escape(words)}</title>")
+        if field.name in marked:
+            add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(MONASTERY_R + 7)}"/>')
         if colour is not None:
             hexc = _player_hex(colour)
             add(f'<circle class="dot" cx="{_n(x)}" cy="{_n(y)}" r="{_n(MONASTERY_R)}"'

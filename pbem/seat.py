@@ -18,6 +18,7 @@ from flask import (
 )
 
 from . import turnfile
+from .clock import format_local
 from .db import utcnow
 from .games import MoveError
 from .models import NOTIFY_CHOICES
@@ -29,6 +30,7 @@ from .services import (
     ServiceError,
     StaleTurn,
     come_back,
+    end_vacation_now,
     load_seat,
     set_notify,
     set_timezone,
@@ -52,16 +54,23 @@ def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None =
     seat = ctx.seat
     view = ctx.rules.view(ctx.state, seat.number)
     to_move = ctx.rules.to_move(ctx.state)
+    now = utcnow()
     return render_template(
         "seat/page.html", ctx=ctx, game=ctx.game, seat=seat, seats=ctx.seats, rules=ctx.rules,
         view=view, token=token, is_my_turn=to_move == seat.number,
         to_move=ctx.seats[to_move] if to_move is not None else None,
         legal=ctx.rules.legal(ctx.state) if to_move == seat.number else [],
         outcome=ctx.rules.outcome_lines(ctx.state), error=error, notice=notice,
-        form=form or {}, notify_choices=NOTIFY_CHOICES, now=utcnow(),
+        form=form or {}, notify_choices=NOTIFY_CHOICES, now=now, tz=seat_zone(ctx),
+        on_vacation=seat.vacation_until is not None and seat.vacation_until > now,
         vacation_left=current_app.config["GAMES_VACATION_DAYS"] - seat.vacation_days_used,
         zones=COMMON_ZONES,
         kind_template=f"games/{ctx.game.kind}/"), status
+
+
+def seat_zone(ctx: SeatContext) -> str:
+    """The zone a seat's times are shown in: its own choice, else the game's."""
+    return ctx.seat.timezone or ctx.game.timezone
 
 
 def _load(token: str) -> SeatContext:
@@ -124,12 +133,20 @@ def preview(token: str):
             raise Rejected(str(exc)) from None
     except ServiceError as exc:
         return _refusal(token, exc)
-    # Told in a spectator's words: a preview must never show the card a draw would take.
-    lines = ctx.rules.describe(ctx.state, move, after, None)
-    goes_on = ctx.rules.to_move(after) == ctx.seat.number
+    # Never the card a draw would take: foretell names no hidden card, and describe is told
+    # in a spectator's words (for a game kind that cannot foretell).
+    foretell = getattr(ctx.rules, "foretell", None)
+    if foretell is not None:
+        lines = foretell(ctx.state, move, after)
+        picture = ctx.rules.board_picture(after, ctx.seat.number, False, move=move)
+    else:
+        lines = ctx.rules.describe(ctx.state, move, after, None)
+        picture = ctx.rules.board_picture(after, ctx.seat.number, False)
     return render_template("seat/preview.html", ctx=ctx, game=ctx.game, seat=ctx.seat,
-                           token=token, notation=ctx.rules.notation(move), lines=lines,
-                           goes_on=goes_on, form=request.form)
+                           seats=ctx.seats, rules=ctx.rules, token=token,
+                           notation=ctx.rules.notation(move), lines=lines, form=request.form,
+                           view=ctx.rules.view(after, ctx.seat.number), picture=picture,
+                           kind_template=f"games/{ctx.game.kind}/")
 
 
 @bp.post("/<token>/move")
@@ -152,13 +169,15 @@ def move(token: str):
     return redirect(url_for("seat.page", token=token), code=303)
 
 
-def _seat_action(token: str, action, done: str):
-    """Run one of the seat's own settings actions (POST), then show the page again."""
+def _seat_action(token: str, action, done):
+    """Run one of the seat's own settings actions (POST), then show the page again; `done`
+    makes the message from the action's result and the seat's context (for its time zone)."""
     try:
         result = action()
+        ctx = load_seat(token, log_limit=0)
     except ServiceError as exc:
         return _refusal(token, exc)
-    flash(done.format(result=result))
+    flash(done(result, ctx))
     return redirect(url_for("seat.page", token=token), code=303)
 
 
@@ -210,14 +229,14 @@ def upload_turn_file(token: str):
 @bp.post("/<token>/settings")
 def settings(token: str):
     return _seat_action(token, lambda: set_notify(token, request.form.get("notify", "")),
-                        "Your mail setting is saved.")
+                        lambda result, ctx: "Your mail setting is saved.")
 
 
 @bp.post("/<token>/timezone")
 def timezone(token: str):
     name = request.form.get("timezone", "").strip()[:64]
     return _seat_action(token, lambda: set_timezone(token, name),
-                        "Times are now shown in " + name + ".")
+                        lambda result, ctx: f"Times are now shown in {name}.")
 
 
 @bp.post("/<token>/vacation")
@@ -225,10 +244,21 @@ def vacation(token: str):
     raw = request.form.get("days", "")
     days = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 4 else -1
     return _seat_action(token, lambda: take_vacation(token, days),
-                        "Your clock is paused until {result:%A %d %B %Y, %H:%M} UTC.")
+                        lambda until, ctx: "Your clock is paused until "
+                        f"{format_local(until, seat_zone(ctx))}.")
+
+
+@bp.post("/<token>/vacation/end")
+def end_vacation(token: str):
+    def told(days_back: int, ctx: SeatContext) -> str:
+        back = f" {days_back} unused day{'s' if days_back != 1 else ''} " \
+               f"{'are' if days_back != 1 else 'is'} given back." if days_back else ""
+        return "Your vacation is over: your clock runs again." + back
+    return _seat_action(token, lambda: end_vacation_now(token), told)
 
 
 @bp.post("/<token>/back")
 def back(token: str):
     return _seat_action(token, lambda: come_back(token),
-                        "Welcome back: your turns wait for you again from your next one.")
+                        lambda result, ctx: "Welcome back: your turns wait for you again "
+                        "from your next one.")

@@ -564,6 +564,25 @@ def take_vacation(token: str, days: object, now: datetime | None = None) -> date
         return seat.vacation_until
 
 
+def end_vacation_now(token: str, now: datetime | None = None) -> int:
+    """End the seat's vacation now; the whole days it did not use are given back (returned)."""
+    now = now or utcnow()
+    with writing() as session:
+        seat, game = _seat_and_game(session, token)
+        if seat.vacation_until is None or seat.vacation_until <= now:
+            raise Rejected("you are not on vacation, so there is nothing to end")
+        if game.status not in (RUNNING, PAUSED):
+            raise GameNotRunning(f"This game is {game.status}.")
+        unused = (seat.vacation_until - now) // timedelta(days=1)
+        seat.vacation_until = now
+        seat.vacation_days_used = max(0, seat.vacation_days_used - unused)
+        session.add(seat)
+        _, to_move = _game_and_seat_to_move(session, game.id)
+        if game.status == RUNNING and to_move is not None and to_move.id == seat.id:
+            reset_clock(session, game, seat, now)
+        return unused
+
+
 def set_timezone(token: str, name: str) -> None:
     """The seat's own time zone, for the times its pages and mails show."""
     try:

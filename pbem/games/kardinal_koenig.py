@@ -132,6 +132,9 @@ class KardinalKoenig:
     def describe(self, before, move, after, reader: int | None) -> list[str]:
         return engine.describe(before, move, after, reader)
 
+    def foretell(self, before, move, after) -> list[str]:
+        return engine.foretell(before, move, after)
+
     def default_move(self, state: engine.GameState) -> str:
         """The move the server makes when a seat misses its deadline (docs/rules-notes.md).
 
@@ -163,14 +166,19 @@ class KardinalKoenig:
         return engine.view_for(state, seat).to_dict()
 
     def board_picture(self, state: engine.GameState, seat: int | None,
-                      interactive: bool = False) -> str:
+                      interactive: bool = False, move: engine.Move | None = None) -> str:
         """The board as one <svg> element, from `seat`'s view (None: a spectator's), so it
         can show no card the reader may not see. With `interactive`, the free cloister fields
-        and the crests are marked to be clicked (the seat page's script builds a move)."""
+        and the crests are marked to be clicked (the seat page's script builds a move). With
+        `move` (the one that led to `state`), the pieces it placed are ringed as new."""
         view = engine.view_for(state, seat)
         who = "a spectator" if seat is None else view.colour
-        return board_svg(self.board, view, interactive=interactive,
-                         title=f"The board after {state.ply} moves, as {who} sees it")
+        marked: set[str] = set()
+        if isinstance(move, engine.Place):
+            marked.update(move.country if p == engine.ADVISOR else p for p in move.pieces)
+        title = (f"The board as it will be after your move {move}" if move is not None
+                 else f"The board after {state.ply} moves, as {who} sees it")
+        return board_svg(self.board, view, interactive=interactive, title=title, marked=marked)
 
     def scores(self, state: engine.GameState) -> dict[str, int]:
         return dict(zip(state.players, state.scores))
