@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from .config import ConfigError, load_settings, resolve_paths
 
@@ -63,7 +64,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     db.init_app(app)
     web.init_app(app)
-    admin.init_app(app)
+    if app.config["SERVE_TRUSTED_PROXIES"]:
+        # Behind N reverse proxies, the client's address is the Nth from the right in
+        # X-Forwarded-For (and the scheme and host come from X-Forwarded-Proto/-Host).
+        hops = app.config["SERVE_TRUSTED_PROXIES"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     app.register_blueprint(pages.bp)
     app.register_blueprint(seat.bp)
     app.register_blueprint(api.bp)

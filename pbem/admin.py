@@ -1,7 +1,8 @@
 """The admin pages: log in, see every game, create games, and look after them.
 
 Every page but the login page refuses anyone not logged in; every form carries a CSRF token
-(Flask-WTF, app-wide); login attempts are rate-limited (Flask-Limiter). Actions on a game go
+(Flask-WTF, app-wide); failed logins are counted in the database and limited
+(`stewardship.login`). Actions on a game go
 through a confirmation page that changes nothing, and then through `pbem.stewardship`, which
 checks them, writes the audit log and mails the players.
 """
@@ -20,8 +21,6 @@ from flask import (
     session,
     url_for,
 )
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
 from sqlmodel import select
 
 from . import stewardship
@@ -44,10 +43,9 @@ from .models import (
     Seat,
 )
 from .services import ServiceError, check_player, check_title, create_game
-from .web import wake_sender
+from .web import HINTS, wake_sender
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
-limiter = Limiter(key_func=get_remote_address, storage_uri="memory://", default_limits=[])
 
 STATUS_ORDER = (RUNNING, PAUSED, FINISHED, ABORTED)
 SEAT_ACTIONS = {
@@ -63,10 +61,6 @@ GAME_ACTIONS = {
     "take_back": "Take back the last move",
     "abort": "Abort the game",
 }
-
-
-def init_app(app) -> None:
-    limiter.init_app(app)
 
 
 @bp.before_request
@@ -101,10 +95,12 @@ def login():
 
 
 @bp.post("/login")
-@limiter.limit(lambda: current_app.config["ADMIN_LOGIN_LIMIT"])
 def login_post():
-    admin_id = stewardship.authenticate(request.form.get("email", ""),
-                                        request.form.get("password", "")[:200])
+    admin_id = stewardship.login(request.form.get("email", ""),
+                                 request.form.get("password", "")[:200],
+                                 request.remote_addr, current_app.config["ADMIN_LOGIN_LIMIT"])
+    if isinstance(admin_id, str):
+        return render_template("error.html", status=429, message=HINTS[429]), 429
     if admin_id is None:
         return render_template("admin/login.html", error="That email and password do not "
                                "match an admin account.", next=request.form.get("next", "")), 401

@@ -112,6 +112,7 @@ SETTINGS: dict[str, Setting] = {
     "MAX_CONTENT_LENGTH": Setting(64 * 1024, int, _at_least(1024)),
     "SERVE_HOST": Setting("127.0.0.1", str),
     "SERVE_PORT": Setting(5000, int, _port),
+    "SERVE_TRUSTED_PROXIES": Setting(0, int, _between(0, 5)),
     "GAMES_MOVE_DEADLINE_HOURS": Setting(72, int, _between(12, 336)),
     "GAMES_REMINDER_HOURS": Setting("24,2", str, _hours_list),
     "GAMES_WEEKEND_PAUSE": Setting(False, bool),

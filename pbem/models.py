@@ -207,3 +207,16 @@ class IncomingMail(SQLModel, table=True):
     received_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
     outcome: str = Field(max_length=20)
     detail: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+
+
+class LoginFailure(SQLModel, table=True):
+    """A failed admin login, kept for the longest window of ADMIN_LOGIN_LIMIT: the limit counts
+    these per account and per address, in the database, so every server process sees them."""
+
+    __table_args__ = (Index("ix_loginfailure_account", "account", "at"),
+                      Index("ix_loginfailure_address", "address", "at"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    account: str = Field(max_length=254)  # the email as typed, lower case (known or not)
+    address: str = Field(max_length=64)  # the client's address (see SERVE_TRUSTED_PROXIES)
+    at: datetime = Field(sa_type=UtcDateTime, nullable=False, index=True)

@@ -7,11 +7,12 @@ here: admin accounts, links, addresses, handing a seat over, taking back a move,
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, update
+from limits import parse_many
+from sqlalchemy import delete, func, update
 from sqlmodel import Session, select
 
 from . import mail
@@ -27,6 +28,7 @@ from .models import (
     Admin,
     AuditEntry,
     Game,
+    LoginFailure,
     MoveRecord,
     OutboxMessage,
     Seat,
@@ -87,6 +89,52 @@ def authenticate(email: str, password: str, now: datetime | None = None) -> int 
         admin.last_login_at = now or utcnow()
         session.add(admin)
         return admin.id
+
+
+LIMITED_ACCOUNT, LIMITED_ADDRESS = "account", "address"
+
+
+def login(email: str, password: str, address: str, limit: str,
+          now: datetime | None = None) -> int | str | None:
+    """Check a login against the rate `limit` (e.g. "10 per minute"), counted in the database
+    so that every server process shares it. Returns the admin's id, None for a wrong password,
+    or why it was refused unchecked/limited:
+
+    - LIMITED_ACCOUNT: the account had `limit` failed logins (from anywhere) in the window; the
+      password is not checked, so nobody can guess beyond the limit.
+    - LIMITED_ADDRESS: a wrong password from an address that had `limit` failures in the
+      window. A right password from that address still logs in: behind a proxy or in an office
+      many people share one address, and one of them guessing must not lock out the others.
+
+    Only failures count. Each attempt is written down as a failure before the password is
+    checked and taken back when it was right, so racing attempts cannot slip past the limit.
+    """
+    now = now or utcnow()
+    account = (email or "").strip().lower()[:254]
+    address = (address or "unknown")[:64]
+    windows = [(item.amount, timedelta(seconds=item.get_expiry())) for item in parse_many(limit)]
+    with writing() as session:
+        session.exec(delete(LoginFailure).where(
+            LoginFailure.at < now - max(span for _, span in windows)))
+
+        def over(column, value) -> bool:
+            return any(session.exec(select(func.count()).select_from(LoginFailure)
+                                    .where(column == value, LoginFailure.at > now - span))
+                       .one() >= amount for amount, span in windows)
+
+        if over(LoginFailure.account, account):
+            return LIMITED_ACCOUNT
+        address_over = over(LoginFailure.address, address)
+        attempt = LoginFailure(account=account, address=address, at=now)
+        session.add(attempt)
+        session.flush()
+        attempt_id = attempt.id
+    admin_id = authenticate(account, password, now)
+    if admin_id is None:
+        return LIMITED_ADDRESS if address_over else None
+    with writing() as session:
+        session.exec(delete(LoginFailure).where(LoginFailure.id == attempt_id))
+    return admin_id
 
 
 def session_version(admin_id: int) -> int:

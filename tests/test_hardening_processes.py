@@ -1,0 +1,102 @@
+"""Issue 19's defects that only show with several real processes on one SQLite file: the admin
+login limit across gunicorn workers, a mail sender killed mid-batch, the scheduler stopped with
+SIGTERM, and the scheduler child of a killed `pbem serve`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import requests
+from server import make_app
+from test_pbem_cli import environment, free_port
+
+from pbem import stewardship
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "a long enough password"
+
+
+def wait_for(check, seconds: float = 30, what: str = "the condition"):
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@contextmanager
+def gunicorn(instance: Path, workers: int = 4, **settings: str):
+    """`gunicorn -w N wsgi:app` on a free port, as the README runs it; yields its base URL."""
+    port = free_port()
+    env = environment(instance, PBEM_SECRET_KEY="process-test-secret",
+                      **{f"PBEM_{k}": v for k, v in settings.items()})
+    process = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", str(workers), "-b",
+                                f"127.0.0.1:{port}", "wsgi:app"], cwd=ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+
+    def up():
+        assert process.poll() is None, process.stderr.read().decode()
+        try:
+            return requests.get(f"{base}/health", timeout=10).ok
+        except requests.RequestException:
+            return False
+
+    try:
+        wait_for(up, 120, "gunicorn to answer")
+        yield base
+    finally:
+        process.terminate()
+        process.wait(30)
+        process.stderr.close()
+
+
+def attempt(base: str, email: str, password: str, address: str) -> int:
+    """One login as a browser makes it (the form's CSRF token first), from `address` as the
+    proxy in front reports it."""
+    with requests.Session() as browser:
+        browser.headers["X-Forwarded-For"] = address
+        page = browser.get(f"{base}/admin/login", timeout=30).text
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+        return browser.post(f"{base}/admin/login", timeout=60, allow_redirects=False, data={
+            "csrf_token": token, "email": email, "password": password}).status_code
+
+
+# --- 1: the login limit holds across processes and does not lock out the right admin ----------
+
+def test_the_login_limit_is_shared_by_gunicorn_workers_per_account_and_per_address(tmp_path):
+    instance = tmp_path / "instance"
+    app = make_app(instance)
+    with app.app_context():
+        stewardship.create_admin("boss@example.org", PASSWORD)
+        stewardship.create_admin("clerk@example.org", PASSWORD)
+    with gunicorn(instance, ADMIN_LOGIN_LIMIT="3 per minute", SERVE_TRUSTED_PROXIES="1") as base:
+        # Twelve guesses at one account from twelve addresses, eight at a time over 4 workers:
+        # three are checked, the rest refused unchecked.
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(lambda i: attempt(base, "boss@example.org", f"guess {i}",
+                                                    f"203.0.113.{i}"), range(12)))
+        assert sorted(codes) == [401] * 3 + [429] * 9
+        assert attempt(base, "boss@example.org", PASSWORD, "203.0.113.99") == 429
+
+        # One address (a shared proxy, an office) fails three times on other accounts...
+        shared = "198.51.100.7"
+        assert [attempt(base, f"nobody{i}@example.org", "wrong password", shared)
+                for i in range(4)] == [401, 401, 401, 429]
+        # ... and a colleague behind it with the right password still gets in.
+        assert attempt(base, "clerk@example.org", PASSWORD, shared) == 303
+        # Right passwords do not count: the clerk logs in again and again.
+        assert {attempt(base, "clerk@example.org", PASSWORD, "192.0.2.1")
+                for _ in range(5)} == {303}
