@@ -1,4 +1,4 @@
-"""The engine's command line: `playout`, `score` and `demo` (python -m engine --help)."""
+"""The engine's command line: `playout`, `score`, `demo` and `arena` (python -m engine --help)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+from .arena import report_lines, run_arena
 from .board import default_board
 from .errors import StateError
 from .narrate import describe
@@ -75,6 +76,19 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_arena(args) -> int:
+    try:
+        report = run_arena(args.game, args.bots, args.games, args.seed)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        print("\n".join(report_lines(report)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -89,6 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--players", type=int, choices=(3, 4, 5), default=4)
     demo.add_argument("--seed", type=int, default=2026)
     demo.set_defaults(run=cmd_demo)
+    arena = commands.add_parser("arena", help="bots against bots: win rates and move times")
+    arena.add_argument("--game", default="kardinal-koenig", help="the game (kardinal-koenig)")
+    arena.add_argument("--bots", required=True,
+                       help="one bot per seat, comma-separated: random, greedy or strong")
+    arena.add_argument("--games", type=int, default=200)
+    arena.add_argument("--seed", default="1")
+    arena.add_argument("--json", action="store_true", help="print one JSON object")
+    arena.set_defaults(run=cmd_arena)
     args = parser.parse_args(argv)
     try:
         return args.run(args)
