@@ -60,7 +60,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         if key not in chosen:
             app.config[key] = value
 
-    from . import admin, api, db, mailbox, pages, seat, watch, web
+    from . import admin, api, db, mailbox, pages, players, seat, watch, web
 
     db.init_app(app)
     web.init_app(app)
@@ -75,6 +75,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(mailbox.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(watch.bp)
+    app.register_blueprint(players.bp)
 
     from .cli import commands
 

@@ -53,6 +53,7 @@ SEAT_ACTIONS = {
     "new_link": "Issue a new link (the old ones stop working at once)",
     "email": "Change the seat's email address",
     "hand_over": "Hand the seat to a new player",
+    "revoke_games": "Revoke the player's “my games” links (their seat links keep working)",
 }
 GAME_ACTIONS = {
     "pause": "Pause the game",
@@ -294,6 +295,9 @@ def _describe(data: dict, fields: dict) -> str | None:
                  "working and a new one goes to the new address.",
         "hand_over": f"Give the seat of {who} to {fields['name']} <{fields['email']}>; the old "
                      "player's links stop working; both are told.",
+        "revoke_games": f"Revoke every link to the “my games” page of "
+                        f"{seat.email if seat else ''}, in all games; the seat links keep "
+                        "working, and the next mail brings a new one.",
         "pause": "Pause the game: no moves, reminders or timeouts until it is resumed.",
         "resume": "Resume the game; the pause does not count against the player to move.",
         "extend": f"Give the player to move {fields['hours']} more hours.",
@@ -332,6 +336,8 @@ def do(game_id: int):
         elif action == "hand_over":
             stewardship.hand_over(admin_id, game_id, seat, fields["name"], fields["email"],
                                   reason)
+        elif action == "revoke_games":
+            stewardship.revoke_games_links(admin_id, game_id, seat, reason)
         elif action in ("pause", "resume", "extend"):
             hours = int(fields["hours"]) if fields["hours"].isdigit() and \
                 fields["hours"].isascii() and len(fields["hours"]) < 5 else None

@@ -17,7 +17,7 @@ from sqlmodel import Session, select
 
 from . import clock, turnfile
 from .games import GameRules
-from .models import DigestItem, Game, OutboxMessage, Seat, SeatKey
+from .models import DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
 from .tokens import hash_token, new_token
 
 
@@ -30,6 +30,17 @@ def mint_key(session: Session, seat: Seat, turn: int | None = None) -> str:
     and never stored."""
     token = new_token()
     session.add(SeatKey(seat_id=seat.id, token_hash=hash_token(token), turn=turn))
+    return token
+
+
+def games_link(token: str) -> str:
+    return f"{current_app.config['BASE_URL'].rstrip('/')}/me/{token}"
+
+
+def mint_player_key(session: Session, email: str) -> str:
+    """A new secret link key to the "my games" page of `email`, returned once, never stored."""
+    token = new_token()
+    session.add(PlayerKey(email=email.lower(), token_hash=hash_token(token)))
     return token
 
 
@@ -78,10 +89,11 @@ def _subject(game: Game, text: str) -> str:
 def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
              template: str, **context) -> OutboxMessage:
     token = mint_key(session, seat, game.turn)
+    mine = mint_player_key(session, seat.email)
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
                  subject=_subject(game, subject), template=template, game=game, seat=seat,
-                 secrets=(token,), link=seat_link(token), reply_to=reply_address(token),
-                 **context)
+                 secrets=(token, mine), link=seat_link(token), reply_to=reply_address(token),
+                 games_link=games_link(mine), **context)
 
 
 def _deadline_text(deadline: datetime | None, seat: Seat) -> str | None:

@@ -92,6 +92,20 @@ class SeatKey(SQLModel, table=True):
     revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
 
 
+class PlayerKey(SQLModel, table=True):
+    """One secret link to a player's "my games" page, which lists every game of an address.
+
+    Each mail to a seat carries a fresh one beside the seat's key; only the SHA-256 is stored.
+    It shows the games and opens a seat only by a POST (a fresh seat key), so a mail scanner
+    that opens it changes nothing."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(max_length=254, index=True)  # lower case
+    token_hash: str = Field(max_length=64, unique=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
 class MoveRecord(SQLModel, table=True):
     """One applied move: who, when, how, and the log in plain words for each reader."""
 

@@ -19,6 +19,7 @@ from . import mail
 from .db import utcnow, writing
 from .deadlines import start_clock, stop_clock
 from .games import SetupProblem, rules_for
+from .players import revoke_player_links
 from .models import (
     ABORTED,
     FAILED,
@@ -214,6 +215,19 @@ def new_link(admin_id: int, game_id: int, seat_number: int, reason: str,
             ("An organiser replaced your link to the game: your earlier links no longer work. "
             "Use the one below from now on.")])
         _audit(session, admin_id, game.id, "new link", reason, f"seat {seat_number + 1}")
+
+
+def revoke_games_links(admin_id: int, game_id: int, seat_number: int, reason: str,
+                       now: datetime | None = None) -> int:
+    """Revoke every "my games" link of the seat's address (its seat links keep working);
+    returns how many were live. The player's next mail from any game brings a new one."""
+    reason = check_reason(reason)
+    with writing() as session:
+        game, seat = _game_and_seat(session, game_id, seat_number)
+        count = revoke_player_links(session, seat.email, now or utcnow())
+        _audit(session, admin_id, game.id, "revoke my games links", reason,
+               f"seat {seat_number + 1}: {seat.email.lower()} ({count} links)")
+        return count
 
 
 def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reason: str,

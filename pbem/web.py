@@ -28,15 +28,16 @@ HINTS = {
 
 HSTS_SECONDS = 365 * 24 * 3600  # browsers keep to https for a year once they saw it
 
-SEAT_SECRET = re.compile(r"(/seat/)[A-Za-z0-9_-]{8,}")
+SEAT_SECRET = re.compile(r"(/seat/|/me/)[A-Za-z0-9_-]{8,}")
 
 
 class HideSeatSecrets(logging.Filter):
-    """Masks the token in seat URLs in log lines (a request log must not hold seat keys)."""
+    """Masks the token in seat and "my games" URLs in log lines (a request log must not hold
+    those keys)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if "/seat/" in message:
+        if "/seat/" in message or "/me/" in message:
             record.msg, record.args = SEAT_SECRET.sub(r"\1[hidden]", message), ()
         return True
 
