@@ -4,7 +4,7 @@ The secret links to a player's "my games" page (every game of one address): only
 of each key is stored, and an organiser can revoke them.
 
 Revision ID: 08683cb464a2
-Revises: 8b5484262111
+Revises: 323990082094
 Create Date: 2026-11-23 11:10:24.449052
 """
 
@@ -18,7 +18,7 @@ import pbem.db
 
 
 revision: str = '08683cb464a2'
-down_revision: str | None = '8b5484262111'
+down_revision: str | None = '323990082094'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
