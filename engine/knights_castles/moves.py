@@ -1,0 +1,386 @@
+"""Knights & Castles moves as small value objects, and the notation players write and the log
+stores.
+
+Every decision is a move, whoever makes it: the turn's player (buy, build, research, play, offer,
+done, ...) or another seat asked for a decision (`lose` after a disaster, `accept`/`decline` an
+offer). `parse_move(str(move)) == move` always holds. Cards are written by their ids
+(`village`, `trade-route`, `storm-at-sea`); names with spaces, plurals and any case are read too.
+Whether a move is legal is for `rules` to say. docs/notation.md is the players' guide.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import NotationError
+from .cards import INDEX, KINDS
+
+COLOURS = ("yellow", "red", "green", "purple", "blue", "orange")
+MAX_NOTATION_LENGTH = 300
+
+
+def _card_order(card: str) -> tuple[int, str]:
+    return INDEX.get(card, len(KINDS)), card
+
+
+def _sorted_cards(cards) -> tuple[str, ...]:
+    if isinstance(cards, (list, tuple)) and all(isinstance(c, str) for c in cards):
+        return tuple(sorted(cards, key=_card_order))
+    return cards
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """End the current phase (draw, build, research, event or trade)."""
+
+    def __str__(self) -> str:
+        return "done"
+
+
+@dataclass(frozen=True, slots=True)
+class Buy:
+    """Draw phase: buy one more card for 5 gold."""
+
+    def __str__(self) -> str:
+        return "buy"
+
+
+@dataclass(frozen=True, slots=True)
+class Keep:
+    """Scholastics: of the two cards just drawn keep `card`; the other is discarded."""
+
+    card: str
+
+    def __str__(self) -> str:
+        return f"keep {self.card}"
+
+
+@dataclass(frozen=True, slots=True)
+class Build:
+    """Build phase: put a resource or leader card from the hand into play."""
+
+    card: str
+
+    def __str__(self) -> str:
+        return f"build {self.card}"
+
+
+@dataclass(frozen=True, slots=True)
+class Pay:
+    """End of the build phase: pay 1 gold to keep an unsupported card in play."""
+
+    card: str
+
+    def __str__(self) -> str:
+        return f"pay {self.card}"
+
+
+@dataclass(frozen=True, slots=True)
+class Abandon:
+    """End of the build phase: discard an unsupported card in play instead of paying."""
+
+    card: str
+
+    def __str__(self) -> str:
+        return f"abandon {self.card}"
+
+
+@dataclass(frozen=True, slots=True)
+class Research:
+    """Research phase: put an advance card from the hand into play for 5 gold."""
+
+    card: str
+
+    def __str__(self) -> str:
+        return f"research {self.card}"
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """Own turn, any phase with a choice: pay 10 gold for an advance another seat has."""
+
+    card: str
+
+    def __str__(self) -> str:
+        return f"share {self.card}"
+
+
+@dataclass(frozen=True, slots=True)
+class Play:
+    """Event phase: play an event, disaster or invasion card; `target` is the opponent's colour
+    (None for Caravan, which targets the player)."""
+
+    card: str
+    target: str | None = None
+
+    def __str__(self) -> str:
+        return f"play {self.card}" if self.target is None else f"play {self.card} at {self.target}"
+
+
+@dataclass(frozen=True, slots=True)
+class War:
+    """Event phase: discard a Knights card in play (or, with the knights-from-hand variant, from
+    the hand) as an act of war against `target`; it counts as an invasion."""
+
+    target: str
+    from_hand: bool = False
+
+    def __str__(self) -> str:
+        return f"war at {self.target}" + (" from hand" if self.from_hand else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Lose:
+    """The target's choice of cards in play to lose (after a disaster, invasion or event)."""
+
+    cards: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cards", _sorted_cards(self.cards))
+
+    def __str__(self) -> str:
+        return f"lose {_items(0, self.cards)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """Trade phase: offer `target` gold and/or hand cards for gold and/or hand cards."""
+
+    target: str
+    give_gold: int
+    give: tuple[str, ...]
+    ask_gold: int
+    ask: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "give", _sorted_cards(self.give))
+        object.__setattr__(self, "ask", _sorted_cards(self.ask))
+
+    def __str__(self) -> str:
+        return (f"offer {self.target}: {_items(self.give_gold, self.give)} "
+                f"for {_items(self.ask_gold, self.ask)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Accept:
+    """The offer's target takes the trade."""
+
+    def __str__(self) -> str:
+        return "accept"
+
+
+@dataclass(frozen=True, slots=True)
+class Decline:
+    """The offer's target refuses the trade."""
+
+    def __str__(self) -> str:
+        return "decline"
+
+
+@dataclass(frozen=True, slots=True)
+class Discard:
+    """End phase: discard a hand card (a hand over 7 cards goes down to 7)."""
+
+    card: str
+
+    def __str__(self) -> str:
+        return f"discard {self.card}"
+
+
+Move = (Done | Buy | Keep | Build | Pay | Abandon | Research | Share | Play | War | Lose | Offer
+        | Accept | Decline | Discard)
+
+
+def _items(gold: int, cards: tuple[str, ...]) -> str:
+    """`5 gold, 2 village, town`, or `nothing`."""
+    parts = [f"{gold} gold"] if gold else []
+    i = 0
+    while i < len(cards):
+        j = i
+        while j < len(cards) and cards[j] == cards[i]:
+            j += 1
+        parts.append(cards[i] if j - i == 1 else f"{j - i} {cards[i]}")
+        i = j
+    return ", ".join(parts) if parts else "nothing"
+
+
+# --- reading --------------------------------------------------------------------------------
+
+_ALIASES: dict[str, str] = {}
+for _i, _k in enumerate(KINDS):
+    for _form in {_k.id, _k.name.lower(), _k.id.replace("-", "")}:
+        _ALIASES[_form.replace(" ", "-")] = _k.id
+for _plural, _id in {"villages": "village", "towns": "town", "mines": "mine",
+                     "castles": "castle", "cities": "city", "knight": "knights",
+                     "ship": "ships", "trade-routes": "trade-route", "traderoutes": "trade-route",
+                     "crusade": "crusades", "caravans": "caravan",
+                     "gunpowder": "gun-powder"}.items():
+    _ALIASES[_plural] = _id
+# Names of more than one word, read with any spacing: "Trade Route", "storm at  sea".
+_MULTI = re.compile("|".join(
+    r"\b" + r"[\s_-]+".join(map(re.escape, k.name.lower().split())) + r"s?\b"
+    for k in sorted(KINDS, key=lambda k: -len(k.name)) if " " in k.name))
+_SPLIT = re.compile(r"[\s,;:+&()]+")
+_BREAK = re.compile(r"[;\r\n]+")
+_GOLD = re.compile(r"^(\d{1,6})\s*(?:g|gold|gp)$")
+_COUNT = re.compile(r"^(\d{1,2})x?$")
+
+_DONE = {"done", "end", "next", "pass", "finish", "skip"}
+_CARD_VERBS = {"keep": Keep, "build": Build, "pay": Pay, "abandon": Abandon,
+               "research": Research, "share": Share, "discard": Discard}
+_FILLER = {"a", "an", "the", "one", "card", "my", "for", "1", "gold"}
+EXAMPLES = "'buy', 'build village', 'play plague at red', 'offer red: 5 gold for town' or 'done'"
+
+
+def _card(word: str) -> str:
+    card = _ALIASES.get(word)
+    if card is None:
+        raise NotationError(f"'{word[:40]}' is not a card; cards are written like village, "
+                            "trade-route, storm-at-sea (see the card list)")
+    return card
+
+
+def _colour(word: str | None) -> str:
+    if word not in COLOURS:
+        raise NotationError(f"'{(word or '')[:40]}' is not a player; name a player by colour "
+                            f"({', '.join(COLOURS)})")
+    return word
+
+
+def _words(text: str) -> list[str]:
+    text = _MULTI.sub(lambda m: "-".join(m.group(0).split()).replace("_", "-"), text.lower())
+    return [w for w in _SPLIT.split(text) if w]
+
+
+def parse_move(text: str) -> Move:
+    """Read one move in the notation; raise NotationError saying what to write instead."""
+    if not isinstance(text, str):
+        raise NotationError(f"a move must be text, for example {EXAMPLES}")
+    if len(text) > MAX_NOTATION_LENGTH:
+        raise NotationError(f"a move is at most {MAX_NOTATION_LENGTH} characters long; "
+                            "write one move a line")
+    if len([p for p in _BREAK.split(text) if p.strip()]) > 1:
+        raise NotationError("write one move here; several moves go on separate lines")
+    if ":" in text and not text.strip().lower().startswith("offer"):
+        text = text.replace(":", " ")
+    head, _, rest = text.partition(":")
+    words = _words(head)
+    if not words:
+        raise NotationError(f"the move is empty; write for example {EXAMPLES}")
+    verb, args = words[0], words[1:]
+    if verb == "offer":
+        return _parse_offer(args, rest)
+    if verb in _DONE:
+        _nothing_after(verb, args)
+        return Done()
+    if verb in ("accept", "yes"):
+        _nothing_after(verb, args)
+        return Accept()
+    if verb in ("decline", "no", "refuse", "reject"):
+        _nothing_after(verb, args)
+        return Decline()
+    if verb == "buy":
+        if [w for w in args if w not in _FILLER]:
+            raise NotationError("'buy' buys one card for 5 gold; write it once per card")
+        return Buy()
+    if verb in _CARD_VERBS:
+        cards = [w for w in args if w not in _FILLER]
+        if len(cards) != 1:
+            raise NotationError(f"'{verb}' takes one card, for example '{verb} "
+                                f"{'irrigation' if verb in ('research', 'share') else 'village'}'")
+        return _CARD_VERBS[verb](_card(cards[0]))
+    if verb == "play":
+        return _parse_play(args)
+    if verb in ("war", "attack"):
+        from_hand = args[-2:] == ["from", "hand"]
+        if from_hand:
+            args = args[:-2]
+        args = [w for w in args if w not in ("at", "on", "against", "knights", "with")]
+        if len(args) != 1:
+            raise NotationError("write an act of war as 'war at red' (a Knights card in play) "
+                                "or 'war at red from hand'")
+        return War(_colour(args[0]), from_hand)
+    if verb == "lose":
+        gold, cards = _parse_items(args, "lose")
+        if gold:
+            raise NotationError("losses are cards in play, not gold; write 'lose village, town'")
+        return Lose(tuple(cards))
+    raise NotationError(f"'{verb[:40]}' is not a move; write for example {EXAMPLES}")
+
+
+def _nothing_after(verb: str, args: list[str]) -> None:
+    if args:
+        raise NotationError(f"'{verb}' takes nothing after it")
+
+
+def _parse_play(args: list[str]) -> Play:
+    target = None
+    if len(args) >= 2 and args[-2] in ("at", "on", "against", "vs", "to"):
+        target = _colour(args[-1])
+        args = args[:-2]
+    elif args and args[-1] in COLOURS:
+        target = args[-1]
+        args = args[:-1]
+    cards = [w for w in args if w not in _FILLER]
+    if len(cards) != 1:
+        raise NotationError("write 'play caravan' or 'play plague at red': one card, and the "
+                            "player it targets")
+    return Play(_card(cards[0]), target)
+
+
+def _parse_items(words: list[str], what: str) -> tuple[int, list[str]]:
+    """`5 gold, 2 village, town` as (gold, cards); `nothing` is (0, [])."""
+    gold, cards, count = 0, [], None
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in ("and", "a", "an", "one", "card", "cards", "the"):
+            i += 1
+            continue
+        if w == "nothing" or w == "none":
+            i += 1
+            continue
+        m = _GOLD.match(w)
+        if m:
+            gold += int(m.group(1))
+            i += 1
+            continue
+        if i + 1 < len(words) and words[i + 1] in ("gold", "g", "gp") and w.isdigit() \
+                and len(w) <= 6:
+            gold += int(w)
+            i += 2
+            continue
+        m = _COUNT.match(w)
+        if m and i + 1 < len(words):
+            count = int(m.group(1))
+            if count == 0:
+                raise NotationError(f"'{what}': a count of 0 cards means nothing; leave it out")
+            cards.extend([_card(words[i + 1])] * count)
+            i += 2
+            continue
+        cards.append(_card(w))
+        i += 1
+    return gold, cards
+
+
+def _parse_offer(args: list[str], rest: str) -> Offer:
+    usage = ("write an offer as 'offer red: 5 gold, village for town' "
+             "(what you give for what you ask)")
+    if len(args) != 1 or not rest.strip():
+        raise NotationError(usage)
+    target = _colour(args[0])
+    words = _words(rest)
+    if words.count("for") != 1:
+        raise NotationError(usage)
+    cut = words.index("for")
+    give_gold, give = _parse_items(words[:cut], "offer")
+    ask_gold, ask = _parse_items(words[cut + 1:], "offer")
+    return Offer(target, give_gold, tuple(give), ask_gold, tuple(ask))
+
+
+def parse_moves(text: str) -> list[Move]:
+    """Read several moves separated by ';' or new lines (a whole turn in one message)."""
+    if not isinstance(text, str):
+        raise NotationError(f"moves must be text, for example {EXAMPLES}")
+    return [parse_move(part) for part in _BREAK.split(text) if part.strip()]

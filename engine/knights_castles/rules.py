@@ -1,0 +1,642 @@
+"""The rules of Knights & Castles: which moves are legal, and what a move does.
+
+`legal_moves(state)` is the one source of truth: `apply_move` plays only what it lists, and
+raises `IllegalMoveError` (with a reason a player can act on) for anything else. Offers are
+the one kind of move too many to write out (any gold and hand cards for any gold and cards), so
+`legal_moves` is a sequence that counts them and builds the i-th one on demand
+(`LegalMoves`); membership is decided without building them all.
+
+Automatic steps happen inside `apply_move`: the draws at the start of a turn, tax, dice, the
+next turn. So does any decision with only one possible answer (a loss that can be covered only
+one way, a phase with nothing to do): a seat is asked only when it has a choice, except where
+answering at once would reveal a secret hand (see `_settle`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from math import comb
+
+from ..errors import IllegalMoveError
+from .cards import (ADVANCES, BUILDABLE, CARAVAN, CARTOGRAPHY, CROP_ROTATION, DISCARD_ONE,
+                    EVENT_CARDS, GROUP_OF, GROUPS, GUN_POWDER, ID, INDEX, IRRIGATION, KINDS,
+                    KNIGHTS, MASONRY, N_KINDS, PRINTING_PRESS, SCHOLASTICS, capacity, dp_of,
+                    excess, revenue_of, value)
+from .moves import (Abandon, Accept, Build, Buy, Decline, Discard, Done, Keep, Lose, Move,
+                    Offer, Pay, Play, Research, Share, War)
+from .state import (ANSWER, BUILD, BUY, END, EVENT, HAND_SIZE, KEEP, LOSS, OVER, RESEARCH,
+                    TRADE, UPKEEP, GameState, Loss, deal, roll)
+
+CARD_PRICE = 5
+ADVANCE_PRICE = 5
+SHARE_PRICE = 10
+UPKEEP_PRICE = 1
+SHARE_STEPS = (BUY, BUILD, UPKEEP, RESEARCH, EVENT, TRADE)
+
+
+# --- small helpers over count vectors --------------------------------------------------------
+
+def replace(state: GameState, **changes) -> GameState:
+    """`dataclasses.replace` without re-running `__init__`: a copy with `changes`, several times
+    faster, which whole-game benchmarks feel (the fields are already checked values)."""
+    new = object.__new__(GameState)
+    new.__dict__.update(state.__dict__)
+    new.__dict__.update(changes)
+    new.__dict__.pop("_legal", None)  # the cached legal moves belong to the old position
+    return new
+
+
+def _add(vec: tuple[int, ...], k: int, d: int) -> tuple[int, ...]:
+    return vec[:k] + (vec[k] + d,) + vec[k + 1:]
+
+
+def _put(tup: tuple, i: int, item) -> tuple:
+    return tup[:i] + (item,) + tup[i + 1:]
+
+
+def _counts(cards) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for c in cards:
+        k = INDEX[c]
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
+def _holds(vec: tuple[int, ...], cards) -> bool:
+    return all(vec[k] >= n for k, n in _counts(cards).items())
+
+
+def _irrigated(state: GameState, seat: int) -> bool:
+    return state.has(seat, IRRIGATION)
+
+
+def unsupported(state: GameState, seat: int) -> list[int]:
+    """For each support group, how many of `seat`'s cards in play lack support now."""
+    return excess(state.tableau[seat], _irrigated(state, seat), state.paid[seat])
+
+
+def dp_total(state: GameState, seat: int) -> int:
+    """The defence points of everything `seat` has in play."""
+    gp, ms = state.has(seat, GUN_POWDER), state.has(seat, MASONRY)
+    t = state.tableau[seat]
+    return sum(dp_of(k, gp, ms) * t[k] for k in BUILDABLE)
+
+
+def revenue(state: GameState, seat: int) -> int:
+    """What `seat`'s next tax phase yields as things stand."""
+    return revenue_of(state.tableau[seat], state.has(seat, CARTOGRAPHY),
+                      state.has(seat, CROP_ROTATION))
+
+
+# --- offers: counted, built on demand, checked directly -------------------------------------
+
+class OfferSpace:
+    """Every legal offer from the current seat to one opponent, in a fixed order.
+
+    An offer gives a sub-multiset of the hand plus 0..gold gold, and asks for up to the
+    target's hand size of cards of any kind plus 0..the target's gold gold; neither side may be
+    empty ("gold and/or hand cards"). The target's hand is secret, so any cards may be asked
+    for; accepting needs them.
+    """
+
+    __slots__ = ("target", "colour", "held", "gold", "ask_cards", "ask_gold", "give_size",
+                 "ask_size")
+
+    def __init__(self, target: int, colour: str, hand: tuple[int, ...], gold: int,
+                 ask_cards: int, ask_gold: int):
+        self.target, self.colour = target, colour
+        self.held = [(k, hand[k]) for k in range(N_KINDS) if hand[k]]
+        self.gold, self.ask_cards, self.ask_gold = gold, ask_cards, ask_gold
+        radix = 1
+        for _, n in self.held:
+            radix *= n + 1
+        self.give_size = radix * (gold + 1) - 1
+        self.ask_size = _MULTISETS[ask_cards] * (ask_gold + 1) - 1
+
+    def __len__(self) -> int:
+        return self.give_size * self.ask_size
+
+    def __getitem__(self, i: int) -> Offer:
+        g, a = divmod(i, self.ask_size)
+        g += 1  # index 0 of each side is the empty side, which is left out
+        a += 1
+        give_gold, g = g % (self.gold + 1), g // (self.gold + 1)
+        give = []
+        for k, n in self.held:
+            g, c = divmod(g, n + 1)
+            give.extend([ID[k]] * c)
+        ask_gold, a = a % (self.ask_gold + 1), a // (self.ask_gold + 1)
+        return Offer(self.colour, give_gold, tuple(give), ask_gold, _unrank_multiset(
+            a, self.ask_cards))
+
+    def __contains__(self, move: Offer) -> bool:
+        if move.target != self.colour or not _known(move.give) or not _known(move.ask):
+            return False
+        if not (isinstance(move.give_gold, int) and isinstance(move.ask_gold, int)):
+            return False
+        held = dict(self.held)
+        return (0 <= move.give_gold <= self.gold and 0 <= move.ask_gold <= self.ask_gold
+                and all(held.get(k, 0) >= n for k, n in _counts(move.give).items())
+                and len(move.ask) <= self.ask_cards
+                and bool(move.give_gold or move.give) and bool(move.ask_gold or move.ask))
+
+
+_COMB = [[comb(c, j) for c in range(N_KINDS + 110)] for j in range(108)]  # _COMB[j][c]
+_MULTISETS = [comb(N_KINDS + h, h) for h in range(108)]  # multisets of at most h cards
+
+
+def _known(cards) -> bool:
+    return isinstance(cards, tuple) and all(c in INDEX for c in cards)
+
+
+def _unrank_multiset(r: int, size: int) -> tuple[str, ...]:
+    """The r-th multiset of at most `size` cards (combinatorial number system over `size`
+    symbols from N_KINDS + 1, symbol 0 meaning no card; r = 0 is the empty multiset)."""
+    picks = []
+    for j in range(size, 0, -1):
+        row = _COMB[j]
+        c = j - 1
+        while row[c + 1] <= r:
+            c += 1
+        r -= row[c]
+        picks.append(c - (j - 1))  # from strictly increasing to non-decreasing symbols
+    return tuple(ID[s - 1] for s in sorted(picks) if s)
+
+
+class LegalMoves(Sequence):
+    """The legal moves of a position in a fixed order: the ordinary ones (shares, then the
+    step's own moves in card-list and seat order), then the offers, target by target.
+    Supports len, indexing, iteration and `in`."""
+
+    __slots__ = ("moves", "spaces", "_set", "_len")
+
+    def __init__(self, moves: list[Move], spaces: list[OfferSpace] = ()):
+        self.moves = moves
+        self.spaces = [s for s in spaces if len(s)]
+        self._set = None
+        self._len = len(moves) + sum(len(s) for s in self.spaces)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i: int) -> Move:
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("no legal move with that number")
+        if i < len(self.moves):
+            return self.moves[i]
+        i -= len(self.moves)
+        for space in self.spaces:
+            if i < len(space):
+                return space[i]
+            i -= len(space)
+        raise AssertionError("unreachable")
+
+    def __iter__(self) -> Iterator[Move]:
+        yield from self.moves
+        for space in self.spaces:
+            for i in range(len(space)):
+                yield space[i]
+
+    def __contains__(self, move) -> bool:
+        if isinstance(move, Offer):
+            return any(move in s for s in self.spaces)
+        if self._set is None:
+            self._set = set(self.moves)
+        try:
+            return move in self._set
+        except TypeError:  # an unhashable field: not a move we made
+            return False
+
+    def __repr__(self) -> str:
+        return f"LegalMoves({self.moves!r} + {sum(map(len, self.spaces))} offers)"
+
+    def offers_to(self) -> list[str]:
+        """The colours an offer can go to now."""
+        return [s.colour for s in self.spaces]
+
+
+# --- legal moves ------------------------------------------------------------------------------
+
+def _shares(state: GameState, seat: int) -> list[Move]:
+    if state.gold[seat] < SHARE_PRICE:
+        return []
+    return [Share(ID[a]) for a in ADVANCES if not state.has(seat, a)
+            and any(state.tableau[o][a] for o in state.seats if o != seat)]
+
+
+def can_build(state: GameState, seat: int, kind: int) -> bool:
+    """Whether a `kind` card put into play now would be supported (readings: counting)."""
+    group = GROUP_OF.get(kind)
+    if group is None:
+        return True  # a village needs nothing
+    t = state.tableau[seat]
+    used = sum(t[k] for k in GROUPS[group][0])
+    return used + 1 <= capacity(group, t, _irrigated(state, seat))
+
+
+def loss_choices(state: GameState) -> list[Lose]:
+    """The target's possible answers to the loss it must take."""
+    loss = state.loss
+    t = state.tableau[loss.target]
+    if loss.kinds:
+        options = [Lose((ID[k],)) for k in loss.kinds if t[k]]
+        return options or [Lose(())]
+    gp, ms = state.has(loss.target, GUN_POWDER), state.has(loss.target, MASONRY)
+    items = [(k, dp_of(k, gp, ms), t[k]) for k in BUILDABLE if t[k]]
+    if sum(dp * n for _, dp, n in items) < loss.roll:
+        return [Lose(tuple(ID[k] for k, _, n in items for _ in range(n)))]  # loses everything
+    items = [item for item in items if item[1] > 0]  # a 0-DP card could always be left out
+    found: list[Lose] = []
+
+    def cover(i: int, total: int, chosen: tuple[int, ...], smallest: int) -> None:
+        if total >= loss.roll:
+            if total - smallest < loss.roll:  # no card could be left out
+                found.append(Lose(tuple(ID[k] for k in chosen)))
+            return
+        if i == len(items):
+            return
+        cover(i + 1, total, chosen, smallest)
+        k, dp, n = items[i]
+        for c in range(1, n + 1):
+            cover(i + 1, total + dp * c, chosen + (k,) * c, min(smallest, dp))
+            if total + dp * c >= loss.roll:
+                break
+
+    cover(0, 0, (), 99)
+    return found
+
+
+def legal_moves(state: GameState) -> LegalMoves:
+    """Every legal move of the seat to move (`state.to_move`), in a stable order."""
+    cached = state.__dict__.get("_legal")
+    if cached is None:
+        # A state never changes, so its legal moves are worked out once (outside the fields,
+        # so equality and serialisation do not see them).
+        cached = state.__dict__["_legal"] = _legal_moves(state)
+    return cached
+
+
+def _legal_moves(state: GameState) -> LegalMoves:
+    step = state.step
+    if step == OVER:
+        return LegalMoves([])
+    seat = state.current
+    hand, gold = state.hands[seat], state.gold[seat]
+    moves: list[Move] = _shares(state, seat) if step in SHARE_STEPS else []
+    spaces: list[OfferSpace] = []
+    if step == KEEP:
+        moves = [Keep(ID[k]) for k in sorted(set(state.choice))]
+    elif step == BUY:
+        moves.append(Done())
+        if gold >= CARD_PRICE and "no-buying" not in state.variants:
+            moves.append(Buy())
+    elif step == BUILD:
+        moves.append(Done())
+        moves.extend(Build(ID[k]) for k in BUILDABLE if hand[k] and can_build(state, seat, k))
+    elif step == UPKEEP:
+        t, paid = state.tableau[seat], state.paid[seat]
+        for g, n in enumerate(unsupported(state, seat)):
+            if n:
+                for k in GROUPS[g][0]:
+                    if t[k] > paid.count(k):
+                        moves.append(Abandon(ID[k]))
+                        if gold >= UPKEEP_PRICE:
+                            moves.append(Pay(ID[k]))
+    elif step == RESEARCH:
+        moves.append(Done())
+        if gold >= ADVANCE_PRICE:
+            moves.extend(Research(ID[a]) for a in ADVANCES if hand[a])
+    elif step == EVENT:
+        moves.append(Done())
+        rivals = [state.players[o] for o in state.seats if o != seat]
+        for k in EVENT_CARDS:
+            if hand[k]:
+                if k == CARAVAN:
+                    moves.append(Play(ID[k]))
+                else:
+                    moves.extend(Play(ID[k], c) for c in rivals)
+        if state.tableau[seat][KNIGHTS]:
+            moves.extend(War(c) for c in rivals)
+        if hand[KNIGHTS] and "knights-from-hand" in state.variants:
+            moves.extend(War(c, True) for c in rivals)
+    elif step == LOSS:
+        moves = loss_choices(state)
+    elif step == TRADE:
+        moves.append(Done())
+        spaces = [OfferSpace(o, state.players[o], hand, gold, sum(state.hands[o]), state.gold[o])
+                  for o in state.seats if o != seat and o not in state.offered]
+    elif step == ANSWER:
+        offer = state.offer
+        target = state.players.index(offer.target)
+        moves = [Decline()]
+        if state.gold[target] >= offer.ask_gold and _holds(state.hands[target], offer.ask):
+            moves.append(Accept())
+    elif step == END:
+        moves = [Discard(ID[k]) for k in range(N_KINDS) if hand[k]]
+    return LegalMoves(moves, spaces)
+
+
+# --- applying ---------------------------------------------------------------------------------
+
+def new_game(players, seed: int | str, variants=()) -> GameState:
+    """Deal, roll for the start seat and play the automatic start of the first turn."""
+    state = deal(players, seed, variants)
+    return _settle(_start_turn(state, state.start, first=True))
+
+
+def apply_move(state: GameState, move: Move) -> GameState:
+    """The position after `move`; IllegalMoveError says why a move cannot be played now."""
+    if state.step == OVER:
+        raise IllegalMoveError("the game is over; no more moves can be played")
+    if move not in legal_moves(state):
+        raise IllegalMoveError(why_illegal(state, move))
+    after = _settle(_apply(state, move))
+    return replace(after, ply=state.ply + 1)
+
+
+def _settle(state: GameState) -> GameState:
+    """Play every decision that has only one possible answer.
+
+    Not an answer to an offer, nor the keep of a Scholastics pair: playing those at once would
+    tell the other seats something about a secret hand (that it lacks what was asked for, that
+    the pair was alike), so the seat is always asked.
+    """
+    while state.step not in (OVER, ANSWER, KEEP):
+        moves = legal_moves(state)
+        if len(moves) != 1:
+            assert len(moves), f"no legal move at step {state.step}"
+            return state
+        state = _apply(state, moves[0])
+    return state
+
+
+def _roll(state: GameState) -> tuple[int, GameState]:
+    r = roll(state.seed, len(state.dice))
+    return r, replace(state, dice=state.dice + (r,))
+
+
+def _start_turn(state: GameState, seat: int, first: bool = False) -> GameState:
+    n = 1 + state.has(seat, PRINTING_PRESS)
+    if "catch-up" in state.variants and any(
+            state.revenue[seat] < state.revenue[o] for o in state.seats if o != seat):
+        n += 1
+    state = replace(state, current=seat, turn=state.turn + (not first), offered=(),
+                    draws_left=n, step=BUY)
+    return _draw(state)
+
+
+def _draw(state: GameState) -> GameState:
+    """Make the draws still owed; the game ends the moment the deck is empty."""
+    seat = state.current
+    hand, deck, draws = state.hands[seat], state.deck, state.draws_left
+    while draws:
+        draws -= 1
+        take = 2 if state.has(seat, SCHOLASTICS) else 1
+        drawn, deck = deck[-take:], deck[:-take]
+        for k in drawn:
+            hand = _add(hand, k, 1)
+        if not deck:
+            return replace(state, hands=_put(state.hands, seat, hand), deck=deck, draws_left=0,
+                           step=OVER)
+        if take == 2:
+            return replace(state, hands=_put(state.hands, seat, hand), deck=deck,
+                           draws_left=draws, step=KEEP, choice=tuple(drawn))
+    return replace(state, hands=_put(state.hands, seat, hand), deck=deck, draws_left=0, step=BUY)
+
+
+def _after_upkeep(state: GameState) -> GameState:
+    if any(unsupported(state, state.current)):
+        return replace(state, step=UPKEEP)
+    return replace(state, step=RESEARCH)
+
+
+def _end_phase(state: GameState) -> GameState:
+    if sum(state.hands[state.current]) > HAND_SIZE:
+        return replace(state, step=END)
+    return _start_turn(state, (state.current + 1) % len(state.players))
+
+
+def _discard(state: GameState, where: str, seat: int, k: int) -> GameState:
+    vecs = getattr(state, where)
+    return replace(state, **{where: _put(vecs, seat, _add(vecs[seat], k, -1))},
+                   discard=state.discard + (k,))
+
+
+def _apply(state: GameState, move: Move) -> GameState:
+    seat, step = state.current, state.step
+    kind = type(move)
+    if kind is Done:
+        if step == BUY:  # tax, then the build phase
+            r = revenue(state, seat)
+            return replace(state, gold=_put(state.gold, seat, state.gold[seat] + r),
+                           revenue=_put(state.revenue, seat, r), paid=_put(state.paid, seat, ()),
+                           step=BUILD)
+        if step == BUILD:
+            return _after_upkeep(state)
+        if step == RESEARCH:
+            return replace(state, step=EVENT)
+        if step == EVENT:
+            return replace(state, step=TRADE)
+        return _end_phase(state)  # TRADE
+    if kind is Buy:
+        return _draw(replace(state, gold=_put(state.gold, seat, state.gold[seat] - CARD_PRICE),
+                             draws_left=state.draws_left + 1))
+    if kind is Keep:
+        k = INDEX[move.card]
+        a, b = state.choice
+        other = b if a == k else a
+        return _draw(replace(_discard(state, "hands", seat, other), choice=()))
+    if kind is Build:
+        k = INDEX[move.card]
+        return replace(state, hands=_put(state.hands, seat, _add(state.hands[seat], k, -1)),
+                       tableau=_put(state.tableau, seat, _add(state.tableau[seat], k, 1)))
+    if kind is Pay:
+        state = replace(state, gold=_put(state.gold, seat, state.gold[seat] - UPKEEP_PRICE),
+                        paid=_put(state.paid, seat, state.paid[seat] + (INDEX[move.card],)))
+        return _after_upkeep(state)
+    if kind is Abandon:
+        return _after_upkeep(_discard(state, "tableau", seat, INDEX[move.card]))
+    if kind is Research:
+        k = INDEX[move.card]
+        return replace(state, hands=_put(state.hands, seat, _add(state.hands[seat], k, -1)),
+                       tableau=_put(state.tableau, seat, _add(state.tableau[seat], k, 1)),
+                       gold=_put(state.gold, seat, state.gold[seat] - ADVANCE_PRICE))
+    if kind is Share:
+        state = replace(state, gold=_put(state.gold, seat, state.gold[seat] - SHARE_PRICE),
+                        shared=_put(state.shared, seat,
+                                    tuple(sorted(state.shared[seat] + (INDEX[move.card],)))))
+        return _after_upkeep(state) if step == UPKEEP else state
+    if kind is Play:
+        k = INDEX[move.card]
+        state = _discard(state, "hands", seat, k)
+        if k == CARAVAN:
+            r, state = _roll(state)
+            return replace(state, gold=_put(state.gold, seat, state.gold[seat] + r), step=TRADE)
+        target = state.players.index(move.target)
+        if k in DISCARD_ONE:
+            return replace(state, step=LOSS, loss=Loss(target, seat, k, kinds=DISCARD_ONE[k]))
+        r, state = _roll(state)
+        return replace(state, step=LOSS, loss=Loss(target, seat, k, roll=r))
+    if kind is War:
+        state = _discard(state, "hands" if move.from_hand else "tableau", seat, KNIGHTS)
+        r, state = _roll(state)
+        return replace(state, step=LOSS,
+                       loss=Loss(state.players.index(move.target), seat, KNIGHTS, roll=r))
+    if kind is Lose:
+        target = state.loss.target
+        t = state.tableau[target]
+        for c in move.cards:
+            t = _add(t, INDEX[c], -1)
+        return replace(state, tableau=_put(state.tableau, target, t),
+                       discard=state.discard + tuple(INDEX[c] for c in move.cards),
+                       loss=None, step=TRADE)
+    if kind is Offer:
+        target = state.players.index(move.target)
+        return replace(state, offer=move, offered=state.offered + (target,), step=ANSWER)
+    if kind is Decline:
+        return replace(state, offer=None, step=TRADE)
+    if kind is Accept:
+        offer = state.offer
+        target = state.players.index(offer.target)
+        hands, gold = list(state.hands), list(state.gold)
+        for c in offer.give:
+            hands[seat] = _add(hands[seat], INDEX[c], -1)
+            hands[target] = _add(hands[target], INDEX[c], 1)
+        for c in offer.ask:
+            hands[target] = _add(hands[target], INDEX[c], -1)
+            hands[seat] = _add(hands[seat], INDEX[c], 1)
+        gold[seat] += offer.ask_gold - offer.give_gold
+        gold[target] += offer.give_gold - offer.ask_gold
+        return replace(state, hands=tuple(hands), gold=tuple(gold), offer=None, step=TRADE)
+    if kind is Discard:
+        return _end_phase(_discard(state, "hands", seat, INDEX[move.card]))
+    raise AssertionError(f"unknown move {move!r}")
+
+
+# --- why a move is not legal ------------------------------------------------------------------
+
+_STEP_ASKS = {
+    KEEP: "to keep one of the two cards Scholastics drew ('keep village')",
+    BUY: "the draw phase: 'buy' a card for 5 gold or 'done'",
+    BUILD: "the build phase: 'build village' and so on, or 'done'",
+    UPKEEP: "to pay 1 gold for each unsupported card in play or abandon it ('pay town', "
+            "'abandon town')",
+    RESEARCH: "the research phase: 'research irrigation' (5 gold) or 'done'",
+    EVENT: "the event phase: 'play plague at red', 'war at red' or 'done'",
+    LOSS: "the target's choice of losses ('lose village, town')",
+    TRADE: "the trade phase: 'offer red: 5 gold for town' or 'done'",
+    ANSWER: "the answer to an offer: 'accept' or 'decline'",
+    END: "the end phase: 'discard village' down to 7 cards",
+}
+_MOVE_STEPS = {Keep: (KEEP,), Buy: (BUY,), Build: (BUILD,), Pay: (UPKEEP,), Abandon: (UPKEEP,),
+               Research: (RESEARCH,), Share: SHARE_STEPS, Play: (EVENT,), War: (EVENT,),
+               Lose: (LOSS,), Offer: (TRADE,), Accept: (ANSWER,), Decline: (ANSWER,),
+               Discard: (END,), Done: (BUY, BUILD, RESEARCH, EVENT, TRADE)}
+
+
+def why_illegal(state: GameState, move) -> str:
+    """A sentence saying why `move` cannot be played now and what can."""
+    steps = _MOVE_STEPS.get(type(move))
+    now = f"now it is {state.players[state.to_move]}'s turn for {_STEP_ASKS[state.step]}"
+    if steps is None:
+        return f"{move!r} is not a Knights & Castles move"
+    if state.step not in steps:
+        return f"'{move}' cannot be played now; {now}"
+    seat = state.current
+    hand, gold, name = state.hands[seat], state.gold[seat], getattr(move, "card", None)
+    k = INDEX.get(name) if isinstance(name, str) else None
+    if name is not None and k is None:
+        return f"{name!r} is not a card"
+    if isinstance(move, (Build, Research, Discard, Play)) and not hand[k]:
+        return f"there is no {name} in your hand"
+    if isinstance(move, Buy):
+        if "no-buying" in state.variants:
+            return "this game is played without buying cards (the no-buying variant)"
+        return f"a card costs {CARD_PRICE} gold and you have {gold}"
+    if isinstance(move, Build):
+        if KINDS[k].type not in ("resource", "leader"):
+            return f"only resources and leaders are built; {name} is not one"
+        return (f"{name} would be unsupported: it needs a {KINDS[k].needs} in play with room "
+                f"for it (see the support rules)")
+    if isinstance(move, Research):
+        if KINDS[k].type != "advance":
+            return f"{name} is not an advance"
+        return f"an advance costs {ADVANCE_PRICE} gold and you have {gold}"
+    if isinstance(move, Share):
+        if k not in ADVANCES:
+            return f"{name} is not an advance"
+        if state.has(seat, k):
+            return f"you already have {name}"
+        if not any(state.tableau[o][k] for o in state.seats if o != seat):
+            return f"no other player has {name} in play"
+        return f"sharing an advance costs {SHARE_PRICE} gold and you have {gold}"
+    if isinstance(move, (Pay, Abandon)):
+        return (f"{name} is not one of your unsupported cards; "
+                f"legal now: {', '.join(map(str, legal_moves(state).moves))}")
+    if isinstance(move, (Play, War)):
+        target = move.target
+        if isinstance(move, Play) and k not in EVENT_CARDS:
+            return f"{name} is not an event, disaster or invasion card"
+        if isinstance(move, Play) and k == CARAVAN:
+            return "Caravan targets yourself: write 'play caravan'"
+        if target not in state.players or target == state.players[seat]:
+            return "name the opponent it targets: " + ", ".join(
+                c for c in state.players if c != state.players[seat])
+        if isinstance(move, War):
+            if move.from_hand:
+                if "knights-from-hand" not in state.variants:
+                    return "knights act of war only from play in this game ('war at red')"
+                return "there is no knights card in your hand"
+            return "an act of war needs a knights card of yours in play"
+    if isinstance(move, Lose):
+        choices = loss_choices(state)
+        loss = state.loss
+        what = (f"{loss.roll} DP" if not loss.kinds else "one " + " or ".join(
+            ID[k] for k in loss.kinds))
+        return (f"'{move}' does not cover the loss of {what} exactly (cards in play, none that "
+                f"could be left out); choose one of: " + "; ".join(map(str, choices[:8])))
+    if isinstance(move, Offer):
+        if move.target not in state.players or move.target == state.players[seat]:
+            return "offer a trade to an opponent: " + ", ".join(
+                c for c in state.players if c != state.players[seat])
+        if state.players.index(move.target) in state.offered:
+            return f"you already made {move.target} an offer this turn"
+        if not (move.give_gold or move.give) or not (move.ask_gold or move.ask):
+            return "an offer gives something and asks for something"
+        if move.give_gold > gold:
+            return f"you have only {gold} gold"
+        if not _holds(hand, move.give):
+            return "you do not hold all the cards you offer"
+        target = state.players.index(move.target)
+        if move.ask_gold > state.gold[target]:
+            return f"{move.target} has only {state.gold[target]} gold"
+        return f"{move.target} holds only {sum(state.hands[target])} cards"
+    if isinstance(move, Accept):
+        return "you do not have all that the offer asks for; you can only 'decline'"
+    return f"'{move}' cannot be played now; {now}"
+
+
+# --- the default move for a seat that missed its deadline ------------------------------------
+
+def default_move(state: GameState) -> Move:
+    """What the server plays for the seat to move when it misses its deadline (readings):
+    nothing built, researched, played or offered; an offer declined; a loss covered by the
+    cards of least revenue; the least valuable cards discarded or given up."""
+    step, seat = state.step, state.current
+    moves = legal_moves(state).moves
+    if step == KEEP:
+        return Keep(ID[max(state.choice, key=value)])
+    if step == ANSWER:
+        return Decline()
+    if step == LOSS:
+        gp, ms = state.has(state.loss.target, GUN_POWDER), state.has(state.loss.target, MASONRY)
+        return min(moves, key=lambda m: (sum(KINDS[INDEX[c]].revenue for c in m.cards),
+                                         sum(dp_of(INDEX[c], gp, ms) for c in m.cards),
+                                         len(m.cards), str(m)))
+    if step == UPKEEP:
+        return min((m for m in moves if isinstance(m, Abandon)), key=lambda m: value(INDEX[m.card]))
+    if step == END:
+        return min(moves, key=lambda m: value(INDEX[m.card]))
+    return Done()

@@ -1,0 +1,56 @@
+"""A Knights & Castles position as JSON and back, and replaying a game from its set-up and log."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+from ..errors import NotationError, StateError
+from .cards import N_KINDS
+from .moves import Offer, parse_move
+from .rules import apply_move, new_game
+from .state import PHASE_OF, GameState, Loss
+
+FORMAT = "knights-castles/1"
+
+
+def to_json(state: GameState) -> str:
+    """The whole position, secrets included (for the server's database, never for a player)."""
+    data = {f.name: getattr(state, f.name) for f in fields(GameState)}
+    data["loss"] = None if state.loss is None else [
+        state.loss.target, state.loss.by, state.loss.card, state.loss.roll, list(state.loss.kinds)]
+    data["offer"] = None if state.offer is None else str(state.offer)
+    return json.dumps({"format": FORMAT, **data}, separators=(",", ":"))
+
+
+def _tuples(value):
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def from_json(text: str) -> GameState:
+    """A position from `to_json`; StateError when the text is not one."""
+    try:
+        data = json.loads(text)
+        if data.pop("format") != FORMAT:
+            raise StateError("not a Knights & Castles position (unknown format)")
+        loss, offer = data.pop("loss"), data.pop("offer")
+        state = GameState(**{k: _tuples(v) for k, v in data.items()},
+                          loss=None if loss is None else Loss(*loss[:4], tuple(loss[4])),
+                          offer=None if offer is None else parse_move(offer))
+    except StateError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, NotationError) as exc:
+        raise StateError(f"not a Knights & Castles position: {exc}") from None
+    if (state.step not in PHASE_OF or any(len(v) != N_KINDS for v in state.hands + state.tableau)
+            or (state.offer is not None and not isinstance(state.offer, Offer))
+            or state.card_total() != 106):
+        raise StateError("not a Knights & Castles position: its parts do not fit together")
+    return state
+
+
+def replay(players, seed: int | str, variants, notations: list[str]) -> GameState:
+    """The game set up from `players`, `seed` and `variants` after the moves in `notations`."""
+    state = new_game(players, seed, variants)
+    for text in notations:
+        state = apply_move(state, parse_move(text))
+    return state

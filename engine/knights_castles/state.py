@@ -1,0 +1,176 @@
+"""One position of Knights & Castles, the seeded dice, and setting up a new game.
+
+`GameState` is immutable; `rules` makes new states from it. The secrets (deck order, hands,
+the seed) live here and never in a view. Every die is rolled from the seed and the number of
+dice rolled so far, and every roll is kept in `dice`, so a replay from the seed and the move log
+rolls the same dice and a playout can print them.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from ..errors import SetupError
+from .cards import DECK_SIZE, KINDS, N_KINDS
+from .moves import COLOURS, Offer
+
+MIN_PLAYERS, MAX_PLAYERS = 2, 6
+HAND_SIZE = 7
+VARIANTS = ("catch-up", "no-buying", "knights-from-hand")
+
+# Steps: where a turn stands. The phase a step belongs to is PHASE_OF[step].
+KEEP, BUY, BUILD, UPKEEP, RESEARCH, EVENT, LOSS, TRADE, ANSWER, END, OVER = (
+    "keep", "buy", "build", "upkeep", "research", "event", "loss", "trade", "answer", "end", "over")
+PHASE_OF = {KEEP: "draw", BUY: "draw", BUILD: "build", UPKEEP: "build", RESEARCH: "research",
+            EVENT: "event", LOSS: "event", TRADE: "trade", ANSWER: "trade", END: "end",
+            OVER: "over"}
+
+
+@dataclass(frozen=True, slots=True)
+class Loss:
+    """A loss the target must choose: `roll` DP worth of cards in play, or, when `kinds` is
+    given, one card of those kinds (Storm at Sea, Untimely End, Crusades, Mined Out)."""
+
+    target: int
+    by: int
+    card: int  # the kind index of the card that caused it (Knights for an act of war)
+    roll: int = 0
+    kinds: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class GameState:
+    """A whole position. Seats are 0..n-1 clockwise. Cards are kind indices (`cards.KINDS`).
+
+    `hands[seat]` and `tableau[seat]` are count vectors over the kinds; the tableau holds the
+    resources, leaders and advances a seat has in play. `shared[seat]` are the advances it paid
+    10 gold to share. `deck` is drawn from its end. `choice` is the pair a Scholastics draw put
+    into the current hand, awaiting `keep`. `paid[seat]` are the unsupported cards the seat paid
+    1 gold for in its latest build phase. `revenue[seat]` is what its latest tax phase yielded.
+    """
+
+    players: tuple[str, ...]
+    seed: int | str = field(repr=False)
+    variants: tuple[str, ...]
+    deck: tuple[int, ...] = field(repr=False)
+    hands: tuple[tuple[int, ...], ...] = field(repr=False)
+    tableau: tuple[tuple[int, ...], ...]
+    shared: tuple[tuple[int, ...], ...]
+    discard: tuple[int, ...]
+    gold: tuple[int, ...]
+    dice: tuple[int, ...]
+    start: int
+    current: int
+    step: str
+    turn: int = 1
+    ply: int = 0
+    draws_left: int = 0
+    choice: tuple[int, ...] = field(default=(), repr=False)
+    loss: Loss | None = None
+    offer: Offer | None = None
+    offered: tuple[int, ...] = ()
+    paid: tuple[tuple[int, ...], ...] = ()
+    revenue: tuple[int, ...] = ()
+
+    @property
+    def is_over(self) -> bool:
+        return self.step == OVER
+
+    @property
+    def phase(self) -> str:
+        return PHASE_OF[self.step]
+
+    @property
+    def seats(self) -> range:
+        return range(len(self.players))
+
+    @property
+    def to_move(self) -> int | None:
+        """The seat whose decision it is: the turn's player, or the seat asked for one."""
+        if self.step == LOSS:
+            return self.loss.target
+        if self.step == ANSWER:
+            return self.players.index(self.offer.target)
+        if self.step == OVER:
+            return None
+        return self.current
+
+    def has(self, seat: int, advance: int) -> bool:
+        """Whether `seat` has the benefit of `advance` (in play or shared)."""
+        return self.tableau[seat][advance] > 0 or advance in self.shared[seat]
+
+    def card_total(self) -> int:
+        """Every card in the game: deck, hands, in play and discard pile (always 106)."""
+        return (len(self.deck) + sum(map(sum, self.hands)) + sum(map(sum, self.tableau))
+                + len(self.discard))
+
+
+def roll(seed: int | str, number: int) -> int:
+    """Die number `number` (0, 1, ...) of the game: 1-6 from the seed alone.
+
+    `Random(str).random()` keeps its sequence across Python versions, so games replay anywhere.
+    """
+    return int(random.Random(f"kc:{seed}:die:{number}").random() * 6) + 1
+
+
+def shuffled(cards: list[int], seed: int | str) -> tuple[int, ...]:
+    """The deck for `seed`: a Fisher-Yates shuffle driven by `Random(str).random()`."""
+    rng = random.Random(f"kc:{seed}:deck")
+    out = list(cards)
+    for i in range(len(out) - 1, 0, -1):
+        j = int(rng.random() * (i + 1))
+        out[i], out[j] = out[j], out[i]
+    return tuple(out)
+
+
+def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
+         variants: tuple[str, ...] | list[str] = ()) -> GameState:
+    """The position after the deal and the start roll, before any draw (see `rules.new_game`)."""
+    if isinstance(players, int) and not isinstance(players, bool):
+        if not MIN_PLAYERS <= players <= MAX_PLAYERS:
+            raise SetupError(f"Knights & Castles is for {MIN_PLAYERS} to {MAX_PLAYERS} players, "
+                             f"not {players}")
+        colours = COLOURS[:players]
+    else:
+        colours = tuple(players)
+        if not MIN_PLAYERS <= len(colours) <= MAX_PLAYERS:
+            raise SetupError(f"Knights & Castles is for {MIN_PLAYERS} to {MAX_PLAYERS} players, "
+                             f"not {len(colours)}")
+        unknown = [c for c in colours if c not in COLOURS]
+        if unknown:
+            raise SetupError(f"unknown player colour {unknown[0]!r}; choose from "
+                             f"{', '.join(COLOURS)}")
+        if len(set(colours)) != len(colours):
+            raise SetupError("each player needs a different colour")
+    if not isinstance(seed, (int, str)) or isinstance(seed, bool):
+        raise SetupError("the seed must be a whole number or a text")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise SetupError(f"unknown variant {unknown[0]!r}; the variants are {', '.join(VARIANTS)}")
+    n = len(colours)
+    deck = list(shuffled([k for k, kind in enumerate(KINDS) for _ in range(kind.count)], seed))
+    assert len(deck) == DECK_SIZE
+    hands = []
+    for _ in range(n):
+        counts = [0] * N_KINDS
+        for _ in range(HAND_SIZE):
+            counts[deck.pop()] += 1
+        hands.append(tuple(counts))
+    # Each seat rolls 1D6; the highest starts; tied seats roll again.
+    dice: list[int] = []
+    rolling = list(range(n))
+    while len(rolling) > 1:
+        rolls = []
+        for _ in rolling:
+            rolls.append(roll(seed, len(dice)))
+            dice.append(rolls[-1])
+        best = max(rolls)
+        rolling = [s for s, r in zip(rolling, rolls) if r == best]
+    start = rolling[0]
+    empty = (0,) * N_KINDS
+    return GameState(
+        players=colours, seed=seed, variants=tuple(v for v in VARIANTS if v in variants),
+        deck=tuple(deck), hands=tuple(hands), tableau=(empty,) * n, shared=((),) * n,
+        discard=(), gold=(0,) * n, dice=tuple(dice), start=start, current=start, step=BUY,
+        paid=((),) * n, revenue=(0,) * n)

@@ -1,0 +1,76 @@
+"""Knights & Castles notation: every move round-trips, the documented spellings read, bad text
+gets an answer saying what to write."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from engine.errors import NotationError
+from engine.knights_castles import (Abandon, Accept, Build, Buy, Decline, Discard, Done, Keep,
+                                    Lose, Offer, Pay, Play, Research, Share, War, parse_move,
+                                    parse_moves)
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "notation.md"
+
+EVERY_KIND = [Done(), Buy(), Keep("town"), Build("trade-route"), Pay("castle"), Abandon("city"),
+              Research("crop-rotation"), Share("gun-powder"), Play("caravan"),
+              Play("volcanic-eruption", "orange"), War("red"), War("blue", True),
+              Lose(("town", "village", "village")), Lose(()),
+              Offer("green", 12, ("city", "village"), 0, ("storm-at-sea",)),
+              Offer("red", 0, ("mine",), 3, ()), Accept(), Decline(), Discard("untimely-end")]
+
+
+@pytest.mark.parametrize("move", EVERY_KIND, ids=str)
+def test_every_move_round_trips(move):
+    """Notation: parse_move(str(move)) == move for every kind of move."""
+    assert parse_move(str(move)) == move
+    assert parse_move(str(move).upper()) == move
+
+
+def test_the_documented_spellings_read_as_documented():
+    """docs/notation.md: each line of the kc-moves block reads as the move given."""
+    block = re.search(r"```kc-moves\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S).group(1)
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert len(lines) >= 8
+    for line in lines:
+        written, canonical = (part.strip() for part in line.split("->"))
+        move = parse_move(written)
+        assert str(move) == canonical, line
+        assert parse_move(canonical) == move
+
+
+def test_a_whole_turn_in_one_message():
+    """Notation: several moves, one a line or separated by ';'."""
+    assert parse_moves("buy\nbuild village; build town\n\ndone") == [
+        Buy(), Build("village"), Build("town"), Done()]
+
+
+@pytest.mark.parametrize("text,answer", [
+    ("", "empty"),
+    ("build palace", "'palace' is not a card"),
+    ("build village town", "one card"),
+    ("fly", "'fly' is not a move"),
+    ("play plague at pink", "not a player"),
+    ("offer red 5 gold for town", "write an offer as"),
+    ("offer red: 5 gold", "write an offer as"),
+    ("lose 3 gold", "not gold"),
+    ("war", "write an act of war"),
+    ("done now", "takes nothing after it"),
+    ("buy village", "'buy' buys one card"),
+    ("x" * 400, "at most 300 characters"),
+    ("build village\nbuild town", "one move here"),
+])
+def test_unreadable_moves_say_what_to_write(text, answer):
+    """Notation: a NotationError (a ValueError) with a message a player can act on."""
+    with pytest.raises(NotationError, match=answer):
+        parse_move(text)
+
+
+def test_a_move_that_is_not_text_is_refused():
+    """Notation: data that is not text is refused, not crashed on."""
+    for value in (None, 3, ["buy"]):
+        with pytest.raises(NotationError):
+            parse_move(value)
