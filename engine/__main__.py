@@ -10,6 +10,7 @@ import sys
 from .arena import report_lines, run_arena
 from .board import default_board
 from .errors import StateError
+from .knights_castles.state import VARIANTS as KC_VARIANTS
 from .narrate import describe
 from .outcome import outcome
 from .playout import random_playout
@@ -20,6 +21,12 @@ MAX_POSITION_BYTES = 1_000_000
 
 
 def cmd_playout(args) -> int:
+    if args.game == "knights-castles":
+        from .knights_castles.playout import playout_result
+        print(json.dumps(playout_result(args.players, args.seed, args.variant or ())))
+        return 0
+    if args.players not in (3, 4, 5) or args.variant:
+        args.parser.error("Kardinal & König is for 3 to 5 players and has no --variant")
     moves, state = 0, None
     for _, _, _, state in random_playout(args.players, args.seed):
         moves += 1
@@ -93,9 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     playout = commands.add_parser("playout", help="play a random seeded game; print JSON")
-    playout.add_argument("--players", type=int, choices=(3, 4, 5), required=True)
+    playout.add_argument("--game", choices=("kardinal-koenig", "knights-castles"),
+                         default="kardinal-koenig")
+    playout.add_argument("--players", type=int, choices=range(2, 7), required=True,
+                         help="3-5 for kardinal-koenig, 2-6 for knights-castles")
     playout.add_argument("--seed", type=int, required=True)
-    playout.set_defaults(run=cmd_playout)
+    playout.add_argument("--variant", action="append",
+                         choices=KC_VARIANTS,
+                         help="knights-castles only; repeat for several")
+    playout.set_defaults(run=cmd_playout, parser=playout)
     score = commands.add_parser("score", help="score a position file; print the breakdown JSON")
     score.add_argument("file")
     score.set_defaults(run=cmd_score)
