@@ -102,14 +102,11 @@ class OfferSpace:
     __slots__ = ("target", "colour", "held", "gold", "ask_cards", "ask_gold", "give_size",
                  "ask_size")
 
-    def __init__(self, target: int, colour: str, hand: tuple[int, ...], gold: int,
-                 ask_cards: int, ask_gold: int):
-        self.target, self.colour = target, colour
-        self.held = [(k, hand[k]) for k in range(N_KINDS) if hand[k]]
+    def __init__(self, target: int, colour: str, held: list[tuple[int, int]], radix: int,
+                 gold: int, ask_cards: int, ask_gold: int):
+        """`held`: (kind, count) of the offerer's hand; `radix`: its number of sub-multisets."""
+        self.target, self.colour, self.held = target, colour, held
         self.gold, self.ask_cards, self.ask_gold = gold, ask_cards, ask_gold
-        radix = 1
-        for _, n in self.held:
-            radix *= n + 1
         self.give_size = radix * (gold + 1) - 1
         self.ask_size = _MULTISETS[ask_cards] * (ask_gold + 1) - 1
 
@@ -325,7 +322,13 @@ def _legal_moves(state: GameState) -> LegalMoves:
         moves = loss_choices(state)
     elif step == TRADE:
         moves.append(Done())
-        spaces = [OfferSpace(o, state.players[o], hand, gold, sum(state.hands[o]), state.gold[o])
+        held, radix = [], 1
+        for k in range(N_KINDS):
+            if hand[k]:
+                held.append((k, hand[k]))
+                radix *= hand[k] + 1
+        spaces = [OfferSpace(o, state.players[o], held, radix, gold, sum(state.hands[o]),
+                             state.gold[o])
                   for o in state.seats if o != seat and o not in state.offered]
     elif step == ANSWER:
         offer = state.offer
