@@ -35,6 +35,7 @@ from .models import (
     QUEUED,
     RUNNING,
     SENT,
+    UNKNOWN,
     Admin,
     AuditEntry,
     Game,
@@ -128,7 +129,8 @@ def dashboard():
     with reading() as db:
         games = db.exec(select(Game).order_by(Game.id.desc()).limit(1000)).all()
         seats = db.exec(select(Seat).where(Seat.game_id.in_([game.id for game in games]))).all()
-        failed = db.exec(select(OutboxMessage).where(OutboxMessage.status == FAILED)
+        failed = db.exec(select(OutboxMessage)
+                         .where(OutboxMessage.status.in_((FAILED, UNKNOWN)))
                          .order_by(OutboxMessage.id.desc()).limit(50)).all()
     by_game: dict[int, dict[int, Seat]] = {}
     for seat in seats:
@@ -369,7 +371,7 @@ def outbox():
     wanted = request.args.get("status", "")
     with reading() as db:
         query = select(OutboxMessage).order_by(OutboxMessage.id.desc()).limit(200)
-        if wanted in (QUEUED, SENT, FAILED, "sending"):
+        if wanted in (QUEUED, SENT, FAILED, "sending", UNKNOWN):
             query = query.where(OutboxMessage.status == wanted)
         rows = db.exec(query).all()
     return render_template("admin/outbox.html", rows=rows, wanted=wanted)

@@ -25,7 +25,7 @@ from .db import reading, utcnow
 from .deadlines import time_control
 from .games import DEFAULT_KIND, SetupProblem, rules_for
 from .jobs import run_jobs
-from .models import FAILED, RUNNING, Game, OutboxMessage, Seat
+from .models import FAILED, RUNNING, UNKNOWN, Game, OutboxMessage, Seat
 from .outbox import SenderThread, deliver_all_due
 from .services import (
     ServiceError,
@@ -307,8 +307,9 @@ def send_mail_command():
     _need_schema()
     counts = deliver_all_due(current_app._get_current_object())
     click.echo(f"sent {counts['sent']}, to retry later {counts['retry']}, "
-               f"failed {counts['failed']}")
-    if counts["failed"]:
+               f"failed {counts['failed']}, unknown (no answer after the message) "
+               f"{counts['unknown']}")
+    if counts["failed"] or counts["unknown"]:
         sys.exit(1)
 
 
@@ -321,13 +322,14 @@ def mail_status_command():
     with reading() as session:
         counts = dict(session.exec(select(OutboxMessage.status, func.count())
                                    .group_by(OutboxMessage.status)).all())
-        failed = session.exec(select(OutboxMessage).where(OutboxMessage.status == FAILED)
+        failed = session.exec(select(OutboxMessage)
+                              .where(OutboxMessage.status.in_((FAILED, UNKNOWN)))
                               .order_by(OutboxMessage.id)).all()
     click.echo(", ".join(f"{state} {counts.get(state, 0)}"
-                         for state in ("queued", "sending", "sent", "failed")))
+                         for state in ("queued", "sending", "sent", "failed", "unknown")))
     for row in failed:
-        click.echo(f"failed #{row.id} to {row.to_addr} ({row.subject}) after {row.attempts} "
-                   f"attempt(s): {row.last_error}")
+        click.echo(f"{row.status} #{row.id} to {row.to_addr} ({row.subject}) after "
+                   f"{row.attempts} attempt(s): {row.last_error}")
 
 
 @click.command("create-admin")

@@ -27,6 +27,7 @@ NOTIFY_CHOICES = {
 }
 
 QUEUED, SENDING, SENT, FAILED = "queued", "sending", "sent", "failed"
+UNKNOWN = "unknown"  # the server took the whole message but never answered: it may have arrived
 
 
 class Game(SQLModel, table=True):

@@ -1,10 +1,19 @@
 """Delivering the outbox: claim due rows, send them, record what happened, retry with backoff.
 
-A row is claimed (status `sending`) in its own short transaction before anything is sent, so
-two senders never take the same row, and a row once claimed is never sent again by a retry
-loop. A sender that dies mid-send leaves its rows in `sending`; after a while they are marked
-failed with a message saying the mail may or may not have arrived, for a person to decide
-(should the slow sender finish after all and the mail went out, it records the row as sent).
+A few rows at a time are claimed (status `sending`) in a short transaction before anything is
+sent, so two senders never take the same row. Each delivery is recorded in its own
+transaction before the next mail is sent, so a sender that dies loses at most the one mail in
+hand: its other rows are still claimed, and once a claim has made no progress for a while
+(`stuck_after`) its rows go back to the queue and are sent again automatically. The one mail
+that was in hand when the sender died may then arrive twice, with the same Message-ID (every
+retry of a row keeps it), which most mail programs and services show once.
+
+When the mail server does not answer after it was given the whole message (a timeout after
+DATA), the mail may or may not have arrived: it is marked `unknown`, not retried by itself,
+and shown to the admins, who can retry it by hand.
+
+A sender asked to stop (`request_stop`, on SIGTERM) finishes the mail in hand, records it and
+gives its other claimed rows back to the queue.
 Backends: SMTP (STARTTLS, TLS or plain, optional login) and a local folder of .eml files.
 """
 
@@ -15,7 +24,9 @@ import os
 import smtplib
 import ssl
 import threading
+import time
 import uuid
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime
@@ -26,19 +37,31 @@ from flask import Flask
 from sqlalchemy import update
 from sqlmodel import select
 
-from .db import utcnow, writing
-from .models import FAILED, QUEUED, SENDING, SENT, OutboxMessage
+from .db import reading, utcnow, writing
+from .models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
 
-BATCH = 50
-STUCK_AFTER = timedelta(minutes=15)
+BATCH = 10  # claimed at a time: what a sender killed mid-batch leaves behind
+STUCK_AFTER = timedelta(minutes=15)  # at least; see stuck_after()
 MAX_BACKOFF = timedelta(hours=6)
 REDACTED = "[link hidden once sent]"
 NO_ANSWER = "no answer from the mail backend"
 
 
+class Unknown(str):
+    """An error after which the mail may have arrived all the same (no answer after DATA)."""
+
+
+STOPPED_AFTER_DATA = ("the mail server did not answer after it was given the whole message, so "
+                      "it may or may not have arrived: not sent again by itself. Retry it on "
+                      "the outbox page if the player did not get it (it keeps its Message-ID, "
+                      "so a copy that did arrive is shown once by most mail programs). ")
+
+
 class Backend(Protocol):
-    def send(self, messages: list[tuple[OutboxMessage, EmailMessage]]) -> dict[int, str | None]:
-        """Send each message; return, per row id, None when sent or the error text."""
+    def send(self, messages: Iterable[tuple[OutboxMessage, EmailMessage]]
+             ) -> dict[int, str | None] | Iterator[tuple[int, str | None]]:
+        """Send each message; give, per row id, None when sent or the error text (an `Unknown`
+        when it may have arrived), as a dict or, better, one pair as soon as each is done."""
 
 
 def build_message(row: OutboxMessage, sender: str) -> EmailMessage:
@@ -65,7 +88,6 @@ class LocalBackend:
     def send(self, messages):
         # Readable by this user only: every mail holds a seat's live link.
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        results = {}
         for row, message in messages:
             target = self.folder / f"{row.id:08d}.eml"
             temporary = target.with_suffix(".tmp")
@@ -74,10 +96,9 @@ class LocalBackend:
                 with os.fdopen(descriptor, "wb") as f:
                     f.write(bytes(message))
                 os.replace(temporary, target)
-                results[row.id] = None
+                yield row.id, None
             except OSError as exc:
-                results[row.id] = f"cannot write {target}: {exc.strerror}"
-        return results
+                yield row.id, f"cannot write {target}: {exc.strerror}"
 
 
 def describe_error(exc: BaseException) -> str:
@@ -97,6 +118,26 @@ def _refusals(refused: dict) -> str:
                      for address, (code, resp) in refused.items())
 
 
+class _WatchData:
+    """Notes when the end of a message's DATA was handed to the server: an error after that
+    point leaves it unknown whether the server took the message."""
+
+    data_sent = False
+
+    def send(self, s):
+        if isinstance(s, bytes) and s.endswith(b"\r\n.\r\n"):  # only DATA's end looks so
+            self.data_sent = True
+        return super().send(s)
+
+
+class _SMTP(_WatchData, smtplib.SMTP):
+    pass
+
+
+class _SMTP_SSL(_WatchData, smtplib.SMTP_SSL):
+    pass
+
+
 class SmtpBackend:
     def __init__(self, config: dict):
         self.host, self.port = config["SMTP_HOST"], config["SMTP_PORT"]
@@ -113,10 +154,9 @@ class SmtpBackend:
         context = ssl.create_default_context() if self.security != "none" else None
         try:
             if self.security == "tls":
-                client = smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout,
-                                          context=context)
+                client = _SMTP_SSL(self.host, self.port, timeout=self.timeout, context=context)
             else:
-                client = smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+                client = _SMTP(self.host, self.port, timeout=self.timeout)
         except (OSError, smtplib.SMTPException) as exc:
             raise ConnectionProblem(f"cannot reach {where}: {describe_error(exc)}") from exc
         step = "say hello to"
@@ -133,34 +173,53 @@ class SmtpBackend:
         return client
 
     def send(self, messages):
-        results: dict[int, str | None] = {}
+        messages = iter(messages)
+        first = next(messages, None)  # no connection when there is nothing to send
+        if first is None:
+            return
         try:
             client = self._connect()
         except ConnectionProblem as exc:
-            return {row.id: str(exc) for row, _ in messages}
+            yield first[0].id, str(exc)
+            for row, _ in messages:
+                yield row.id, str(exc)
+            return
+        lost = False
         try:
-            for row, message in messages:
+            for row, message in _chain(first, messages):
+                if lost:  # the connection is gone; the rest wait for the next run
+                    yield row.id, "not tried: the SMTP connection was lost"
+                    continue
+                client.data_sent = False
                 try:
                     refused = client.send_message(message)
-                    results[row.id] = f"refused: {_refusals(refused)}" if refused else None
-                except smtplib.SMTPServerDisconnected as exc:
-                    results[row.id] = describe_error(exc)
-                    break  # the connection is gone; the rest wait for the next run
-                except smtplib.SMTPException as exc:
-                    # One refused message (a 4xx or 5xx answer) leaves the connection usable.
-                    results[row.id] = describe_error(exc)
-                except OSError as exc:  # SMTPException is an OSError too: this order matters
-                    results[row.id] = describe_error(exc)
-                    break
+                    error = f"refused: {_refusals(refused)}" if refused else None
+                except smtplib.SMTPResponseException as exc:
+                    # The server answered: it refused this message (4xx or 5xx), and the
+                    # connection stays usable unless it said goodbye (421).
+                    error, lost = describe_error(exc), exc.smtp_code == 421
+                except smtplib.SMTPRecipientsRefused as exc:
+                    error = describe_error(exc)
+                except (smtplib.SMTPException, OSError) as exc:
+                    error = describe_error(exc)
+                    # A timeout or a lost connection (SMTPServerDisconnected); any other
+                    # SMTPException leaves the connection usable.
+                    lost = isinstance(exc, smtplib.SMTPServerDisconnected) or \
+                        not isinstance(exc, smtplib.SMTPException)
+                    if lost and client.data_sent:
+                        error = Unknown(STOPPED_AFTER_DATA + f"({error})")
+                yield row.id, error
         finally:
             try:
                 client.quit()
             except (OSError, smtplib.SMTPException):
                 pass
             client.close()
-        for row, _ in messages:
-            results.setdefault(row.id, "not tried: the SMTP connection was lost")
-        return results
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
 
 
 class ConnectionProblem(Exception):
@@ -175,15 +234,24 @@ def backend_for(app: Flask) -> Backend:
     return LocalBackend(app.config["MAIL_FOLDER"])
 
 
+def stuck_after(app: Flask) -> timedelta:
+    """How long a claim may go without progress before its rows are sent again: well beyond
+    the longest one mail can take (each step of an SMTP conversation may wait the timeout)."""
+    return max(STUCK_AFTER, timedelta(seconds=10 * app.config["SMTP_TIMEOUT_SECONDS"]))
+
+
 def _claim(app: Flask, now: datetime, limit: int) -> tuple[str, list[OutboxMessage]]:
     claim = uuid.uuid4().hex
     with writing(app) as session:
-        # The claim is kept, so that a slow sender can still record a late success.
+        # A sender that died (or was killed) leaves its claimed rows in `sending`: back to the
+        # queue with them. The one it had in hand may arrive twice (same Message-ID).
         session.exec(update(OutboxMessage)
                      .where(OutboxMessage.status == SENDING,
-                            OutboxMessage.claimed_at < now - STUCK_AFTER)
-                     .values(status=FAILED, last_error="the sender stopped while sending this "
-                             "mail; it may or may not have arrived. Retry it by hand if not."))
+                            OutboxMessage.claimed_at < now - stuck_after(app))
+                     .values(status=QUEUED, claim=None, next_attempt_at=now,
+                             last_error="the sender stopped while this mail was claimed; sent "
+                             "again automatically (if it had arrived, the copy has the same "
+                             "Message-ID)"))
         due = select(OutboxMessage.id).where(OutboxMessage.status == QUEUED,
                                              OutboxMessage.next_attempt_at <= now) \
             .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id).limit(limit)
@@ -203,55 +271,100 @@ def _redact(text: str, secrets: list[str]) -> str:
     return text
 
 
+def request_stop(app: Flask) -> None:
+    """Ask every delivery in this process to stop after the mail in hand (SIGTERM)."""
+    stop_event(app).set()
+
+
+def stop_event(app: Flask) -> threading.Event:
+    return app.extensions.setdefault("pbem_stop", threading.Event())
+
+
+def _still_ours(app: Flask, row_id: int, claim: str) -> bool:
+    with reading(app) as session:
+        return session.exec(select(OutboxMessage.id).where(
+            OutboxMessage.id == row_id, OutboxMessage.claim == claim,
+            OutboxMessage.status == SENDING)).first() is not None
+
+
+def _record(app: Flask, row_id: int, claim: str, error: str | None, now: datetime,
+            progress: datetime) -> str | None:
+    """Write down one delivery; returns what it counts as, or None when the row was not ours
+    any more. The claim's other rows are marked as making progress (`progress`)."""
+    retry_base = app.config["MAIL_RETRY_SECONDS"]
+    with writing(app) as session:
+        row = session.get(OutboxMessage, row_id)
+        session.exec(update(OutboxMessage)
+                     .where(OutboxMessage.claim == claim, OutboxMessage.status == SENDING)
+                     .values(claimed_at=progress))
+        # A row taken for stuck and put back in the queue, but not sent again yet, that did
+        # go out after all: say so (and hide its secrets), so it is not sent twice.
+        late_success = error is None and row.status in (QUEUED, FAILED)
+        if not (row.claim == claim and row.status == SENDING) and not late_success:
+            return None
+        row.attempts += 1
+        row.claim = None
+        if isinstance(error, Unknown):
+            row.status, row.last_error, outcome = UNKNOWN, str(error), "unknown"
+        elif error is None:
+            secrets = json.loads(row.secrets_json)
+            row.status, row.sent_at, row.last_error = SENT, now, None
+            row.text_body = _redact(row.text_body, secrets)
+            row.html_body = _redact(row.html_body, secrets)
+            row.secrets_json = "[]"
+            row.reply_to = None
+            outcome = "sent"
+        elif row.attempts >= app.config["MAIL_MAX_ATTEMPTS"] or error.startswith(UNBUILDABLE):
+            row.status, row.last_error, outcome = FAILED, error, "failed"
+        else:
+            backoff = min(timedelta(seconds=retry_base * 2 ** (row.attempts - 1)), MAX_BACKOFF)
+            row.status, row.last_error, row.next_attempt_at = QUEUED, error, now + backoff
+            outcome = "retry"
+        session.add(row)
+    return outcome
+
+
+UNBUILDABLE = "cannot build this mail: "
+
+
 def deliver_queued(app: Flask, now: datetime | None = None, limit: int = BATCH) -> dict[str, int]:
-    """Send what is due, once; returns how many were sent, put back for a retry, failed."""
+    """Send what is due, once; returns how many were sent, put back for a retry, failed, and
+    of unknown fate. Each mail is recorded before the next is sent."""
     now = now or utcnow()
-    counts = {"sent": 0, "retry": 0, "failed": 0}
+    started = time.monotonic()
+    counts = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
     claim, rows = _claim(app, now, limit)
     if not rows:
         return counts
-    sender = app.config["MAIL_FROM"]
-    built, unbuildable = [], {}
-    for row in rows:
-        try:
-            built.append((row, build_message(row, sender)))
-        except (ValueError, TypeError) as exc:  # e.g. a line break in a header: never sendable
-            unbuildable[row.id] = f"cannot build this mail: {exc}"
-    results = backend_for(app).send(built) if built else {}
-    retry_base = app.config["MAIL_RETRY_SECONDS"]
-    with writing(app) as session:
+    sender, stop = app.config["MAIL_FROM"], stop_event(app)
+
+    def built():
+        """The claimed mails, built one at a time, each only while it is still ours."""
         for row in rows:
-            row = session.get(OutboxMessage, row.id)
-            if row.claim != claim:
+            if stop.is_set() or not _still_ours(app, row.id, claim):
                 continue
-            error = unbuildable.get(row.id) or results.get(row.id, NO_ANSWER)
-            # Another run may have taken this row for stuck and marked it failed while we were
-            # still sending. If it did go out, say so (and hide its secrets); else leave it.
-            late_success = row.status == FAILED and error is None
-            if row.status != SENDING and not late_success:
-                continue
-            row.attempts += 1
-            row.claim = None
-            if row.id in unbuildable:
-                row.status, row.last_error = FAILED, error
-                counts["failed"] += 1
-            elif error is None:
-                secrets = json.loads(row.secrets_json)
-                row.status, row.sent_at, row.last_error = SENT, now, None
-                row.text_body = _redact(row.text_body, secrets)
-                row.html_body = _redact(row.html_body, secrets)
-                row.secrets_json = "[]"
-                row.reply_to = None
-                counts["sent"] += 1
-            elif row.attempts >= app.config["MAIL_MAX_ATTEMPTS"]:
-                row.status, row.last_error = FAILED, error
-                counts["failed"] += 1
-            else:
-                backoff = min(timedelta(seconds=retry_base * 2 ** (row.attempts - 1)),
-                              MAX_BACKOFF)
-                row.status, row.last_error, row.next_attempt_at = QUEUED, error, now + backoff
-                counts["retry"] += 1
-            session.add(row)
+            try:
+                yield row, build_message(row, sender)
+            except (ValueError, TypeError) as exc:  # e.g. a line break in a header
+                unbuildable.append((row.id, f"{UNBUILDABLE}{exc}"))
+
+    unbuildable: list[tuple[int, str]] = []
+    results = backend_for(app).send(built())
+    for row_id, error in (results.items() if isinstance(results, dict) else results):
+        for pair in (*unbuildable, (row_id, error)):
+            progress = now + timedelta(seconds=time.monotonic() - started)
+            outcome = _record(app, pair[0], claim, pair[1], now, progress)
+            if outcome:
+                counts[outcome] += 1
+        unbuildable.clear()
+    for row_id, error in unbuildable:
+        outcome = _record(app, row_id, claim, error, now, now)
+        if outcome:
+            counts[outcome] += 1
+    with writing(app) as session:  # left unsent (a stop was asked for): back to the queue
+        session.exec(update(OutboxMessage)
+                     .where(OutboxMessage.claim == claim, OutboxMessage.status == SENDING)
+                     .values(status=QUEUED, claim=None))
     return counts
 
 
@@ -262,13 +375,14 @@ def deliver_all_due(app: Flask, now: datetime | None = None) -> dict[str, int]:
     now = now or utcnow()
     with app.app_context(), writing(app) as session:
         due_digests(session, now)
-    total = {"sent": 0, "retry": 0, "failed": 0}
-    while True:
+    total = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
+    while not stop_event(app).is_set():
         counts = deliver_queued(app, now)
         for key, value in counts.items():
             total[key] += value
         if sum(counts.values()) < BATCH:
-            return total
+            break
+    return total
 
 
 class SenderThread(threading.Thread):

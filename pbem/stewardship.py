@@ -26,6 +26,7 @@ from .models import (
     FINISHED,
     QUEUED,
     RUNNING,
+    UNKNOWN,
     Admin,
     AuditEntry,
     Game,
@@ -360,13 +361,14 @@ def clock_action(admin_id: int, game_id: int, action: str, reason: str,
 
 def retry_mail(admin_id: int, message_id: int, reason: str = "retry",
                now: datetime | None = None) -> None:
-    """Put a failed mail back in the queue, due now."""
+    """Put a failed mail, or one whose delivery is unknown, back in the queue, due now (with
+    the same Message-ID)."""
     now = now or utcnow()
     with writing() as session:
         row = session.get(OutboxMessage, message_id)
         if row is None:
             raise NotFound(f"there is no mail {message_id}")
-        if row.status != FAILED:
+        if row.status not in (FAILED, UNKNOWN):
             raise Rejected(f"mail {message_id} is {row.status}, not failed")
         row.status, row.attempts, row.next_attempt_at = QUEUED, 0, now
         session.add(row)

@@ -197,3 +197,64 @@ def test_the_database_mail_and_secret_are_readable_by_the_owner_only(tmp_path):
     assert mode(folder) == 0o700
     emls = list(folder.glob("*.eml"))
     assert emls and {mode(p) for p in emls} == {0o600}
+
+
+# --- 5: a mail server that answers after the timeout: "unknown", never sent twice by itself ----
+
+class SlowAfterData:
+    """An aiosmtpd handler that takes each message and then answers `delay` seconds late, for
+    the next `slow` messages (the client has given up by then)."""
+
+    def __init__(self, delay: float, slow: int):
+        self.delay, self.slow = delay, slow
+        self.message_ids: list[str] = []
+
+    async def handle_DATA(self, server, session, envelope):
+        import asyncio
+        from email import message_from_bytes
+
+        self.message_ids.append(message_from_bytes(envelope.content)["Message-ID"])
+        if self.slow > 0:
+            self.slow -= 1
+            await asyncio.sleep(self.delay)
+        return "250 2.0.0 Accepted"
+
+
+@pytest.fixture
+def slow_smtp():
+    from aiosmtpd.controller import Controller
+    from test_mail_delivery import free_port
+
+    handler = SlowAfterData(delay=2.5, slow=1)
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=5)
+    controller.start()
+    yield handler, controller.port
+    controller.stop()
+
+
+def test_a_timeout_after_data_leaves_the_mail_unknown_and_it_is_not_sent_twice(
+        tmp_path, slow_smtp):
+    from pbem.outbox import deliver_all_due
+
+    handler, port = slow_smtp
+    app = make_app(tmp_path / "instance", MAIL_BACKEND="smtp", SMTP_HOST="127.0.0.1",
+                   SMTP_PORT=port, SMTP_SECURITY="none", SMTP_TIMEOUT_SECONDS=1)
+    new_game(app, 3, "slow")
+    now = datetime.now(UTC)
+    first = deliver_all_due(app, now)
+    assert first["unknown"] == 1 and first["sent"] == 0
+    for hours in (1, 24, 24 * 7):  # the other two are retried; the unknown one is not
+        deliver_all_due(app, now + timedelta(hours=hours))
+    with reading(app) as db:
+        rows = db.exec(select(OutboxMessage).order_by(OutboxMessage.id)).all()
+    assert [r.status for r in rows] == ["unknown", "sent", "sent"]
+    assert "may or may not have arrived" in rows[0].last_error
+    assert sorted(handler.message_ids) == sorted(r.message_id for r in rows), "each once"
+
+    # The admins see it, and may send it again: with the same Message-ID.
+    result = app.test_cli_runner().invoke(args=["mail-status"])
+    assert "unknown 1" in result.output and f"unknown #{rows[0].id}" in result.output
+    with app.app_context():
+        stewardship.retry_mail(None, rows[0].id, "the player did not get it")
+    deliver_all_due(app, now + timedelta(days=8))
+    assert handler.message_ids.count(rows[0].message_id) == 2

@@ -100,3 +100,74 @@ def test_the_login_limit_is_shared_by_gunicorn_workers_per_account_and_per_addre
         # Right passwords do not count: the clerk logs in again and again.
         assert {attempt(base, "clerk@example.org", PASSWORD, "192.0.2.1")
                 for _ in range(5)} == {303}
+
+
+# --- 2: a sender killed mid-batch loses nothing ---------------------------------------------------
+
+class SlowServer:
+    """An aiosmtpd handler taking `pause` seconds per message, recording each Message-ID."""
+
+    def __init__(self, pause: float):
+        self.pause = pause
+        self.message_ids: list[str] = []
+
+    async def handle_DATA(self, server, session, envelope):
+        import asyncio
+        from email import message_from_bytes
+
+        await asyncio.sleep(self.pause)
+        self.message_ids.append(message_from_bytes(envelope.content)["Message-ID"])
+        return "250 2.0.0 Accepted"
+
+
+def test_a_sender_killed_mid_batch_loses_nothing_and_sends_nothing_recorded_twice(tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from aiosmtpd.controller import Controller
+    from server import new_game
+    from sqlmodel import select
+
+    from pbem.db import reading
+    from pbem.models import SENDING, SENT, OutboxMessage
+    from pbem.outbox import STUCK_AFTER, deliver_all_due
+
+    handler = SlowServer(pause=0.25)
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=5)
+    controller.start()
+    try:
+        instance = tmp_path / "instance"
+        smtp = {"MAIL_BACKEND": "smtp", "SMTP_HOST": "127.0.0.1",
+                "SMTP_PORT": str(controller.port), "SMTP_SECURITY": "none"}
+        app = make_app(instance, **smtp)
+        for i in range(8):
+            new_game(app, 3, f"killed-{i}")
+        sender = subprocess.Popen([sys.executable, "-m", "pbem", "send-mail"], cwd=tmp_path,
+                                  env=environment(instance, **{f"PBEM_{k}": v
+                                                               for k, v in smtp.items()}),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: len(handler.message_ids) >= 4 or sender.poll() is not None, 60,
+                 "four mails to arrive")
+        sender.kill()
+        sender.wait(10)
+
+        def outbox():
+            with reading(app) as db:
+                return db.exec(select(OutboxMessage).order_by(OutboxMessage.id)).all()
+
+        arrived = set(handler.message_ids)
+        recorded = {r.message_id for r in outbox() if r.status == SENT}
+        assert recorded <= arrived and len(arrived - recorded) <= 1, "recorded one by one"
+        assert 0 < sum(r.status == SENDING for r in outbox()) <= 10, "a few claimed at a time"
+
+        # Nobody retries by hand: the next runs, once the claim is stale, send the rest.
+        later = datetime.now(UTC) + STUCK_AFTER + timedelta(seconds=1)
+        deliver_all_due(app, later)
+        rows = outbox()
+        assert {r.status for r in rows} == {SENT}
+        assert set(handler.message_ids) == {r.message_id for r in rows}
+        for message_id in recorded:  # a retry skipped every mail recorded as sent
+            assert handler.message_ids.count(message_id) == 1
+        # At most the one in hand when the sender died came twice, with its Message-ID.
+        assert len(handler.message_ids) - len(rows) <= 1
+    finally:
+        controller.stop()

@@ -165,7 +165,7 @@ def test_each_invitation_arrives_once_with_the_right_headers_and_link(tmp_path, 
     assert [r.status for r in queued] == [QUEUED] * 3
 
     now = datetime.now(UTC)
-    assert deliver_all_due(app, now) == {"sent": 3, "retry": 0, "failed": 0}
+    assert deliver_all_due(app, now) == {"sent": 3, "retry": 0, "failed": 0, "unknown": 0}
     assert deliver_all_due(app, later(3600, now))["sent"] == 0  # nothing twice
 
     assert len(smtp.received) == 3
@@ -226,7 +226,7 @@ def test_a_failed_delivery_is_retried_with_backoff_then_sent_once(tmp_path, serv
         server.handler.refuse_next = 3
     now = datetime.now(UTC)
 
-    assert deliver_queued(app, now) == {"sent": 0, "retry": 3, "failed": 0}
+    assert deliver_queued(app, now) == {"sent": 0, "retry": 3, "failed": 0, "unknown": 0}
     for row in rows(app):
         assert (row.status, row.attempts) == (QUEUED, 1)
         assert row.next_attempt_at == later(RETRY, now)
@@ -241,7 +241,7 @@ def test_a_failed_delivery_is_retried_with_backoff_then_sent_once(tmp_path, serv
     if outage == "server down":
         server.start()
 
-    assert deliver_queued(app, later(RETRY - 1, now)) == {"sent": 0, "retry": 0, "failed": 0}
+    assert deliver_queued(app, later(RETRY - 1, now)) == {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
     assert server.received == []
 
     # The second failure doubles the wait (only for the 451 case: fail once more).
@@ -253,7 +253,7 @@ def test_a_failed_delivery_is_retried_with_backoff_then_sent_once(tmp_path, serv
         assert deliver_queued(app, later(2 * RETRY - 1, second))["sent"] == 0
         second = later(2 * RETRY, second)
 
-    assert deliver_queued(app, second) == {"sent": 3, "retry": 0, "failed": 0}
+    assert deliver_queued(app, second) == {"sent": 3, "retry": 0, "failed": 0, "unknown": 0}
     assert deliver_queued(app, later(RETRY * 100, second))["sent"] == 0
     assert sorted(server.handler.message_ids()) == sorted(r.message_id for r in first)
     attempts = 3 if outage == "451" else 2
@@ -266,7 +266,7 @@ def test_one_refused_message_does_not_hold_back_the_others(tmp_path, smtp):
     new_game(app)
     smtp.handler.refuse_next = 1
     now = datetime.now(UTC)
-    assert deliver_queued(app, now) == {"sent": 2, "retry": 1, "failed": 0}
+    assert deliver_queued(app, now) == {"sent": 2, "retry": 1, "failed": 0, "unknown": 0}
     first, second, third = rows(app)
     assert (first.status, first.attempts) == (QUEUED, 1)
     assert "451" in first.last_error
@@ -281,19 +281,19 @@ def test_after_the_last_attempt_the_row_fails_and_is_left_alone(tmp_path, smtp):
     smtp.handler.refuse_next = 10**6
     run = datetime.now(UTC)
     for attempt, wait in ((1, RETRY), (2, 2 * RETRY), (3, 4 * RETRY)):  # the wait doubles
-        assert deliver_queued(app, run) == {"sent": 0, "retry": 3, "failed": 0}
+        assert deliver_queued(app, run) == {"sent": 0, "retry": 3, "failed": 0, "unknown": 0}
         assert {(r.status, r.attempts, r.next_attempt_at) for r in rows(app)} == \
             {(QUEUED, attempt, later(wait, run))}
-        assert deliver_queued(app, later(wait - 1, run)) == {"sent": 0, "retry": 0, "failed": 0}
+        assert deliver_queued(app, later(wait - 1, run)) == {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
         run = later(wait, run)
-    assert deliver_queued(app, run) == {"sent": 0, "retry": 0, "failed": 3}
+    assert deliver_queued(app, run) == {"sent": 0, "retry": 0, "failed": 3, "unknown": 0}
     for row in rows(app):
         assert (row.status, row.attempts) == (FAILED, 4)
         assert row.last_error == "SMTPDataError: 451 4.3.0 Mailbox busy, try again later"
     refused = smtp.handler.refuse_next
 
     smtp.handler.refuse_next = 0
-    assert deliver_all_due(app, later(86400 * 30, run)) == {"sent": 0, "retry": 0, "failed": 0}
+    assert deliver_all_due(app, later(86400 * 30, run)) == {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
     assert smtp.received == [] and refused == 10**6 - 12  # four runs of three, no more
     assert all(r.status == FAILED and r.attempts == 4 for r in rows(app))
 
@@ -337,17 +337,18 @@ def test_a_second_run_does_not_take_rows_another_run_is_sending(tmp_path, smtp):
         assert smtp.handler.holding.wait(5), "the first run never reached the server"
         assert {r.status for r in rows(app)} == {SENDING}
         assert deliver_queued(app, later(STUCK_AFTER.total_seconds() - 1, now)) == \
-            {"sent": 0, "retry": 0, "failed": 0}
+            {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
     finally:
         smtp.handler.hold.set()
         slow.join(10)
-    assert first_run == [{"sent": 3, "retry": 0, "failed": 0}]
+    assert first_run == [{"sent": 3, "retry": 0, "failed": 0, "unknown": 0}]
     assert len(smtp.received) == 3 and len(set(smtp.handler.message_ids())) == 3
     assert deliver_queued(app, later(1, now))["sent"] == 0
     assert len(smtp.received) == 3
 
 
-def test_rows_stuck_in_sending_fail_with_a_message_and_are_not_sent(tmp_path, smtp):
+def test_rows_stuck_in_sending_go_back_to_the_queue_and_are_sent_by_themselves(tmp_path, smtp):
+    """A sender that died leaves its claimed rows; once stuck they are sent, each once."""
     app = smtp_app(tmp_path, smtp)
     new_game(app)
     now = datetime.now(UTC)
@@ -359,40 +360,46 @@ def test_rows_stuck_in_sending_fail_with_a_message_and_are_not_sent(tmp_path, sm
             row.status, row.claim, row.claimed_at = SENDING, "dead-sender", claimed
             session.add(row)
 
-    assert deliver_queued(app, now) == {"sent": 1, "retry": 0, "failed": 0}
+    assert deliver_queued(app, now) == {"sent": 2, "retry": 0, "failed": 0, "unknown": 0}
     by_id = {r.id: r for r in rows(app)}
-    assert by_id[stuck].status == FAILED
-    assert "may or may not have arrived" in by_id[stuck].last_error
-    assert by_id[stuck].attempts == 0 and by_id[stuck].sent_at is None
+    assert (by_id[stuck].status, by_id[stuck].attempts) == (SENT, 1)
     assert by_id[recent].status == SENDING and by_id[recent].last_error is None
     assert by_id[fresh].status == SENT
-    assert smtp.handler.message_ids() == [by_id[fresh].message_id]
+    assert sorted(smtp.handler.message_ids()) == sorted(
+        [by_id[stuck].message_id, by_id[fresh].message_id])
 
-    # Later the other one is taken for stuck as well; neither is ever sent.
-    assert deliver_all_due(app, later(STUCK_AFTER.total_seconds(), now))["sent"] == 0
-    assert {r.id: r.status for r in rows(app)} == {stuck: FAILED, recent: FAILED, fresh: SENT}
-    assert len(smtp.received) == 1
+    # Later the other one is taken for stuck as well, and sent.
+    assert deliver_all_due(app, later(STUCK_AFTER.total_seconds(), now))["sent"] == 1
+    assert {r.status for r in rows(app)} == {SENT}
+    assert sorted(smtp.handler.message_ids()) == sorted(r.message_id for r in rows(app))
 
 
 def test_a_slow_sender_that_finishes_after_being_taken_for_stuck_records_the_truth(
         tmp_path, smtp):
+    """Its rows went back to the queue: the one it did send is recorded sent (not sent
+    again), and it leaves the others to the next run."""
     app = smtp_app(tmp_path, smtp)
     new_game(app)
     now = datetime.now(UTC)
     smtp.handler.hold.clear()
-    slow = threading.Thread(target=deliver_queued, args=(app, now))
+    slow_run: list[dict] = []
+    slow = threading.Thread(target=lambda: slow_run.append(deliver_queued(app, now)))
     slow.start()
     try:
         assert smtp.handler.holding.wait(5)
-        assert deliver_queued(app, now + STUCK_AFTER + timedelta(seconds=1))["sent"] == 0
-        assert {r.status for r in rows(app)} == {FAILED}
+        taken = later(STUCK_AFTER.total_seconds() + 1, now)
+        assert deliver_queued(app, taken, limit=0)["sent"] == 0  # only takes back stuck rows
+        assert {r.status for r in rows(app)} == {QUEUED}
     finally:
         smtp.handler.hold.set()
         slow.join(10)
-    assert len(smtp.received) == 3
-    for row in rows(app):  # they did go out: say so, and hide the links
-        assert (row.status, row.attempts, row.last_error) == (SENT, 1, None)
-        assert json.loads(row.secrets_json) == [] and REDACTED in row.text_body
+    assert slow_run == [{"sent": 1, "retry": 0, "failed": 0, "unknown": 0}]
+    first = rows(app)[0]
+    assert (first.status, first.attempts, first.last_error) == (SENT, 1, None)
+    assert json.loads(first.secrets_json) == [] and REDACTED in first.text_body
+    assert deliver_queued(app, later(1, taken))["sent"] == 2
+    assert len(smtp.received) == 3 and len(set(smtp.handler.message_ids())) == 3
+    assert {r.status for r in rows(app)} == {SENT}
 
 
 def test_a_mail_that_cannot_be_built_fails_alone(tmp_path, smtp):
@@ -403,7 +410,7 @@ def test_a_mail_that_cannot_be_built_fails_alone(tmp_path, smtp):
         row = session.get(OutboxMessage, bad)
         row.subject = "Injected\r\nBcc: someone@example.net"
         session.add(row)
-    assert deliver_queued(app, datetime.now(UTC)) == {"sent": 2, "retry": 0, "failed": 1}
+    assert deliver_queued(app, datetime.now(UTC)) == {"sent": 2, "retry": 0, "failed": 1, "unknown": 0}
     failed = next(r for r in rows(app) if r.id == bad)
     assert failed.status == FAILED and failed.last_error.startswith("cannot build this mail")
     assert len(smtp.received) == 2
@@ -431,7 +438,7 @@ def test_a_wrong_password_is_retried_with_a_clear_error(tmp_path, servers):
     app = smtp_app(tmp_path, server, SMTP_USERNAME=USER, SMTP_PASSWORD="wrong")
     new_game(app)
     now = datetime.now(UTC)
-    assert deliver_queued(app, now) == {"sent": 0, "retry": 3, "failed": 0}
+    assert deliver_queued(app, now) == {"sent": 0, "retry": 3, "failed": 0, "unknown": 0}
     for row in rows(app):
         assert row.status == QUEUED and row.next_attempt_at == later(RETRY, now)
         assert row.last_error.startswith(f"cannot log in as 'judge' to the SMTP server "

@@ -245,7 +245,7 @@ def test_send_mail_delivers_the_queue_into_the_folder(app, runner):
 
     result = runner.invoke(args=["send-mail"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == "sent 3, to retry later 0, failed 0"
+    assert result.stdout.strip() == "sent 3, to retry later 0, failed 0, unknown (no answer after the message) 0"
     files = sorted(folder.glob("*.eml"))
     assert len(files) == 3
     recipients = set()
@@ -256,7 +256,7 @@ def test_send_mail_delivers_the_queue_into_the_folder(app, runner):
     assert recipients == {"anna@example.org", "bruno@example.org", "chiara@example.org"}
 
     again = runner.invoke(args=["send-mail"])
-    assert again.stdout.strip() == "sent 0, to retry later 0, failed 0"
+    assert again.stdout.strip() == "sent 0, to retry later 0, failed 0, unknown (no answer after the message) 0"
     assert len(list(folder.glob("*.eml"))) == 3, "nothing is sent twice"
 
 
@@ -348,5 +348,5 @@ def test_mail_status_counts_the_outbox_and_lists_failures(app, runner):
         session.add(row)
     result = runner.invoke(args=["mail-status"])
     assert result.exit_code == 0, result.output
-    assert "queued 2, sending 0, sent 0, failed 1" in result.output
+    assert "queued 2, sending 0, sent 0, failed 1, unknown 0" in result.output
     assert "SMTPDataError: 554 no" in result.output and "after 8 attempt(s)" in result.output

@@ -90,10 +90,10 @@ class RecordingBackend(LocalBackend):
         self.record = record
 
     def send(self, messages):
-        results = super().send(messages)
-        with self.record.open("a") as f:
-            f.write("".join(f"{row.id}\n" for row, _ in messages))
-        return results
+        for row, message in messages:
+            with self.record.open("a") as f:
+                f.write(f"{row.id}\n")
+            yield from super().send([(row, message)])
 
 
 class Collect(logging.Handler):
