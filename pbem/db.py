@@ -17,10 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from flask import Flask, current_app
-from sqlalchemy import DateTime, event
+from sqlalchemy import DateTime, Table, event, insert
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import ORMExecuteState
+from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.types import TypeDecorator
-from sqlmodel import Session, create_engine
+from sqlmodel import Session, SQLModel, create_engine
 
 BUSY_TIMEOUT_SECONDS = 30
 
@@ -130,3 +132,51 @@ def writing(app: Flask | None = None) -> Iterator[Session]:
     engine = get_engine(app).execution_options(pbem_write=True)
     with Session(engine, expire_on_commit=False) as session, session.begin():
         yield session
+
+
+# --- rows written in batches ----------------------------------------------------------------------
+
+_LATER = "pbem_insert_later"
+
+
+def insert_later(session: OrmSession, model: type[SQLModel], row: dict) -> None:
+    """Add a row to `model`'s table without making an ORM object of it (for rows nobody reads
+    back in the transaction that writes them: mails, seat keys, timers, log entries).
+
+    The rows of a table are written together in one executemany before the session's next
+    statement, flush or commit, so the transaction sees them exactly where it would have seen
+    objects added with `session.add` and flushed by autoflush. Every row of a table must name
+    the same columns; the table's column defaults fill in the rest."""
+    session.info.setdefault(_LATER, {}).setdefault(model.__table__, []).append(row)
+
+
+def insert_pending(session: OrmSession) -> None:
+    """Write the rows `insert_later` holds for `session` now."""
+    batches: dict[Table, list[dict]] | None = session.info.pop(_LATER, None)
+    if batches:
+        connection = session.connection()
+        for table, rows in batches.items():
+            connection.execute(insert(table), rows)
+
+
+@event.listens_for(OrmSession, "do_orm_execute")
+def _before_statement(state: ORMExecuteState) -> None:
+    if _LATER in state.session.info:
+        insert_pending(state.session)
+
+
+@event.listens_for(OrmSession, "before_flush")
+def _before_flush(session: OrmSession, _context, _instances) -> None:
+    if _LATER in session.info:
+        insert_pending(session)
+
+
+@event.listens_for(OrmSession, "before_commit")
+def _before_commit(session: OrmSession) -> None:
+    if _LATER in session.info:
+        insert_pending(session)
+
+
+@event.listens_for(OrmSession, "after_rollback")
+def _after_rollback(session: OrmSession) -> None:
+    session.info.pop(_LATER, None)  # never written: they go with the transaction

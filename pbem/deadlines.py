@@ -19,6 +19,7 @@ from sqlalchemy import update
 from sqlmodel import Session
 
 from . import clock
+from .db import insert_later
 from .games import SetupProblem
 from .models import DONE, PENDING, REMINDER, TIMEOUT, Game, Seat, Timer
 
@@ -119,8 +120,11 @@ def reset_clock(session: Session, game: Game, seat: Seat, now: datetime) -> None
         for hours in parse_hours(game.reminder_hours):
             due = game.deadline_at - timedelta(hours=hours)
             if due > now:
-                session.add(Timer(game_id=game.id, seat_id=seat.id, kind=REMINDER, due_at=due,
-                                  clock_version=game.clock_version))
-    session.add(Timer(game_id=game.id, seat_id=seat.id, kind=TIMEOUT, due_at=game.deadline_at,
-                      clock_version=game.clock_version))
+                _add_timer(session, game, seat, REMINDER, due)
+    _add_timer(session, game, seat, TIMEOUT, game.deadline_at)
     session.add(game)
+
+
+def _add_timer(session: Session, game: Game, seat: Seat, kind: str, due: datetime) -> None:
+    insert_later(session, Timer, {"game_id": game.id, "seat_id": seat.id, "kind": kind,
+                                  "due_at": due, "clock_version": game.clock_version})

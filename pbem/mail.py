@@ -8,6 +8,7 @@ the row's `secrets_json` so the stored copy can be blanked once the mail is out.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from email.headerregistry import Address
 from email.utils import getaddresses, make_msgid, parseaddr
@@ -16,9 +17,28 @@ from flask import current_app, render_template
 from sqlmodel import Session, select
 
 from . import clock, turnfile
+from .db import insert_later, utcnow
 from .games import GameRules
 from .models import DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
 from .tokens import hash_token, new_token
+
+
+@dataclass(frozen=True)
+class QueuedMail:
+    """A mail as `queue` wrote it to the outbox (the columns it set)."""
+
+    game_id: int | None
+    seat_id: int | None
+    kind: str
+    to_addr: str
+    subject: str
+    text_body: str
+    html_body: str
+    message_id: str
+    secrets_json: str
+    reply_to: str | None
+    created_at: datetime
+    next_attempt_at: datetime
 
 
 def seat_link(token: str) -> str:
@@ -29,7 +49,8 @@ def mint_key(session: Session, seat: Seat, turn: int | None = None) -> str:
     """A new secret link key for `seat`, mailed at game turn `turn`; the token is returned once
     and never stored."""
     token = new_token()
-    session.add(SeatKey(seat_id=seat.id, token_hash=hash_token(token), turn=turn))
+    insert_later(session, SeatKey, {"seat_id": seat.id, "token_hash": hash_token(token),
+                                    "turn": turn, "created_at": utcnow()})
     return token
 
 
@@ -40,7 +61,8 @@ def games_link(token: str) -> str:
 def mint_player_key(session: Session, email: str) -> str:
     """A new secret link key to the "my games" page of `email`, returned once, never stored."""
     token = new_token()
-    session.add(PlayerKey(email=email.lower(), token_hash=hash_token(token)))
+    insert_later(session, PlayerKey, {"email": email.lower(), "token_hash": hash_token(token),
+                                      "created_at": utcnow()})
     return token
 
 
@@ -68,17 +90,19 @@ def _domain() -> str:
 
 def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
           game: Game | None = None, seat: Seat | None = None, secrets: tuple[str, ...] = (),
-          reply_to: str | None = None, **context) -> OutboxMessage:
+          reply_to: str | None = None, **context) -> QueuedMail:
     """Render `templates/email/<template>.txt|.html` and queue the message."""
     context.update(game=game, seat=seat, base_url=current_app.config["BASE_URL"].rstrip("/"))
-    message = OutboxMessage(
+    now = utcnow()
+    message = QueuedMail(
         game_id=game.id if game else None, seat_id=seat.id if seat else None, kind=kind,
         to_addr=to, subject=one_line(subject),
         text_body=render_template(f"email/{template}.txt", **context),
         html_body=render_template(f"email/{template}.html", **context),
         message_id=make_msgid(domain=_domain()), secrets_json=json.dumps(list(secrets)),
-        reply_to=reply_to)
-    session.add(message)
+        reply_to=reply_to, created_at=now, next_attempt_at=now)
+    # A row, not an ORM object: building an OutboxMessage costs more than rendering the mail.
+    insert_later(session, OutboxMessage, dict(vars(message)))
     return message
 
 
@@ -87,7 +111,7 @@ def _subject(game: Game, text: str) -> str:
 
 
 def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
-             template: str, **context) -> OutboxMessage:
+             template: str, **context) -> QueuedMail:
     token = mint_key(session, seat, game.turn)
     mine = mint_player_key(session, seat.email)
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
@@ -101,7 +125,7 @@ def _deadline_text(deadline: datetime | None, seat: Seat) -> str | None:
 
 
 def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules,
-               state) -> OutboxMessage:
+               state) -> QueuedMail:
     to_move = rules.to_move(state)
     return _to_seat(session, game, seat, "invitation", "You are invited to play", "invitation",
                     rules=rules, seats=seats, is_my_turn=to_move == seat.number,
@@ -112,7 +136,7 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
 
 
 def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-              news: list[str], reminder: bool = False) -> OutboxMessage:
+              news: list[str], reminder: bool = False) -> QueuedMail:
     for item in session.exec(select(DigestItem).where(DigestItem.seat_id == seat.id,
                                                       DigestItem.sent == False)):
         item.sent = True  # the news below covers what the digest would have said
@@ -128,20 +152,20 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
 
 
 def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-                   lines: list[str], absent: bool) -> OutboxMessage:
+                   lines: list[str], absent: bool) -> QueuedMail:
     return _to_seat(session, game, seat, "played_for_you", "Your deadline passed: the server "
                     "moved for you", "played_for_you", rules=rules, lines=lines, absent=absent,
                     position=rules.position_lines(state, seat.number))
 
 
 def notice(session: Session, game: Game, seat: Seat, subject: str,
-           lines: list[str]) -> OutboxMessage:
+           lines: list[str]) -> QueuedMail:
     """A short message about the game (paused, resumed, deadline moved) with the seat's link."""
     return _to_seat(session, game, seat, "notice", subject, "notice", lines=lines)
 
 
 def to_admins(session: Session, subject: str, lines: list[str],
-              game: Game | None = None) -> list[OutboxMessage]:
+              game: Game | None = None) -> list[QueuedMail]:
     """A message to every address in MAIL_ADMINS (logged too, so it is never lost)."""
     current_app.logger.warning("%s: %s", subject, " ".join(lines))
     addresses = [a for _, a in getaddresses([current_app.config["MAIL_ADMINS"]]) if a]
@@ -150,20 +174,20 @@ def to_admins(session: Session, subject: str, lines: list[str],
 
 
 def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lines: list[str],
-          next_seat: Seat) -> OutboxMessage:
+          next_seat: Seat) -> QueuedMail:
     return _to_seat(session, game, seat, "moved", f"{next_seat.name} is next", "moved",
                     rules=rules, lines=lines, next_seat=next_seat,
                     position=rules.position_lines(state, seat.number))
 
 
 def digest(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-           items: list[DigestItem]) -> OutboxMessage:
+           items: list[DigestItem]) -> QueuedMail:
     return _to_seat(session, game, seat, "digest", "What happened today", "digest",
                     rules=rules, items=items, position=rules.position_lines(state, seat.number))
 
 
 def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules, state,
-          lines: list[str]) -> OutboxMessage:
+          lines: list[str]) -> QueuedMail:
     result = rules.outcome_lines(state)
     lines = [line for line in lines if line not in set(result)]  # told once, below
     return _to_seat(session, game, seat, "final", "The game is over", "final", rules=rules,

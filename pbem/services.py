@@ -7,6 +7,7 @@ entry and the mails it causes, so either all of them happen or none does.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
@@ -16,10 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import current_app
+from sqlalchemy import bindparam
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from . import clock, mail
-from .db import reading, utcnow, writing
+from .db import insert_later, reading, utcnow, writing
 from .deadlines import TimeControl, add_pause, reset_clock, start_clock, stop_clock, time_control
 from .games import DEFAULT_KIND, GameRules, MoveError, SetupProblem, rules_for
 from .models import (
@@ -205,17 +208,45 @@ UNKNOWN_LINK = ("This link is not valid: it may be mistyped, cut short by the ma
                 "replaced by a newer one. Use the link in your latest mail from the game.")
 
 
+# Statements built once: building one costs more than SQLite takes to run it.
+_KEYED = aliased(Seat)
+_SEATS_BY_TOKEN = (select(Seat, Game, _KEYED.id)
+                   .select_from(SeatKey)
+                   .join(_KEYED, _KEYED.id == SeatKey.seat_id)
+                   .join(Game, Game.id == _KEYED.game_id)
+                   .join(Seat, Seat.game_id == Game.id)
+                   .where(SeatKey.token_hash == bindparam("token_hash"),
+                          SeatKey.revoked_at.is_(None))
+                   .order_by(Seat.number))
+_SEATS_BY_SEAT = (select(Seat, Game, _KEYED.id)
+                  .select_from(_KEYED)
+                  .join(Game, Game.id == _KEYED.game_id)
+                  .join(Seat, Seat.game_id == Game.id)
+                  .where(_KEYED.id == bindparam("seat_id"))
+                  .order_by(Seat.number))
+
+
+def _seat_game_seats(session: Session, token: str | None,
+                     seat_id: int | None = None) -> tuple[Seat, Game, list[Seat]]:
+    """The seat a link's token (or, for trusted callers, `seat_id`) opens, its game and all
+    its seats in seat order, in one query; NotFound reveals nothing."""
+    if seat_id is None:
+        if not is_well_formed(token):
+            raise NotFound(UNKNOWN_LINK)
+        rows = session.exec(_SEATS_BY_TOKEN, params={"token_hash": hash_token(token)}).all()
+    else:
+        rows = session.exec(_SEATS_BY_SEAT, params={"seat_id": seat_id}).all()
+    if not rows:
+        raise NotFound(UNKNOWN_LINK)
+    seats = [row[0] for row in rows]
+    game, keyed = rows[0][1], rows[0][2]
+    return next(s for s in seats if s.id == keyed), game, seats
+
+
 def _seat_and_game(session: Session, token: str) -> tuple[Seat, Game]:
-    """The seat a link's token opens, and its game, in one query; NotFound reveals nothing."""
-    if not is_well_formed(token):
-        raise NotFound(UNKNOWN_LINK)
-    row = session.exec(select(Seat, Game).join(SeatKey, SeatKey.seat_id == Seat.id)
-                       .join(Game, Game.id == Seat.game_id)
-                       .where(SeatKey.token_hash == hash_token(token),
-                              SeatKey.revoked_at.is_(None))).first()
-    if row is None:
-        raise NotFound(UNKNOWN_LINK)
-    return row
+    """The seat a link's token opens, and its game; NotFound reveals nothing."""
+    seat, game, _ = _seat_game_seats(session, token)
+    return seat, game
 
 
 @dataclass(frozen=True)
@@ -231,15 +262,28 @@ class LogEntry:
     lines: list[str]
 
 
+@functools.lru_cache(maxsize=8192)
+def _readers_lines(lines_json: str) -> dict[str, tuple[str, ...]]:
+    """A log entry's lines by reader, parsed once per process: a record never changes, and
+    a page or an API answer shows the same fifty entries again after every move."""
+    return {reader: tuple(lines) for reader, lines in json.loads(lines_json).items()}
+
+
+_LOG_COLUMNS = (MoveRecord.number, MoveRecord.seat, MoveRecord.notation, MoveRecord.actor,
+                MoveRecord.via, MoveRecord.created_at, MoveRecord.lines_json)
+_LOG = (select(*_LOG_COLUMNS).where(MoveRecord.game_id == bindparam("game_id"))
+        .order_by(MoveRecord.number.desc()))
+_LOG_LATEST = _LOG.limit(bindparam("limit"))
+
+
 def _log(session: Session, game_id: int, reader: int, limit: int | None) -> list[LogEntry]:
     """The game's log, newest first, in `reader`'s words (-1: a spectator's)."""
-    query = (select(MoveRecord.number, MoveRecord.seat, MoveRecord.notation, MoveRecord.actor,
-                    MoveRecord.via, MoveRecord.created_at, MoveRecord.lines_json)
-             .where(MoveRecord.game_id == game_id).order_by(MoveRecord.number.desc()))
-    if limit is not None:
-        query = query.limit(limit)
-    return [LogEntry(*row[:6], json.loads(row[6]).get(str(reader), []))
-            for row in session.exec(query)]
+    if limit is None:
+        rows = session.exec(_LOG, params={"game_id": game_id})
+    else:
+        rows = session.exec(_LOG_LATEST, params={"game_id": game_id, "limit": limit})
+    key = str(reader)
+    return [LogEntry(*row[:6], list(_readers_lines(row[6]).get(key, ()))) for row in rows]
 
 
 def _seats(session: Session, game_id: int) -> list[Seat]:
@@ -261,9 +305,9 @@ class SeatContext:
 
 def load_seat(token: str, log_limit: int | None = 200) -> SeatContext:
     with reading() as session:
-        seat, game = _seat_and_game(session, token)
+        seat, game, seats = _seat_game_seats(session, token)
         rules = rules_for(game.kind)
-        return SeatContext(game, seat, _seats(session, game.id), rules,
+        return SeatContext(game, seat, seats, rules,
                            rules.loads(game.state_json),
                            _log(session, game.id, seat.number, log_limit))
 
@@ -308,13 +352,7 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
         raise Malformed("the move must be text in the notation, for example 'draw deck'")
     now = now or utcnow()
     with writing() as session:
-        if seat_id is None:
-            seat, game = _seat_and_game(session, token)
-        else:
-            seat = session.get(Seat, seat_id)
-            if seat is None:
-                raise NotFound(UNKNOWN_LINK)
-            game = session.get(Game, seat.game_id)
+        seat, game, seats = _seat_game_seats(session, token, seat_id)
         # On SQLite, BEGIN IMMEDIATE (pbem.db) already serialises writers; elsewhere this lock
         # makes two submissions for one game wait for each other.
         if session.get_bind().dialect.name != "sqlite":
@@ -334,28 +372,29 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
             after = rules.apply(before, move)
         except MoveError as exc:
             raise Rejected(str(exc)) from None
-        seats = _seats(session, game.id)
         lines = {str(r): rules.describe(before, move, after, None if r < 0 else r)
                  for r in range(-1, len(seats))}  # -1: a spectator's words
-        record = MoveRecord(game_id=game.id, number=game.turn, seat=seat.number,
-                            notation=rules.notation(move), actor=actor, via=via,
-                            lines_json=json.dumps(lines, ensure_ascii=False), created_at=now)
-        session.add(record)
-        game.state_json = rules.dumps(after)
-        game.turn += 1
-        game.updated_at = now
-        session.add(game)
-        session.flush()
-        came_back = actor == "player" and seat.absent
-        if actor == "player":
-            seat.timeouts_in_row, seat.absent = 0, False
-            session.add(seat)
-        _notify(session, game, seats, rules, before, after, seat, actor, now)
-        if came_back and rules.to_move(after) == seat.number:
-            reset_clock(session, game, seat, now)  # its turn waits for it again
+        notation = rules.notation(move)
+        # The game's row is written once, at the commit: the reads below need only the log.
+        with session.no_autoflush:
+            insert_later(session, MoveRecord, {
+                "game_id": game.id, "number": game.turn, "seat": seat.number, "notation": notation,
+                "actor": actor, "via": via, "lines_json": json.dumps(lines, ensure_ascii=False),
+                "created_at": now})
+            game.state_json = rules.dumps(after)
+            game.turn += 1
+            game.updated_at = now
+            session.add(game)
+            came_back = actor == "player" and seat.absent
+            if actor == "player":
+                seat.timeouts_in_row, seat.absent = 0, False
+                session.add(seat)
+            _notify(session, game, seats, rules, before, after, seat, actor, now)
+            if came_back and rules.to_move(after) == seat.number:
+                reset_clock(session, game, seat, now)  # its turn waits for it again
         context = None if context_log is None else SeatContext(
             game, seat, seats, rules, after, _log(session, game.id, seat.number, context_log))
-        return MoveResult(game.id, seat.number, record.notation, game.turn,
+        return MoveResult(game.id, seat.number, notation, game.turn,
                           lines[str(seat.number)], game.status == FINISHED, context)
 
 
@@ -384,17 +423,19 @@ def _stale(session: Session, game: Game, seat: Seat, text: str, turn: int) -> Se
                      f"{game.turn}. Nothing was changed; look at the position as it is now.")
 
 
+_RECENT = (select(MoveRecord.number, MoveRecord.seat, MoveRecord.lines_json, MoveRecord.actor)
+           .where(MoveRecord.game_id == bindparam("game_id"))
+           .order_by(MoveRecord.number.desc()).limit(bindparam("limit")))
+
+
 class _Recent:
     """The latest moves of a game, enough to go back to every seat's previous move."""
 
     def __init__(self, session: Session, game: Game, seats: int):
         # A turn is at most four moves (a placement or exchange, then up to three draws), and
         # every seat moves once a round, so 4n + 4 moves reach back past each seat's last one.
-        rows = session.exec(select(MoveRecord.number, MoveRecord.seat, MoveRecord.lines_json,
-                                   MoveRecord.actor)
-                            .where(MoveRecord.game_id == game.id)
-                            .order_by(MoveRecord.number.desc()).limit(4 * seats + 4)).all()
-        self.records = [(number, seat, json.loads(lines)) for number, seat, lines, _
+        rows = session.exec(_RECENT, params={"game_id": game.id, "limit": 4 * seats + 4}).all()
+        self.records = [(number, seat, _readers_lines(lines)) for number, seat, lines, _
                         in reversed(rows)]
         self.actors = {number: actor for number, _, _, actor in rows}
 
@@ -443,7 +484,8 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
             if seat.notify == NOTIFY_EVERY:
                 mail.moved(session, game, seat, rules, after, lines, seats[to_move])
             elif seat.notify == NOTIFY_DIGEST:
-                session.add(DigestItem(seat_id=seat.id, text="\n".join(lines), created_at=now))
+                insert_later(session, DigestItem, {"seat_id": seat.id, "text": "\n".join(lines),
+                                                   "created_at": now})
 
 
 def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Seat,
