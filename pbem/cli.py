@@ -5,10 +5,14 @@ Every failure is one line on standard error and a non-zero exit status.
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from datetime import UTC, datetime
 
 import click
@@ -26,7 +30,7 @@ from .deadlines import time_control
 from .games import DEFAULT_KIND, SetupProblem, rules_for
 from .jobs import run_jobs
 from .models import FAILED, RUNNING, UNKNOWN, Game, OutboxMessage, Seat
-from .outbox import SenderThread, deliver_all_due
+from .outbox import SenderThread, deliver_all_due, request_stop, stop_event
 from .services import (
     ServiceError,
     create_game,
@@ -192,36 +196,86 @@ def serve_command(host, port, scheduler):
         click.echo(f"Mailbox: {_base()}/mailbox/")
     # A plain `kill` must stop the scheduler beside us too: turn SIGTERM into a clean exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    child = None
+    child = lifeline = None
     if scheduler:
-        child = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler"])
+        # The child watches the read end of this pipe: when this process ends, however it
+        # ends (even by SIGKILL), the pipe closes and the scheduler stops.
+        watched, lifeline = os.pipe()
+        child = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler", "--parent-pipe",
+                                  str(watched)], pass_fds=(watched,))
+        os.close(watched)
         click.echo(f"Scheduler running beside it (process {child.pid}).")
     try:
         run_simple(host, port, app, threaded=True, use_reloader=False)
     finally:
+        request_stop(app)
+        sender.wake()
         if child is not None:
             child.terminate()
-            child.wait(10)
+            child.wait(60)
+            os.close(lifeline)
+        sender.join(60)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent(app, pipe: int) -> None:
+    """Stop as on SIGTERM when the process that started this one ends: at once by the
+    kernel's parent-death signal on Linux, and everywhere when `pipe`, whose other end only
+    the parent holds, reaches its end."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the pipe below still does it
+            pass
+
+    def watch():
+        try:
+            while os.read(pipe, 1):
+                pass
+        except OSError:
+            pass
+        request_stop(app)
+
+    threading.Thread(target=watch, name="pbem-parent-watch", daemon=True).start()
+
+
+def _stop_on_signals(app) -> None:
+    """SIGTERM and Ctrl-C ask the work in hand to finish its timer or mail and give the rest
+    of its claims back (instead of leaving them claimed, a turn half played). The handler only
+    sets a flag: it may run at any moment in the main thread, so it takes no lock there."""
+    handler = lambda *_: request_stop(app)  # noqa: E731
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
 
 
 @click.command("scheduler")
+@click.option("--parent-pipe", type=int, hidden=True,
+              help="A pipe whose end means the parent (`pbem serve`) has gone: stop then.")
 @_one_line_errors
 @with_appcontext
-def scheduler_command():
-    """Run the scheduler: every SCHEDULER_TICK_SECONDS, reminders, timeouts and mail."""
-    from apscheduler.schedulers.blocking import BlockingScheduler
+def scheduler_command(parent_pipe):
+    """Run the scheduler: every SCHEDULER_TICK_SECONDS, reminders, timeouts and mail. SIGTERM
+    (or Ctrl-C) finishes the timer and mail in hand and gives the rest back, then stops."""
+    from apscheduler.schedulers.background import BackgroundScheduler
 
     _need_schema()
     app = current_app._get_current_object()
+    stop = stop_event(app)
+    _stop_on_signals(app)
+    if parent_pipe is not None:
+        _die_with_parent(app, parent_pipe)
     tick = app.config["SCHEDULER_TICK_SECONDS"]
-    scheduler = BlockingScheduler(timezone="UTC")
+    scheduler = BackgroundScheduler(timezone="UTC")
     scheduler.add_job(_tick, "interval", seconds=tick, args=[app], id="pbem-jobs",
                       max_instances=1, coalesce=True, next_run_time=utcnow())
+    scheduler.start()
     click.echo(f"Scheduler: running the job every {tick} s (stop with Ctrl-C)")
-    try:
-        scheduler.start()
-    except (KeyboardInterrupt, SystemExit):
-        pass
+    while not stop.is_set():
+        time.sleep(0.2)
+    scheduler.shutdown(wait=True)  # the run in hand finishes what it holds, gives back the rest
+    click.echo("Scheduler stopped.")
 
 
 def _tick(app) -> None:
@@ -254,6 +308,7 @@ def run_jobs_command(now_text):
     """Run the scheduler's job once: reminders, timeouts and mail that are due."""
     now = _parse_now(now_text)
     _need_schema()
+    _stop_on_signals(current_app._get_current_object())
     counts = run_jobs(current_app._get_current_object(), now)
     click.echo(", ".join(f"{key.replace('_', ' ')} {value}" for key, value in counts.items()))
 

@@ -33,7 +33,7 @@ from .models import (
     Seat,
     Timer,
 )
-from .outbox import deliver_all_due
+from .outbox import deliver_all_due, stop_event
 from .services import ServiceError, submit_move
 
 BATCH = 500
@@ -48,7 +48,7 @@ def run_jobs(app: Flask, now: datetime | None = None) -> dict[str, int]:
     with app.app_context():
         counts = {"outage_games": guard_outage(now), "clocks_started": start_missing_clocks(now)}
         counts.update(handle_due_timers(now))
-    if app.config["MAIL_IMAP_HOST"]:
+    if app.config["MAIL_IMAP_HOST"] and not stop_event(app).is_set():
         counts["imap"] = poll_imap(app)  # before sending, so its answers leave in this run
     mailed = deliver_all_due(app, now)
     counts.update({f"mail_{k}": v for k, v in mailed.items()})
@@ -134,14 +134,27 @@ def _claim(now: datetime) -> tuple[str, list[int]]:
 
 
 def handle_due_timers(now: datetime) -> dict[str, int]:
-    """Claim the timers due at `now` and act on each that is still current."""
+    """Claim the timers due at `now` and act on each that is still current. Asked to stop
+    (SIGTERM), it finishes the timer in hand (a timeout plays the whole turn) and gives the
+    rest of its claim back at once, for the next run."""
     counts = {"reminders": 0, "timeouts": 0, "obsolete": 0}
-    while True:
+    stop = stop_event(current_app._get_current_object())
+    while not stop.is_set():
         claim, ids = _claim(now)
         for timer_id in ids:
+            if stop.is_set():
+                _release(claim)
+                break
             counts[_handle(timer_id, claim, now)] += 1
         if len(ids) < BATCH:
-            return counts
+            break
+    return counts
+
+
+def _release(claim: str) -> None:
+    with writing() as session:
+        session.exec(update(Timer).where(Timer.claim == claim, Timer.status == CLAIMED)
+                     .values(status=PENDING, claim=None, claimed_at=None))
 
 
 def _finish(timer_id: int, claim: str, now: datetime, outcome: str) -> None:

@@ -398,7 +398,8 @@ class SenderThread(threading.Thread):
 
     def run(self) -> None:
         interval = self.app.config["MAIL_SEND_INTERVAL_SECONDS"]
-        while True:
+        stop = stop_event(self.app)
+        while not stop.is_set():
             self.event.wait(interval)
             self.event.clear()
             try:

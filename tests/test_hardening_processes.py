@@ -171,3 +171,138 @@ def test_a_sender_killed_mid_batch_loses_nothing_and_sends_nothing_recorded_twic
         assert len(handler.message_ids) - len(rows) <= 1
     finally:
         controller.stop()
+
+
+# --- 3: the scheduler stopped with SIGTERM finishes its timer and gives the rest back ---------
+
+def overdue_games(app, count: int) -> None:
+    """`count` games whose first deadline passed a day ago: a timeout due for each."""
+    from datetime import UTC, datetime, timedelta
+
+    from server import new_game
+
+    long_ago = datetime.now(UTC) - timedelta(hours=72 + 24)
+    for i in range(count):
+        new_game(app, 3, f"overdue-{i}", now=long_ago)
+
+
+def scheduler_left_nothing_half_done(app) -> list:
+    """Timers left claimed, mail left sending, games whose timed-out seat is still to move."""
+    from sqlmodel import select
+
+    from pbem.db import reading
+    from pbem.games import rules_for
+    from pbem.models import CLAIMED, SENDING, Game, MoveRecord, OutboxMessage, Seat, Timer
+
+    problems = []
+    with reading(app) as db:
+        problems += [f"timer {t.id} claimed" for t in
+                     db.exec(select(Timer).where(Timer.status == CLAIMED))]
+        problems += [f"mail {m.id} sending" for m in
+                     db.exec(select(OutboxMessage).where(OutboxMessage.status == SENDING))]
+        for game in db.exec(select(Game)):
+            rules = rules_for(game.kind)
+            timed_out = {r.seat for r in db.exec(select(MoveRecord).where(
+                MoveRecord.game_id == game.id, MoveRecord.actor == "timeout"))}
+            to_move = rules.to_move(rules.loads(game.state_json))
+            if to_move in timed_out:
+                problems.append(f"game {game.id}: the timed-out seat {to_move} is still to move")
+        assert db.exec(select(Seat)).first() is not None
+    return problems
+
+
+def timeouts_done(app) -> int:
+    from sqlmodel import func, select
+
+    from pbem.db import reading
+    from pbem.models import DONE, TIMEOUT, Timer
+
+    with reading(app) as db:
+        return db.exec(select(func.count()).select_from(Timer).where(
+            Timer.status == DONE, Timer.kind == TIMEOUT)).one()
+
+
+def test_sigterm_lets_the_scheduler_finish_the_turn_in_hand_and_give_back_the_rest(tmp_path):
+    instance = tmp_path / "instance"
+    app = make_app(instance)
+    overdue_games(app, 30)
+    scheduler = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler"], cwd=tmp_path,
+                                 env=environment(instance), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: timeouts_done(app) >= 1 or scheduler.poll() is not None, 120,
+                 "the first timeout")
+        scheduler.send_signal(signal.SIGTERM)
+        out, err = scheduler.communicate(timeout=60)
+    finally:
+        if scheduler.poll() is None:
+            scheduler.kill()
+    assert scheduler.returncode == 0, err
+    assert "Scheduler stopped." in out
+    assert scheduler_left_nothing_half_done(app) == []
+    done = timeouts_done(app)
+    assert 1 <= done < 30, "stopped in the middle of the batch"
+
+    # The next scheduler run plays the rest at once (nothing waits for a stale claim).
+    from pbem.jobs import run_jobs
+
+    run_jobs(app)
+    assert timeouts_done(app) == 30 and scheduler_left_nothing_half_done(app) == []
+
+
+# --- 10: the scheduler beside `pbem serve` ends with it -----------------------------------------
+
+def is_running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_killing_serve_stops_its_scheduler_child(tmp_path):
+    instance = tmp_path / "instance"
+    make_app(instance)
+    port = free_port()
+    serve = subprocess.Popen([sys.executable, "-m", "pbem", "serve", "--port", str(port)],
+                             cwd=tmp_path, env=environment(instance), stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+    child = None
+    try:
+        for line in serve.stdout:
+            match = re.search(r"Scheduler running beside it \(process (\d+)\)", line)
+            if match:
+                child = int(match.group(1))
+                break
+        assert child and is_running(child)
+        wait_for(lambda: requests.get(f"http://127.0.0.1:{port}/health", timeout=5).ok, 60)
+        serve.kill()  # SIGKILL: no clean-up code of the parent runs
+        serve.wait(10)
+        wait_for(lambda: not is_running(child), 30, "the scheduler child to stop")
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+        serve.stdout.close()
+        if child and is_running(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_the_scheduler_stops_cleanly_when_its_parents_pipe_closes(tmp_path):
+    """The portable half (where there is no prctl): the child watches a pipe."""
+    instance = tmp_path / "instance"
+    make_app(instance)
+    watched, lifeline = os.pipe()
+    scheduler = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler", "--parent-pipe",
+                                  str(watched)], pass_fds=(watched,), cwd=tmp_path,
+                                 env=environment(instance), stdout=subprocess.PIPE, text=True)
+    os.close(watched)
+    try:
+        assert "running the job" in scheduler.stdout.readline()
+        time.sleep(0.5)
+        assert scheduler.poll() is None, "it runs while the parent lives"
+        os.close(lifeline)
+        out, _ = scheduler.communicate(timeout=30)
+    finally:
+        if scheduler.poll() is None:
+            scheduler.kill()
+    assert scheduler.returncode == 0 and "Scheduler stopped." in out
