@@ -185,7 +185,7 @@ def turn_file_text(ctx: SeatContext) -> str:
     rules, state, seat = ctx.rules, ctx.state, ctx.seat
     legal = rules.legal(state) if rules.to_move(state) == seat.number else []
     return turnfile.render(ctx.game.title, ctx.game.id, seat.name, seat.colour, ctx.game.turn,
-                           rules.position_lines(state, seat.number), legal)
+                           rules.position_lines(state, seat.number), legal, rules.order_examples)
 
 
 @bp.get("/<token>/turnfile")

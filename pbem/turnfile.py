@@ -23,8 +23,9 @@ QUOTE_HEADER = re.compile(r"^(On .{0,200}wrote:|Am .{0,200}schrieb .{0,100}:)\s*
 
 
 def render(game_title: str, game_id: int, seat_name: str, colour: str, turn: int,
-           position: list[str], legal: list[str]) -> str:
-    """The turn file of one seat for one turn."""
+           position: list[str], legal: list[str], examples: tuple[str, ...] = ()) -> str:
+    """The turn file of one seat for one turn; `examples` are a whole turn in the game's
+    notation (its rules' `order_examples`)."""
     lines = [f"{game_title} by post: turn file", f"Game: {game_id}",
              f"Seat: {seat_name} ({colour})", f"Turn: {turn}", "", *position, ""]
     if legal:
@@ -33,10 +34,9 @@ def render(game_title: str, game_id: int, seat_name: str, colour: str, turn: int
         lines.append("")
     lines += [ORDERS_LINE,
               "# Write your moves below, one per line, in the notation; lines starting with #",
-              "# are ignored. A whole turn at once is fine, for example:",
-              "#   GG Franken: Mainz",
-              "#   draw deck",
-              "#   draw G",
+              "# are ignored. A whole turn at once is fine"
+              + (", for example:" if examples else "."),
+              *(f"#   {example}" for example in examples),
               ""]
     return "\n".join(lines)
 

@@ -343,9 +343,10 @@ def _legal_moves(state: GameState) -> LegalMoves:
 
 # --- applying ---------------------------------------------------------------------------------
 
-def new_game(players, seed: int | str, variants=()) -> GameState:
-    """Deal, roll for the start seat and play the automatic start of the first turn."""
-    state = deal(players, seed, variants)
+def new_game(players, seed: int | str, variants=(), start: int | None = None) -> GameState:
+    """Deal, roll for the start seat (unless `start` is given) and play the automatic start
+    of the first turn."""
+    state = deal(players, seed, variants, start)
     return _settle(_start_turn(state, state.start, first=True))
 
 

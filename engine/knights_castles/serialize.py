@@ -48,9 +48,11 @@ def from_json(text: str) -> GameState:
     return state
 
 
-def replay(players, seed: int | str, variants, notations: list[str]) -> GameState:
-    """The game set up from `players`, `seed` and `variants` after the moves in `notations`."""
-    state = new_game(players, seed, variants)
+def replay(players, seed: int | str, variants, notations: list[str],
+           start: int | None = None) -> GameState:
+    """The game set up from `players`, `seed`, `variants` (and `start`, when the organiser
+    chose it) after the moves in `notations`."""
+    state = new_game(players, seed, variants, start)
     for text in notations:
         state = apply_move(state, parse_move(text))
     return state

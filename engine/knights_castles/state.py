@@ -72,6 +72,7 @@ class GameState:
     offered: tuple[int, ...] = ()
     paid: tuple[tuple[int, ...], ...] = ()
     revenue: tuple[int, ...] = ()
+    start_chosen: bool = False  # the organiser chose the start seat: nobody rolled for it
 
     @property
     def is_over(self) -> bool:
@@ -125,8 +126,10 @@ def shuffled(cards: list[int], seed: int | str) -> tuple[int, ...]:
 
 
 def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
-         variants: tuple[str, ...] | list[str] = ()) -> GameState:
-    """The position after the deal and the start roll, before any draw (see `rules.new_game`)."""
+         variants: tuple[str, ...] | list[str] = (), start: int | None = None) -> GameState:
+    """The position after the deal and the start roll, before any draw (see `rules.new_game`).
+
+    With `start` given (an organiser's choice) nobody rolls for the start seat."""
     if isinstance(players, int) and not isinstance(players, bool):
         if not MIN_PLAYERS <= players <= MAX_PLAYERS:
             raise SetupError(f"Knights & Castles is for {MIN_PLAYERS} to {MAX_PLAYERS} players, "
@@ -157,9 +160,11 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
         for _ in range(HAND_SIZE):
             counts[deck.pop()] += 1
         hands.append(tuple(counts))
+    if start is not None and not (isinstance(start, int) and 0 <= start < n):
+        raise SetupError(f"the start seat must be from 0 to {n - 1}")
     # Each seat rolls 1D6; the highest starts; tied seats roll again.
     dice: list[int] = []
-    rolling = list(range(n))
+    rolling = list(range(n)) if start is None else [start]
     while len(rolling) > 1:
         rolls = []
         for _ in rolling:
@@ -173,4 +178,4 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
         players=colours, seed=seed, variants=tuple(v for v in VARIANTS if v in variants),
         deck=tuple(deck), hands=tuple(hands), tableau=(empty,) * n, shared=((),) * n,
         discard=(), gold=(0,) * n, dice=tuple(dice), start=start, current=start, step=BUY,
-        paid=((),) * n, revenue=(0,) * n)
+        paid=((),) * n, revenue=(0,) * n, start_chosen=start is not None)

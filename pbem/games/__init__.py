@@ -29,6 +29,7 @@ class GameRules(Protocol):
     colours: tuple[str, ...]  # seat colours, in the order seats take them by default
     rules_url: str  # where players read the whole rules
     variants: dict[str, str]  # readings of the rules a game is created with; the first is default
+    order_examples: tuple[str, ...]  # a whole turn in the notation, for turn files
 
     def new_state(self, colours: list[str], seed: str, start: int | None,
                   variant: str | None = None) -> Any: ...
@@ -66,8 +67,9 @@ class GameRules(Protocol):
 
 def registry() -> dict[str, GameRules]:
     from .kardinal_koenig import KardinalKoenig
+    from .knights_castles import KnightsCastles
 
-    games: list[GameRules] = [KardinalKoenig()]
+    games: list[GameRules] = [KardinalKoenig(), KnightsCastles()]
     return {g.kind: g for g in games}
 
 

@@ -49,6 +49,7 @@ class KardinalKoenig:
     colours = engine.PLAYER_COLOURS
     variants = VARIANTS
     rules_url = RULES_URL  # the first is the default
+    order_examples = ("GG Franken: Mainz", "draw deck", "draw G")
 
     def __init__(self, board: engine.Board | None = None):
         self.board = board or engine.default_board()

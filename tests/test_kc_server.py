@@ -1,0 +1,191 @@
+"""Knights & Castles through the whole server: created by `pbem create-game --game
+knights-castles`, played through the seat pages (buttons, the offer form, the preview and the
+confirm), decisions of other seats (a loss to choose, an offer to answer) asked of those seats by
+mail, the JSON API, and a game nobody touches finished by timeouts."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime, timedelta
+
+from server import Mailbox, field, legal_in, make_app, new_game, text_of
+from sqlmodel import select
+
+import engine.knights_castles as kc
+from engine.knights_castles.cards import DISASTER, INVASION, KINDS
+from pbem.db import reading
+from pbem.games import rules_for
+from pbem.jobs import run_jobs
+from pbem.models import Game, MoveRecord
+
+T0 = datetime(2026, 11, 24, 12, tzinfo=UTC)
+HARMFUL = {k.id for k in KINDS if k.type in (DISASTER, INVASION)}
+
+
+def state_of(app, game_id: int = 1):
+    with app.app_context(), reading() as session:
+        game = session.get(Game, game_id)
+        return game, kc.from_json(game.state_json)
+
+
+def confirm(client, token: str, form: dict) -> str:
+    """Preview a move built on the page, check the preview, confirm it; the notation played."""
+    page = client.get(f"/seat/{token}").get_data(as_text=True)
+    assert "It is your move." in page
+    base = {"csrf_token": field(page, "csrf_token"), "turn": field(page, "turn")}
+    preview = client.post(f"/seat/{token}/preview", data={**base, **form})
+    body = preview.get_data(as_text=True)
+    assert preview.status_code == 200 and "Confirm this move" in body, body[:3000]
+    move = field(body, "move")
+    done = client.post(f"/seat/{token}/move", data={**base, "move": move})
+    assert done.status_code == 303, done.get_data(as_text=True)[:3000]
+    return move
+
+
+def test_create_game_from_the_command_line(tmp_path):
+    """`pbem create-game --game knights-castles`: 2-6 players, a variant by --rules."""
+    app = make_app(tmp_path / "instance")
+    runner = app.test_cli_runner()
+    players = [f"--player=P{i} <p{i}@example.org>" for i in range(4)]
+    result = runner.invoke(args=["create-game", "--game", "knights-castles", *players,
+                                 "--seed", "kc", "--rules", "catch-up+no-buying"])
+    assert result.exit_code == 0, result.output
+    game, state = state_of(app)
+    assert game.kind == "knights-castles" and state.variants == ("catch-up", "no-buying")
+    assert len(state.players) == 4 and state.card_total() == 106
+    too_many = runner.invoke(args=["create-game", "--game", "knights-castles",
+                                   *[f"--player=Q{i} <q{i}@example.org>" for i in range(7)]])
+    assert too_many.exit_code != 0 and "2 to 6 players" in too_many.output
+    bad = runner.invoke(args=["create-game", "--game", "knights-castles", *players,
+                              "--rules", "german"])
+    assert bad.exit_code != 0 and "variant must be one of" in bad.output
+
+
+def test_a_game_through_the_pages_with_a_chosen_loss_and_an_accepted_trade(tmp_path):
+    """A 4-player game on the seat pages: a disaster whose target chooses its losses on its own
+    page after its own mail, and a trade offered with the form and accepted by the other seat;
+    the API shows the same; nobody's page or mail shows another's hand."""
+    app = make_app(tmp_path / "instance")
+    mailbox = Mailbox(app)
+    created, tokens = new_game(app, 4, "kc-pages", kind="knights-castles")
+    client = app.test_client()
+    rng = random.Random(1)
+    chosen_loss = accepted = 0
+    for _ in range(400):
+        game, state = state_of(app)
+        if state.is_over or (chosen_loss and accepted and game.turn > 60):
+            break
+        seat = state.to_move
+        token = tokens[seat]
+        page = client.get(f"/seat/{token}").get_data(as_text=True)
+        assert "It is your move." in page
+        for other in state.seats:  # a page shows its own hand, never another's
+            if other != seat and sum(state.hands[other]):
+                hidden = kc.view_for(state, other).hand
+                assert all(f"<li class=\"card\">{kc.cards.KINDS[kc.cards.INDEX[c]].name}</li>"
+                           not in page for c in set(hidden) - set(kc.view_for(state, seat).hand))
+        legal = legal_in(page)
+        plain = [m for m in legal if not m.startswith("offer ")]
+        assert plain or legal
+        if state.step == "loss":
+            if len(plain) > 1:
+                chosen_loss += 1
+                assert any(str(m["Subject"]).endswith("Your turn")
+                           for m in mailbox.to(f"p{seat}@example.org"))
+            confirm(client, token, {"action": "move", "move": rng.choice(plain)})
+        elif state.step == "answer":
+            choice = "accept" if "accept" in plain else "decline"
+            accepted += choice == "accept"
+            confirm(client, token, {"action": "move", "move": choice})
+        elif state.step == "trade" and not accepted and len(plain) < len(legal):
+            target = next(o for o in state.seats if o != seat and o not in state.offered
+                          and sum(state.hands[o]))
+            mine = kc.view_for(state, seat).hand
+            theirs = kc.view_for(state, target).hand  # the test peeks to make a fair offer
+            played = confirm(client, token, {
+                "action": "offer", "target": state.players[target], "give_gold": "0",
+                "give_cards": rng.choice(mine) if mine else "", "ask_gold": "0",
+                "ask_cards": rng.choice(theirs)} if mine else {
+                "action": "offer", "target": state.players[target],
+                "give_gold": str(min(1, state.gold[seat])), "ask_cards": rng.choice(theirs)})
+            assert played.startswith(f"offer {state.players[target]}:")
+        else:
+            harm = [m for m in plain if m.startswith("play ") and m.split()[1] in HARMFUL]
+            pick = harm[0] if harm else rng.choice(plain)
+            confirm(client, token, {"action": "text", "notation": pick})
+    assert chosen_loss >= 1 and accepted >= 1
+    game, state = state_of(app)
+    seat = state.to_move
+    document = client.get(f"/api/v1/seat/{tokens[seat]}").get_json()
+    assert document["view"]["game"] == "knights-castles"
+    assert document["view"]["hand"] == list(kc.view_for(state, seat).hand)
+    assert document["legal"] == rules_for("knights-castles").legal(state)
+    other = (seat + 1) % 4
+    assert rules_for("knights-castles").legal(state) and \
+        client.get(f"/api/v1/seat/{tokens[other]}").get_json()["legal"] == []
+    # The move through the API, as a client program would send it.
+    move = rules_for("knights-castles").default_move(state)
+    answer = client.post(f"/api/v1/seat/{tokens[seat]}/move", json={"move": move,
+                                                                  "turn": game.turn})
+    assert answer.status_code == 200, answer.get_json()
+    # The spectator page and the history show the tableaus and no hand.
+    watch = client.get(f"/watch/{game.watch_id}").get_data(as_text=True)
+    assert "The tableaus" in watch and "Your hand" not in watch
+    early = client.get(f"/watch/{game.watch_id}?at=5").get_data(as_text=True)
+    assert "The tableaus" in early
+    history = client.get(f"/seat/{tokens[0]}/history?at=3")
+    assert history.status_code == 200 and "Your hand" in history.get_data(as_text=True)
+    assert client.get(f"/watch/{game.watch_id}/board.svg").data.startswith(b"<svg")
+
+
+def test_a_game_nobody_touches_finishes_by_timeouts(tmp_path):
+    """Timeouts: the default moves of the readings play a whole game to its final mails."""
+    app = make_app(tmp_path / "instance", SCHEDULER_OUTAGE_MINUTES=100000)
+    mailbox = Mailbox(app)
+    new_game(app, 3, "kc-timeouts", kind="knights-castles", now=T0)
+    now = T0
+    run_jobs(app, now)
+    for _ in range(3000):
+        game, state = state_of(app)
+        if state.is_over:
+            break
+        now += timedelta(hours=200)
+        run_jobs(app, now)
+    game, state = state_of(app)
+    assert state.is_over and game.status == "finished"
+    with app.app_context(), reading() as session:
+        actors = {r.actor for r in session.exec(select(MoveRecord)).all()}
+    assert actors <= {"timeout", "absent", "server"} and actors
+    for i in range(3):
+        finals = [m for m in mailbox.to(f"p{i}@example.org")
+                  if str(m["Subject"]).endswith("The game is over")]
+        assert len(finals) == 1 and "Winner" in text_of(finals[0])
+    assert json.loads(game.state_json)["format"] == "knights-castles/1"
+
+
+def test_a_turn_file_plays_several_moves_of_a_turn(tmp_path):
+    """Turn files: the seat to move downloads its file (this game's examples and position) and
+    uploads orders; they are applied one by one through the same path as the page."""
+    app = make_app(tmp_path / "instance")
+    _, tokens = new_game(app, 2, "kc-file", kind="knights-castles")
+    client = app.test_client()
+    game, state = state_of(app)
+    token = tokens[state.to_move]
+    text = client.get(f"/seat/{token}/turnfile").get_data(as_text=True)
+    assert "#   build village" in text and "Franken" not in text
+    assert f"Your hand ({state.players[state.to_move]})" in text
+    page = client.get(f"/seat/{token}").get_data(as_text=True)
+    plain = [m for m in legal_in(page) if not m.startswith("offer ")]
+    first = next(m for m in plain if m != "done")  # seed kc-file: the starter can build
+    orders = [first, "done"]
+    filled = text + "\n" + "\n".join(orders) + "\n"
+    done = client.post(f"/seat/{token}/turnfile", data={
+        "csrf_token": field(page, "csrf_token"), "orders": filled})
+    assert done.status_code == 303, done.get_data(as_text=True)[:2000]
+    after, _ = state_of(app)
+    assert after.turn == game.turn + len(orders)
+    with app.app_context(), reading() as session:
+        logged = [r.notation for r in session.exec(select(MoveRecord)
+                                                    .order_by(MoveRecord.number)).all()]
+    assert logged == orders
