@@ -2,7 +2,9 @@
 mail server's pipe, the SMTP listener, IMAP polling), goes through `handle_incoming`.
 
 The reply's address (`play+<key>@<domain>`, the Reply-To of the mail it answers) names the seat
-and the turn; the From address counts for nothing, so a forged sender gains nothing. The orders
+and the turn; the From address counts for nothing, so a forged sender gains nothing (and a
+replaced key is answered only when the From is the seat's own address, so a forged From
+cannot aim the server's answers at a stranger). The orders
 are read from the reply's own text (quoted text, signatures and the rest of the turn file left
 out; HTML-only mail turned into text) and applied through `submit_orders`, like the seat page's
 turn file. Every outcome but an unknown key gets an answer by mail; an unknown key gets none and
@@ -14,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
@@ -22,13 +25,14 @@ from html.parser import HTMLParser
 from typing import ClassVar
 
 from flask import current_app
+from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from . import mail
-from .db import reading, writing
+from .db import reading, utcnow, writing
 from .games import rules_for
-from .models import RUNNING, Game, IncomingMail, Seat, SeatKey
+from .models import RUNNING, Game, IncomingMail, OutboxMessage, Seat, SeatKey
 from .services import GameNotRunning, ServiceError, StaleTurn, submit_orders
 from .tokens import hash_token
 from .turnfile import Orders, read
@@ -141,8 +145,9 @@ def handle_incoming(raw: bytes, recipients: list[str] | None = None) -> Handled:
         return Handled("unknown", "no such key")
     message_id = _message_id(message, raw)
     if key.revoked_at is not None:
-        _answer_revoked(message)
-        return Handled("revoked", "the key was replaced")
+        answered = _answer_revoked(key, message)
+        return Handled("revoked", "the key was replaced" + ("" if answered else
+                                                            "; not answered"))
     if seen:
         _answer(key.seat_id, "Your mail was already read",
                 [(f"Your mail {message_id} reached the server a second time; it was read the "
@@ -151,14 +156,28 @@ def handle_incoming(raw: bytes, recipients: list[str] | None = None) -> Handled:
     return _apply(key, message_id, text)
 
 
-def _answer_revoked(message: EmailMessage) -> None:
-    """A polite answer to a replaced key, to the sender, telling nothing about the game."""
+REVOKED_ANSWERS_PER_DAY = 3
+
+
+def _answer_revoked(key: SeatKey, message: EmailMessage) -> bool:
+    """A polite answer to a replaced key, telling nothing about the game; False when none.
+
+    A From address is easily forged, so answering it would let anyone aim the server's mail
+    at a stranger (backscatter). The answer goes only to the seat's own address, only when the
+    mail came from it, and at most REVOKED_ANSWERS_PER_DAY times a day per seat."""
     _, sender = parseaddr(str(message.get("From", "")))
-    if "@" not in sender:
-        return
     with writing() as session:
-        mail.queue(session, kind="reply", to=sender, subject="Your mail to the game server",
-                   template="revoked")
+        seat = session.get(Seat, key.seat_id)
+        if sender.strip().lower() != seat.email.strip().lower():
+            return False
+        answered = session.exec(select(func.count()).select_from(OutboxMessage).where(
+            OutboxMessage.seat_id == seat.id, OutboxMessage.kind == "revoked",
+            OutboxMessage.created_at > utcnow() - timedelta(days=1))).one()
+        if answered >= REVOKED_ANSWERS_PER_DAY:
+            return False
+        mail.queue(session, kind="revoked", to=mail.formatted_address(seat.name, seat.email),
+                   subject="Your mail to the game server", template="revoked", seat=seat)
+    return True
 
 
 def _apply(key: SeatKey, message_id: str, text: str) -> Handled:

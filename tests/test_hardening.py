@@ -258,3 +258,25 @@ def test_a_timeout_after_data_leaves_the_mail_unknown_and_it_is_not_sent_twice(
         stewardship.retry_mail(None, rows[0].id, "the player did not get it")
     deliver_all_due(app, now + timedelta(days=8))
     assert handler.message_ids.count(rows[0].message_id) == 2
+
+
+# --- 8: no backscatter: a replaced key is answered only to the seat, a few times a day --------
+
+def test_answers_to_a_replaced_key_are_limited_per_day(tmp_path):
+    from test_mail_replies import DOMAIN, fill, ingest, reply_key, start, text_of
+
+    from pbem.inbox import REVOKED_ANSWERS_PER_DAY
+    from pbem.stewardship import create_admin, new_link
+
+    app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN)
+    box, invitation, orders = start(app)
+    with app.app_context():
+        new_link(create_admin("admin@example.org", "a long enough password 42"), 1, 0, "lost")
+    handled = [ingest(app, fill("thunderbird_plain.eml", reply_key(invitation), orders,
+                                text_of(invitation))) for _ in range(REVOKED_ANSWERS_PER_DAY + 4)]
+    assert {h.outcome for h in handled} == {"revoked"}
+    assert [h.detail.endswith("not answered") for h in handled] == \
+        [False] * REVOKED_ANSWERS_PER_DAY + [True] * 4
+    answers = [m for m in box.to("p0@example.org")
+               if str(m["Subject"]) == "Your mail to the game server"]
+    assert len(answers) == REVOKED_ANSWERS_PER_DAY

@@ -294,7 +294,7 @@ def test_an_unknown_key_leaves_no_trace(app, route):
     assert sorted(p.name for p in box.folder.glob("*.eml")) == files
 
 
-def test_a_replaced_key_gets_a_generic_answer_to_the_sender(app):
+def test_a_replaced_key_gets_a_generic_answer_only_from_and_to_the_seats_address(app):
     from pbem.stewardship import create_admin, new_link
 
     box, invitation, orders = start(app)
@@ -303,14 +303,21 @@ def test_a_replaced_key_gets_a_generic_answer_to_the_sender(app):
         new_link(admin, 1, 0, "the player lost the mail")
     before = snapshot(app)
     raw = fill("thunderbird_plain.eml", reply_key(invitation), orders, text_of(invitation))
-    raw = raw.replace(b"From: Player 0 <p0@example.org>", b"From: Anna <anna@elsewhere.example>")
-    handled = ingest(app, raw)
-    assert handled.outcome == "revoked"
+    forged = raw.replace(b"From: Player 0 <p0@example.org>",
+                         b"From: Anna <anna@elsewhere.example>")
+    assert forged != raw
+    handled = ingest(app, forged)
+    assert (handled.outcome, handled.detail) == ("revoked", "the key was replaced; not answered")
+    assert snapshot(app) == before, "no answer to a stranger (backscatter)"
+
+    assert ingest(app, raw).outcome == "revoked"
     after = snapshot(app)
     assert after[1:] == before[1:] and after[0]["MoveRecord"] == before[0]["MoveRecord"]
     assert after[0]["IncomingMail"] == before[0]["IncomingMail"]
-    answer = box.to("anna@elsewhere.example")
-    assert [str(m["Subject"]) for m in answer] == ["Your mail to the game server"]
+    assert box.to("anna@elsewhere.example") == []
+    answer = [m for m in box.to("p0@example.org")
+              if str(m["Subject"]) == "Your mail to the game server"]
+    assert len(answer) == 1
     text = text_of(answer[0])
     assert "no longer valid" in " ".join(text.split())
     assert "Würzburg" not in text and "Franken" not in text  # nothing about the game
