@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from flask import Flask, current_app
-from sqlalchemy import DateTime, Table, event, insert
+from sqlalchemy import DateTime, Table, event, insert, literal_column
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import ORMExecuteState
 from sqlalchemy.orm import Session as OrmSession
@@ -132,6 +133,15 @@ def writing(app: Flask | None = None) -> Iterator[Session]:
     engine = get_engine(app).execution_options(pbem_write=True)
     with Session(engine, expire_on_commit=False) as session, session.begin():
         yield session
+
+
+def is_status(column, value: str) -> ColumnElement[bool]:
+    """`column = 'value'` with the value written into the statement instead of bound: only then
+    can SQLite and PostgreSQL use a partial index `WHERE status = 'value'` (they match the
+    index's condition against the statement's text). For the models' status constants only."""
+    if not value.isidentifier():
+        raise ValueError(f"not a status constant: {value!r}")
+    return column == literal_column(f"'{value}'")
 
 
 # --- rows written in batches ----------------------------------------------------------------------

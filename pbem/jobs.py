@@ -18,7 +18,7 @@ from sqlalchemy import update
 from sqlmodel import select
 
 from . import mail
-from .db import reading, utcnow, writing
+from .db import is_status, reading, utcnow, writing
 from .deadlines import add_pause, reset_clock, start_clock
 from .games import rules_for
 from .mailin import poll_imap
@@ -71,7 +71,7 @@ def guard_outage(now: datetime) -> int:
         if now - last <= threshold:
             return 0
         games = session.exec(select(Game).join(Timer, Timer.game_id == Game.id)
-                             .where(Timer.status == PENDING, Timer.due_at > last,
+                             .where(is_status(Timer.status, PENDING), Timer.due_at > last,
                                     Timer.due_at <= now, Game.status == RUNNING,
                                     Timer.clock_version == Game.clock_version)
                              .distinct()).all()
@@ -114,20 +114,20 @@ def start_missing_clocks(now: datetime) -> int:
 def _claim(now: datetime) -> tuple[str, list[int]]:
     claim = uuid.uuid4().hex
     with writing() as session:
-        session.exec(update(Timer).where(Timer.status == CLAIMED,
+        session.exec(update(Timer).where(is_status(Timer.status, CLAIMED),
                                          Timer.claimed_at < now - CLAIM_TIMEOUT)
                      .values(status=PENDING, claim=None, claimed_at=None))
-        due = (select(Timer.id).where(Timer.status == PENDING, Timer.due_at <= now)
+        due = (select(Timer.id).where(is_status(Timer.status, PENDING), Timer.due_at <= now)
                .order_by(Timer.due_at, Timer.id).limit(BATCH))
         claimed = [Timer.id.in_(due.scalar_subquery())]
         if session.get_bind().dialect.name != "sqlite":
             # Elsewhere a second claimer re-checks the row once the first commits. SQLite's
             # BEGIN IMMEDIATE already lets one claimer in at a time, and there the extra test
             # would make it read the status index for every pending timer.
-            claimed.append(Timer.status == PENDING)
+            claimed.append(is_status(Timer.status, PENDING))
         session.exec(update(Timer).where(*claimed)
                      .values(status=CLAIMED, claim=claim, claimed_at=now))
-        ids = list(session.exec(select(Timer.id).where(Timer.status == CLAIMED,
+        ids = list(session.exec(select(Timer.id).where(is_status(Timer.status, CLAIMED),
                                                        Timer.claim == claim)
                                 .order_by(Timer.due_at, Timer.id)))
     return claim, ids
@@ -153,7 +153,7 @@ def handle_due_timers(now: datetime) -> dict[str, int]:
 
 def _release(claim: str) -> None:
     with writing() as session:
-        session.exec(update(Timer).where(Timer.claim == claim, Timer.status == CLAIMED)
+        session.exec(update(Timer).where(Timer.claim == claim, is_status(Timer.status, CLAIMED))
                      .values(status=PENDING, claim=None, claimed_at=None))
 
 

@@ -14,6 +14,7 @@ from email.headerregistry import Address
 from email.utils import getaddresses, make_msgid, parseaddr
 
 from flask import current_app, render_template
+from sqlalchemy import false
 from sqlmodel import Session, select
 
 from . import clock, turnfile
@@ -138,7 +139,7 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
 def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
               news: list[str], reminder: bool = False) -> QueuedMail:
     for item in session.exec(select(DigestItem).where(DigestItem.seat_id == seat.id,
-                                                      DigestItem.sent == False)):
+                                                      DigestItem.sent == false())):
         item.sent = True  # the news below covers what the digest would have said
         session.add(item)
     subject = f"Reminder: your move is due {_deadline_text(game.deadline_at, seat)}" \
@@ -200,7 +201,7 @@ def due_digests(session: Session, now: datetime) -> int:
     from .games import rules_for
 
     cutoff = now.timestamp() - current_app.config["GAMES_DIGEST_HOURS"] * 3600
-    items = session.exec(select(DigestItem).where(DigestItem.sent == False)
+    items = session.exec(select(DigestItem).where(DigestItem.sent == false())
                          .order_by(DigestItem.seat_id, DigestItem.id)).all()
     by_seat: dict[int, list[DigestItem]] = {}
     for item in items:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from datetime import datetime
 
-from sqlalchemy import Column, Index, Text, UniqueConstraint
+from sqlalchemy import Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from .db import UtcDateTime, utcnow
@@ -126,17 +126,32 @@ class MoveRecord(SQLModel, table=True):
 class DigestItem(SQLModel, table=True):
     """News for a seat that chose the daily digest, waiting to be mailed in one message."""
 
+    # Only news not mailed yet is ever looked up (by seat, or all of it for the daily run).
+    __table_args__ = (Index("ix_digestitem_waiting", "seat_id", "id",
+                            sqlite_where=text("sent = 0"), postgresql_where=text("sent = false")),)
+
     id: int | None = Field(default=None, primary_key=True)
-    seat_id: int = Field(foreign_key="seat.id", index=True)
+    seat_id: int = Field(foreign_key="seat.id")  # indexed with `sent` above
     text: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
-    sent: bool = Field(default=False, index=True)
+    sent: bool = Field(default=False)
 
 
 class OutboxMessage(SQLModel, table=True):
     """A mail to send, written in the same transaction as the change that caused it."""
 
-    __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),)
+    # The sender's queries touch only mail waiting or in flight, never the history of sent mail
+    # (which only grows): partial indexes hold just those rows (see pbem.db.is_status).
+    __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),
+                      Index("ix_outbox_waiting", "next_attempt_at", "id",
+                            sqlite_where=text("status = 'queued'"),
+                            postgresql_where=text("status = 'queued'")),
+                      Index("ix_outbox_sending", "claimed_at",
+                            sqlite_where=text("status = 'sending'"),
+                            postgresql_where=text("status = 'sending'")),
+                      Index("ix_outbox_claim", "claim",
+                            sqlite_where=text("status = 'sending'"),
+                            postgresql_where=text("status = 'sending'")))
 
     id: int | None = Field(default=None, primary_key=True)
     game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
@@ -167,7 +182,13 @@ REMINDER, TIMEOUT = "reminder", "timeout"
 class Timer(SQLModel, table=True):
     """A reminder or a timeout due for the seat to move; claimed by one scheduler run."""
 
-    __table_args__ = (Index("ix_timer_due", "status", "due_at"),)
+    __table_args__ = (Index("ix_timer_due", "status", "due_at"),
+                      Index("ix_timer_claimed", "claimed_at",
+                            sqlite_where=text("status = 'claimed'"),
+                            postgresql_where=text("status = 'claimed'")),
+                      Index("ix_timer_claim", "claim",
+                            sqlite_where=text("status = 'claimed'"),
+                            postgresql_where=text("status = 'claimed'")))
 
     id: int | None = Field(default=None, primary_key=True)
     game_id: int = Field(foreign_key="game.id", index=True)

@@ -37,7 +37,7 @@ from flask import Flask
 from sqlalchemy import update
 from sqlmodel import select
 
-from .db import reading, utcnow, writing
+from .db import is_status, reading, utcnow, writing
 from .models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
 
 BATCH = 10  # claimed at a time: what a sender killed mid-batch leaves behind
@@ -246,21 +246,22 @@ def _claim(app: Flask, now: datetime, limit: int) -> tuple[str, list[OutboxMessa
         # A sender that died (or was killed) leaves its claimed rows in `sending`: back to the
         # queue with them. The one it had in hand may arrive twice (same Message-ID).
         session.exec(update(OutboxMessage)
-                     .where(OutboxMessage.status == SENDING,
+                     .where(is_status(OutboxMessage.status, SENDING),
                             OutboxMessage.claimed_at < now - stuck_after(app))
                      .values(status=QUEUED, claim=None, next_attempt_at=now,
                              last_error="the sender stopped while this mail was claimed; sent "
                              "again automatically (if it had arrived, the copy has the same "
                              "Message-ID)"))
-        due = select(OutboxMessage.id).where(OutboxMessage.status == QUEUED,
+        due = select(OutboxMessage.id).where(is_status(OutboxMessage.status, QUEUED),
                                              OutboxMessage.next_attempt_at <= now) \
             .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id).limit(limit)
         session.exec(update(OutboxMessage).where(OutboxMessage.id.in_(due.scalar_subquery()),
-                                                 OutboxMessage.status == QUEUED)
+                                                 is_status(OutboxMessage.status, QUEUED))
                      .values(status=SENDING, claim=claim, claimed_at=now))
-        # The status test lets the due index find the claimed rows without reading the outbox.
-        rows = list(session.exec(select(OutboxMessage).where(OutboxMessage.status == SENDING,
-                                                             OutboxMessage.claim == claim)
+        # The status test lets the partial index find the claimed rows without reading the outbox.
+        rows = list(session.exec(select(OutboxMessage)
+                                 .where(is_status(OutboxMessage.status, SENDING),
+                                        OutboxMessage.claim == claim)
                                  .order_by(OutboxMessage.id)))
     return claim, rows
 
@@ -284,7 +285,7 @@ def _still_ours(app: Flask, row_id: int, claim: str) -> bool:
     with reading(app) as session:
         return session.exec(select(OutboxMessage.id).where(
             OutboxMessage.id == row_id, OutboxMessage.claim == claim,
-            OutboxMessage.status == SENDING)).first() is not None
+            is_status(OutboxMessage.status, SENDING))).first() is not None
 
 
 def _record(app: Flask, row_id: int, claim: str, error: str | None, now: datetime,
@@ -295,7 +296,8 @@ def _record(app: Flask, row_id: int, claim: str, error: str | None, now: datetim
     with writing(app) as session:
         row = session.get(OutboxMessage, row_id)
         session.exec(update(OutboxMessage)
-                     .where(OutboxMessage.claim == claim, OutboxMessage.status == SENDING)
+                     .where(OutboxMessage.claim == claim,
+                            is_status(OutboxMessage.status, SENDING))
                      .values(claimed_at=progress))
         # A row taken for stuck and put back in the queue, but not sent again yet, that did
         # go out after all: say so (and hide its secrets), so it is not sent twice.
@@ -363,7 +365,8 @@ def deliver_queued(app: Flask, now: datetime | None = None, limit: int = BATCH) 
             counts[outcome] += 1
     with writing(app) as session:  # left unsent (a stop was asked for): back to the queue
         session.exec(update(OutboxMessage)
-                     .where(OutboxMessage.claim == claim, OutboxMessage.status == SENDING)
+                     .where(OutboxMessage.claim == claim,
+                            is_status(OutboxMessage.status, SENDING))
                      .values(status=QUEUED, claim=None))
     return counts
 
