@@ -26,7 +26,7 @@ from sqlmodel import select
 from . import stewardship
 from .db import reading, utcnow
 from .deadlines import MAX_HOURS, MIN_HOURS, time_control
-from .games import DEFAULT_KIND, SetupProblem, rules_for
+from .games import DEFAULT_KIND, SetupProblem, game_kinds, rules_for
 from .models import (
     ABORTED,
     FAILED,
@@ -200,39 +200,46 @@ def _read_new_game(form, rules) -> tuple[dict, dict]:
         errors["seed"] = "the seed must be 1 to 100 printable characters"
     variant = form.get("variant") or next(iter(rules.variants))
     if variant not in rules.variants:
-        errors["variant"] = "choose one of the rule books offered"
+        errors["variant"] = "choose one of the rules offered"
     return {"players": players, "colours": colours, "time": time, "title": title, "seed": seed,
             "variant": variant,
             "start": None if start == "random" or "start" in errors else int(start)}, errors
 
 
-def _new_game_page(form, errors, status=200):
-    rules = rules_for(DEFAULT_KIND)
+def _kind(value) -> str:
+    """The game a create form is for: a known kind, else the default."""
+    return value if value in game_kinds() else DEFAULT_KIND
+
+
+def _new_game_page(form, errors, status=200, kind: str = DEFAULT_KIND):
+    rules = rules_for(kind)
     config = current_app.config
     defaults = {"deadline_hours": config["GAMES_MOVE_DEADLINE_HOURS"],
                 "reminders": config["GAMES_REMINDER_HOURS"],
                 "timezone": config["GAMES_TIMEZONE"]}
     return render_template("admin/new_game.html", form=form, errors=errors, rules=rules,
-                           defaults=defaults, min_hours=MIN_HOURS, max_hours=MAX_HOURS), status
+                           games=game_kinds(), defaults=defaults, min_hours=MIN_HOURS,
+                           max_hours=MAX_HOURS), status
 
 
 @bp.get("/games/new")
 def new_game():
-    return _new_game_page({}, {})
+    return _new_game_page({}, {}, kind=_kind(request.args.get("game")))
 
 
 @bp.post("/games/new")
 def new_game_post():
-    rules = rules_for(DEFAULT_KIND)
+    kind = _kind(request.form.get("game"))
+    rules = rules_for(kind)
     data, errors = _read_new_game(request.form, rules)
     if errors:
-        return _new_game_page(request.form, errors, 422)
+        return _new_game_page(request.form, errors, 422, kind)
     try:
-        created = create_game(data["players"], data["seed"], colours=data["colours"],
+        created = create_game(data["players"], data["seed"], kind=kind, colours=data["colours"],
                               start=data["start"], title=data["title"], time=data["time"],
                               variant=data["variant"])
     except (SetupProblem, ServiceError) as exc:
-        return _new_game_page(request.form, {"players": str(exc)}, 422)
+        return _new_game_page(request.form, {"players": str(exc)}, 422, kind)
     wake_sender()
     flash(f"Game {created.game_id} is created; the players' invitations are on their way.")
     return redirect(url_for("admin.game", game_id=created.game_id), code=303)

@@ -37,7 +37,8 @@ def seat_document(ctx: SeatContext) -> dict:
         "deadline": ctx.game.deadline_at.isoformat() if ctx.game.deadline_at else None,
         "view": rules.view_dict(state, seat.number),
         "legal": rules.legal(state) if mine else [],
-        "log": [{"turn": r.number, "seat": r.seat, "move": r.notation, "lines": r.lines,
+        "log": [{"turn": r.number, "seat": r.seat, "lines": r.lines,
+                 "move": rules.notation_for(state, r.notation, r.seat, seat.number),
                  "at": r.created_at.isoformat()} for r in ctx.log],
     }
     outcome = rules.outcome(state)

@@ -315,7 +315,8 @@ def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = N
         for seat in seats:
             mail.notice(session, game, seat, "A move was taken back", [
                 (f"An organiser took back the last move of {who.name} ({who.colour}): "
-                f"{last.notation}."), f"Reason: {reason}",
+                f"{rules.notation_for(state, last.notation, last.seat, seat.number)}."),
+                f"Reason: {reason}",
                 f"{to_move.name} ({to_move.colour}) is to move."])
         _audit(session, admin_id, game.id, "take back", reason,
                f"move {last.number} by seat {last.seat + 1}: {last.notation} ({last.actor})")

@@ -137,6 +137,13 @@ def test_a_game_through_the_pages_with_a_chosen_loss_and_an_accepted_trade(tmp_p
     history = client.get(f"/seat/{tokens[0]}/history?at=3")
     assert history.status_code == 200 and "Your hand" in history.get_data(as_text=True)
     assert client.get(f"/watch/{game.watch_id}/board.svg").data.startswith(b"<svg")
+    # The stored game is its seed and its log: a replay gives it back exactly (the history
+    # pages and taking a move back depend on it).
+    game, state = state_of(app)
+    with app.app_context(), reading() as session:
+        log = [r.notation for r in session.exec(select(MoveRecord)
+                                                .order_by(MoveRecord.number)).all()]
+    assert rules_for("knights-castles").replay(state, log) == state
 
 
 def test_a_game_nobody_touches_finishes_by_timeouts(tmp_path):
@@ -189,3 +196,60 @@ def test_a_turn_file_plays_several_moves_of_a_turn(tmp_path):
         logged = [r.notation for r in session.exec(select(MoveRecord)
                                                     .order_by(MoveRecord.number)).all()]
     assert logged == orders
+
+
+def test_the_log_hides_a_kept_card_and_an_offers_cards_from_other_seats():
+    """Hidden information in the API's log: 'keep <card>' and an offer's cards are seen by the
+    seats concerned only."""
+    rules = rules_for("knights-castles")
+    state = kc.new_game(3, 1)
+    assert rules.notation_for(state, "keep town", 0, 0) == "keep town"
+    assert rules.notation_for(state, "keep town", 0, 1) == "keep"
+    assert rules.notation_for(state, "keep town", 0, None) == "keep"
+    offer = "offer green: village for town"
+    assert rules.notation_for(state, offer, 0, 2) == offer
+    assert rules.notation_for(state, offer, 0, 1) == "offer green"
+    assert rules.notation_for(state, "build village", 0, 1) == "build village"
+
+
+def test_an_offer_too_long_for_the_log_is_refused_with_a_reason():
+    """The move log keeps 200 characters of notation: a longer offer is refused, not cut."""
+    from pbem.games import MoveError
+
+    rules = rules_for("knights-castles")
+    state = kc.new_game(2, 1)
+    long = kc.Offer("red", 5, tuple(k.id for k in KINDS[13:20]), 3,
+                    tuple(k.id for k in KINDS[20:30]))
+    assert len(str(long)) > 200
+    import pytest
+
+    with pytest.raises(MoveError, match="at most 200"):
+        rules.apply(state, long)
+
+
+def test_the_admin_form_creates_a_knights_and_castles_game_and_shows_its_state(tmp_path):
+    """Admin pages: the create form offers each game; a Knights & Castles game with variants is
+    created from it, and its admin page shows the whole state."""
+    from test_admin import add_admin, csrf_of, login
+
+    app = make_app(tmp_path / "instance")
+    client = app.test_client()
+    add_admin(app)
+    assert login(client).status_code == 303
+    plain = client.get("/admin/games/new").get_data(as_text=True)
+    assert "/admin/games/new?game=knights-castles" in plain
+    page = client.get("/admin/games/new?game=knights-castles").get_data(as_text=True)
+    assert "Create a game of Knights &amp; Castles" in page and "catch-up+no-buying" in page
+    form = {"csrf_token": csrf_of(client, "/admin/games/new?game=knights-castles"),
+            "game": "knights-castles", "start": "random", "deadline_hours": "72",
+            "reminders": "24,2", "timezone": "UTC", "seed": "7", "variant": "knights-from-hand"}
+    for i, colour in enumerate(kc.COLOURS):
+        name, email = (f"P{i}", f"p{i}@example.org") if i < 2 else ("", "")
+        form.update({f"name{i}": name, f"email{i}": email, f"colour{i}": colour})
+    response = client.post("/admin/games/new", data=form)
+    assert response.status_code == 303, response.get_data(as_text=True)[:2000]
+    game, state = state_of(app)
+    assert game.kind == "knights-castles" and state.variants == ("knights-from-hand",)
+    assert len(state.players) == 2
+    admin_page = client.get(f"/admin/games/{game.id}").get_data(as_text=True)
+    assert "Deck (" in admin_page and "top first" in admin_page

@@ -11,7 +11,7 @@ import json
 import random
 from dataclasses import fields
 
-from engine.knights_castles import random_playout, view_for
+from engine.knights_castles import apply_move, parse_move, random_playout, view_for
 from engine.knights_castles.cards import N_KINDS
 from engine.knights_castles.rules import replace
 from engine.knights_castles.state import KEEP
@@ -97,3 +97,53 @@ def test_public_facts_are_in_every_view():
                              "kinds": []}
         assert view.tableau[1] == ("village", "village", "town", "castle") and view.dp[1] == 7
         assert view.to_move == 1
+
+
+def test_the_narration_names_a_kept_card_and_an_offers_cards_only_to_their_seats():
+    """Hidden information in the log: describe() tells each reader only what it may know."""
+    from engine.knights_castles.narrate import describe
+
+    state = play(position(players=3, current=2, step="trade", deck_top="town mine",
+                          tableau={0: "scholastics"}, gold={0: 1, 1: 1}), "done")
+    after = play(state, "keep mine")
+    mine = describe(state, parse_move("keep mine"), after, 0)
+    assert "You kept Mine and discarded Town." in mine
+    for reader in (1, 2, None):
+        words = " ".join(describe(state, parse_move("keep mine"), after, reader))
+        assert "Mine" not in words and "discarded Town" in words
+    trade = position(players=3, step="trade", hands={0: "castle", 1: "bishop"},
+                     gold={0: 1, 1: 1, 2: 1})
+    offer = parse_move("offer red: castle for bishop")
+    asked = apply_move(trade, offer)
+    for reader in (0, 1):
+        assert "Castle" in " ".join(describe(trade, offer, asked, reader))
+    for reader in (2, None):
+        words = " ".join(describe(trade, offer, asked, reader))
+        assert "Castle" not in words and "Bishop" not in words and "offer" in words
+
+
+def test_the_picture_shows_every_tableau_and_no_hand():
+    """The tableau picture is drawn from a view: cards in play and advances, no hand."""
+    import xml.etree.ElementTree as ET
+
+    from engine.knights_castles.svg import tableau_svg
+
+    state = position(players=3, hands={0: "bishop"}, tableau={0: "2 village town",
+                     1: "irrigation"}, shared={2: "irrigation"}, gold={1: 4})
+    for seat in (None, 0, 1):
+        svg = tableau_svg(view_for(state, seat), "t")
+        ET.fromstring(svg)  # well-formed
+        assert "Bishop" not in svg and "Village" in svg and "Irrigation" in svg
+        assert "shared" in svg and "gold 4" in svg
+
+
+def test_an_organiser_may_choose_the_start_seat_and_nobody_rolls_for_it():
+    """Set-up: a chosen start seat replaces the start roll; replays keep it."""
+    from engine.knights_castles import new_game, replay
+
+    chosen = new_game(3, 1, start=2)
+    assert chosen.start == chosen.current == 2 and chosen.start_chosen
+    assert chosen.dice == ()
+    rolled = new_game(3, 1)
+    assert not rolled.start_chosen and len(rolled.dice) >= 3
+    assert replay(chosen.players, 1, (), [], start=2) == chosen

@@ -160,11 +160,12 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
         for _ in range(HAND_SIZE):
             counts[deck.pop()] += 1
         hands.append(tuple(counts))
-    if start is not None and not (isinstance(start, int) and 0 <= start < n):
+    chosen = start is not None
+    if chosen and not (isinstance(start, int) and 0 <= start < n):
         raise SetupError(f"the start seat must be from 0 to {n - 1}")
     # Each seat rolls 1D6; the highest starts; tied seats roll again.
     dice: list[int] = []
-    rolling = list(range(n)) if start is None else [start]
+    rolling = [start] if chosen else list(range(n))
     while len(rolling) > 1:
         rolls = []
         for _ in rolling:
@@ -178,4 +179,4 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
         players=colours, seed=seed, variants=tuple(v for v in VARIANTS if v in variants),
         deck=tuple(deck), hands=tuple(hands), tableau=(empty,) * n, shared=((),) * n,
         discard=(), gold=(0,) * n, dice=tuple(dice), start=start, current=start, step=BUY,
-        paid=((),) * n, revenue=(0,) * n, start_chosen=start is not None)
+        paid=((),) * n, revenue=(0,) * n, start_chosen=chosen)

@@ -30,6 +30,7 @@ class GameRules(Protocol):
     rules_url: str  # where players read the whole rules
     variants: dict[str, str]  # readings of the rules a game is created with; the first is default
     order_examples: tuple[str, ...]  # a whole turn in the notation, for turn files
+    variant_question: str  # what the create form asks about `variants`
 
     def new_state(self, colours: list[str], seed: str, start: int | None,
                   variant: str | None = None) -> Any: ...
@@ -45,6 +46,8 @@ class GameRules(Protocol):
     def parse(self, state: Any, text: str) -> Any: ...
     def apply(self, state: Any, move: Any) -> Any: ...
     def notation(self, move: Any) -> str: ...
+    # A logged move's notation as `reader` may see it (a move can name a secret card).
+    def notation_for(self, state: Any, notation: str, mover: int, reader: int | None) -> str: ...
     def describe(self, before: Any, move: Any, after: Any, reader: int | None) -> list[str]: ...
     # Optional: what a move will do, for its preview (in the future tense); also
     # board_picture(..., move=) to ring the pieces a move placed.
@@ -74,6 +77,12 @@ def registry() -> dict[str, GameRules]:
 
 
 _GAMES: dict[str, GameRules] | None = None
+
+
+def game_kinds() -> dict[str, str]:
+    """Every game the server hosts: kind -> title, the default first."""
+    rules_for(DEFAULT_KIND)
+    return {kind: rules.title for kind, rules in _GAMES.items()}
 
 
 def rules_for(kind: str) -> GameRules:

@@ -50,6 +50,8 @@ class KardinalKoenig:
     variants = VARIANTS
     rules_url = RULES_URL  # the first is the default
     order_examples = ("GG Franken: Mainz", "draw deck", "draw G")
+    variant_question = ("The rule books disagree on the joker; choose whose reading this game "
+                        "follows (shown on every page of the game).")
 
     def __init__(self, board: engine.Board | None = None):
         self.board = board or engine.default_board()
@@ -129,6 +131,9 @@ class KardinalKoenig:
 
     def notation(self, move: engine.Move) -> str:
         return str(move)
+
+    def notation_for(self, state, notation: str, mover: int, reader: int | None) -> str:
+        return notation  # every move of this game is public
 
     def describe(self, before, move, after, reader: int | None) -> list[str]:
         return engine.describe(before, move, after, reader)

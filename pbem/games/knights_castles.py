@@ -23,6 +23,8 @@ from engine.knights_castles.svg import tableau_svg
 
 from . import MoveError, SetupProblem
 
+MOVE_LOG_LENGTH = 200  # the move log's notation column (pbem.models.MoveRecord.notation)
+
 # The rule page has no home of its own that we know of; the search finds the game's entries.
 RULES_URL = ("https://boardgamegeek.com/geeksearch.php?action=search&objecttype=boardgame"
              "&q=Knights+%26+Castles")
@@ -62,6 +64,8 @@ class KnightsCastles:
     variants = VARIANTS
     rules_url = RULES_URL
     order_examples = ("buy", "build village", "done", "play plague at red")
+    variant_question = ("The rule page's notes offer three variants, each a switch; choose the "
+                        "ones this game plays with (shown on every page of the game).")
 
     def __init__(self):
         self._loads = functools.lru_cache(maxsize=256)(kc.from_json)
@@ -122,6 +126,7 @@ class KnightsCastles:
             raise MoveError(str(exc)) from None
 
     def apply(self, state: kc.GameState, move: kc.Move) -> kc.GameState:
+        self.apply_limit(move)
         try:
             return kc.apply_move(state, move)
         except (IllegalMoveError, NotationError) as exc:
@@ -137,6 +142,26 @@ class KnightsCastles:
 
     def notation(self, move: kc.Move) -> str:
         return str(move)
+
+    def notation_for(self, state: kc.GameState, notation: str, mover: int,
+                     reader: int | None) -> str:
+        """The kept card of a Scholastics pair is its keeper's secret, and an offer's cards are
+        seen by its two seats only; the others read 'keep' and 'offer <target>'."""
+        if reader == mover:
+            return notation
+        if notation.startswith("keep "):
+            return "keep"
+        if notation.startswith("offer "):
+            target = notation.split(":")[0].split()[-1]
+            if reader is None or state.players[reader] != target:
+                return f"offer {target}"
+        return notation
+
+    def apply_limit(self, move: kc.Move) -> None:
+        """The move log stores at most MOVE_LOG_LENGTH characters of notation."""
+        if len(str(move)) > MOVE_LOG_LENGTH:
+            raise MoveError(f"this offer is {len(str(move))} characters long in the notation; "
+                            f"the log keeps at most {MOVE_LOG_LENGTH}: offer fewer kinds of card")
 
     def describe(self, before, move, after, reader: int | None) -> list[str]:
         return describe(before, move, after, reader)
