@@ -98,8 +98,10 @@ def _print_created(created) -> None:
 @click.command("create-game")
 @click.option("--player", "players", multiple=True, required=True, metavar='"Name <email>"',
               help="A player, in seat order; give 3 to 5.")
-@click.option("--seed", help="Seed for the shuffle (default: random); the same seed deals the "
-                             "same cards.")
+@click.option("--seed", help="Seed for the shuffle (default: random). It is mixed with this "
+                             "server's secret key (GAMES_SECRET_SEEDS), so players cannot find "
+                             "it from their cards; the same seed deals the same cards on this "
+                             "server.")
 @click.option("--colour", "colours", multiple=True,
               help="Each player's colour, in seat order (default: yellow, red, green, ...).")
 @click.option("--start", type=int, help="The seat that starts, 1 for the first player "
@@ -147,7 +149,8 @@ def create_game_command(players, seed, colours, start, title, kind, variant, dea
 
 @click.command("demo")
 @click.option("--players", default=4, show_default=True, type=click.IntRange(3, 5))
-@click.option("--seed", help="Seed for the shuffle (default: random).")
+@click.option("--seed", help="Seed for the shuffle (default: random); mixed with the "
+                             "server's secret key like create-game's.")
 @click.option("--new", is_flag=True, help="Create another demo game even if one is running.")
 @_one_line_errors
 @with_appcontext

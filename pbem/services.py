@@ -8,6 +8,8 @@ entry and the mails it causes, so either all of them happen or none does.
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import json
 import re
 import secrets
@@ -152,6 +154,21 @@ def check_title(title: str) -> str:
     return title
 
 
+def game_seed(chosen: str) -> str:
+    """The seed a new game is dealt from, and stored with it, for `chosen` (an admin's seed).
+
+    With GAMES_SECRET_SEEDS (the default) it is an HMAC of the chosen seed under the server's
+    secret key: a short seed such as "48213" could otherwise be found by a player, who tries
+    seeds until one deals the cards they see, and then knows every hand and the deck. The same
+    chosen seed still deals the same cards on this server. The stored seed is what the engine
+    replays from, so games created before (whose stored seed is the chosen one) replay as
+    they always did, and a new secret key changes no running game."""
+    if not current_app.config["GAMES_SECRET_SEEDS"]:
+        return chosen
+    key = current_app.config["SECRET_KEY"].encode()
+    return hmac.new(key, b"pbem game seed\0" + chosen.encode(), hashlib.sha256).hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class CreatedGame:
     game_id: int
@@ -174,9 +191,10 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
     if len(set(emails)) != len(emails):
         raise SetupProblem("each player needs their own email address")
     colours = list(colours or rules.colours[:len(players)])
-    seed = seed if seed is not None else secrets.token_hex(8)
+    seed = seed if seed is not None else secrets.token_hex(16)
     if not isinstance(seed, str) or not 0 < len(seed) <= 100 or not seed.isprintable():
         raise SetupProblem("the seed must be 1 to 100 printable characters")
+    seed = game_seed(seed)
     title = check_title(title) if title is not None else rules.title
     time = time or time_control()
     state = rules.new_state(colours, seed, start, variant)

@@ -14,8 +14,11 @@ LINK = re.compile(r"https?://[^\s<>\"']+/seat/([A-Za-z0-9_-]{32})")
 
 
 def make_app(instance: Path, **config):
+    # The tests' seeds deal known cards: the seed alone deals (tests/test_hardening.py checks
+    # the default, seeds mixed with the secret key).
     settings = {"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
-                "BASE_URL": "http://localhost", "TESTING": True, **config}
+                "BASE_URL": "http://localhost", "TESTING": True, "GAMES_SECRET_SEEDS": False,
+                **config}
     app = create_app(settings)
     schema.upgrade(app)
     return app

@@ -280,3 +280,76 @@ def test_answers_to_a_replaced_key_are_limited_per_day(tmp_path):
     answers = [m for m in box.to("p0@example.org")
                if str(m["Subject"]) == "Your mail to the game server"]
     assert len(answers) == REVOKED_ANSWERS_PER_DAY
+
+
+# --- 9: a short seed cannot be found from a seat's cards --------------------------------------
+
+def _first_state(app, game_id: int):
+    from server import game_state
+
+    return game_state(app, game_id)
+
+
+def test_a_chosen_seed_is_mixed_with_the_secret_key_and_the_stored_seed_replays(tmp_path):
+    import engine
+
+    app = make_app(tmp_path / "instance", GAMES_SECRET_SEEDS=True)
+    created, tokens = new_game(app, 3, "48213", start=0)
+    game, state = _first_state(app, created.game_id)
+    # A player who tries seeds until one deals their hand does not find 48213.
+    plain = engine.new_game(state.players, "48213", start=0)
+    assert game.seed != "48213" and len(game.seed) == 32
+    assert plain.hands[0] != state.hands[0] or plain.deck != state.deck
+    # The stored seed alone rebuilds the game, before and after moves.
+    assert engine.new_game(state.players, game.seed, start=0) == state
+    play_moves(app, tokens, 5)
+    game, now = _first_state(app, created.game_id)
+    with reading(app) as db:
+        from pbem.models import MoveRecord
+
+        notations = [r.notation for r in db.exec(select(MoveRecord).order_by(MoveRecord.number))]
+    assert engine.replay(now.players, game.seed, notations, now.board, now.start) == now
+
+    # The same seed deals the same cards on this server, other cards under another key.
+    again, _ = new_game(app, 3, "48213", start=0)
+    assert _first_state(app, again.game_id)[1].hands == state.hands
+    other = make_app(tmp_path / "other", GAMES_SECRET_SEEDS=True, SECRET_KEY="another key")
+    elsewhere, _ = new_game(other, 3, "48213", start=0)
+    assert _first_state(other, elsewhere.game_id)[1].hands != state.hands
+
+
+def test_games_dealt_from_a_plain_seed_before_keep_replaying_identically(tmp_path):
+    """A game from before the change (its stored seed the chosen one) still rebuilds from it,
+    e.g. when a move is taken back after the server was upgraded."""
+    import engine
+
+    instance = tmp_path / "instance"
+    before = make_app(instance, GAMES_SECRET_SEEDS=False)
+    created, tokens = new_game(before, 3, "48213", start=0)
+    play_moves(before, tokens, 4)
+    game, state = _first_state(before, created.game_id)
+    assert game.seed == "48213"
+
+    after = make_app(instance, GAMES_SECRET_SEEDS=True)  # the upgraded server, same database
+    with after.app_context():
+        admin = stewardship.create_admin("admin@example.org", "a long enough password 42")
+        stewardship.take_back(admin, created.game_id, "a slip")
+    game, taken_back = _first_state(after, created.game_id)
+    with reading(after) as db:
+        from pbem.models import MoveRecord
+
+        notations = [r.notation for r in db.exec(select(MoveRecord).order_by(MoveRecord.number))]
+    assert len(notations) == 3 and game.seed == "48213"
+    assert taken_back == engine.replay(state.players, "48213", notations, state.board, 0)
+
+
+def test_the_form_and_the_cli_say_how_the_seed_is_used(tmp_path):
+    app = make_app(tmp_path / "instance", GAMES_SECRET_SEEDS=True)
+    add_admin(app)
+    client = app.test_client()
+    login(client)
+    page = " ".join(client.get("/admin/games/new").get_data(as_text=True).split())
+    assert "mixed with this server's secret key" in page
+    help_text = " ".join(app.test_cli_runner().invoke(args=["create-game", "--help"])
+                         .output.split())
+    assert "mixed with this server's secret key" in help_text
