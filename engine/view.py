@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .outcome import intermediate_of
-from .state import EMPTY, GameState
+from .state import EMPTY, JOKER_OTHER, GameState
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class SeatView:
     last_seat: int | None
     end_reason: str | None
     intermediate: dict | None
+    joker: str = JOKER_OTHER  # the game's joker rule, which every player is told
 
     @property
     def colour(self) -> str | None:
@@ -103,4 +104,4 @@ def view_for(state: GameState, seat: int | None) -> SeatView:
         monastery_supply=state.monastery_supply, advisor_supply=state.advisor_supply,
         scores=state.scores, exhaustions=state.exhaustions, last_seat=state.last_seat,
         end_reason=state.end_reason,
-        intermediate=intermediate.to_dict() if intermediate else None)
+        intermediate=intermediate.to_dict() if intermediate else None, joker=state.joker)

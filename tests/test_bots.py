@@ -15,6 +15,7 @@ from engine.arena import play_arena, play_game, run_arena, summarise, wilson
 from engine.bots import BOT_NAMES, BOTS, choose_move
 from engine.bots.view_state import sampled_state, unseen_cards, visible_state
 from engine.playout import random_playout
+from engine.state import JOKER_ANY
 from engine.view import SeatView
 
 from helpers import BOARD, redealt, scenario, seat_of
@@ -97,6 +98,9 @@ def test_a_sampled_deal_agrees_with_everything_the_view_shows():
             assert replace(view_for(deal, seat), intermediate=None) == \
                 replace(view, intermediate=None)
             assert legal_moves(deal) == legal_moves(state)
+        anywhere = replace(state, joker=JOKER_ANY)  # the English books' joker: a public rule
+        assert legal_moves(visible_state(view_for(anywhere, seat), BOARD)) == \
+            legal_moves(anywhere)
 
 
 def test_the_same_view_and_random_input_give_the_same_move():

@@ -88,7 +88,8 @@ class Projection:
     """Each seat's projected final score in one position, updatable one placement at a time."""
 
     __slots__ = ("info", "n", "monasteries", "advisors", "mult", "country_pts", "alliance_pts",
-                 "chain_pts", "totals", "monastery_supply", "advisor_supply")
+                 "chain_pts", "totals", "monastery_supply", "advisor_supply", "own",
+                 "_shared")
 
     @classmethod
     def of(cls, state: GameState) -> Projection:
@@ -103,7 +104,9 @@ class Projection:
         self.country_pts = [monastery_points(self._counts(c)) for c in range(len(info.country_fields))]
         self.alliance_pts = [alliance_points(self.advisors[a], self.advisors[b])
                              for a, b in info.alliances]
-        self.chain_pts = [chain_points(info.board, self.monasteries, s) for s in range(n)]
+        self.own = [frozenset(f for f, x in enumerate(self.monasteries) if x == s)
+                    for s in range(n)]
+        self.chain_pts = [_chain_points(info.board, own) for own in self.own]
         totals = [float(x) for x in state.scores]
         for pts in self.country_pts:
             for s in range(n):
@@ -114,6 +117,7 @@ class Projection:
         for s in range(n):
             totals[s] += self.chain_pts[s]
         self.totals = totals
+        self._shared = {}
         return self
 
     def _counts(self, country: int) -> tuple[int, ...]:
@@ -132,24 +136,38 @@ class Projection:
         other.country_pts = list(self.country_pts)
         other.alliance_pts = list(self.alliance_pts)
         other.chain_pts = list(self.chain_pts)
+        other.own = list(self.own)
         other.totals = list(self.totals)
         other.monastery_supply = list(self.monastery_supply)
         other.advisor_supply = list(self.advisor_supply)
+        other._shared = {}
         return other
 
     def after(self, seat: int, move: Place) -> list[float]:
         """The totals after `seat` plays `move`, without changing this projection."""
         country, fields, advisors = placement_parts(self.info, move)
+        # Only the chains depend on which fields: the rest is shared by the country's moves.
+        key = (seat, country, len(fields), advisors)
+        shared = self._shared.get(key)
+        if shared is None:
+            shared = self._shared[key] = self._after_counts(seat, country, len(fields), advisors)
+        if not fields:
+            return shared
+        totals = list(shared)
+        totals[seat] += _chain_points(self.info.board, self.own[seat].union(fields)) \
+            - self.chain_pts[seat]
+        return totals
+
+    def _after_counts(self, seat: int, country: int, monasteries: int,
+                      advisors: int) -> list[float]:
         totals = list(self.totals)
         n, mult = self.n, self.mult
-        if fields:
+        if monasteries:
             counts = list(self._counts(country))
-            counts[seat] += len(fields)
+            counts[seat] += monasteries
             old, new = self.country_pts[country], monastery_points(tuple(counts))
             for s in range(n):
                 totals[s] += mult * (new[s] - old[s])
-            own = frozenset([f for f, s in enumerate(self.monasteries) if s == seat] + list(fields))
-            totals[seat] += _chain_points(self.info.board, own) - self.chain_pts[seat]
         if advisors:
             row = list(self.advisors[country])
             row[seat] += advisors
@@ -166,12 +184,14 @@ class Projection:
     def play(self, seat: int, move: Place) -> None:
         """Apply `seat`'s placement to this projection."""
         country, fields, advisors = placement_parts(self.info, move)
-        self.totals = self.after(seat, move)
+        self.totals = list(self.after(seat, move))
+        self._shared = {}
         if fields:
             for f in fields:
                 self.monasteries[f] = seat
             self.country_pts[country] = monastery_points(self._counts(country))
-            self.chain_pts[seat] = chain_points(self.info.board, self.monasteries, seat)
+            self.own[seat] = self.own[seat].union(fields)
+            self.chain_pts[seat] = _chain_points(self.info.board, self.own[seat])
             self.monastery_supply[seat] -= len(fields)
         if advisors:
             row = list(self.advisors[country])
@@ -185,7 +205,7 @@ class Projection:
 
 def margin(totals: list[float], seat: int) -> float:
     """How far `seat` is ahead of the best other seat (negative: behind)."""
-    return totals[seat] - max(t for s, t in enumerate(totals) if s != seat)
+    return totals[seat] - max(totals[:seat] + totals[seat + 1:])
 
 
 @lru_cache(maxsize=65536)
@@ -216,6 +236,5 @@ def prospects(p: Projection, advisor_weight: float = 0.4) -> list[float]:
     free = frozenset(f for f, s in enumerate(p.monasteries) if s == EMPTY)
     board = p.info.board
     for s in range(n):
-        own = frozenset(f for f, x in enumerate(p.monasteries) if x == s)
-        extra[s] += _chain_prospect(board, own, free)
+        extra[s] += _chain_prospect(board, p.own[s], free)
     return extra

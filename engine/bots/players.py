@@ -55,7 +55,7 @@ def greedy_bot(view: SeatView, rng: random.Random, board: Board) -> Move:
 
 
 def strong_bot(view: SeatView, rng: random.Random, board: Board, *, samples: int = 6,
-               width: int = 6, prospect: float = 1.0) -> Move:
+               width: int = 10, prospect: float = 1.0, advisor_weight: float = 0.4) -> Move:
     """Determinized search: the best `width` candidates, each played out in `samples` deals."""
     state = visible_state(view, board)
     moves = legal_moves(state)
@@ -77,7 +77,8 @@ def strong_bot(view: SeatView, rng: random.Random, board: Board, *, samples: int
     unseen = unseen_cards(view, board)
     deals = [sampled_state(view, board, rng, unseen) for _ in range(samples)]
     followers = _seats_still_to_move(state)
-    scores = {m: sum(_play_out(deal, proj, m, followers, prospect) for deal in deals)
+    scores = {m: sum(_play_out(deal, proj, m, followers, prospect, advisor_weight)
+                     for deal in deals)
               for m in ranked}
     return _pick(ranked, scores.__getitem__, rng)
 
@@ -149,7 +150,8 @@ def _best_place(state: GameState, proj: Projection, seat: int,
 
 
 def _play_out(deal: GameState, proj: Projection, move: Move,
-              followers: tuple[list[int], bool], prospect: float) -> float:
+              followers: tuple[list[int], bool], prospect: float,
+              advisor_weight: float = 0.4) -> float:
     """The margin of the seat to move after `move`, the other seats' answers and its next turn,
     all in one deal of the hidden cards."""
     seat = deal.current
@@ -175,7 +177,7 @@ def _play_out(deal: GameState, proj: Projection, move: Move,
             p.play(seat, mine[0])
     if not prospect:
         return margin(p.totals, seat)
-    return margin([t + prospect * x for t, x in zip(p.totals, prospects(p))], seat)
+    return margin([t + prospect * x for t, x in zip(p.totals, prospects(p, advisor_weight))], seat)
 
 
 def _best_draw(state: GameState, view: SeatView, board: Board, moves: list[Move]) -> Move:

@@ -69,7 +69,7 @@ def _state(view: SeatView, board: Board, hidden: list[str], seed: int | str) -> 
         scores=view.scores, current=view.current, phase=view.phase, draws_left=view.draws_left,
         drawn=tuple(drawn), exhaustions=view.exhaustions, last_seat=view.last_seat,
         ply=view.ply, intermediate=tuple(monasteries) if view.exhaustions else None,
-        end_reason=view.end_reason)
+        end_reason=view.end_reason, joker=view.joker)
 
 
 def visible_state(view: SeatView, board: Board) -> GameState:
