@@ -43,7 +43,7 @@ from .models import (
     OutboxMessage,
     Seat,
 )
-from .services import ServiceError, check_player, check_title, create_game
+from .services import ServiceError, bot_player, check_player, check_title, create_game
 from .web import HINTS, wake_sender
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
@@ -55,6 +55,7 @@ SEAT_ACTIONS = {
     "email": "Change the seat's email address",
     "hand_over": "Hand the seat to a new player",
     "revoke_games": "Revoke the player's “my games” links (their seat links keep working)",
+    "bot": "Let a computer player play the seat",
 }
 GAME_ACTIONS = {
     "pause": "Pause the game",
@@ -62,6 +63,7 @@ GAME_ACTIONS = {
     "extend": "Extend the current deadline",
     "take_back": "Take back the last move",
     "abort": "Abort the game",
+    "absent_bot": "Choose who plays absent players' turns",
 }
 
 
@@ -150,7 +152,8 @@ def dashboard():
 
 def _player_rows(form) -> list[dict]:
     return [{"name": form.get(f"name{i}", "").strip(), "email": form.get(f"email{i}", "").strip(),
-             "colour": form.get(f"colour{i}", "")} for i in range(5)]
+             "colour": form.get(f"colour{i}", ""), "bot": form.get(f"bot{i}", "")}
+            for i in range(5)]
 
 
 def _read_new_game(form, rules) -> tuple[dict, dict]:
@@ -158,12 +161,16 @@ def _read_new_game(form, rules) -> tuple[dict, dict]:
     errors: dict[str, str] = {}
     players, colours = [], []
     for i, row in enumerate(_player_rows(form)):
-        if not row["name"] and not row["email"]:
+        if not row["name"] and not row["email"] and not row["bot"]:
             continue
         try:
-            players.append(check_player(row["name"], row["email"]))
+            if row["bot"]:  # a computer player: a name is optional, an address is not used
+                players.append(bot_player(row["bot"], rules.kind, row["name"]))
+            else:
+                players.append(check_player(row["name"], row["email"]))
         except SetupProblem as exc:
-            errors[f"email{i}" if row["name"] else f"name{i}"] = str(exc)
+            errors[f"bot{i}" if row["bot"] else f"email{i}" if row["name"] else f"name{i}"] = \
+                str(exc)
         if row["colour"] not in rules.colours:
             errors[f"colour{i}"] = f"choose one of {', '.join(rules.colours)}"
         elif row["colour"] in colours:
@@ -172,7 +179,7 @@ def _read_new_game(form, rules) -> tuple[dict, dict]:
     if not rules.min_players <= len(colours) <= rules.max_players:
         errors["players"] = (f"{rules.title} is for {rules.min_players} to {rules.max_players} "
                              f"players; you filled in {len(colours)}")
-    emails = [p.email.lower() for p in players]
+    emails = [p.email.lower() for p in players if p.bot is None]
     if len(set(emails)) != len(emails):
         errors["players"] = "each player needs their own email address"
     start = form.get("start", "random")
@@ -201,8 +208,11 @@ def _read_new_game(form, rules) -> tuple[dict, dict]:
     variant = form.get("variant") or next(iter(rules.variants))
     if variant not in rules.variants:
         errors["variant"] = "choose one of the rules offered"
+    absent_bot = form.get("absent_bot", "") or None
+    if absent_bot is not None and absent_bot not in rules.bots:
+        errors["absent_bot"] = "choose the default move or one of the computer players offered"
     return {"players": players, "colours": colours, "time": time, "title": title, "seed": seed,
-            "variant": variant,
+            "variant": variant, "absent_bot": absent_bot,
             "start": None if start == "random" or "start" in errors else int(start)}, errors
 
 
@@ -237,7 +247,7 @@ def new_game_post():
     try:
         created = create_game(data["players"], data["seed"], kind=kind, colours=data["colours"],
                               start=data["start"], title=data["title"], time=data["time"],
-                              variant=data["variant"])
+                              variant=data["variant"], absent_bot=data["absent_bot"])
     except (SetupProblem, ServiceError) as exc:
         return _new_game_page(request.form, {"players": str(exc)}, 422, kind)
     wake_sender()
@@ -284,7 +294,7 @@ def game(game_id: int):
 
 def _action_fields(form) -> dict:
     return {key: form.get(key, "").strip()[:300]
-            for key in ("action", "seat", "email", "name", "hours", "reason")}
+            for key in ("action", "seat", "email", "name", "hours", "reason", "bot")}
 
 
 def _describe(data: dict, fields: dict) -> str | None:
@@ -296,7 +306,8 @@ def _describe(data: dict, fields: dict) -> str | None:
         if not (raw.isascii() and raw.isdigit()) or int(raw) >= len(seats):
             return None
         seat = seats[int(raw)]
-    who = f"{seat.name} ({seat.colour}, {seat.email})" if seat else ""
+    who = "" if seat is None else f"{seat.name} ({seat.colour}, {seat.email})" \
+        if seat.bot is None else f"{seat.name} ({seat.colour}, computer player {seat.bot})"
     return {
         "resend": f"Mail {who} their link again.",
         "new_link": f"Revoke every link of {who} now and mail them a new one.",
@@ -312,6 +323,13 @@ def _describe(data: dict, fields: dict) -> str | None:
         "extend": f"Give the player to move {fields['hours']} more hours.",
         "take_back": "Take back the last move; the game is rebuilt from its log without it.",
         "abort": "Call the game off: it ends without a result.",
+        "bot": f"Let the computer player ({fields['bot']}) play the seat of {who} from now on; "
+               "the person's links stop working and they are told. Hand the seat over to give "
+               "it to a person again.",
+        "absent_bot": "From now on, when a player is absent, "
+                      + (f"the computer player ({fields['bot']}) plays their turns."
+                         if fields["bot"] not in ("", "default")
+                         else "the server plays the default move for them."),
     }.get(action)
 
 
@@ -351,6 +369,10 @@ def do(game_id: int):
             hours = int(fields["hours"]) if fields["hours"].isdigit() and \
                 fields["hours"].isascii() and len(fields["hours"]) < 5 else None
             stewardship.clock_action(admin_id, game_id, action, reason, hours)
+        elif action == "bot":
+            stewardship.hand_to_bot(admin_id, game_id, seat, fields["bot"], reason)
+        elif action == "absent_bot":
+            stewardship.set_absent_bot(admin_id, game_id, fields["bot"], reason)
         elif action == "take_back":
             stewardship.take_back(admin_id, game_id, reason)
         elif action == "abort":

@@ -33,6 +33,7 @@ from .models import FAILED, RUNNING, UNKNOWN, Game, OutboxMessage, Seat
 from .outbox import SenderThread, deliver_all_due, request_stop, stop_event
 from .services import (
     ServiceError,
+    bot_player,
     create_game,
     extend_deadline,
     parse_player,
@@ -92,12 +93,18 @@ def init_db_command():
 def _print_created(created) -> None:
     click.echo(f"Game {created.game_id} created. Each seat's link (also in its invitation):")
     for name, colour, link in created.links:
-        click.echo(f"  {name} ({colour}): {link}")
+        click.echo(f"  {name} ({colour}): {link or 'a computer player: no link, no mail'}")
 
 
 @click.command("create-game")
-@click.option("--player", "players", multiple=True, required=True, metavar='"Name <email>"',
-              help="A player, in seat order; give 3 to 5.")
+@click.option("--player", "players", multiple=True, metavar='"Name <email>"',
+              help="A player, in seat order; with the computer players, 3 to 5 in all.")
+@click.option("--bot", "bots", multiple=True, metavar="NAME",
+              help="A computer player (random, greedy or strong) in the seat after the players "
+                   "(repeat for more); the scheduler plays its turns.")
+@click.option("--absent-bot", metavar="NAME",
+              help="The computer player that plays an absent player's turns (default: the "
+                   "default move).")
 @click.option("--seed", help="Seed for the shuffle (default: random). It is mixed with this "
                              "server's secret key (GAMES_SECRET_SEEDS), so players cannot find "
                              "it from their cards; the same seed deals the same cards on this "
@@ -123,13 +130,16 @@ def _print_created(created) -> None:
                                  "GAMES_TIMEZONE).")
 @_one_line_errors
 @with_appcontext
-def create_game_command(players, seed, colours, start, title, kind, variant, deadline_hours,
-                        reminders, weekend_pause, timezone):
+def create_game_command(players, bots, absent_bot, seed, colours, start, title, kind, variant,
+                        deadline_hours, reminders, weekend_pause, timezone):
     """Create a game and mail each player an invitation with their link."""
     _need_schema()
     try:
         rules = rules_for(kind)
-        specs = [parse_player(p) for p in players]
+        specs = [parse_player(p) for p in players] + [bot_player(b, rules.kind) for b in bots]
+        if not specs:
+            raise SetupProblem("give the players (--player \"Name <email>\") and any computer "
+                               "players (--bot strong)")
         if colours and len(colours) != len(specs):
             raise SetupProblem(f"give one --colour per player ({len(specs)}), or none")
         if start is not None and not 1 <= start <= len(specs):
@@ -139,7 +149,7 @@ def create_game_command(players, seed, colours, start, title, kind, variant, dea
         time = time_control(deadline_hours, reminders, weekend_pause, timezone)
         created = create_game(specs, seed, kind=rules.kind, colours=list(colours) or None,
                               start=None if start is None else start - 1, title=title,
-                              time=time, variant=variant)
+                              time=time, variant=variant, absent_bot=absent_bot)
     except SetupProblem as exc:
         raise click.ClickException(str(exc)) from None
     except KeyError as exc:

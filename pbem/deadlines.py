@@ -111,9 +111,10 @@ def start_clock(session: Session, game: Game, seat: Seat, now: datetime) -> None
 def reset_clock(session: Session, game: Game, seat: Seat, now: datetime) -> None:
     """Compute the current turn's deadline anew and write its timers.
 
-    An absent seat's timeout is due at once and it gets no reminders."""
+    An absent seat's timeout is due at once and it gets no reminders; so is a computer
+    player's turn, which the scheduler plays when it handles that timer."""
     stop_clock(session, game, now)
-    if seat.absent:
+    if seat.absent or seat.bot is not None:
         game.deadline_at = now
     else:
         game.deadline_at = deadline_of(game, seat)

@@ -195,8 +195,22 @@ def _handle(timer_id: int, claim: str, now: datetime) -> str:
     return _time_out(timer_id, claim, now)
 
 
+def _server_move(rules, state, bot: str | None, seed: str) -> tuple[str, str]:
+    """The move the server makes for a seat, and the actor it is logged under: computer
+    player `bot`'s (its random input `seed` is public, the spectator page's id and the turn:
+    it only varies its play and reveals nothing hidden), or the default move."""
+    if bot is not None:
+        try:
+            return rules.bot_move(state, bot, seed), "bot"
+        except Exception:  # a bot's failure must not stop the game: the default move stands in
+            current_app.logger.exception("computer player %s failed; default move played", bot)
+    return rules.default_move(state), "timeout"
+
+
 def _time_out(timer_id: int, claim: str, now: datetime) -> str:
-    """Play the default moves of the seat's turn, each through `submit_move`."""
+    """Play the seat's turn, each move through `submit_move`: a computer player's moves for
+    a computer player's seat, or for an absent seat when the game gives those to one; else
+    the default moves."""
     played = 0
     for _ in range(MAX_DEFAULT_MOVES):
         with reading() as session:
@@ -205,9 +219,11 @@ def _time_out(timer_id: int, claim: str, now: datetime) -> str:
             if current is None:
                 break
             game, seat, rules, state = current
-            move, turn, seat_id = rules.default_move(state), game.turn, seat.id
+            bot = seat.bot or (game.absent_bot if seat.absent else None)
+            turn, seat_id, watch_id = game.turn, seat.id, game.watch_id
+        move, actor = _server_move(rules, state, bot, f"{watch_id}:{turn}")
         try:
-            submit_move(None, move, turn, seat_id=seat_id, actor="timeout", via="scheduler",
+            submit_move(None, move, turn, seat_id=seat_id, actor=actor, via="scheduler",
                         now=now)
         except ServiceError as exc:  # a person moved at the same moment: theirs stands
             current_app.logger.info("timeout of seat %s gave way: %s", seat_id, exc.message)

@@ -112,7 +112,11 @@ def _subject(game: Game, text: str) -> str:
 
 
 def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
-             template: str, **context) -> QueuedMail:
+             template: str, **context) -> QueuedMail | None:
+    """Queue a mail to a seat with a fresh link; None for a computer player's seat, which has
+    neither mail nor links."""
+    if seat.bot is not None:
+        return None
     token = mint_key(session, seat, game.turn)
     mine = mint_player_key(session, seat.email)
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
@@ -126,7 +130,7 @@ def _deadline_text(deadline: datetime | None, seat: Seat) -> str | None:
 
 
 def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules,
-               state) -> QueuedMail:
+               state) -> QueuedMail | None:
     to_move = rules.to_move(state)
     return _to_seat(session, game, seat, "invitation", "You are invited to play", "invitation",
                     rules=rules, seats=seats, is_my_turn=to_move == seat.number,
@@ -137,7 +141,7 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
 
 
 def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-              news: list[str], reminder: bool = False) -> QueuedMail:
+              news: list[str], reminder: bool = False) -> QueuedMail | None:
     for item in session.exec(select(DigestItem).where(DigestItem.seat_id == seat.id,
                                                       DigestItem.sent == false())):
         item.sent = True  # the news below covers what the digest would have said
@@ -153,14 +157,19 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
 
 
 def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-                   lines: list[str], absent: bool) -> QueuedMail:
-    return _to_seat(session, game, seat, "played_for_you", "Your deadline passed: the server "
-                    "moved for you", "played_for_you", rules=rules, lines=lines, absent=absent,
+                   lines: list[str], absent: bool,
+                   bot: str | None = None) -> QueuedMail | None:
+    """The server moved for the seat: its default move after a deadline, or, for an absent
+    seat in a game that says so, the computer player `bot`."""
+    subject = (f"You are absent: the computer player ({bot}) moved for you" if bot
+               else "Your deadline passed: the server moved for you")
+    return _to_seat(session, game, seat, "played_for_you", subject, "played_for_you",
+                    rules=rules, lines=lines, absent=absent, bot=bot,
                     position=rules.position_lines(state, seat.number))
 
 
 def notice(session: Session, game: Game, seat: Seat, subject: str,
-           lines: list[str]) -> QueuedMail:
+           lines: list[str]) -> QueuedMail | None:
     """A short message about the game (paused, resumed, deadline moved) with the seat's link."""
     return _to_seat(session, game, seat, "notice", subject, "notice", lines=lines)
 
@@ -175,20 +184,20 @@ def to_admins(session: Session, subject: str, lines: list[str],
 
 
 def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lines: list[str],
-          next_seat: Seat) -> QueuedMail:
+          next_seat: Seat) -> QueuedMail | None:
     return _to_seat(session, game, seat, "moved", f"{next_seat.name} is next", "moved",
                     rules=rules, lines=lines, next_seat=next_seat,
                     position=rules.position_lines(state, seat.number))
 
 
 def digest(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-           items: list[DigestItem]) -> QueuedMail:
+           items: list[DigestItem]) -> QueuedMail | None:
     return _to_seat(session, game, seat, "digest", "What happened today", "digest",
                     rules=rules, items=items, position=rules.position_lines(state, seat.number))
 
 
 def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules, state,
-          lines: list[str]) -> QueuedMail:
+          lines: list[str]) -> QueuedMail | None:
     result = rules.outcome_lines(state)
     lines = [line for line in lines if line not in set(result)]  # told once, below
     return _to_seat(session, game, seat, "final", "The game is over", "final", rules=rules,

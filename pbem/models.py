@@ -62,6 +62,8 @@ class Game(SQLModel, table=True):
                                                             server_default="[]"))
     clock_version: int = Field(default=0, index=True)  # 0: not started (after an upgrade)
     paused_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # Who plays the turns of an absent seat: None, the default move; else that computer player.
+    absent_bot: str | None = Field(default=None, max_length=20)
 
 
 class Seat(SQLModel, table=True):
@@ -77,6 +79,9 @@ class Seat(SQLModel, table=True):
     timezone: str | None = Field(default=None, max_length=64)  # for showing times to them
     timeouts_in_row: int = 0
     absent: bool = False  # timed out too often: the default move is played at once
+    # A computer player (its name, like "strong") plays this seat, in the scheduler; it gets
+    # no mail and has no links. None: a person plays it.
+    bot: str | None = Field(default=None, max_length=20)
     vacation_days_used: int = 0
     vacation_from: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     vacation_until: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
@@ -117,7 +122,7 @@ class MoveRecord(SQLModel, table=True):
     number: int  # the game's turn counter before this move
     seat: int
     notation: str = Field(max_length=200)
-    actor: str = Field(default="player", max_length=20)  # player, timeout, admin
+    actor: str = Field(default="player", max_length=20)  # player, timeout, bot, admin
     via: str = Field(default="web", max_length=20)  # web, api, email, cli, scheduler
     lines_json: str = Field(sa_column=Column(Text, nullable=False))  # {"-1"|"<seat>": [line]}
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)

@@ -85,7 +85,28 @@ class Rejected(ServiceError):
 @dataclass(frozen=True)
 class PlayerSpec:
     name: str
-    email: str
+    email: str  # "" for a computer player
+    bot: str | None = None  # the computer player that plays this seat; None: a person
+
+
+def bot_player(bot: str, kind: str = DEFAULT_KIND, name: str | None = None) -> PlayerSpec:
+    """A seat for computer player `bot` of game `kind` (named like "Computer (strong)" unless
+    `name` is given); SetupProblem names the computer players there are."""
+    check_bot(bot, kind)
+    name = (name or "").strip() or f"Computer ({bot})"
+    bad = unsafe_character(name)
+    if bad or len(name) > MAX_NAME or any(c in "<>\"@" for c in name):
+        raise SetupProblem(f"the name {name[:MAX_NAME]!r} must be one line of at most {MAX_NAME} "
+                           "characters, without <, >, \", @ or control characters")
+    return PlayerSpec(name, "", bot)
+
+
+def check_bot(bot: object, kind: str = DEFAULT_KIND) -> str:
+    rules = rules_for(kind)
+    if bot not in rules.bots:
+        raise SetupProblem(f"there is no computer player {str(bot)[:40]!r}; {rules.title} has "
+                           f"{', '.join(rules.bots)}")
+    return bot
 
 
 PLAYER = re.compile(r"\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*")
@@ -172,22 +193,30 @@ def game_seed(chosen: str) -> str:
 @dataclass(frozen=True)
 class CreatedGame:
     game_id: int
-    links: list[tuple[str, str, str]]  # (name, colour, link) per seat, in seat order
+    links: list[tuple[str, str, str | None]]  # (name, colour, link) per seat, in seat order;
+    # a computer player's seat has no link (None)
 
 
 def create_game(players: list[PlayerSpec], seed: str | None = None, *,
                 kind: str = DEFAULT_KIND, colours: list[str] | None = None,
                 start: int | None = None, title: str | None = None,
                 time: TimeControl | None = None, now: datetime | None = None,
-                variant: str | None = None) -> CreatedGame:
+                variant: str | None = None, absent_bot: str | None = None) -> CreatedGame:
     """Set up a game, its seats, its clock and the invitation mails; returns each seat's
     first link. `time` defaults to the time control in the settings; `variant` is one of
-    the game's `variants` (None: its default)."""
+    the game's `variants` (None: its default). A player made by `bot_player` is a computer
+    player's seat. `absent_bot` names the computer player that plays an absent seat's turns
+    (None: the default move)."""
     rules = rules_for(kind)
     if not rules.min_players <= len(players) <= rules.max_players:
         raise SetupProblem(f"{rules.title} is for {rules.min_players} to {rules.max_players} "
                            f"players, not {len(players)}")
-    emails = [p.email.lower() for p in players]
+    for p in players:
+        if p.bot is not None:
+            check_bot(p.bot, kind)
+    if absent_bot is not None:
+        check_bot(absent_bot, kind)
+    emails = [p.email.lower() for p in players if p.bot is None]
     if len(set(emails)) != len(emails):
         raise SetupProblem("each player needs their own email address")
     colours = list(colours or rules.colours[:len(players)])
@@ -204,19 +233,20 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
                     start_seat=rules.start_seat(state), turn=0, state_json=rules.dumps(state),
                     created_at=now, updated_at=now, turn_started_at=now,
                     deadline_hours=time.deadline_hours, reminder_hours=time.reminders_text,
-                    weekend_pause=time.weekend_pause, timezone=time.timezone)
+                    weekend_pause=time.weekend_pause, timezone=time.timezone,
+                    absent_bot=absent_bot)
         session.add(game)
         session.flush()
-        seats = [Seat(game_id=game.id, number=n, name=p.name, email=p.email, colour=colours[n])
-                 for n, p in enumerate(players)]
+        seats = [Seat(game_id=game.id, number=n, name=p.name, email=p.email, colour=colours[n],
+                      bot=p.bot) for n, p in enumerate(players)]
         session.add_all(seats)
         session.flush()
         start_clock(session, game, seats[rules.to_move(state)], now)
         links = []
         for seat in seats:
             message = mail.invitation(session, game, seat, seats, rules, state)
-            links.append((seat.name, seat.colour, mail.seat_link(json.loads(
-                message.secrets_json)[0])))
+            links.append((seat.name, seat.colour, None if message is None else mail.seat_link(
+                json.loads(message.secrets_json)[0])))
         return CreatedGame(game.id, links)
 
 
@@ -392,6 +422,10 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
             raise Rejected(str(exc)) from None
         lines = {str(r): rules.describe(before, move, after, None if r < 0 else r)
                  for r in range(-1, len(seats))}  # -1: a spectator's words
+        if actor == "bot":  # every reader, in the log and in mail, sees who chose it
+            for told in lines.values():
+                told[:1] = [f"Computer player ({_bot_of(game, seat)}): {line}"
+                            for line in told[:1]]
         notation = rules.notation(move)
         # The game's row is written once, at the commit: the reads below need only the log.
         with session.no_autoflush:
@@ -414,6 +448,12 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
             game, seat, seats, rules, after, _log(session, game.id, seat.number, context_log))
         return MoveResult(game.id, seat.number, notation, game.turn,
                           lines[str(seat.number)], game.status == FINISHED, context)
+
+
+def _bot_of(game: Game, seat: Seat) -> str | None:
+    """The computer player that plays `seat` now, if any: its own, or the game's for an
+    absent seat."""
+    return seat.bot or (game.absent_bot if seat.absent else None)
 
 
 def _seat_name(session: Session, game: Game, number: int | None) -> str:
@@ -481,6 +521,10 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
     this_move = game.turn - 1
     if actor == "timeout":
         _timed_out(session, game, rules, after, mover, recent)
+    elif actor == "bot" and mover.bot is None:  # an absent person's turn, played by the bot
+        lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number), "bot")
+        mail.played_for_you(session, game, mover, rules, after, lines, absent=True,
+                            bot=game.absent_bot)
     if to_move is None:
         game.status, game.finished_at = FINISHED, now
         stop_clock(session, game, now)

@@ -17,13 +17,14 @@ from sqlmodel import Session, select
 
 from . import mail
 from .db import utcnow, writing
-from .deadlines import start_clock, stop_clock
+from .deadlines import reset_clock, start_clock, stop_clock
 from .games import SetupProblem, rules_for
 from .players import revoke_player_links
 from .models import (
     ABORTED,
     FAILED,
     FINISHED,
+    PAUSED,
     QUEUED,
     RUNNING,
     UNKNOWN,
@@ -41,6 +42,7 @@ from .services import (
     Malformed,
     NotFound,
     Rejected,
+    check_bot,
     check_player,
     extend_deadline,
     pause_game,
@@ -191,6 +193,9 @@ def _revoke_links(session: Session, seat: Seat, now: datetime) -> None:
 
 
 def _send_link(session: Session, game: Game, seat: Seat, subject: str, lines: list[str]) -> None:
+    if seat.bot is not None:
+        raise Rejected(f"seat {seat.number + 1} is played by a computer player ({seat.bot}), "
+                       "which has no link or address; hand the seat to a person first")
     mail.notice(session, game, seat, subject, lines)
 
 
@@ -240,6 +245,9 @@ def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reas
         game, seat = _game_and_seat(session, game_id, seat_number)
         spec = check_player(seat.name, email)
         _check_unique_email(session, game, seat, spec.email)
+        if seat.bot is not None:
+            raise Rejected(f"seat {seat.number + 1} is played by a computer player ({seat.bot}); "
+                           "to give it to a person, hand the seat over")
         old = seat.email
         seat.email = spec.email
         session.add(seat)
@@ -267,12 +275,13 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
         game, seat = _game_and_seat(session, game_id, seat_number)
         spec = check_player(name, email)
         _check_unique_email(session, game, seat, spec.email)
-        before = f"{seat.name} <{seat.email}>"
-        mail.queue(session, kind="handed_over", to=mail.formatted_address(seat.name, seat.email),
-                   subject=f"[{game.title} #{game.id}] Your seat was handed over",
-                   template="handed_over", game=game, seat=seat, new_name=spec.name)
+        before = f"{seat.name} <{seat.email}>" if seat.bot is None else \
+            f"computer player ({seat.bot})"
+        if seat.bot is None:
+            _tell_handed_over(session, game, seat, spec.name)
         _revoke_links(session, seat, now)
-        seat.name, seat.email = spec.name, spec.email
+        was_bot = seat.bot is not None
+        seat.name, seat.email, seat.bot = spec.name, spec.email, None
         # The seat's settings were the old player's: the new one starts afresh.
         seat.timeouts_in_row, seat.absent, seat.notify, seat.timezone = 0, False, "every", None
         seat.vacation_days_used, seat.vacation_from, seat.vacation_until = 0, None, None
@@ -280,9 +289,80 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
         rules = rules_for(game.kind)
         seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
                                   .order_by(Seat.number)))
-        mail.invitation(session, game, seat, seats, rules, rules.loads(game.state_json))
+        state = rules.loads(game.state_json)
+        if was_bot and game.status == RUNNING and rules.to_move(state) == seat.number:
+            start_clock(session, game, seat, now)  # a person's turn: a deadline of its own
+        mail.invitation(session, game, seat, seats, rules, state)
         _audit(session, admin_id, game.id, "hand over", reason,
                f"seat {seat_number + 1}: {before} -> {spec.name} <{spec.email}>")
+
+
+def _tell_handed_over(session: Session, game: Game, seat: Seat, new_name: str) -> None:
+    mail.queue(session, kind="handed_over", to=mail.formatted_address(seat.name, seat.email),
+               subject=f"[{game.title} #{game.id}] Your seat was handed over",
+               template="handed_over", game=game, seat=seat, new_name=new_name)
+
+
+def hand_to_bot(admin_id: int, game_id: int, seat_number: int, bot: str, reason: str,
+                now: datetime | None = None) -> None:
+    """Let computer player `bot` play the seat from now on (an absent player's, say): the
+    person's links stop working and they are told; if it is the seat's turn, the scheduler
+    plays it at its next run. Handing the seat over to a person gives it back."""
+    reason = check_reason(reason)
+    now = now or utcnow()
+    with writing() as session:
+        game, seat = _game_and_seat(session, game_id, seat_number)
+        bot = _check_bot(bot, game)
+        if game.status not in (RUNNING, PAUSED):
+            raise GameNotRunning(f"game {game.id} is {game.status}; its seats are not played "
+                                 "any more")
+        if seat.bot == bot:
+            raise Rejected(f"the computer player ({bot}) already plays seat {seat_number + 1}")
+        before = f"{seat.name} <{seat.email}>" if seat.bot is None else \
+            f"computer player ({seat.bot})"
+        if seat.bot is None:
+            _tell_handed_over(session, game, seat, f"a computer player ({bot})")
+            _revoke_links(session, seat, now)
+        seat.bot, seat.absent, seat.timeouts_in_row = bot, False, 0
+        seat.vacation_from = seat.vacation_until = None
+        session.add(seat)
+        rules = rules_for(game.kind)
+        if game.status == RUNNING and rules.to_move(rules.loads(game.state_json)) == seat.number:
+            reset_clock(session, game, seat, now)  # due at once: the scheduler plays it
+        _audit(session, admin_id, game.id, "hand to bot", reason,
+               f"seat {seat_number + 1}: {before} -> computer player ({bot})")
+
+
+def set_absent_bot(admin_id: int, game_id: int, bot: str | None, reason: str,
+                   now: datetime | None = None) -> None:
+    """Choose who plays an absent seat's turns in this game: computer player `bot`, or (None)
+    the default move. The players are told."""
+    reason = check_reason(reason)
+    now = now or utcnow()
+    with writing() as session:
+        game = _game(session, game_id)
+        bot = None if bot in (None, "", "default") else _check_bot(bot, game)
+        if game.status not in (RUNNING, PAUSED):
+            raise GameNotRunning(f"game {game.id} is {game.status}")
+        if game.absent_bot == bot:
+            raise Rejected("the game already does this for absent players")
+        before = game.absent_bot or "default move"
+        game.absent_bot = bot
+        session.add(game)
+        said = (f"a computer player ({bot}) plays their turns" if bot else
+                "the server plays the default move for them (it exchanges a card)")
+        for seat in session.exec(select(Seat).where(Seat.game_id == game.id)):
+            mail.notice(session, game, seat, "Absent players' turns", [
+                f"An organiser changed what happens when a player is absent: from now on {said}."])
+        _audit(session, admin_id, game.id, "absent bot", reason,
+               f"{before} -> {bot or 'default move'}")
+
+
+def _check_bot(bot: object, game: Game) -> str:
+    try:
+        return check_bot(bot, game.kind)
+    except SetupProblem as exc:
+        raise Malformed(str(exc)) from None
 
 
 def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = None) -> str:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import random
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 import engine
+from engine.bots import BOT_NAMES, choose_move
 from engine.moves import MAX_NOTATION_LENGTH
 from engine.svg import board_svg
 
@@ -162,6 +164,16 @@ class KardinalKoenig:
             if move in legal:
                 return move
         return legal[0]
+
+    bots = BOT_NAMES
+
+    def bot_move(self, state: engine.GameState, bot: str, seed: str) -> str:
+        """The move computer player `bot` makes for the seat to move. It is handed that seat's
+        view only (`engine.view_for`), never the state, so it knows no hidden card."""
+        if state.is_over:
+            raise MoveError("the game is over; no more moves can be made")
+        view = engine.view_for(state, state.current)
+        return str(choose_move(bot, view, random.Random(seed), self.board))
 
     # --- what a seat sees -----------------------------------------------------------------
 
