@@ -105,7 +105,7 @@ def check_bot(bot: object, kind: str = DEFAULT_KIND) -> str:
     rules = rules_for(kind)
     if bot not in rules.bots:
         raise SetupProblem(f"there is no computer player {str(bot)[:40]!r}; {rules.title} has "
-                           f"{', '.join(rules.bots)}")
+                           + (", ".join(rules.bots) if rules.bots else "no computer players"))
     return bot
 
 

@@ -170,6 +170,11 @@ class KnightsCastles:
         """The readings' move for a seat that missed its deadline (docs/rules-notes.md, K15)."""
         return str(kc.default_move(state))
 
+    bots: tuple[str, ...] = ()  # no computer player for this game yet
+
+    def bot_move(self, state: kc.GameState, bot: str, seed: str) -> str:
+        raise MoveError(f"{self.title} has no computer players")
+
     # --- what a seat sees -----------------------------------------------------------------
 
     def view(self, state: kc.GameState, seat: int | None) -> kc.SeatView:
