@@ -133,19 +133,23 @@ def preview(token: str):
             raise Rejected(str(exc)) from None
     except ServiceError as exc:
         return _refusal(token, exc)
-    # Never the card a draw would take: foretell names no hidden card, and describe is told
-    # in a spectator's words (for a game kind that cannot foretell).
+    # Never the card a draw would take: foretell names no hidden card and the map shows only
+    # the position the game kind says a preview may show; describe is told in a spectator's
+    # words, on the map as it is now (for a game kind that cannot foretell).
     foretell = getattr(ctx.rules, "foretell", None)
     if foretell is not None:
         lines = foretell(ctx.state, move, after)
-        picture = ctx.rules.board_picture(after, ctx.seat.number, False, move=move)
+        shown = ctx.rules.foretold_state(ctx.state, move, after)
+        picture = ctx.rules.board_picture(shown, ctx.seat.number, False,
+                                          move=move if shown is after else None)
     else:
         lines = ctx.rules.describe(ctx.state, move, after, None)
-        picture = ctx.rules.board_picture(after, ctx.seat.number, False)
+        shown = ctx.state
+        picture = ctx.rules.board_picture(shown, ctx.seat.number, False)
     return render_template("seat/preview.html", ctx=ctx, game=ctx.game, seat=ctx.seat,
                            seats=ctx.seats, rules=ctx.rules, token=token,
                            notation=ctx.rules.notation(move), lines=lines, form=request.form,
-                           view=ctx.rules.view(after, ctx.seat.number), picture=picture,
+                           view=ctx.rules.view(shown, ctx.seat.number), picture=picture,
                            kind_template=f"games/{ctx.game.kind}/")
 
 

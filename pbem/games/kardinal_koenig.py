@@ -143,6 +143,12 @@ class KardinalKoenig:
     def foretell(self, before, move, after) -> list[str]:
         return engine.foretell(before, move, after)
 
+    def foretold_state(self, before, move, after):
+        """The position a preview may show. A draw changes no piece on the map, but after it
+        the hand holds the drawn card and the face-up row is refilled from the deck, so a draw
+        is previewed on the board as it is now; other moves reveal nothing and show `after`."""
+        return before if isinstance(move, engine.Draw) else after
+
     def default_move(self, state: engine.GameState) -> str:
         """The move the server makes when a seat misses its deadline (docs/rules-notes.md).
 
