@@ -149,8 +149,10 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
     subject = f"Reminder: your move is due {_deadline_text(game.deadline_at, seat)}" \
         if reminder else "Your turn"
     position = rules.position_lines(state, seat.number)
+    # The legal moves are the seat to move's: listed for that seat only (they show its hand).
+    legal = rules.legal(state) if rules.to_move(state) == seat.number else []
     turn_file = turnfile.render(game.title, game.id, seat.name, seat.colour, game.turn, position,
-                                rules.legal(state), rules.order_examples)
+                                legal, rules.order_examples)
     return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,
                     "your_turn", rules=rules, news=news, reminder=reminder, position=position,
                     turn_file=turn_file, deadline=_deadline_text(game.deadline_at, seat))

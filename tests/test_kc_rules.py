@@ -484,3 +484,23 @@ def test_a_move_in_the_wrong_phase_says_what_is_asked_now():
         apply_move(state, parse_move("build village"))
     with pytest.raises(NotationError, match="not a card"):
         parse_move("build palace")
+
+
+# --- offers: the one kind of move counted rather than listed -----------------------------------
+
+def test_every_offer_is_listed_once_and_membership_agrees_with_the_list():
+    """legal_moves is the one source of truth for offers too: the i-th offer is legal, distinct
+    from every other, and an offer is `in` the moves exactly when it can be made."""
+    from engine.knights_castles import Offer
+
+    state = position(step=TRADE, hands={0: "2 village town", 1: "castle"}, gold={0: 2, 1: 1})
+    moves = legal_moves(state)
+    offers = [moves[i] for i in range(len(moves.moves), len(moves))]
+    # give: (2+1)(1+1) card choices x 3 gold amounts - nothing = 17; ask: up to 1 card of 35
+    # kinds (36 choices) x 2 gold amounts - nothing = 71.
+    assert len(offers) == 17 * 71 == len(set(offers))
+    assert all(isinstance(o, Offer) and o in moves for o in offers)
+    assert all(parse_move(str(o)) == o for o in offers[::37])
+    assert Offer("red", 3, (), 0, ("castle",)) not in moves  # only 2 gold
+    assert Offer("red", 0, ("castle",), 1, ()) not in moves  # no castle in the hand
+    assert Offer("red", 0, ("town",), 0, ("castle", "mine")) not in moves  # red holds 1 card

@@ -7,13 +7,14 @@ the one kind of move too many to write out (any gold and hand cards for any gold
 (`LegalMoves`); membership is decided without building them all.
 
 Automatic steps happen inside `apply_move`: the draws at the start of a turn, tax, dice, the
-next turn. So does any decision with only one possible answer (a loss that can be covered only
-one way, a phase with nothing to do): a seat is asked only when it has a choice, except where
-answering at once would reveal a secret hand (see `_settle`).
+next turn. So does any decision with only one possible answer that everybody can know has one
+(a loss that can be covered only one way, no gold to buy with): otherwise a seat is asked, even
+with one answer, since answering for it would reveal its secret hand (see `_settle`).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from math import comb
 
@@ -123,8 +124,8 @@ class OfferSpace:
             g, c = divmod(g, n + 1)
             give.extend([ID[k]] * c)
         ask_gold, a = a % (self.ask_gold + 1), a // (self.ask_gold + 1)
-        return Offer(self.colour, give_gold, tuple(give), ask_gold, _unrank_multiset(
-            a, self.ask_cards))
+        return _offer(self.colour, give_gold, tuple(give), ask_gold,
+                      _unrank_multiset(a, self.ask_cards))
 
     def __contains__(self, move: Offer) -> bool:
         if move.target != self.colour or not _known(move.give) or not _known(move.ask):
@@ -142,6 +143,16 @@ _COMB = [[comb(c, j) for c in range(N_KINDS + 110)] for j in range(108)]  # _COM
 _MULTISETS = [comb(N_KINDS + h, h) for h in range(108)]  # multisets of at most h cards
 
 
+def _offer(target: str, give_gold: int, give: tuple[str, ...], ask_gold: int,
+           ask: tuple[str, ...]) -> Offer:
+    """An `Offer` from sides already in card-list order, built without sorting them again."""
+    move = object.__new__(Offer)
+    for name, value in (("target", target), ("give_gold", give_gold), ("give", give),
+                        ("ask_gold", ask_gold), ("ask", ask)):
+        object.__setattr__(move, name, value)
+    return move
+
+
 def _known(cards) -> bool:
     return isinstance(cards, tuple) and all(c in INDEX for c in cards)
 
@@ -151,10 +162,8 @@ def _unrank_multiset(r: int, size: int) -> tuple[str, ...]:
     symbols from N_KINDS + 1, symbol 0 meaning no card; r = 0 is the empty multiset)."""
     picks = []
     for j in range(size, 0, -1):
-        row = _COMB[j]
-        c = j - 1
-        while row[c + 1] <= r:
-            c += 1
+        row = _COMB[j]  # C(c, j) grows with c from c = j - 1 on: the largest c with C(c, j) <= r
+        c = bisect_right(row, r, j - 1) - 1
         r -= row[c]
         picks.append(c - (j - 1))  # from strictly increasing to non-decreasing symbols
     return tuple(ID[s - 1] for s in sorted(picks) if s)
@@ -223,16 +232,6 @@ def _shares(state: GameState, seat: int) -> list[Move]:
             and any(state.tableau[o][a] for o in state.seats if o != seat)]
 
 
-def can_build(state: GameState, seat: int, kind: int) -> bool:
-    """Whether a `kind` card put into play now would be supported (readings: counting)."""
-    group = GROUP_OF.get(kind)
-    if group is None:
-        return True  # a village needs nothing
-    t = state.tableau[seat]
-    used = sum(t[k] for k in GROUPS[group][0])
-    return used + 1 <= capacity(group, t, _irrigated(state, seat))
-
-
 def loss_choices(state: GameState) -> list[Lose]:
     """The target's possible answers to the loss it must take."""
     loss = state.loss
@@ -291,7 +290,11 @@ def _legal_moves(state: GameState) -> LegalMoves:
             moves.append(Buy())
     elif step == BUILD:
         moves.append(Done())
-        moves.extend(Build(ID[k]) for k in BUILDABLE if hand[k] and can_build(state, seat, k))
+        t, irrigated = state.tableau[seat], _irrigated(state, seat)
+        room = [capacity(g, t, irrigated) - sum(t[k] for k in kinds)
+                for g, (kinds, _, _) in enumerate(GROUPS)]
+        moves.extend(Build(ID[k]) for k in BUILDABLE
+                     if hand[k] and (k not in GROUP_OF or room[GROUP_OF[k]] > 0))
     elif step == UPKEEP:
         t, paid = state.tableau[seat], state.paid[seat]
         for g, n in enumerate(unsupported(state, seat)):
@@ -361,19 +364,32 @@ def apply_move(state: GameState, move: Move) -> GameState:
 
 
 def _settle(state: GameState) -> GameState:
-    """Play every decision that has only one possible answer.
+    """Play every decision that has only one possible answer, when everybody can know that.
 
-    Not an answer to an offer, nor the keep of a Scholastics pair: playing those at once would
-    tell the other seats something about a secret hand (that it lacks what was asked for, that
-    the pair was alike), so the seat is always asked.
+    A decision whose having one answer depends on a secret hand is asked all the same: playing
+    it at once would tell the table something about that hand (that it holds nothing to build,
+    no advance, no event; that it lacks what an offer asks for; that a Scholastics pair or the
+    cards over the hand limit are all alike).
     """
-    while state.step not in (OVER, ANSWER, KEEP):
+    while state.step not in (OVER, ANSWER, KEEP, END):
         moves = legal_moves(state)
-        if len(moves) != 1:
+        if len(moves) != 1 or not _public_answer(state):
             assert len(moves), f"no legal move at step {state.step}"
             return state
         state = _apply(state, moves[0])
     return state
+
+
+def _public_answer(state: GameState) -> bool:
+    """Whether any hand of the same size would leave the seat the same single answer."""
+    cards = sum(state.hands[state.current])
+    if state.step == BUILD:
+        return cards == 0
+    if state.step == RESEARCH:
+        return cards == 0 or state.gold[state.current] < ADVANCE_PRICE
+    if state.step == EVENT:
+        return cards == 0
+    return True  # buying, upkeep, losses and trades depend on public facts only
 
 
 def _roll(state: GameState) -> tuple[int, GameState]:
