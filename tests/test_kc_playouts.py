@@ -81,8 +81,9 @@ def test_games_with_trades_and_every_check(players):
                 assert parse_move(str(move)) == move and move in moves
             move = choose(state, moves)
             after = apply_move(state, move)
-            if isinstance(move, Accept) and after.step == TRADE and after.turn == state.turn:
+            if isinstance(move, Accept):
                 accepted += 1
+            if isinstance(move, Accept) and after.step == TRADE and after.turn == state.turn:
                 offer, me, them = state.offer, state.current, state.to_move
                 assert after.gold[me] == state.gold[me] - offer.give_gold + offer.ask_gold
                 assert after.gold[them] == state.gold[them] + offer.give_gold - offer.ask_gold
