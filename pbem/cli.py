@@ -30,6 +30,7 @@ from .deadlines import time_control
 from .games import DEFAULT_KIND, SetupProblem, rules_for
 from .jobs import run_jobs
 from .models import FAILED, RUNNING, UNKNOWN, Game, OutboxMessage, Seat
+from .mailbox import describe_access, is_enabled
 from .outbox import SenderThread, deliver_all_due, request_stop, stop_event
 from .services import (
     ServiceError,
@@ -205,8 +206,8 @@ def serve_command(host, port, scheduler):
     app.extensions["pbem_sender"] = sender
     sender.start()
     click.echo(f"Serving on http://{host}:{port}/  (stop with Ctrl-C)")
-    if app.config["MAIL_BACKEND"] == "local" and app.config["MAIL_MAILBOX_PAGE"]:
-        click.echo(f"Mailbox: {_base()}/mailbox/")
+    if is_enabled(app):
+        click.echo(f"Mailbox: {_base()}/mailbox/ ({describe_access(app)})")
     # A plain `kill` must stop the scheduler beside us too: turn SIGTERM into a clean exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     child = lifeline = None

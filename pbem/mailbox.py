@@ -1,18 +1,25 @@
 """The mailbox page: every message the local mail backend wrote, for playing all seats from one
 browser in the demo. It exists only while MAIL_BACKEND is "local" and MAIL_MAILBOX_PAGE is on,
-because it shows every seat's links.
+and answers only requests from this machine unless MAIL_MAILBOX_REMOTE is on, because it shows
+every seat's links.
+
+The list is read a page at a time from the outbox table (each sent row is one .eml file, named
+by its id), so it costs the same at eight mails or eight thousand; only an opened mail's file
+is parsed.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from email import policy
 from email.parser import BytesParser
 from email.utils import getaddresses, parsedate_to_datetime
 from pathlib import Path
 
-from flask import Blueprint, Response, abort, current_app, render_template, request
+from flask import Blueprint, Flask, Response, abort, current_app, render_template, request
 from markupsafe import Markup, escape
+from sqlalchemy import func
 from sqlmodel import select
 
 from .db import reading
@@ -22,17 +29,45 @@ bp = Blueprint("mailbox", __name__, url_prefix="/mailbox")
 
 NAME = re.compile(r"\d{8}")
 LINK = re.compile(r"https?://[^\s<>\"']+")
+TRAILING = ".,;:!?)]}'\""  # punctuation after a link in a sentence, not part of it
+PAGE = 50
+PROXY_HEADERS = ("X-Forwarded-For", "Forwarded", "X-Real-IP")
 
 
-def is_enabled() -> bool:
-    config = current_app.config
+def is_enabled(app: Flask | None = None) -> bool:
+    config = (app or current_app).config
     return config["MAIL_BACKEND"] == "local" and config["MAIL_MAILBOX_PAGE"]
+
+
+def describe_access(app: Flask) -> str:
+    """Who may open the mailbox page, in words for `pbem serve`'s start-up lines."""
+    if app.config["MAIL_MAILBOX_REMOTE"]:
+        return "open to every address: it shows every seat's link"
+    return "only from this machine; [mail] mailbox_remote opens it to others"
+
+
+def _from_this_machine() -> bool:
+    """A request from the loopback address that no proxy passed on (a proxy on this machine
+    would make every visitor look local, unless [serve] trusted_proxies unwraps it)."""
+    try:
+        local = ipaddress.ip_address(request.remote_addr or "").is_loopback
+    except ValueError:
+        return False
+    proxied = not current_app.config["SERVE_TRUSTED_PROXIES"] and any(
+        header in request.headers for header in PROXY_HEADERS)
+    return local and not proxied
 
 
 @bp.before_request
 def _only_when_local():
     if not is_enabled():
         abort(404)
+    if not current_app.config["MAIL_MAILBOX_REMOTE"] and not _from_this_machine():
+        return render_template("error.html", status=403, message=(
+            "The mailbox page shows every seat's secret link, so it answers only on the "
+            "machine the server runs on (open it there, at 127.0.0.1). To show it to other "
+            "machines, set [mail] mailbox_remote = true; never on a public server.")), 403
+    return None
 
 
 def _folder() -> Path:
@@ -60,30 +95,44 @@ def linkify(text: str) -> Markup:
     out, last = [], 0
     for match in LINK.finditer(text):
         out.append(escape(text[last:match.start()]))
-        url = match.group(0)
+        url = match.group(0).rstrip(TRAILING)
         out.append(Markup('<a href="{0}">{0}</a>').format(url))
-        last = match.end()
+        last = match.start() + len(url)
     out.append(escape(text[last:]))
     return Markup("").join(out)
 
 
 @bp.get("/")
 def index():
-    folder = _folder()
-    names = sorted((p.stem for p in folder.glob("*.eml") if NAME.fullmatch(p.stem)),
-                   reverse=True) if folder.is_dir() else []
+    """One page of the delivered mail, newest first (`before`: the oldest id shown so far)."""
     wanted = request.args.get("to", "").strip().lower()[:254]
-    messages = []
-    for name in names:
-        summary = _summary(name, _read(name))
-        if not wanted or wanted in summary["addresses"]:
-            messages.append(summary)
-    recipients = sorted({a for m in messages for a in m["addresses"]}) if not wanted else []
+    raw_before = request.args.get("before", "")
+    before = int(raw_before) if raw_before.isascii() and raw_before.isdigit() \
+        and len(raw_before) < 12 else None
+    folder = _folder()
     with reading() as session:
+        query = select(OutboxMessage.id, OutboxMessage.to_addr, OutboxMessage.subject,
+                       OutboxMessage.created_at).where(OutboxMessage.status == SENT)
+        if wanted:
+            query = query.where(func.lower(OutboxMessage.to_addr).contains(wanted))
+        if before is not None:
+            query = query.where(OutboxMessage.id < before)
+        rows = session.exec(query.order_by(OutboxMessage.id.desc()).limit(PAGE + 1)).all()
+        recipients = [] if wanted else sorted({
+            address.lower() for to in session.exec(
+                select(OutboxMessage.to_addr).where(OutboxMessage.status == SENT)
+                .group_by(OutboxMessage.to_addr).limit(500))
+            for _, address in getaddresses([to]) if address})
         pending = session.exec(select(OutboxMessage).where(OutboxMessage.status != SENT)
                                .order_by(OutboxMessage.id.desc()).limit(100)).all()
+    more = len(rows) > PAGE
+    messages = [{"name": f"{row_id:08d}", "to": to, "subject": subject, "date": created}
+                for row_id, to, subject, created in rows[:PAGE]
+                if (folder / f"{row_id:08d}.eml").is_file()]
+    older = rows[PAGE - 1][0] if more else None
     return render_template("mailbox/index.html", messages=messages, wanted=wanted,
-                           recipients=recipients, pending=pending)
+                           recipients=recipients, pending=pending, older=older,
+                           newest=before is None)
 
 
 @bp.get("/<name>")

@@ -1,5 +1,7 @@
 """The mailbox page of the local mail backend: every message sent, with working links."""
 
+import re
+
 from server import make_app, new_game, token_in
 
 
@@ -61,3 +63,59 @@ def test_request_logs_do_not_hold_seat_keys(app, client, caplog):
         logging.getLogger("werkzeug").info('"%s %s HTTP/1.1" %s -', "GET",
                                            f"/seat/{tokens[0]}", 200)
     assert "/seat/[hidden]" in caplog.text and tokens[0] not in caplog.text
+
+
+# --- issue 19: this machine only, paged from the outbox, links without the full stop ------------
+
+FROM_ELSEWHERE = {"REMOTE_ADDR": "192.0.2.44"}
+
+
+def test_the_mailbox_answers_only_this_machine_unless_opened_to_others(tmp_path, app, client):
+    assert client.get("/mailbox/").status_code == 200  # 127.0.0.1
+    assert client.get("/mailbox/", environ_base={"REMOTE_ADDR": "::1"}).status_code == 200
+    for environ, headers in ((FROM_ELSEWHERE, {}),
+                             ({}, {"X-Forwarded-For": "203.0.113.9"}),  # a proxy on this machine
+                             ({}, {"Forwarded": "for=203.0.113.9"})):
+        for path in ("/mailbox/", "/mailbox/00000001", "/mailbox/00000001/html"):
+            response = client.get(path, environ_base=environ, headers=headers)
+            assert response.status_code == 403, (path, environ, headers)
+            assert "mailbox_remote" in response.get_data(as_text=True)
+    opened = make_app(tmp_path / "opened", MAIL_MAILBOX_REMOTE=True).test_client()
+    assert opened.get("/mailbox/", environ_base=FROM_ELSEWHERE).status_code == 200
+    # Behind a trusted proxy the client's own address counts.
+    proxied = make_app(tmp_path / "proxied", SERVE_TRUSTED_PROXIES=1).test_client()
+    assert proxied.get("/mailbox/", headers={"X-Forwarded-For": "203.0.113.9"}).status_code \
+        == 403
+    assert proxied.get("/mailbox/", headers={"X-Forwarded-For": "127.0.0.1"}).status_code == 200
+
+
+def test_the_mailbox_pages_through_the_mail_without_reading_every_file(app, client, mailbox):
+    from pbem.mailbox import PAGE
+
+    for i in range(18):  # 54 invitations
+        new_game(app, 3, f"page-{i}")
+    mailbox.deliver()
+    files = sorted(mailbox.folder.glob("*.eml"))
+    assert len(files) == 54
+    for path in files[:-1]:  # the list is read from the outbox table, not from the files
+        path.write_bytes(b"not a mail at all")
+    first = client.get("/mailbox/").get_data(as_text=True)
+    assert first.count("You are invited to play") == PAGE
+    assert "00000054" in first and "00000004" not in first
+    older = re.search(r'href="(/mailbox/\?before=\d+)">Older mail', first).group(1)
+    second = client.get(older.replace("&amp;", "&")).get_data(as_text=True)
+    assert second.count("You are invited to play") == 4
+    assert "00000004" in second and "00000005" not in second and "Older mail" not in second
+    assert "Newest mail" in second
+    only = client.get("/mailbox/?to=P1@example.org").get_data(as_text=True)
+    assert only.count("You are invited to play") == 18 and "Older mail" not in only
+    assert client.get("/mailbox/?before=1").status_code == 200
+    assert client.get("/mailbox/?before=99999999999999999999").status_code == 200
+
+
+def test_a_link_at_the_end_of_a_sentence_leaves_the_full_stop_out():
+    from pbem.mailbox import linkify
+
+    html = str(linkify("This mail was sent by http://127.0.0.1:5000. See (http://x.org/a)."))
+    assert '<a href="http://127.0.0.1:5000">http://127.0.0.1:5000</a>. See' in html
+    assert '(<a href="http://x.org/a">http://x.org/a</a>).' in html

@@ -1,0 +1,69 @@
+"""The mailbox page's list at growing numbers of delivered mails (issue 19: it parsed every
+.eml file per request, 20-27 s at 8,250 mails). Prints the time of one GET /mailbox/ (first
+page) and of the page of the oldest mail, the best of five, at each size.
+
+    python3 bench/mailbox_bench.py [SIZES...]     # default: 100 1000 8250
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sqlalchemy import insert  # noqa: E402
+
+from pbem import create_app, schema  # noqa: E402
+from pbem.db import get_engine  # noqa: E402
+from pbem.models import SENT, OutboxMessage  # noqa: E402
+
+
+def filled(instance: Path, count: int):
+    app = create_app({"INSTANCE_PATH": str(instance), "SECRET_KEY": "bench", "TESTING": True})
+    schema.upgrade(app)
+    folder = Path(app.config["MAIL_FOLDER"])
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(UTC)
+    rows = []
+    for i in range(1, count + 1):
+        to, subject = f"Player {i % 5} <p{i % 5}@example.org>", f"[Demo #{i // 20}] Your turn"
+        message = EmailMessage()
+        message["To"], message["Subject"], message["From"] = to, subject, "judge@example.org"
+        message.set_content("Your turn.\n" * 40)
+        (folder / f"{i:08d}.eml").write_bytes(bytes(message))
+        rows.append({"id": i, "kind": "your_turn", "to_addr": to, "subject": subject,
+                     "text_body": "", "html_body": "", "message_id": f"<{i}@bench>",
+                     "secrets_json": "[]", "status": SENT, "attempts": 1,
+                     "created_at": now,
+                     "next_attempt_at": now})
+    with get_engine(app).begin() as connection:
+        connection.execute(insert(OutboxMessage.__table__), rows)
+    return app
+
+
+def best(client, path: str) -> float:
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        assert client.get(path).status_code == 200
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main(sizes: list[int]) -> None:
+    print(f"{'mails':>6}  {'first page':>10}  {'oldest page':>11}")
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as folder:
+            client = filled(Path(folder) / "instance", size).test_client()
+            first = best(client, "/mailbox/")
+            oldest = best(client, "/mailbox/?before=51")
+            print(f"{size:>6}  {first * 1000:>8.1f}ms  {oldest * 1000:>9.1f}ms")
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [100, 1000, 8250])
