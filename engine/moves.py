@@ -45,12 +45,14 @@ _MOVE_BREAK = re.compile(r"[;\r\n]+")
 
 @dataclass(frozen=True, slots=True)
 class Place:
-    """Play `cards` (colour codes) to place `pieces` in `country`, in the order listed.
+    """Play `cards` (colour codes) to place `pieces` in `country`.
 
-    A piece is a cloister field's name (a monastery there) or `ADVISOR`. Cards are kept sorted
-    and two monasteries in name order, since their order changes nothing; an advisor's place
-    in the order does matter to the rules, so it is kept as given. Values that are not text
-    are kept as they are, for `engine.rules` to reject with a message.
+    A piece is a cloister field's name (a monastery there) or `ADVISOR`. One placement has one
+    form, whatever order it was written in: cards sorted, monasteries before advisors, two
+    monasteries in name order. Placing a monastery first is never worse under the rules (it
+    can only make room on the crest for the advisor, docs/rules-notes.md) and ends in the same
+    position, so "advisor, Roma" and "Roma, advisor" are one move, `CC Italien: Roma, advisor`.
+    Values that are not text are kept as they are, for `engine.rules` to reject with a message.
     """
 
     cards: tuple[str, ...]
@@ -63,13 +65,17 @@ class Place:
             object.__setattr__(self, "cards", tuple(sorted(cards)))
         if isinstance(pieces, (list, tuple)) and all(isinstance(p, str) for p in pieces):
             pieces = tuple(pieces)
-            if len(pieces) == 2 and ADVISOR not in pieces \
-                    and name_order(pieces[0]) > name_order(pieces[1]):
+            if len(pieces) == 2 and piece_order(pieces[0]) > piece_order(pieces[1]):
                 pieces = (pieces[1], pieces[0])
             object.__setattr__(self, "pieces", pieces)
 
     def __str__(self) -> str:
         return f"{''.join(self.cards)} {self.country}: {', '.join(self.pieces)}"
+
+
+def piece_order(piece: str) -> tuple[bool, tuple[str, str]]:
+    """The order of a placement's pieces: monasteries (in `name_order`), then advisors."""
+    return (piece == ADVISOR, name_order(piece))
 
 
 @cache
@@ -80,8 +86,8 @@ def name_order(name: str) -> tuple[str, str]:
 
 
 def trusted_place(cards: tuple[str, ...], country: str, pieces: tuple[str, ...]) -> Place:
-    """A `Place` from parts already in canonical form (sorted cards, monasteries in
-    `name_order`), built without normalising: the engine's fast path for `legal_moves`."""
+    """A `Place` from parts already in canonical form (sorted cards, pieces in `piece_order`),
+    built without normalising: the engine's fast path for `legal_moves`."""
     move = object.__new__(Place)
     object.__setattr__(move, "cards", cards)
     object.__setattr__(move, "country", country)

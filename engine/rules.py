@@ -105,12 +105,10 @@ def _legal_places(state: GameState) -> list[Place]:
                 ones.append((ADVISOR,))
             if monks >= 2:  # pairs of monasteries, each pair in canonical order
                 twos.extend(combinations(sorted(free, key=name_order), 2))
-            if monks and advs:
+            if monks and advs:  # the monastery first: it may make room for the advisor
                 cap_after = max(most, counts[seat] + 1)
                 if placed + 1 <= cap_after:
                     twos.extend((f, ADVISOR) for f in free)
-                if placed + 1 <= most:
-                    twos.extend((ADVISOR, f) for f in free)
             if advs >= 2 and placed + 2 <= most:
                 twos.append((ADVISOR, ADVISOR))
         options.append((country, ones, twos))

@@ -554,3 +554,37 @@ def test_the_python_example_plays_a_move_over_http(shared_app):
     finally:
         server.shutdown()
         thread.join()
+
+
+def test_legal_lists_a_monastery_and_an_advisor_once(shared_app):
+    """`legal` names each placement once: a monastery and an advisor in one country appear
+    monastery first only, and the advisor-first spelling is accepted as the same move."""
+    from server import game_state, new_game, play_moves
+
+    import engine
+
+    app, client = shared_app, shared_app.test_client()
+    created, tokens = new_game(app, 3, "api-once", start=0)
+
+    def pair(state):  # where the advisor would fit even before the monastery
+        return next((m for m in engine.legal_moves(state) if isinstance(m, engine.Place)
+                     and len(m.pieces) == 2 and engine.ADVISOR in m.pieces
+                     and m.pieces[0] != engine.ADVISOR
+                     and state.advisor_room(state.board.country(m.country).index) > 0), None)
+
+    play_moves(app, tokens, 400, game_id=created.game_id,
+               until=lambda state: state.phase == "play" and pair(state) is not None)
+    game, state = game_state(app, created.game_id)
+    move = pair(state)
+    assert move is not None, "some seat could place a monastery and an advisor"
+    document = api_get(client, tokens[state.current])
+    legal = document["legal"]
+    assert len(legal) == len(set(legal))
+    assert str(move) in legal
+    field = move.pieces[0]
+    swapped = f"{''.join(move.cards)} {move.country}: advisor, {field}"
+    assert swapped not in legal
+    answer = api_move(client, tokens[state.current], {"move": swapped, "turn": game.turn})
+    assert answer.status_code == 200, answer.get_json()
+    _, after = game_state(app, created.game_id)
+    assert after.monasteries[after.board.field_named(field).index] == state.current

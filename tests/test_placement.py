@@ -128,21 +128,44 @@ def test_advisor_cap_italien_shared_majority():
     assert after.advisor_room(BOARD.country("Italien").index) == 2, "three monasteries, one advisor"
 
 
-def test_advisor_cap_is_checked_piece_by_piece_in_the_order_placed():
-    """Reading: a monastery placed first raises the cap for the advisor placed second, not the reverse."""
+def test_advisor_cap_is_checked_with_the_monastery_placed_first():
+    """Reading: a monastery placed in the same turn raises the cap for the advisor, whichever
+    order the player wrote them in; the two orders are one move, listed once."""
     state = scenario(hands={"red": "CC"}, monasteries=fill("Italien", red=2, blue=1),
                      advisors={"Italien": ["blue", "blue"]}, current="red")
     first_monastery = parse_move("CC Italien: Pisa, advisor", BOARD)
     first_advisor = parse_move("CC Italien: advisor, Pisa", BOARD)
     assert "Pisa" not in fill("Italien", red=2, blue=1)
+    assert first_advisor == first_monastery
     assert first_monastery in legal_moves(state)
-    assert first_advisor not in legal_moves(state)
-    with pytest.raises(IllegalMoveError, match="Italien already holds 2 advisors"):
-        apply_move(state, first_advisor)
+    after = apply_move(state, first_advisor)
+    italien = BOARD.country("Italien").index
+    assert after.advisors[italien][seat_of(state, "red")] == 1
     # Someone else's monastery does not raise the cap when the leader is another player.
     blue = scenario(hands={"blue": "CC"}, monasteries=fill("Italien", red=2, blue=1),
                     advisors={"Italien": ["blue", "blue"]}, current="blue")
     assert parse_move("CC Italien: Pisa, advisor", BOARD) not in legal_moves(blue)
+    with pytest.raises(IllegalMoveError, match="Italien already holds 2 advisors"):
+        apply_move(blue, parse_move("CC Italien: advisor, Pisa", BOARD))
+
+
+def test_legal_moves_list_each_placement_once():
+    """No two legal moves are the same placement (same cards, country and pieces in any
+    order), in any position of many seeded games."""
+    import random
+
+    from engine import Place, new_game
+
+    for seed in range(6):
+        rng = random.Random(seed)
+        state = new_game(("yellow", "red", "green", "purple"), f"once-{seed}", BOARD)
+        while not state.is_over:
+            legal = legal_moves(state)
+            keys = [(m.cards, m.country, tuple(sorted(m.pieces))) if isinstance(m, Place)
+                    else str(m) for m in legal]
+            assert len(keys) == len(set(keys)), [str(m) for m in legal]
+            assert [str(m) for m in legal] == [str(parse_move(str(m), BOARD)) for m in legal]
+            state = apply_move(state, rng.choice(legal))
 
 
 def test_advisors_may_go_where_the_player_has_no_monastery():

@@ -165,3 +165,35 @@ def test_the_map_zooms_in_its_own_frame_on_a_phone(site, sized):
         "t => t.getBoundingClientRect().height")
     assert label_size >= 9, f"field names are {label_size} px high when enlarged"
     page.screenshot(path=SHOTS / "seat-page-390-zoomed.png", full_page=False)
+
+
+def test_the_map_offers_each_way_of_paying_once(site, page):
+    """A crest and a field clicked in either order offer each way of paying once, and the
+    placement previews monastery first."""
+    app, base = site
+    created, tokens = new_game(app, 3, "once-click", start=0)
+
+    def pair(state):
+        return [m for m in engine.legal_moves(state) if isinstance(m, engine.Place)
+                and len(m.pieces) == 2 and engine.ADVISOR in m.pieces
+                and state.advisor_room(state.board.country(m.country).index) > 0]
+
+    play_moves(app, tokens, 400, game_id=created.game_id,
+               until=lambda state: state.phase == "play" and bool(pair(state)))
+    _, state = game_state(app, created.game_id)
+    moves = pair(state)
+    assert moves, "some seat could place a monastery and an advisor"
+    field, country = moves[0].pieces[0], moves[0].country
+    ways = sorted({"".join(m.cards) for m in moves if m.pieces[0] == field})
+    for clicks in ([f'[data-crest="{country}"]', f'[data-field="{field}"]'],
+                   [f'[data-field="{field}"]', f'[data-crest="{country}"]']):
+        page.goto(f"{base}/seat/{tokens[state.current]}")
+        for selector in clicks:
+            page.locator(f"svg {selector}.clickable").click()
+        panel = page.locator("#map-choice")
+        sync_api.expect(panel).to_contain_text(f"a monastery at {field}")
+        offered = panel.get_by_role("radio").evaluate_all("rs => rs.map(r => r.value)")
+        assert sorted(offered) == (ways if len(ways) > 1 else []), offered
+        panel.get_by_role("button", name="Preview this placement").click()
+        sync_api.expect(page.get_by_role("heading", name="Confirm your move")).to_be_visible()
+        assert page.locator("#action code").first.inner_text().endswith(f"{field}, advisor")

@@ -20,9 +20,14 @@
              pieces: text.slice(colon + 1).split(",").map(function (p) { return p.trim(); }) };
   }
   function same(a, b) { return a.slice().sort().join("|") === b.slice().sort().join("|"); }
-  function matches() {
+  function matches() {  // one choice per way of paying, even if a move were listed twice
+    var seen = {};
     return legal.filter(function (m) {
-      return m.country === chosen.country && same(m.pieces, chosen.pieces);
+      if (m.country !== chosen.country || !same(m.pieces, chosen.pieces) || seen[m.cards]) {
+        return false;
+      }
+      seen[m.cards] = true;
+      return true;
     });
   }
   function setField(name, value) {
