@@ -108,6 +108,7 @@ SETTINGS: dict[str, Setting] = {
     "SECRET_KEY": Setting("", str),
     "BASE_URL": Setting("http://127.0.0.1:5000", str, _url),
     "DATABASE_URL": Setting("", str),
+    "SQLITE_SYNCHRONOUS": Setting("normal", str, _one_of("normal", "full")),
     "INSTANCE_PATH": Setting("", str),
     "MAX_CONTENT_LENGTH": Setting(64 * 1024, int, _at_least(1024)),
     "SERVE_HOST": Setting("127.0.0.1", str),

@@ -26,6 +26,7 @@ from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session, SQLModel, create_engine
 
 BUSY_TIMEOUT_SECONDS = 30
+SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
 
 
 def utcnow() -> datetime:
@@ -80,8 +81,12 @@ def create_private(path: Path) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for `url`; for SQLite with WAL, foreign keys and IMMEDIATE write transactions."""
+def make_engine(url: str, synchronous: str = "normal") -> Engine:
+    """An engine for `url`; for SQLite with WAL, foreign keys and IMMEDIATE write transactions.
+
+    `synchronous` is SQLite's: "normal" syncs the WAL to disk at checkpoints only, so a power
+    cut (not a crash of the server) may lose the last transactions, acknowledged moves
+    included; "full" syncs at every commit, at the cost of one disk flush per write."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     path = url.split("///", 1)[1] if "///" in url else ""
@@ -98,7 +103,7 @@ def make_engine(url: str) -> Engine:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves, below
         _use_wal(dbapi_connection)
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA synchronous={SYNCHRONOUS[synchronous]}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
         cursor.close()
@@ -112,7 +117,7 @@ def make_engine(url: str) -> Engine:
 
 
 def init_app(app: Flask) -> None:
-    engine = make_engine(app.config["DATABASE_URL"])
+    engine = make_engine(app.config["DATABASE_URL"], app.config["SQLITE_SYNCHRONOUS"])
     app.extensions["pbem_db"] = engine
 
 

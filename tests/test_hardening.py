@@ -353,3 +353,25 @@ def test_the_form_and_the_cli_say_how_the_seed_is_used(tmp_path):
     help_text = " ".join(app.test_cli_runner().invoke(args=["create-game", "--help"])
                          .output.split())
     assert "mixed with this server's secret key" in help_text
+
+
+# --- synchronous: FULL on request -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("setting", "pragma"), [(None, 1), ("normal", 1), ("full", 2)])
+def test_sqlite_synchronous_is_a_setting(tmp_path, setting, pragma):
+    from sqlalchemy import text
+
+    from pbem.db import get_engine
+
+    config = {} if setting is None else {"SQLITE_SYNCHRONOUS": setting}
+    app = make_app(tmp_path / "instance", **config)
+    with get_engine(app).connect() as connection:
+        assert connection.execute(text("PRAGMA synchronous")).scalar() == pragma
+        assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+
+
+def test_a_wrong_synchronous_value_is_refused_by_name(tmp_path):
+    from pbem import ConfigError
+
+    with pytest.raises(ConfigError, match="SQLITE_SYNCHRONOUS .* must be one of normal, full"):
+        make_app(tmp_path / "instance", SQLITE_SYNCHRONOUS="off")
