@@ -99,7 +99,8 @@ def _print_created(created) -> None:
 
 @click.command("create-game")
 @click.option("--player", "players", multiple=True, metavar='"Name <email>"',
-              help="A player, in seat order; with the computer players, 3 to 5 in all.")
+              help="A player, in seat order; with the computer players, as many as the game "
+                   "takes (Kardinal & König 3 to 5, Knights & Castles 2 to 6).")
 @click.option("--bot", "bots", multiple=True, metavar="NAME",
               help="A computer player (random, greedy or strong) in the seat after the players "
                    "(repeat for more); the scheduler plays its turns.")
@@ -115,11 +116,14 @@ def _print_created(created) -> None:
 @click.option("--start", type=int, help="The seat that starts, 1 for the first player "
                                         "(default: drawn from the seed).")
 @click.option("--title", help="A name for the game, shown in mails.")
-@click.option("--game", "kind", default=DEFAULT_KIND, show_default=True, help="Which game.")
-@click.option("--rules", "variant", metavar="BOOK",
-              help="Which rule book's reading to play: german (the default: a joker of two "
-                   "cards of one colour places a piece in another country) or english (the "
-                   "English v1.3 and Spanish books: in any country).")
+@click.option("--game", "kind", default=DEFAULT_KIND, show_default=True,
+              help="Which game: kardinal-koenig or knights-castles.")
+@click.option("--rules", "variant", metavar="RULES",
+              help="Kardinal & König: which rule book's reading to play, german (the default: "
+                   "a joker of two cards of one colour places a piece in another country) or "
+                   "english (the English v1.3 and Spanish books: in any country). Knights & "
+                   "Castles: the variant switches joined by '+', like catch-up+no-buying "
+                   "(also knights-from-hand; default: standard).")
 @click.option("--deadline-hours", type=int,
               help="Hours for each turn, 12 to 336 (default: GAMES_MOVE_DEADLINE_HOURS).")
 @click.option("--reminders", metavar="HOURS,HOURS",

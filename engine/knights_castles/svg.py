@@ -20,7 +20,9 @@ INK = {"yellow": "#b08a00", "red": "#b3261e", "green": "#2e7d32", "purple": "#6a
 
 def tableau_svg(view: SeatView, title: str) -> str:
     """The picture as one <svg> element with a <title> and a text alternative per row."""
-    cells = max([1] + [len(set(t)) + len(s) for t, s in zip(view.tableau, view.shared)])
+    # Room for 8 cards a row at least, so that a page scaling the picture to its width does
+    # not blow up a table with little in play.
+    cells = max([8] + [len(set(t)) + len(s) for t, s in zip(view.tableau, view.shared)])
     width = LEFT + cells * (CARD_W + 6) + 10
     height = ROW * len(view.players) + 10
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
