@@ -5,7 +5,8 @@ is dealt from the seed "<seed>:<g>" and rotates the seating by g places, so ever
 every seat equally often and seat order does not favour anyone. Each bot is handed only the view
 of the seat it plays (`view_for`) and a random input of its own seeded from the arena's seed, so
 the results are the same for the same seed on any machine. Move times are measured for the
-report only; no choice depends on them.
+report only (no choice depends on them): the CPU time of this process, which is the time on one
+core whatever else the machine runs, and the wall-clock time beside it.
 """
 
 from __future__ import annotations
@@ -54,12 +55,16 @@ class MoveTimes:
     total: float = 0.0
     worst: float = 0.0
     samples: list[float] = field(default_factory=list)
+    wall_total: float = 0.0
+    wall_worst: float = 0.0
 
-    def add(self, seconds: float) -> None:
+    def add(self, seconds: float, wall: float) -> None:
         self.count += 1
         self.total += seconds
         self.worst = max(self.worst, seconds)
         self.samples.append(seconds)
+        self.wall_total += wall
+        self.wall_worst = max(self.wall_worst, wall)
 
     @property
     def mean(self) -> float:
@@ -85,10 +90,11 @@ def play_game(bots: list[str], seed: int | str, number: int, board: Board | None
         seat = state.current
         entry = seating[seat]
         view = view_for(state, seat)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         move = choose_move(bots[entry], view, rngs[entry], board)
         if times is not None:
-            times.setdefault(bots[entry], MoveTimes()).add(time.perf_counter() - started)
+            times.setdefault(bots[entry], MoveTimes()).add(time.process_time() - cpu,
+                                                           time.perf_counter() - started)
         state = apply_move(state, move)
         moves += 1
     result = outcome(state)
@@ -164,7 +170,9 @@ def run_arena(game: str, bots: str | list[str], games: int, seed: int | str) -> 
                     for r in summarise(names, results)],
         "mean_moves": sum(r.moves for r in results) / len(results),
         "move_seconds": {bot: {"moves": t.count, "mean": t.mean, "p95": t.quantile(0.95),
-                               "max": t.worst} for bot, t in sorted(times.items())},
+                               "p99": t.quantile(0.99), "max": t.worst,
+                               "wall_mean": t.wall_total / t.count, "wall_max": t.wall_worst}
+                         for bot, t in sorted(times.items())},
     }
 
 
@@ -180,8 +188,10 @@ def report_lines(report: dict) -> list[str]:
                      f"{e['win_rate']:>8.1%}  {low:>6.1%} - {high:<6.1%}   "
                      f"{e['mean_score']:>10.1f}")
     lines.append("(a win shared by k bots counts 1/k)")
-    lines.append(f"moves per game: {report['mean_moves']:.1f}; seconds per move (one core):")
+    lines.append(f"moves per game: {report['mean_moves']:.1f}; seconds per move, CPU time on "
+                 f"one core (and the wall clock):")
     for bot, t in report["move_seconds"].items():
-        lines.append(f"  {bot:<8} mean {t['mean']:.4f}  p95 {t['p95']:.4f}  max {t['max']:.4f}"
-                     f"  ({t['moves']} moves)")
+        lines.append(f"  {bot:<8} mean {t['mean']:.4f}  p95 {t['p95']:.4f}  p99 {t['p99']:.4f}  "
+                     f"max {t['max']:.4f}  ({t['moves']} moves; wall mean {t['wall_mean']:.4f}, "
+                     f"max {t['wall_max']:.4f})")
     return lines
