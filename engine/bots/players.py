@@ -34,12 +34,9 @@ def random_bot(view: SeatView, rng: random.Random, board: Board) -> Move:
 
 def greedy_bot(view: SeatView, rng: random.Random, board: Board) -> Move:
     """The move with the best projected margin right after it (one move ahead)."""
-    state = visible_state(view, board)
-    moves = legal_moves(state)
-    if len(moves) == 1:
-        return moves[0]
-    if state.phase == DRAW:
-        return _best_draw(state, view, board, moves)
+    state, moves, settled = _settled(view, board)
+    if settled is not None:
+        return settled
     proj = Projection.of(state)
     seat = state.current
     base = margin(proj.totals, seat)
@@ -57,12 +54,9 @@ def greedy_bot(view: SeatView, rng: random.Random, board: Board) -> Move:
 def strong_bot(view: SeatView, rng: random.Random, board: Board, *, samples: int = 6,
                width: int = 10, prospect: float = 1.0, advisor_weight: float = 0.4) -> Move:
     """Determinized search: the best `width` candidates, each played out in `samples` deals."""
-    state = visible_state(view, board)
-    moves = legal_moves(state)
-    if len(moves) == 1:
-        return moves[0]
-    if state.phase == DRAW:
-        return _best_draw(state, view, board, moves)
+    state, moves, settled = _settled(view, board)
+    if settled is not None:
+        return settled
     seat = state.current
     proj = Projection.of(state)
     hands = _HandValues(state, proj)
@@ -84,6 +78,18 @@ def strong_bot(view: SeatView, rng: random.Random, board: Board, *, samples: int
 
 
 # --- the parts -------------------------------------------------------------------------------
+
+def _settled(view: SeatView, board: Board) -> tuple[GameState, list[Move], Move | None]:
+    """The state a bot reasons on, its legal moves, and the move when there is nothing to
+    search: the only legal one, or the best draw."""
+    state = visible_state(view, board)
+    moves = legal_moves(state)
+    if len(moves) == 1:
+        return state, moves, moves[0]
+    if state.phase == DRAW:
+        return state, moves, _best_draw(state, view, board, moves)
+    return state, moves, None
+
 
 def _pick(moves: list[Move], value, rng: random.Random) -> Move:
     """The move of highest value; ties broken by `rng`."""
