@@ -51,9 +51,8 @@ CARD_HEX = {
     "black": "#363636", "brown": "#8b5a2b", "grey": "#9a9a9a", "gray": "#9a9a9a",
     "pink": "#f09ab8",
 }
-# Pale, clearly different hues for the countries, none of them the sea's blue.
-COUNTRY_HUES = (354, 27, 60, 93, 126, 159, 255, 288, 321)
 SEA_EDGE = "#9dbfd8"
+COUNTRY_LIGHTNESS = 0.84  # a country is a light tint of its cards' colour: dark labels read well
 
 
 # --- small helpers ----------------------------------------------------------------------------
@@ -88,44 +87,19 @@ def _ink(hex_colour: str) -> str:
     return "#1d1d1d" if luminance > 0.33 else "#ffffff"
 
 
-def _country_colours(board: Board, chains) -> tuple[tuple[str, str], ...]:
-    """(fill, border) per country: pale hues, neighbours as far apart in hue as can be."""
-    n = len(board.countries)
-    hues = list(COUNTRY_HUES)
-    while len(hues) < n:
-        hue = (len(hues) * 137.508) % 360
-        hues.append(hue + 60 if 185 <= hue <= 235 else hue)  # keep clear of the sea's blue
-    neighbours: list[set[int]] = [set() for _ in range(n)]
-    for (a, b), _, _ in chains:
-        if a >= 0:
-            neighbours[a].add(b)
-            neighbours[b].add(a)
+def _country_colours(board: Board) -> tuple[tuple[str, str], ...]:
+    """(fill, border) per country: a light tint of the colour of the cards that place pieces
+    there, and a darker shade of it, so the map agrees with the cards in hand."""
+    colours = []
+    for country in board.countries:
+        card = board.find_card(country.card)
+        h, lum, s = colorsys.rgb_to_hls(*_rgb(_card_hex(card.colour if card else country.card)))
+        colours.append((_hsl(h * 360, s, COUNTRY_LIGHTNESS), _hsl(h * 360, min(s, 0.5), 0.36)))
+    return tuple(colours)
 
-    def apart(h: float, others: list[float]) -> float:
-        return min((min(abs(h - o), 360 - abs(h - o)) for o in others), default=360.0)
 
-    chosen: list[float] = []
-    for k in range(n):
-        free = [h for h in hues if h not in chosen] or hues
-        near = [chosen[j] for j in neighbours[k] if j < k]
-        chosen.append(max(free, key=lambda h: (apart(h, near), apart(h, chosen), -hues.index(h))))
-
-    pairs = [(a, b) for a in range(n) for b in sorted(neighbours[a]) if a < b]
-
-    def quality(assignment: list[float]) -> list[float]:
-        gaps = [abs(assignment[a] - assignment[b]) for a, b in pairs]
-        return sorted(g if g <= 180 else 360 - g for g in gaps)
-
-    better = True
-    while better:  # swap two countries' hues while the closest neighbours get further apart
-        better = False
-        for a in range(n):
-            for b in range(a + 1, n):
-                trial = list(chosen)
-                trial[a], trial[b] = trial[b], trial[a]
-                if quality(trial) > quality(chosen):
-                    chosen, better = trial, True
-    return tuple((_hsl(h, 0.62, 0.86), _hsl(h, 0.35, 0.42)) for h in chosen)
+def _rgb(hex_colour: str) -> tuple[float, float, float]:
+    return tuple(int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
 
 
 def _n(value: float) -> str:
@@ -617,7 +591,7 @@ def _layout(board: Board) -> _Layout:
         placed[f] = choice
         space.add(_label_box(*choice, name), 20.0)
     labels = [placed[f] for f in range(len(points))]
-    return _Layout(WIDTH, height, tuple(points), tuple(regions), _country_colours(board, chains),
+    return _Layout(WIDTH, height, tuple(points), tuple(regions), _country_colours(board),
                    tuple(crests), tuple(labels), tuple(alliances))
 
 

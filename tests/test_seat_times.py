@@ -79,3 +79,18 @@ def test_a_vacation_ends_early_from_the_page_and_unused_days_come_back(app, clie
     again = _post(client, tokens[0], "vacation/end")
     assert again.status_code == 422 and "not on vacation" in again.get_data(as_text=True)
     assert _seat(app, created.game_id, 0).vacation_days_used == 1
+
+
+def test_the_maps_legend_shows_each_card_colour_and_its_countries(app, client):
+    """Under the map, each card colour with its swatch and the countries it places in."""
+    created, tokens = _berlin_game(app, "legend")
+    page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
+    legend = page.split('<ul class="legend"', 1)[1].split(">", 1)[1].split("</ul>", 1)[0]
+    import re
+
+    items = [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", item)).strip()
+             for item in legend.split("</li>") if "<li" in item]
+    assert items == ["R Red cards: Franken, Aragon", "G Green cards: Bayern, Burgund",
+                     "C Cream cards: Lothringen, Italien", "O Orange cards: England, Schwaben",
+                     "P Purple cards: Frankreich"]
+    assert 'class="swatch card-P"' in legend

@@ -93,7 +93,12 @@ def test_plain_map_parses_and_holds_the_whole_board():
     assert len(countries) == 9
     assert [e.get("data-country") for e in countries] == [c.name for c in BOARD.countries]
     assert all(e.get("d", "").startswith("M") for e in countries)
-    assert len({e.get("fill") for e in countries}) == 9
+    fills = {e.get("data-country"): e.get("fill") for e in countries}
+    by_card: dict[str, set[str]] = {}
+    for country in BOARD.countries:
+        by_card.setdefault(country.card, set()).add(fills[country.name])
+    assert all(len(f) == 1 for f in by_card.values()), "one tint per card colour"
+    assert len({f for fs in by_card.values() for f in fs}) == len(BOARD.cards)
 
     roads = having(root, "road")
     assert len(roads) == len(BOARD.roads) == 68
@@ -317,3 +322,38 @@ def test_write_a_midgame_picture_to_look_at(midgame):
     picture = board_svg(BOARD, view, title="A game of four after 70 moves")
     parse(picture)
     (out / "board.svg").write_text(picture, encoding="utf-8")
+
+
+def _hls(hex_colour: str) -> tuple[float, float, float]:
+    import colorsys
+
+    return colorsys.rgb_to_hls(*(int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)))
+
+
+def _luminance(hex_colour: str) -> float:
+    channels = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_each_country_is_a_light_tint_of_its_card_colour():
+    """Frankreich (purple cards) is light purple, Bayern and Burgund (green) light green, and
+    so on: the hue of the card, light enough that the dark labels read at 7:1 or better; the
+    crests keep the full card colour and its letter for colour-blind readers."""
+    from engine.svg import CARD_HEX
+
+    root = parse(board_svg(BOARD))
+    countries = [e for e in having(root, "country") if e.tag.endswith("path")]
+    for element in countries:
+        country = BOARD.country(element.get("data-country"))
+        card = BOARD.card(country.card)
+        fill = element.get("fill")
+        hue, lightness, _ = _hls(fill)
+        card_hue = _hls(CARD_HEX[card.colour])[0]
+        assert min(abs(hue - card_hue), 1 - abs(hue - card_hue)) < 0.02, (country.name, fill)
+        assert lightness >= 0.8, (country.name, fill)
+        contrast = (_luminance(fill) + 0.05) / (_luminance("#1d1d1d") + 0.05)
+        assert contrast >= 7, (country.name, fill, contrast)
+        crest = root.find(f".//s:g[@data-crest='{country.name}']", NS)
+        assert crest.find("s:path", NS).get("fill") == CARD_HEX[card.colour]
+        assert [t.text for t in crest.findall("s:text", NS)][0] == card.code
