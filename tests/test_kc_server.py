@@ -253,3 +253,43 @@ def test_the_admin_form_creates_a_knights_and_castles_game_and_shows_its_state(t
     assert len(state.players) == 2
     admin_page = client.get(f"/admin/games/{game.id}").get_data(as_text=True)
     assert "Deck (" in admin_page and "top first" in admin_page
+
+
+def test_replies_by_mail_play_a_turn_and_answer_an_offer(tmp_path):
+    """Replies: the starter plays by replying to its invitation; an offer asks the other seat
+    by mail, and its reply 'accept' answers it; then the starter is told it is its move again."""
+    from test_mail_replies import (DOMAIN, answers, fill, ingest, moves, newest_with_key,
+                                   reply_key)
+
+    app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN)
+    box = Mailbox(app)
+    _, tokens = new_game(app, 3, "kc-reply", kind="knights-castles", start=0)
+    invitation = newest_with_key(box, "p0@example.org")
+    game, state = state_of(app)
+    orders, ahead = [], state
+    while ahead.step != "trade":  # 'done' to the trade phase, as many as this deal asks
+        orders.append("done")
+        ahead = kc.apply_move(ahead, kc.Done())
+    handled = ingest(app, fill("thunderbird_plain.eml", reply_key(invitation), orders,
+                               text_of(invitation)))
+    assert handled.outcome == "applied", handled
+    game, state = state_of(app)
+    assert state.step == "trade" and state.to_move == 0
+    assert [m for _, _, m, via in moves(app) if via == "email"] == orders
+    assert len(answers(box, "p0@example.org", "Your orders were applied")) == 1
+    give = kc.view_for(state, 0).hand[0]
+    ask = kc.view_for(state, 1).hand[0]
+    offer = f"offer red: {give} for {ask}"
+    handled = ingest(app, fill("gmail_top.eml", reply_key(newest_with_key(
+        box, "p0@example.org")), [offer], ""))
+    assert handled.outcome == "applied", handled
+    asked = [m for m in box.to("p1@example.org") if str(m["Subject"]).endswith("Your turn")]
+    assert asked and offer in text_of(asked[-1])  # red reads the offer in its mail
+    handled = ingest(app, fill("outlook.eml", reply_key(asked[-1]), ["accept"],
+                               text_of(asked[-1])))
+    assert handled.outcome == "applied", handled
+    game, after = state_of(app)
+    assert after.to_move == 0 and after.step == "trade"
+    assert kc.view_for(after, 1).hand.count(give) == kc.view_for(state, 1).hand.count(give) + 1
+    again = [m for m in box.to("p0@example.org") if str(m["Subject"]).endswith("Your turn")]
+    assert again, "the starter is told the game waits for it again"
