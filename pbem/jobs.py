@@ -177,22 +177,56 @@ def _current(session, timer: Timer):
 
 
 def _handle(timer_id: int, claim: str, now: datetime) -> str:
+    """Act on one claimed timer. A reminder, or a timeout played with default moves, takes one
+    write transaction: the check that the timer is still current, the moves (each through
+    `submit_move`), the timer marked done. A computer player's turn is played move by move
+    instead (`_time_out`), each move thought out before its transaction begins, so that a
+    search never holds up the other writers."""
     with writing() as session:
         timer = session.get(Timer, timer_id)
         if timer is None or timer.claim != claim or timer.status != CLAIMED:
             return "obsolete"
         current = _current(session, timer)
         if current is None:
-            timer.status, timer.done_at, timer.outcome = DONE, now, "obsolete"
-            session.add(timer)
-            return "obsolete"
-        if timer.kind == REMINDER:
+            outcome, counted = "obsolete", "obsolete"
+        elif timer.kind == REMINDER:
             game, seat, rules, state = current
             mail.your_turn(session, game, seat, rules, state, [], reminder=True)
-            timer.status, timer.done_at, timer.outcome = DONE, now, "sent"
+            outcome, counted = "sent", "reminders"
+        elif _bot_of(current[0], current[1]) is None:
+            played = _default_moves(session, timer, now)
+            outcome, counted = ("timed out", "timeouts") if played else ("obsolete", "obsolete")
+        else:
+            outcome = None
+        if outcome is not None:
+            timer.status, timer.done_at, timer.outcome = DONE, now, outcome
             session.add(timer)
-            return "reminders"
+            return counted
     return _time_out(timer_id, claim, now)
+
+
+def _bot_of(game: Game, seat: Seat) -> str | None:
+    """The computer player that plays this seat's turn, if any."""
+    return seat.bot or (game.absent_bot if seat.absent else None)
+
+
+def _default_moves(session, timer: Timer, now: datetime) -> int:
+    """Play the seat's turn with default moves in the caller's transaction, each through
+    `submit_move`; returns how many were played."""
+    played = 0
+    for _ in range(MAX_DEFAULT_MOVES):
+        current = _current(session, timer)
+        if current is None:
+            break
+        game, seat, rules, state = current
+        try:
+            submit_move(None, rules.default_move(state), game.turn, seat_id=seat.id,
+                        actor="timeout", via="scheduler", now=now, session=session)
+        except ServiceError as exc:  # a person moved at the same moment: theirs stands
+            current_app.logger.info("timeout of seat %s gave way: %s", seat.id, exc.message)
+            break
+        played += 1
+    return played
 
 
 def _server_move(rules, state, bot: str | None, seed: str) -> tuple[str, str]:
@@ -219,7 +253,7 @@ def _time_out(timer_id: int, claim: str, now: datetime) -> str:
             if current is None:
                 break
             game, seat, rules, state = current
-            bot = seat.bot or (game.absent_bot if seat.absent else None)
+            bot = _bot_of(game, seat)
             turn, seat_id, watch_id = game.turn, seat.id, game.watch_id
         move, actor = _server_move(rules, state, bot, f"{watch_id}:{turn}")
         try:

@@ -15,6 +15,7 @@ import re
 import secrets
 import unicodedata
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -386,20 +387,22 @@ class MoveResult:
 
 def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | None = None,
                 actor: str = "player", via: str = "web", now: datetime | None = None,
-                context_log: int | None = None) -> MoveResult:
+                context_log: int | None = None, session: Session | None = None) -> MoveResult:
     """Apply one move for the seat the token opens (or `seat_id`, for trusted callers).
 
     `turn` is the game's turn counter the move was built for; anything else is refused as
     stale. Raises a ServiceError subclass and changes nothing when the move cannot be applied.
     With `context_log`, the result also holds the mover's SeatContext after the move, read in
-    the same transaction, with that many log entries.
+    the same transaction, with that many log entries. With `session` (the scheduler's, for a
+    timeout), the move is made in that session's write transaction, which the caller commits;
+    a refused move changes nothing in it either.
     """
     if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < 2 ** 53:
         raise Malformed("the move must say which turn it was made for (a whole number)")
     if not isinstance(text, str):
         raise Malformed("the move must be text in the notation, for example 'draw deck'")
     now = now or utcnow()
-    with writing() as session:
+    with writing() if session is None else nullcontext(session) as session:
         seat, game, seats = _seat_game_seats(session, token, seat_id)
         # On SQLite, BEGIN IMMEDIATE (pbem.db) already serialises writers; elsewhere this lock
         # makes two submissions for one game wait for each other.
