@@ -250,18 +250,27 @@ class Phases:
 
 
 class TimedBackend(pbem.outbox.LocalBackend):
+    """The local backend, timed while it takes each mail (checked and built as it is taken)
+    and writes its file."""
+
+    LABEL = "  backend: each mail checked, built and written (.eml)"
+
     def __init__(self, folder: str, phases: Phases):
         super().__init__(folder)
         self.phases = phases
 
     def send(self, messages):
-        started = time.perf_counter()
-        try:
-            return super().send(messages)
-        finally:
-            self.phases.seconds["    backend.send (write .eml files)"] += \
-                time.perf_counter() - started
-            self.phases.calls["    backend.send (write .eml files)"] += 1
+        results = super().send(messages)
+        while True:
+            started = time.perf_counter()
+            try:
+                result = next(results)
+            except StopIteration:
+                return
+            finally:
+                self.phases.seconds[self.LABEL] += time.perf_counter() - started
+            self.phases.calls[self.LABEL] += 1
+            yield result
 
 
 PHASES = [  # (module, attribute, label); labels are indented under what calls them
@@ -269,15 +278,17 @@ PHASES = [  # (module, attribute, label); labels are indented under what calls t
     (pbem.jobs, "start_missing_clocks", "start_missing_clocks"),
     (pbem.jobs, "handle_due_timers", "handle_due_timers"),
     (pbem.jobs, "_claim", "  _claim (claim a batch of timers)"),
-    (pbem.jobs, "_current", "  _current (game, seat, state still current?)"),
-    (pbem.jobs, "submit_move", "  submit_move (each default move)"),
-    (pbem.services, "_notify", "    _notify (the mails a turn's end causes)"),
-    (pbem.mail, "render_template", "      render_template (Jinja, .txt and .html)"),
-    (pbem.mail, "mint_key", "      mint_key (a fresh seat key per mail)"),
-    (pbem.jobs, "_finish", "  _finish (mark the timer done)"),
+    (pbem.jobs, "_handle", "  _handle (one timer: check, moves, done; one transaction)"),
+    (pbem.jobs, "_current", "    _current (game, seat, state still current?)"),
+    (pbem.jobs, "submit_move", "    submit_move (each default move)"),
+    (pbem.services, "_notify", "      _notify (the mails a turn's end causes)"),
+    (pbem.mail, "render_template", "        render_template (Jinja, .txt and .html)"),
+    (pbem.mail, "mint_key", "        mint_key (a fresh seat key per mail)"),
     (pbem.jobs, "deliver_all_due", "deliver_all_due"),
     (pbem.outbox, "_claim", "  outbox _claim (claim a batch of mails)"),
-    (pbem.outbox, "build_message", "    build_message (email.message)"),
+    (pbem.outbox, "_still_ours", "    _still_ours (is the mail still claimed, before it goes)"),
+    (pbem.outbox, "build_message", "    build_message (the MIME message)"),
+    (pbem.outbox, "_record", "  _record (one delivery written down)"),
 ]
 
 
@@ -593,10 +604,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{TARGET_SECONDS:g} s): {counts['timeouts']:,} timeouts, "
               f"{counts['mail_sent']:,} mails sent")
         print("    where the time went (inclusive; nested parts indented under their caller):")
-        for _, _, label in PHASES + [(None, None, "    backend.send (write .eml files)")]:
+        order = [label for _, _, label in PHASES]
+        order.insert(order.index("    _still_ours (is the mail still claimed, before it goes)"),
+                     TimedBackend.LABEL)
+        for label in order:
             if phases.calls.get(label):
                 share = phases.seconds[label] / seconds * 100
-                print(f"    {label:<52} {phases.seconds[label]:8.2f} s {share:5.1f}%  "
+                print(f"    {label:<60} {phases.seconds[label]:7.2f} s {share:5.1f}%  "
                       f"{phases.calls[label]:>7,} calls")
         with reading(app) as session:
             left = session.exec(select(func.count()).select_from(Timer)
