@@ -8,6 +8,7 @@ from __future__ import annotations
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place
 from .outcome import intermediate_of, outcome
 from .state import GameState
+from .words import plural
 
 
 def _card(state: GameState, code: str, count: int = 1) -> str:
@@ -69,9 +70,8 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
         lines.append(f"The game is over: {result.reason}.")
         lines.extend(result.breakdown.lines())
         names = " and ".join(after.players[s] for s in result.winners)
-        lines.append(f"Winner{'s' if len(result.winners) > 1 else ''}: {names}.")
-    elif after.current != actor:
-        lines.append(f"{after.players[after.current]} is next.")
+        lines.append(f"{plural(len(result.winners), 'Winner', 'Winners')}: {names}.")
+    # Who moves next is not a thing this move did; pages and mails say it on a line of its own.
     return lines
 
 

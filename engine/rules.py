@@ -16,6 +16,7 @@ from .errors import IllegalMoveError, NotationError
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place, name_order, trusted_place
 from .scoring import final_breakdown, intermediate_breakdown
 from .state import DRAW, EMPTY, FACE_UP, HAND_SIZE, OVER, PLAY, GameState, shuffled
+from .words import count
 
 MAX_CARDS, MAX_PIECES = 3, 2
 
@@ -182,7 +183,7 @@ def _check_place(state: GameState, move: Place) -> None:
                                f"a turn places at most {MAX_PIECES}; play fewer cards")
     if len(move.pieces) not in options:
         paid = options[-1] if len(options) == 1 else None
-        placed_by = (f"place {paid} piece{'s' if paid > 1 else ''}" if paid is not None else
+        placed_by = (f"place {count(paid, 'piece', 'pieces')}" if paid is not None else
                      f"place {' or '.join(str(k) for k in options if k <= MAX_PIECES)} pieces")
         raise IllegalMoveError(
             f"the cards {''.join(move.cards)} {placed_by} in "
@@ -206,7 +207,7 @@ def _check_place(state: GameState, move: Place) -> None:
             most = max(counts)
             if placed + 1 > most:
                 raise IllegalMoveError(
-                    f"{country.name} already holds {placed} advisor{'s' if placed != 1 else ''}, "
+                    f"{country.name} already holds {count(placed, 'advisor', 'advisors')}, "
                     f"the most monasteries any player has there; an advisor needs one more "
                     f"monastery of a single player in {country.name} first")
             placed += 1
@@ -253,8 +254,8 @@ def _check(state: GameState, move: Move) -> None:
                                    + ("; or draw from the deck" if state.deck else ""))
         return
     if state.phase == DRAW:
-        raise IllegalMoveError(f"you have played this turn; now draw {state.draws_left} more "
-                               f"card{'s' if state.draws_left > 1 else ''} (from the deck or a "
+        raise IllegalMoveError(f"you have played this turn; now draw "
+                               f"{count(state.draws_left, 'more card', 'more cards')} (from the deck or a "
                                f"face-up card)")
     if isinstance(move, Place):
         _check_place(state, move)

@@ -12,6 +12,7 @@ from functools import lru_cache
 from itertools import combinations
 
 from .board import Board
+from .words import count
 
 EMPTY = -1
 
@@ -99,7 +100,8 @@ class Breakdown:
             if not held:
                 out.append(f"  {c.country}: no monasteries")
                 continue
-            parts = [f"{colours[s]} {c.counts[s]} ({_ordinal(c.ranks[s])}) {c.points[s]} pts"
+            parts = [f"{colours[s]} {c.counts[s]} ({_ordinal(c.ranks[s])}) "
+                     f"{count(c.points[s], 'point', 'points')}"
                      for s in held]
             out.append(f"  {c.country}: " + ", ".join(parts))
         for a in self.alliances:
@@ -113,7 +115,8 @@ class Breakdown:
             if scorers:
                 verb = "holds" if len(scorers) == 1 else "hold"
                 out.append(f"{head} {' and '.join(scorers)} {verb} both majorities, "
-                           f"{a.advisors[0]}+{a.advisors[1]} = {a.advisors[0] + a.advisors[1]} pts")
+                           f"{a.advisors[0]}+{a.advisors[1]} = "
+                           f"{count(a.advisors[0] + a.advisors[1], 'point', 'points')}")
             else:
                 out.append(f"{head} no one holds both majorities "
                            f"({first}: {_names(a.majorities[0], colours)}; "
@@ -121,7 +124,7 @@ class Breakdown:
         for chain in self.chains:
             for fields in chain.chains:
                 out.append(f"  Chain of {colours[chain.seat]}: {'-'.join(fields)} = "
-                           f"{len(fields)} pts")
+                           f"{count(len(fields), 'point', 'points')}")
         out.append("  Total: " + ", ".join(f"{colours[s]} {p}" for s, p in enumerate(self.totals())))
         return out
 

@@ -16,6 +16,7 @@ from .board import Board, default_board
 from .errors import StateError
 from .moves import Move, parse_move
 from .rules import apply_move
+from .words import count
 from .state import (
     ADVISORS_EACH,
     DRAW,
@@ -165,7 +166,8 @@ def _check_consistent(state: GameState) -> None:
     _need(everything == expected, "the cards do not add up to the board's deck")
     _need(Counter(state.removed) == Counter({c.code: REMOVED_PER_COLOUR[n] for c in board.cards
                                              if REMOVED_PER_COLOUR[n]}),
-          f"a {n}-player game sets aside {REMOVED_PER_COLOUR[n]} card(s) of each colour")
+          f"a {n}-player game sets aside "
+          f"{count(REMOVED_PER_COLOUR[n], 'card', 'cards')} of each colour")
     for seat in state.seats:
         on_board = sum(1 for s in state.monasteries if s == seat)
         _need(on_board + state.monastery_supply[seat] == MONASTERIES_EACH,

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 import click
 from alembic.util import CommandError
 from flask import current_app
+from flask_babel import ngettext
 from flask.cli import FlaskGroup, with_appcontext
 from sqlalchemy import func
 from sqlalchemy.exc import DBAPIError
@@ -401,8 +402,9 @@ def mail_status_command():
     click.echo(", ".join(f"{state} {counts.get(state, 0)}"
                          for state in ("queued", "sending", "sent", "failed", "unknown")))
     for row in failed:
+        attempts = ngettext("%(num)d attempt", "%(num)d attempts", row.attempts)
         click.echo(f"{row.status} #{row.id} to {row.to_addr} ({row.subject}) after "
-                   f"{row.attempts} attempt(s): {row.last_error}")
+                   f"{attempts}: {row.last_error}")
 
 
 @click.command("create-admin")

@@ -129,6 +129,7 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_FOLDER": Setting("", str),
     "MAIL_MAILBOX_PAGE": Setting(True, bool),
     "MAIL_MAILBOX_REMOTE": Setting(False, bool),
+    "MAIL_BOARD_PICTURE": Setting(True, bool),
     "MAIL_ADMINS": Setting("", str, _addresses),
     "MAIL_REPLY_DOMAIN": Setting("", str, _domain),
     "MAIL_MAX_INCOMING_BYTES": Setting(256 * 1024, int, _between(4096, 25 * 1024 * 1024)),

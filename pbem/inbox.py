@@ -32,7 +32,7 @@ from sqlmodel import select
 from . import mail
 from .db import reading, utcnow, writing
 from .games import rules_for
-from .models import RUNNING, Game, IncomingMail, OutboxMessage, Seat, SeatKey
+from .models import PAUSED, RUNNING, Game, IncomingMail, OutboxMessage, Seat, SeatKey
 from .services import GameNotRunning, ServiceError, StaleTurn, submit_orders
 from .tokens import hash_token
 from .turnfile import Orders, read
@@ -104,14 +104,30 @@ def _message_id(message: EmailMessage, raw: bytes) -> str:
     return found[:300] if found else "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
-def _answer(seat_id: int, subject: str, lines: list[str]) -> None:
+def answering(message: EmailMessage) -> mail.Answering:
+    """What an answer to `message` needs to thread under it (header values made one line)."""
+    def header(name: str) -> str:
+        try:
+            return " ".join(str(message.get(name, "") or "").split())
+        except Exception:  # noqa: BLE001  (a header that cannot be decoded is left out)
+            return ""
+
+    found = header("Message-ID")
+    message_id = found[:300] if found.startswith("<") and found.endswith(">") else None
+    references = " ".join(r for r in header("References").split()
+                          if r.startswith("<") and r.endswith(">"))
+    return mail.Answering(message_id, references[-2000:], header("Subject"))
+
+
+def _answer(seat_id: int, subject: str, lines: list[str], message: EmailMessage) -> None:
     with writing() as session:
         seat = session.get(Seat, seat_id)
         game = session.get(Game, seat.game_id)
         rules = rules_for(game.kind)
         state = rules.loads(game.state_json)
         mail.notice(session, game, seat, subject,
-                    [*lines, "", *rules.position_lines(state, seat.number)])
+                    [*lines, "", *rules.position_lines(state, seat.number)],
+                    answering=answering(message))
 
 
 def _remember(message_id: str, seat_id: int | None, outcome: str, detail: str) -> bool:
@@ -151,9 +167,9 @@ def handle_incoming(raw: bytes, recipients: list[str] | None = None) -> Handled:
     if seen:
         _answer(key.seat_id, "Your mail was already read",
                 [(f"Your mail {message_id} reached the server a second time; it was read the "
-                  "first time and nothing more was done.")])
+                  "first time and nothing more was done.")], message)
         return Handled("duplicate", message_id)
-    return _apply(key, message_id, text)
+    return _apply(key, message_id, text, message)
 
 
 REVOKED_ANSWERS_PER_DAY = 3
@@ -176,11 +192,12 @@ def _answer_revoked(key: SeatKey, message: EmailMessage) -> bool:
         if answered >= REVOKED_ANSWERS_PER_DAY:
             return False
         mail.queue(session, kind="revoked", to=mail.formatted_address(seat.name, seat.email),
-                   subject="Your mail to the game server", template="revoked", seat=seat)
+                   subject="Your mail to the game server", template="revoked", seat=seat,
+                   answering=answering(message))
     return True
 
 
-def _apply(key: SeatKey, message_id: str, text: str) -> Handled:
+def _apply(key: SeatKey, message_id: str, text: str, message: EmailMessage) -> Handled:
     orders = read(text)
     orders = Orders(key.turn, orders.lines)
     with reading() as session:
@@ -190,9 +207,15 @@ def _apply(key: SeatKey, message_id: str, text: str) -> Handled:
     if game.status != RUNNING:
         outcome = Handled("finished", f"the game is {game.status}")
         if _remember(message_id, key.seat_id, outcome.outcome, outcome.detail):
-            _answer(key.seat_id, "The game is over", [
-                (f"Your mail reached {game.title} #{game.id}, which is {game.status}: no more "
-                 "moves can be made.")])
+            if game.status == PAUSED:
+                _answer(key.seat_id, "The game is paused", [
+                    (f"Your mail reached {game.title} #{game.id}, which an organiser has paused: "
+                     "nothing was applied. You will get a mail when it goes on; send your "
+                     "orders again then.")], message)
+            else:
+                _answer(key.seat_id, "The game is over", [
+                    (f"Your mail reached {game.title} #{game.id}, which is {game.status}: no "
+                     "more moves can be made.")], message)
         return outcome
     try:
         result = submit_orders(None, orders, seat_id=key.seat_id, via="email")
@@ -210,7 +233,7 @@ def _apply(key: SeatKey, message_id: str, text: str) -> Handled:
             lines += ["", "What you could play now:", *(f"  {m}" for m in legal[:40])]
             if len(legal) > 40:
                 lines.append(f"  … and {len(legal) - 40} more (see your page).")
-        _answer(key.seat_id, "Your orders could not be applied", lines)
+        _answer(key.seat_id, "Your orders could not be applied", lines, message)
         return Handled(kind, exc.message)
     applied = [r.notation for r in result.applied]
     outcome = "partly" if result.failed else "applied"
@@ -221,7 +244,7 @@ def _apply(key: SeatKey, message_id: str, text: str) -> Handled:
         lines += ["", f"Stopped at '{result.failed}': {result.error}",
                   "The moves before it were made."]
     _answer(key.seat_id, "Your orders were applied" if not result.failed
-            else "Some of your orders were applied", lines)
+            else "Some of your orders were applied", lines, message)
     return Handled(outcome, "; ".join(applied))
 
 

@@ -8,9 +8,11 @@ the row's `secrets_json` so the stored copy can be blanked once the mail is out.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from email.headerregistry import Address
+from dataclasses import dataclass
 from email.utils import getaddresses, make_msgid, parseaddr
 
 from flask import current_app, render_template
@@ -19,7 +21,7 @@ from sqlmodel import Session, select
 
 from . import clock, turnfile
 from .db import insert_later, utcnow
-from .games import GameRules
+from .games import GameRules, rules_for
 from .models import DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
 from .tokens import hash_token, new_token
 
@@ -40,6 +42,12 @@ class QueuedMail:
     reply_to: str | None
     created_at: datetime
     next_attempt_at: datetime
+    in_reply_to: str | None = None
+    references: str | None = None
+    picture_json: str | None = None
+
+
+REPLY_PREFIX = re.compile(r"^(re|aw|sv|antw|wg|r)(\[\d+\])?\s*:", re.IGNORECASE)
 
 
 def seat_link(token: str) -> str:
@@ -91,9 +99,25 @@ def _domain() -> str:
 
 def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
           game: Game | None = None, seat: Seat | None = None, secrets: tuple[str, ...] = (),
-          reply_to: str | None = None, **context) -> QueuedMail:
-    """Render `templates/email/<template>.txt|.html` and queue the message."""
+          reply_to: str | None = None, picture: bool = False,
+          answering: Answering | None = None, **context) -> QueuedMail:
+    """Render `templates/email/<template>.txt|.html` and queue the message.
+
+    With `picture`, the HTML part shows the game's board as a PNG attached inline (rendered
+    when the mail is built, from the game as it is now). `answering` threads the mail under
+    a player's own mail."""
+    picture_json = None
+    if picture and game is not None and current_app.config["MAIL_BOARD_PICTURE"]:
+        cid = make_msgid("board", domain=_domain())[1:-1]
+        picture_json = json.dumps({"kind": game.kind, "state": game.state_json, "cid": cid})
+        context["picture_cid"] = cid
+    if game is not None and seat is not None and "summary" not in context:
+        rules = rules_for(game.kind)
+        summary = getattr(rules, "position_summary", rules.position_lines)
+        context["summary"] = summary(rules.loads(game.state_json), seat.number)
     context.update(game=game, seat=seat, base_url=current_app.config["BASE_URL"].rstrip("/"))
+    if answering is not None:
+        subject = answering.subject(subject)
     now = utcnow()
     message = QueuedMail(
         game_id=game.id if game else None, seat_id=seat.id if seat else None, kind=kind,
@@ -101,10 +125,34 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
         text_body=render_template(f"email/{template}.txt", **context),
         html_body=render_template(f"email/{template}.html", **context),
         message_id=make_msgid(domain=_domain()), secrets_json=json.dumps(list(secrets)),
-        reply_to=reply_to, created_at=now, next_attempt_at=now)
+        reply_to=reply_to, created_at=now, next_attempt_at=now,
+        in_reply_to=answering.message_id if answering else None,
+        references=answering.references if answering else None, picture_json=picture_json)
     # A row, not an ORM object: building an OutboxMessage costs more than rendering the mail.
     insert_later(session, OutboxMessage, dict(vars(message)))
     return message
+
+
+@dataclass(frozen=True)
+class Answering:
+    """The player's mail an answer threads under: its Message-ID, References and Subject."""
+
+    message_id: str | None
+    prior_references: str
+    their_subject: str
+
+    @property
+    def references(self) -> str | None:
+        ids = self.prior_references.split() + ([self.message_id] if self.message_id else [])
+        return " ".join(ids[-10:]) or None  # RFC 5322: theirs, then the one answered
+
+    def subject(self, ours: str) -> str:
+        """'Re: ' and the subject they wrote (ours when they wrote none), as mail programs
+        answer, so the answer sits in the same conversation ('AW: Re: x' becomes 'Re: x')."""
+        theirs = " ".join(self.their_subject.split())[:200]
+        while REPLY_PREFIX.match(theirs):
+            theirs = REPLY_PREFIX.sub("", theirs, count=1).strip()
+        return f"Re: {theirs or ours}"
 
 
 def _subject(game: Game, text: str) -> str:
@@ -112,9 +160,9 @@ def _subject(game: Game, text: str) -> str:
 
 
 def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
-             template: str, **context) -> QueuedMail | None:
-    """Queue a mail to a seat with a fresh link; None for a computer player's seat, which has
-    neither mail nor links."""
+             template: str, picture: bool = True, **context) -> QueuedMail | None:
+    """Queue a mail to a seat with a fresh link, its HTML part showing the board (`picture`);
+    None for a computer player's seat, which has neither mail nor links."""
     if seat.bot is not None:
         return None
     token = mint_key(session, seat, game.turn)
@@ -122,7 +170,7 @@ def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
                  subject=_subject(game, subject), template=template, game=game, seat=seat,
                  secrets=(token, mine), link=seat_link(token), reply_to=reply_address(token),
-                 games_link=games_link(mine), **context)
+                 games_link=games_link(mine), picture=picture, **context)
 
 
 def _deadline_text(deadline: datetime | None, seat: Seat) -> str | None:
@@ -141,7 +189,9 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
 
 
 def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-              news: list[str], reminder: bool = False) -> QueuedMail | None:
+              news: list[str], reminder: bool = False,
+              first_turn: bool = False) -> QueuedMail | None:
+    """`news`: what happened since the seat last moved (since the start, in its `first_turn`)."""
     for item in session.exec(select(DigestItem).where(DigestItem.seat_id == seat.id,
                                                       DigestItem.sent == false())):
         item.sent = True  # the news below covers what the digest would have said
@@ -155,6 +205,7 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
                                 legal, rules.order_examples)
     return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,
                     "your_turn", rules=rules, news=news, reminder=reminder, position=position,
+                    first_turn=first_turn,
                     turn_file=turn_file, deadline=_deadline_text(game.deadline_at, seat))
 
 
@@ -170,10 +221,13 @@ def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, s
                     position=rules.position_lines(state, seat.number))
 
 
-def notice(session: Session, game: Game, seat: Seat, subject: str,
-           lines: list[str]) -> QueuedMail | None:
-    """A short message about the game (paused, resumed, deadline moved) with the seat's link."""
-    return _to_seat(session, game, seat, "notice", subject, "notice", lines=lines)
+def notice(session: Session, game: Game, seat: Seat, subject: str, lines: list[str],
+           answering: Answering | None = None) -> QueuedMail | None:
+    """A short message about the game (paused, resumed, deadline moved) with the seat's link;
+    with `answering`, the answer to the seat's own mail, threaded under it."""
+    return _to_seat(session, game, seat, "notice", subject, "notice", picture=False,
+                    lines=lines, answering=answering, heading=subject,
+                    is_answer=answering is not None)
 
 
 def to_admins(session: Session, subject: str, lines: list[str],
@@ -209,8 +263,6 @@ def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: Ga
 
 def due_digests(session: Session, now: datetime) -> int:
     """Queue a digest for every seat whose oldest waiting news is a digest period old."""
-    from .games import rules_for
-
     cutoff = now.timestamp() - current_app.config["GAMES_DIGEST_HOURS"] * 3600
     items = session.exec(select(DigestItem).where(DigestItem.sent == false())
                          .order_by(DigestItem.seat_id, DigestItem.id)).all()

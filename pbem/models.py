@@ -168,6 +168,12 @@ class OutboxMessage(SQLModel, table=True):
     html_body: str = Field(sa_column=Column(Text, nullable=False))
     message_id: str = Field(max_length=200, unique=True)
     reply_to: str | None = Field(default=None, max_length=300)  # play+<key>@domain, or none
+    # An answer to a player's mail threads under it: In-Reply-To and References.
+    in_reply_to: str | None = Field(default=None, max_length=300)
+    references: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # The board picture of the HTML mail, rendered when the mail is built (outside the move's
+    # transaction): {"kind", "state", "cid"}; cleared once the mail is sent.
+    picture_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     secrets_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
     status: str = Field(default=QUEUED, max_length=10)
     attempts: int = 0

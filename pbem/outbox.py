@@ -19,8 +19,10 @@ Backends: SMTP (STARTTLS, TLS or plain, optional login) and a local folder of .e
 
 from __future__ import annotations
 
+import base64
 import binascii
 import json
+import logging
 import os
 import smtplib
 import ssl
@@ -40,6 +42,7 @@ from flask import Flask
 from sqlalchemy import update
 from sqlmodel import select
 
+from . import picture
 from .db import is_status, reading, utcnow, writing
 from .models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
 
@@ -165,15 +168,43 @@ def _text_part(body: str, subtype: str) -> EmailMessage:
     return part
 
 
+def _with_picture(row: OutboxMessage, html: EmailMessage) -> EmailMessage:
+    """The HTML part and the board picture it shows, as one multipart/related; the HTML part
+    alone when the picture cannot be made (the mail still says everything in words)."""
+    try:
+        cid, png = picture.for_message(row.picture_json)
+    except (ValueError, KeyError, TypeError) as exc:
+        logging.getLogger(__name__).warning("mail %s goes without its board picture: %s",
+                                            row.id, exc)
+        return html
+    image = EmailMessage(policy=WIRE)
+    image.set_raw("Content-Type", 'image/png; name="board.png"')
+    image.set_raw("Content-Transfer-Encoding", "base64")
+    image.set_raw("Content-ID", f"<{cid}>")
+    image.set_raw("Content-Disposition", 'inline; filename="board.png"')
+    image.set_payload(base64.encodebytes(png).decode("ascii"))
+    related = EmailMessage(policy=WIRE)
+    related.set_raw("Content-Type", f'multipart/related; type="text/html"; '
+                                    f'boundary="=_{token_hex(8)}"')
+    related.set_payload([html, image])
+    return related
+
+
 def build_message(row: OutboxMessage, sender: str) -> EmailMessage:
-    """The mail of an outbox row: a text and an HTML alternative. Raises ValueError for a
-    header that cannot be sent (a line break in it)."""
+    """The mail of an outbox row: a text and an HTML alternative; with a board picture, the HTML
+    part and the PNG it shows (cid:) form a multipart/related. Raises ValueError for a header
+    that cannot be sent (a line break in it)."""
     message = EmailMessage(policy=WIRE)
     headers = [("From", _address_header("From", sender)),
                ("To", _address_header("To", row.to_addr)),
                ("Subject", _text_header("Subject", row.subject)),
                ("Date", format_datetime(row.created_at)),
                ("Message-ID", _one_line("Message-ID", row.message_id))]
+    if row.in_reply_to:  # an answer to a player's mail threads under it
+        headers.append(("In-Reply-To", _one_line("In-Reply-To", row.in_reply_to)))
+    if row.references:
+        headers.append(("References", _folded("References",
+                                              _one_line("References", row.references).split())))
     if row.reply_to:
         headers.append(("Reply-To", _address_header("Reply-To", row.reply_to)))
     headers.append(("Auto-Submitted", "auto-generated"))
@@ -185,7 +216,10 @@ def build_message(row: OutboxMessage, sender: str) -> EmailMessage:
     message.set_raw("MIME-Version", "1.0")
     message.set_raw("Content-Type",
                     f'multipart/alternative; boundary="=_{token_hex(8)}"')
-    message.set_payload([_text_part(row.text_body, "plain"), _text_part(row.html_body, "html")])
+    html = _text_part(row.html_body, "html")
+    if row.picture_json:
+        html = _with_picture(row, html)
+    message.set_payload([_text_part(row.text_body, "plain"), html])
     return message
 
 
@@ -425,6 +459,7 @@ def _record(app: Flask, row_id: int, claim: str, error: str | None, now: datetim
             row.html_body = _redact(row.html_body, secrets)
             row.secrets_json = "[]"
             row.reply_to = None
+            row.picture_json = None  # a copy of the game's state: not kept once sent
             outcome = "sent"
         elif row.attempts >= app.config["MAIL_MAX_ATTEMPTS"] or error.startswith(UNBUILDABLE):
             row.status, row.last_error, outcome = FAILED, error, "failed"

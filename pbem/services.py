@@ -540,8 +540,11 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
     turn_began = recent.last_move_not_of(mover.number)
     for seat in seats:
         if seat.number == to_move and not seat.absent:
-            news = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
-            mail.your_turn(session, game, seat, rules, after, news)
+            last = recent.last_move_of(seat.number, this_move)
+            news = recent.lines_since(seat.number, last)
+            first = last < 0 and session.exec(select(MoveRecord.id).where(
+                MoveRecord.game_id == game.id, MoveRecord.seat == seat.number)).first() is None
+            mail.your_turn(session, game, seat, rules, after, news, first_turn=first)
         elif seat.number in (mover.number, to_move):
             continue
         else:

@@ -26,7 +26,7 @@ def render(game_title: str, game_id: int, seat_name: str, colour: str, turn: int
            position: list[str], legal: list[str], examples: tuple[str, ...] = ()) -> str:
     """The turn file of one seat for one turn; `examples` are a whole turn in the game's
     notation (its rules' `order_examples`)."""
-    lines = [f"{game_title} by post: turn file", f"Game: {game_id}",
+    lines = [f"Turn file of {seat_name} ({colour}) in {game_title} #{game_id}", f"Game: {game_id}",
              f"Seat: {seat_name} ({colour})", f"Turn: {turn}", "", *position, ""]
     if legal:
         lines.append(f"Legal moves now ({len(legal)}), for example:")

@@ -48,7 +48,8 @@ def test_the_next_player_gets_your_turn_with_the_news_position_deadline_and_link
     assert str(mail["Subject"]).endswith("Your turn")
     assert _card_line(state, nxt) in text
     assert "Face-up cards:" in text and "Scores:" in text
-    news = text.split("Since your last turn:", 1)[1]
+    assert "Since your last turn" not in text, "this seat has not had a turn yet"
+    news = text.split("So far in this game:", 1)[1]
     mover = state.players[start.current]
     assert f"- {mover} played" in news or f"- {mover} exchanged" in news
     assert game.deadline_at.strftime("%d %B %Y, %H:%M UTC") in text
@@ -142,3 +143,128 @@ def test_a_title_that_could_break_a_mail_header_is_refused(app):
 
     with app.app_context(), reading() as session:
         assert session.exec(select(func.count()).select_from(Game)).one() == 0
+
+
+# --- wording (issue 11, point 9) ----------------------------------------------------------------
+
+def _list_under(text: str, heading: str) -> list[str]:
+    """The '- ' lines of the list under `heading` in a text mail."""
+    lines = text.split(heading, 1)[1].splitlines()[1:]
+    out = []
+    for line in lines:
+        if not line.startswith("- "):
+            break
+        out.append(line[2:])
+    return out
+
+
+def test_a_seats_second_turn_says_since_your_last_turn_and_lists_only_moves(app, mailbox):
+    """The first 'your turn' tells what happened so far, later ones since the seat's last
+    turn; who is next is never a line in the list of moves."""
+    _, tokens = new_game(app, 3, "second-turn", start=0)
+    play_moves(app, tokens, 40)
+    first, second = [m for m in mailbox.to("p2@example.org")
+                     if str(m["Subject"]).endswith("Your turn")][:2]
+    assert "So far in this game:" in text_of(first)
+    assert "Since your last turn:" in text_of(second) and "So far" not in text_of(second)
+    for mail, heading in ((first, "So far in this game:"), (second, "Since your last turn:")):
+        moves = _list_under(text_of(mail), heading)
+        assert moves and not [line for line in moves if line.endswith(" is next.")]
+    moved = [m for m in mailbox.to("p0@example.org") if str(m["Subject"]).endswith(" is next")]
+    for mail in moved:
+        assert not [line for line in _list_under(text_of(mail), "#1:") if "is next" in line]
+
+
+def test_counts_read_as_english_plurals_everywhere(app, mailbox):
+    """No 'time(s)', '1 pts', '1 cards': counted words follow the plural rules."""
+    import re
+    from dataclasses import replace
+
+    from pbem.games import rules_for
+
+    _, tokens = new_game(app, 3, "plurals")
+    play_moves(app, tokens, 3000)
+    rules = rules_for("kardinal-koenig")
+    _, state = game_state(app)
+    with app.app_context():
+        one = rules.position_lines(replace(state, deck=("R",), advisor_supply=(1, 2, 8),
+                                           monastery_supply=(1, 0, 2)), 0)
+    assert "Deck: 1 card;" in " ".join(one)
+    assert "yellow 1 monastery, 1 advisor; red 0 monasteries, 2 advisors" in " ".join(one)
+    bad = re.compile(r"\(s\)|\b1 (pts|cards|points|monasteries|advisors|times)\b|\bpts\b")
+    for mail in mailbox.messages():
+        for body in (text_of(mail), html_of(mail)):
+            assert not bad.search(body), (mail["Subject"], bad.search(body).group(0))
+
+
+def test_the_turn_file_header_and_the_invitations_how_to_play(app, mailbox):
+    """The turn file names the seat and game; 'How to play' is paragraphs in HTML, no <pre>."""
+    _, _ = new_game(app, 3, "header", start=0, title="Demo game")
+    invitation = mailbox.to("p0@example.org")[0]
+    html = html_of(invitation)
+    assert "<pre" not in html
+    how = html.split("How to play", 1)[1]
+    assert how.count("<p>") >= 5 and "any other country" in how
+    assert "German rule book" in how and "boardgamegeek.com" in how
+    text = text_of(invitation)
+    assert max(len(line) for line in text.split("How to play", 1)[1].splitlines()) <= 80
+
+
+def test_turn_file_header_names_the_seat_and_the_game(app, mailbox):
+    _, tokens = new_game(app, 3, "header2", start=0, title="Demo game")
+    play_moves(app, tokens, 10, until=lambda s: s.current != 0)
+    turn = [m for m in mailbox.to("p1@example.org") if str(m["Subject"]).endswith("Your turn")]
+    text = text_of(turn[0])
+    assert "Turn file of Player 1 (red) in Demo game #1" in text
+    assert "Demo game by post" not in text
+
+
+def test_the_html_mail_shows_the_board_once_with_its_picture(app, mailbox):
+    """HTML mail: the cards and scores as a list, the board as a picture and one table; the
+    picture is a PNG attached inline (multipart/related, cid:), a real board that changes
+    after a move."""
+    import io
+
+    from PIL import Image
+
+    _, tokens = new_game(app, 3, "picture", start=0)
+    play_moves(app, tokens, 10, until=lambda s: s.current != 0)
+    pictures = []
+    for mail in (mailbox.to("p0@example.org")[0],
+                 [m for m in mailbox.to("p1@example.org")
+                  if str(m["Subject"]).endswith("Your turn")][0]):
+        html = html_of(mail)
+        assert html.count("<h3>The board</h3>") == 1
+        assert "Frankreich: monasteries" not in html, "the board is not listed a second time"
+        assert "Frankreich: monasteries" in text_of(mail), "the text part keeps it in words"
+        related = [p for p in mail.walk() if p.get_content_type() == "multipart/related"]
+        assert len(related) == 1
+        images = [p for p in mail.walk() if p.get_content_type() == "image/png"]
+        assert len(images) == 1
+        cid = images[0]["Content-ID"].strip("<>")
+        assert f'src="cid:{cid}"' in html
+        image = Image.open(io.BytesIO(images[0].get_content()))
+        assert image.format == "PNG" and image.size[0] == 800 and 900 < image.size[1] < 1100
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+        assert len(colours) > 50, "a real picture, not a blank"
+        pictures.append(images[0].get_content())
+    assert pictures[0] != pictures[1], "the picture after the first turn shows its pieces"
+    from sqlmodel import select
+
+    from pbem.db import reading
+    from pbem.models import OutboxMessage
+
+    with app.app_context(), reading() as session:
+        assert all(r.picture_json is None for r in session.exec(select(OutboxMessage))
+                   if r.status == "sent"), "the copy of the game's state goes once sent"
+
+
+def test_without_the_picture_setting_the_mail_shows_the_board_as_a_table(app, mailbox):
+    """[mail] board_picture = false: no image part, the board heading and table still once."""
+    app.config["MAIL_BOARD_PICTURE"] = False
+    new_game(app, 3, "no-picture", start=0)
+    mail = mailbox.to("p0@example.org")[0]
+    assert mail.get_content_type() == "multipart/alternative"
+    assert not [p for p in mail.walk() if p.get_content_type().startswith("image/")]
+    html = html_of(mail)
+    assert "cid:" not in html and html.count("<h3>The board</h3>") == 1 and "<table" in html

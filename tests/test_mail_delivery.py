@@ -190,7 +190,10 @@ def test_each_invitation_arrives_once_with_the_right_headers_and_link(tmp_path, 
         assert message["Auto-Submitted"] == "auto-generated"
         assert message.get_content_type() == "multipart/alternative"
         parts = [part.get_content_type() for part in message.iter_parts()]
-        assert parts == ["text/plain", "text/html"]
+        assert parts == ["text/plain", "multipart/related"], "the HTML part and its picture"
+        html_part, picture = list(list(message.iter_parts())[1].iter_parts())
+        assert (html_part.get_content_type(), picture.get_content_type()) == \
+            ("text/html", "image/png")
         text = message.get_body(("plain",)).get_content()
         html = message.get_body(("html",)).get_content()
         assert link.startswith("http://localhost/seat/")

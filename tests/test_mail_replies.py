@@ -9,7 +9,8 @@ import html
 import quopri
 import secrets
 import time
-from email import message_from_string
+from email import message_from_string, policy
+from email.parser import BytesParser
 from email.policy import compat32
 from email.utils import make_msgid
 from pathlib import Path
@@ -128,7 +129,11 @@ def subjects(box: Mailbox, email: str) -> list[str]:
 
 
 def answers(box: Mailbox, email: str, subject: str) -> list:
-    return [m for m in box.to(email) if str(m["Subject"]).endswith(subject)]
+    """Mails whose subject ends with `subject`, and answers to a player's mail ("Re: ...")
+    that open with it."""
+    return [m for m in box.to(email) if str(m["Subject"]).endswith(subject)
+            or (str(m["Subject"]).startswith("Re: ")
+                and text_of(m).splitlines()[2] == f"{subject}.")]
 
 
 def whole_turn(state, first=None) -> list[str]:
@@ -177,6 +182,24 @@ def test_a_reply_from_a_mail_program_plays_the_turn(app, template, route):
     confirmation = answers(box, "p0@example.org", "Your orders were applied")
     assert len(confirmation) == 1
     assert WUERZBURG in text_of(confirmation[0]) or "Würzburg" in text_of(confirmation[0])
+
+
+@pytest.mark.parametrize("template", ["thunderbird_plain.eml", "german_client.eml",
+                                      "outlook.eml"])
+def test_the_answer_threads_under_the_players_mail(app, template):
+    """The answer carries In-Reply-To and References to the player's mail and its subject
+    with 'Re:', as a mail program's own answer would, so it sits in the same conversation."""
+    box, invitation, orders = start(app)
+    message_id = make_msgid(domain="example.org")
+    raw = fill(template, reply_key(invitation), orders, text_of(invitation), message_id)
+    assert ingest(app, raw).outcome == "applied"
+    (answer,) = answers(box, "p0@example.org", "Your orders were applied")
+    assert answer["In-Reply-To"] == message_id
+    assert answer["References"].split()[-1] == message_id
+    theirs = BytesParser(policy=policy.default).parsebytes(raw)["Subject"]
+    assert answer["Subject"] == "Re: " + theirs.split(": ", 1)[1]
+    assert answer["Subject"].endswith("[Kardinal & Koenig #1] You are invited to play")
+    assert text_of(answer).splitlines()[2] == "Your orders were applied."
 
 
 def test_the_templates_really_are_encoded_as_they_say(app):
@@ -316,8 +339,8 @@ def test_a_replaced_key_gets_a_generic_answer_only_from_and_to_the_seats_address
     assert after[0]["IncomingMail"] == before[0]["IncomingMail"]
     assert box.to("anna@elsewhere.example") == []
     answer = [m for m in box.to("p0@example.org")
-              if str(m["Subject"]) == "Your mail to the game server"]
-    assert len(answer) == 1
+              if str(m["Subject"]) == "Re: [Kardinal & Koenig #1] You are invited to play"]
+    assert len(answer) == 1, "an answer to the seat's own address, threaded"
     text = text_of(answer[0])
     assert "no longer valid" in " ".join(text.split())
     assert "Würzburg" not in text and "Franken" not in text  # nothing about the game
@@ -383,6 +406,9 @@ def test_a_mail_whose_text_cannot_be_decoded_is_unreadable(app, content_type, ro
 # --- 3. a whole game by mail --------------------------------------------------------------------
 
 def test_a_whole_game_is_played_by_replies_alone(app):
+    # The bound below is on reading and applying replies; rendering a board picture for every
+    # turn's mail (test_mail_content covers it) would measure the renderer instead.
+    app.config["MAIL_BOARD_PICTURE"] = False
     new_game(app, 3, "by-mail", start=0)
     box = Mailbox(app)
     started, replies = time.monotonic(), 0

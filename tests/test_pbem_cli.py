@@ -351,4 +351,4 @@ def test_mail_status_counts_the_outbox_and_lists_failures(app, runner):
     result = runner.invoke(args=["mail-status"])
     assert result.exit_code == 0, result.output
     assert "queued 2, sending 0, sent 0, failed 1, unknown 0" in result.output
-    assert "SMTPDataError: 554 no" in result.output and "after 8 attempt(s)" in result.output
+    assert "SMTPDataError: 554 no" in result.output and "after 8 attempts" in result.output

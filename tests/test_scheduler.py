@@ -165,7 +165,8 @@ def test_reminders_come_at_24_and_2_hours_before_the_deadline_each_once(tmp_path
     assert "Please move by Friday 27 November 2026, 12:00 UTC." in body
     _, state = game_state(app)
     assert f"Your hand (yellow): {RULES.card_words(state.hands[0])}" in body
-    assert "Your hand (yellow): 2 orange (England/Schwaben), 1 red (Franken/Aragon)" in body
+    assert "Your hand (yellow): 2 orange cards (England/Schwaben), 1 red card (Franken/Aragon)" \
+        in body
     client = app.test_client()
     assert "It is your move." in page_text(client, token_in(sent[0]))
 

@@ -12,6 +12,7 @@ import engine
 from engine.bots import BOT_NAMES, choose_move
 from engine.moves import MAX_NOTATION_LENGTH
 from engine.svg import board_svg
+from flask_babel import gettext, ngettext
 
 from . import MoveError, SetupProblem
 
@@ -220,34 +221,58 @@ class KardinalKoenig:
                 f"Winner{'s' if len(result.winners) > 1 else ''}: {names}."]
 
     def card_words(self, codes) -> str:
-        """'2 green (Bayern/Burgund), 1 red (Franken/Aragon)' for a list of card codes."""
+        """'2 green cards (Bayern/Burgund), 1 red card (Franken/Aragon)' for card codes."""
         counts = Counter(codes)
         if not counts:
-            return "none"
-        return ", ".join(f"{n} {self.board.card(c).colour} ({self.board.card(c).label})"
+            return gettext("none")
+        return ", ".join(ngettext("%(num)d %(colour)s card (%(countries)s)",
+                                  "%(num)d %(colour)s cards (%(countries)s)", n,
+                                  colour=self.board.card(c).colour,
+                                  countries=self.board.card(c).label)
                          for c, n in sorted(counts.items()))
 
-    def position_lines(self, state: engine.GameState, seat: int | None) -> list[str]:
-        """The position as plain text for `seat`: what a mail or a turn file shows."""
+    def position_lines(self, state: engine.GameState, seat: int | None,
+                       countries: bool = True) -> list[str]:
+        """The position as plain text for `seat`: what a mail or a turn file shows. Without
+        `countries`, only the cards, scores and supplies (the HTML mail shows the board in a
+        table and a picture instead)."""
         view = engine.view_for(state, seat)
         players = view.players
         lines = []
         if view.hand is not None:
-            lines.append(f"Your hand ({view.colour}): {self.card_words(view.hand)}")
-        lines.append(f"Face-up cards: {self.card_words(view.face_up)}")
-        lines.append(f"Deck: {view.deck_size} cards; the deck has run out "
-                     f"{view.exhaustions} time(s)")
-        lines.append("Scores: " + ", ".join(f"{p} {s}" for p, s in zip(players, view.scores)))
-        lines.append("Supplies: " + ", ".join(
-            f"{p} {m} monasteries {a} advisors"
-            for p, m, a in zip(players, view.monastery_supply, view.advisor_supply)))
+            lines.append(gettext("Your hand (%(colour)s): %(cards)s", colour=view.colour,
+                                 cards=self.card_words(view.hand)))
+        lines.append(gettext("Face-up cards: %(cards)s", cards=self.card_words(view.face_up)))
+        deck = ngettext("%(num)d card", "%(num)d cards", view.deck_size)
+        runs = (gettext("it has not run out yet") if view.exhaustions == 0 else
+                ngettext("it has run out once (the intermediate scoring is done)",
+                         "it has run out %(num)d times (the last round is being played)",
+                         view.exhaustions))
+        lines.append(gettext("Deck: %(deck)s; %(runs)s", deck=deck, runs=runs))
+        lines.append(gettext("Scores: %(scores)s", scores=", ".join(
+            f"{p} {s}" for p, s in zip(players, view.scores))))
+        lines.append(gettext("Pieces left: %(supplies)s", supplies="; ".join(
+            gettext("%(colour)s %(monasteries)s, %(advisors)s", colour=p,
+                    monasteries=ngettext("%(num)d monastery", "%(num)d monasteries", m),
+                    advisors=ngettext("%(num)d advisor", "%(num)d advisors", a))
+            for p, m, a in zip(players, view.monastery_supply, view.advisor_supply))))
+        if not countries:
+            return lines
         owners = dict(view.monasteries)
         for country, advisors in view.advisors:
             fields = [self.board.fields[f].name for f in self.board.country(country).fields]
-            held = ", ".join(f"{f} ({owners[f]})" for f in fields if f in owners) or "none"
-            crest = ", ".join(f"{players[s]} {n}" for s, n in enumerate(advisors) if n) or "none"
-            lines.append(f"{country}: monasteries {held}; advisors {crest}")
+            held = ", ".join(f"{f} ({owners[f]})" for f in fields if f in owners) \
+                or gettext("none")
+            crest = ", ".join(f"{players[s]} {n}" for s, n in enumerate(advisors) if n) \
+                or gettext("none")
+            lines.append(gettext("%(country)s: monasteries %(held)s; advisors %(crest)s",
+                                 country=country, held=held, crest=crest))
         return lines
+
+    def position_summary(self, state: engine.GameState, seat: int | None) -> list[str]:
+        """The position without the countries: what the HTML mail lists above its picture and
+        table of the board."""
+        return self.position_lines(state, seat, countries=False)
 
     # --- the seat page's move form ----------------------------------------------------------
 
