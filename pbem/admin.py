@@ -10,6 +10,8 @@ checks them, writes the audit log and mails the players.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+
 from flask import (
     Blueprint,
     current_app,
@@ -49,22 +51,49 @@ from .web import HINTS, wake_sender
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
 STATUS_ORDER = (RUNNING, PAUSED, FINISHED, ABORTED)
-SEAT_ACTIONS = {
-    "resend": "Resend the seat's link",
-    "new_link": "Issue a new link (the old ones stop working at once)",
-    "email": "Change the seat's email address",
-    "hand_over": "Hand the seat to a new player",
-    "revoke_games": "Revoke the player's “my games” links (their seat links keep working)",
-    "bot": "Let a computer player play the seat",
+OPEN = (RUNNING, PAUSED)
+EVERY = (RUNNING, PAUSED, FINISHED, ABORTED)
+
+
+@dataclass(frozen=True)
+class Action:
+    """An action on a game: its label, the game states it is offered in, whether it is for one
+    seat, and the other fields its form asks for (only those reach its confirmation page)."""
+
+    label: str
+    statuses: tuple[str, ...]
+    seat: bool = False
+    fields: tuple[str, ...] = ()
+    note: str = ""
+
+
+ACTIONS = {
+    "resend": Action("Resend the seat's link", EVERY, seat=True),
+    "new_link": Action("Issue a new link (the old ones stop working at once)", EVERY, seat=True),
+    "email": Action("Change the seat's email address", OPEN, seat=True, fields=("email",)),
+    "hand_over": Action("Hand the seat to a new player", OPEN, seat=True,
+                        fields=("name", "email")),
+    "revoke_games": Action("Revoke the player's “my games” links", EVERY, seat=True,
+                           note="Their seat links keep working."),
+    "bot": Action("Let a computer player play the seat", OPEN, seat=True, fields=("bot",)),
+    "pause": Action("Pause the game", (RUNNING,)),
+    "resume": Action("Resume the game", (PAUSED,)),
+    "extend": Action("Extend the current deadline", (RUNNING,), fields=("hours",)),
+    "take_back": Action("Take back the last turn", (RUNNING, FINISHED),
+                        note="The whole turn of the player who moved last: the placement or "
+                             "exchange and the cards drawn after it."),
+    "absent_bot": Action("Choose who plays absent players' turns", OPEN, fields=("absent_bot",)),
+    "abort": Action("Abort the game", OPEN),
 }
-GAME_ACTIONS = {
-    "pause": "Pause the game",
-    "resume": "Resume the game",
-    "extend": "Extend the current deadline",
-    "take_back": "Take back the last move",
-    "abort": "Abort the game",
-    "absent_bot": "Choose who plays absent players' turns",
-}
+FIELDS = ("action", "seat", "email", "name", "hours", "reason", "bot")
+
+
+def offered(game: Game, rules, has_moves: bool) -> dict[str, Action]:
+    """The actions that can be done to `game` in its present state."""
+    return {key: action for key, action in ACTIONS.items()
+            if game.status in action.statuses
+            and (key != "take_back" or has_moves)
+            and (key not in ("bot", "absent_bot") or getattr(rules, "bots", ()))}
 
 
 @bp.before_request
@@ -140,9 +169,17 @@ def dashboard():
     groups = {status: [] for status in STATUS_ORDER}
     for game in games:
         rules = rules_for(game.kind)
-        to_move = rules.to_move(rules.loads(game.state_json))
+        state = rules.loads(game.state_json)
+        to_move = rules.to_move(state)
+        players = [by_game.get(game.id, {})[n] for n in sorted(by_game.get(game.id, {}))]
+        winners = []
+        if game.status == FINISHED:
+            result = rules.outcome(state) or {}
+            by_colour = {seat.colour: seat for seat in players}
+            winners = [by_colour[c] for c in result.get("winners", []) if c in by_colour]
         groups.setdefault(game.status, []).append({
             "game": game, "to_move": by_game.get(game.id, {}).get(to_move),
+            "players": players, "winners": winners,
             "overdue": game.status == RUNNING and game.deadline_at is not None
             and game.deadline_at < now})
     return render_template("admin/dashboard.html", groups=groups, failed=failed, now=now)
@@ -288,20 +325,46 @@ def game(game_id: int):
         return _no_game(game_id)
     to_move = data["rules"].to_move(data["state"])
     return render_template("admin/game.html", **data, to_move=to_move,
-                           seat_actions=SEAT_ACTIONS, game_actions=GAME_ACTIONS,
+                           actions=offered(data["game"], data["rules"], bool(data["log"])),
                            kind_template=f"games/{data['game'].kind}/", now=utcnow())
 
 
 def _action_fields(form) -> dict:
-    return {key: form.get(key, "").strip()[:300]
-            for key in ("action", "seat", "email", "name", "hours", "reason", "bot")}
+    return {key: form.get(key, "").strip()[:300] for key in FIELDS}
+
+
+def _shown_fields(action: str) -> tuple[str, ...]:
+    """The fields an action's confirmation page carries on: its own, no other."""
+    spec = ACTIONS[action]
+    own = tuple("bot" if f == "absent_bot" else f for f in spec.fields)
+    return ("action",) + (("seat",) if spec.seat else ()) + own
+
+
+def _take_back_words(data: dict) -> str:
+    """What taking back the last turn will undo, named move by move."""
+    log = data["log"]  # newest first
+    if not log:
+        return "Take back the last turn; no move has been made yet."
+    seat = log[0][0].seat
+    turn = []
+    for record, _ in log:
+        if record.seat != seat:
+            break
+        turn.append(record.notation)
+    who = data["seats"][seat]
+    return (f"Take back the last turn of {who.name} ({who.colour}): "
+            f"{'; '.join(reversed(turn))}. The game is rebuilt from its log without it, and "
+            f"{who.name} moves again. A card they drew from the deck in that turn goes back on "
+            "top of it: they have seen it, and will draw it again if they draw from the deck.")
 
 
 def _describe(data: dict, fields: dict) -> str | None:
     """The action in words for the confirmation page, or None when it is unknown."""
     action, seats = fields["action"], data["seats"]
     seat = None
-    if action in SEAT_ACTIONS:
+    if action not in ACTIONS:
+        return None
+    if ACTIONS[action].seat:
         raw = fields["seat"]
         if not (raw.isascii() and raw.isdigit()) or int(raw) >= len(seats):
             return None
@@ -321,7 +384,7 @@ def _describe(data: dict, fields: dict) -> str | None:
         "pause": "Pause the game: no moves, reminders or timeouts until it is resumed.",
         "resume": "Resume the game; the pause does not count against the player to move.",
         "extend": f"Give the player to move {fields['hours']} more hours.",
-        "take_back": "Take back the last move; the game is rebuilt from its log without it.",
+        "take_back": _take_back_words(data),
         "abort": "Call the game off: it ends without a result.",
         "bot": f"Let the computer player ({fields['bot']}) play the seat of {who} from now on; "
                "the person's links stop working and they are told. Hand the seat over to give "
@@ -344,8 +407,15 @@ def confirm(game_id: int):
     if summary is None:
         flash("Choose an action (and a seat) from the lists; nothing was done.")
         return redirect(url_for("admin.game", game_id=game_id), code=303)
-    return render_template("admin/confirm.html", game=data["game"], fields=fields,
-                           summary=summary)
+    game = data["game"]
+    if fields["action"] not in offered(game, data["rules"], bool(data["log"])):
+        flash(f"“{ACTIONS[fields['action']].label}” is not possible while the game is "
+              f"{game.status}{'' if data['log'] else ' and no move has been made'}; "
+              "nothing was done.")
+        return redirect(url_for("admin.game", game_id=game_id), code=303)
+    return render_template("admin/confirm.html", game=game, fields=fields, summary=summary,
+                           shown=_shown_fields(fields["action"]),
+                           label=ACTIONS[fields["action"]].label)
 
 
 @bp.post("/games/<int:game_id>/do")
@@ -387,9 +457,10 @@ def do(game_id: int):
             return render_template("error.html", status=getattr(exc, "status", 422),
                                    message=message), getattr(exc, "status", 422)
         return render_template("admin/confirm.html", game=data["game"], fields=fields,
-                               summary=summary, error=message), getattr(exc, "status", 422)
+                               summary=summary, error=message, shown=_shown_fields(action),
+                               label=ACTIONS[action].label), getattr(exc, "status", 422)
     wake_sender()
-    flash(f"Done: {GAME_ACTIONS.get(action) or SEAT_ACTIONS.get(action)}.")
+    flash(f"Done: {ACTIONS[action].label}.")
     return redirect(url_for("admin.game", game_id=game_id), code=303)
 
 

@@ -366,9 +366,13 @@ def _check_bot(bot: object, game: Game) -> str:
 
 
 def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = None) -> str:
-    """Undo the last move: the state is rebuilt from the seed and the log without it.
+    """Undo the last turn: the moves the seat that moved last made since another seat moved
+    (a placement or exchange and the draws after it, or as much of it as was played). The
+    state is rebuilt from the seed and the log without them, so every seat's view is again
+    exactly what it was; a deck card the seat drew goes back on top of the deck, where it
+    will be drawn again, and that seat has seen it.
 
-    Returns the notation taken back. Every seat's view is again exactly what it was."""
+    Returns the notations taken back, joined by '; '."""
     reason = check_reason(reason)
     now = now or utcnow()
     with writing() as session:
@@ -379,28 +383,41 @@ def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = N
                                     .order_by(MoveRecord.number)))
         if not records:
             raise Rejected("no move has been made yet")
-        last = records[-1]
+        mover = records[-1].seat
+        first = len(records)
+        while first > 0 and records[first - 1].seat == mover:
+            first -= 1
+        undone = records[first:]
         rules = rules_for(game.kind)
-        state = rules.replay(rules.loads(game.state_json), [r.notation for r in records[:-1]])
-        session.exec(delete(MoveRecord).where(MoveRecord.id == last.id))
+        state = rules.replay(rules.loads(game.state_json), [r.notation for r in records[:first]])
+        session.exec(delete(MoveRecord).where(MoveRecord.id.in_([r.id for r in undone])))
         game.state_json = rules.dumps(state)
-        game.turn = last.number
+        game.turn = undone[0].number
         game.status, game.finished_at = RUNNING, None
         game.updated_at = now
         seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
                                   .order_by(Seat.number)))
         to_move = seats[rules.to_move(state)]
         start_clock(session, game, to_move, now)
-        who = seats[last.seat]
+        who = seats[mover]
         for seat in seats:
-            mail.notice(session, game, seat, "A move was taken back", [
-                (f"An organiser took back the last move of {who.name} ({who.colour}): "
-                f"{rules.notation_for(state, last.notation, last.seat, seat.number)}."),
-                f"Reason: {reason}",
-                f"{to_move.name} ({to_move.colour}) is to move."])
+            moves = "; ".join(rules.notation_for(state, r.notation, r.seat, seat.number)
+                              for r in undone)
+            lines = [f"An organiser took back the last turn of {who.name} ({who.colour}): "
+                     f"{moves}.", f"Reason: {reason}",
+                     f"{to_move.name} ({to_move.colour}) is to move."]
+            if seat.id == who.id:
+                lines.append("If you drew a card from the deck in that turn, it is back on top "
+                             "of the deck: you have seen it, and you will draw it again if you "
+                             "draw from the deck.")
+            mail.notice(session, game, seat, "A turn was taken back", lines)
+        taken = "; ".join(r.notation for r in undone)
+        numbers = f"move {undone[0].number}" if len(undone) == 1 else \
+            f"moves {undone[0].number}-{undone[-1].number}"
         _audit(session, admin_id, game.id, "take back", reason,
-               f"move {last.number} by seat {last.seat + 1}: {last.notation} ({last.actor})")
-        return last.notation
+               f"{numbers} by seat {mover + 1}: {taken} "
+               f"({', '.join(sorted({r.actor for r in undone}))})")
+        return taken
 
 
 def abort_game(admin_id: int, game_id: int, reason: str, now: datetime | None = None) -> None:

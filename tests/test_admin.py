@@ -115,8 +115,9 @@ def act(client, app, action: str, reason: str = REASON, game_id: int = 1, **fiel
     assert page.status_code == 200, page.get_data(as_text=True)
     assert everything(app) == before, "the confirmation page changed something"
     shown = page.get_data(as_text=True)
-    data = {key: field(shown, key) for key in ("csrf_token", "action", "seat", "email", "name",
-                                               "hours")}
+    data = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', shown))
+    assert data["action"] == action and set(data) <= {"csrf_token", "action", *fields}, \
+        f"the confirmation page of {action} carries other fields: {sorted(data)}"
     return client.post(f"/admin/games/{game_id}/do", data={**data, "reason": reason})
 
 
@@ -654,17 +655,70 @@ def test_abort_ends_the_game_tells_everyone_and_refuses_moves(app, admin, mailbo
     assert "aborted" in refused.get_json()["error"]
     assert game_state(app)[0].turn == game.turn
     assert audit(app) == [(admin_id(app), 1, "abort", "the club closed", "")]
-    # and it cannot be aborted twice
+    # and it cannot be aborted twice: not offered, its confirmation refused, its POST too
     before = everything(app)
-    assert act(admin, app, "abort").status_code == 409
+    assert "abort" not in _offered(admin)
+    token = csrf_of(admin, "/admin/games/1")
+    confirm = admin.post("/admin/games/1/confirm", data={"csrf_token": token, "action": "abort"})
+    assert confirm.status_code == 303
+    assert "is not possible while the game is aborted" in \
+        admin.get("/admin/games/1").get_data(as_text=True)
+    forced = admin.post("/admin/games/1/do", data={"csrf_token": token, "action": "abort",
+                                                   "reason": REASON})
+    assert forced.status_code == 409
     assert everything(app) == before
 
 
 ACTIONS = [("resend", {"seat": 0}), ("new_link", {"seat": 0}),
            ("email", {"seat": 0, "email": "x@example.org"}),
            ("hand_over", {"seat": 0, "name": "X", "email": "x@example.org"}),
-           ("pause", {}), ("resume", {}), ("extend", {"hours": 24}), ("take_back", {}),
-           ("abort", {})]
+           ("revoke_games", {"seat": 0}),
+           ("pause", {}), ("extend", {"hours": 24}), ("take_back", {}), ("abort", {})]
+
+
+def _offered(admin) -> list[str]:
+    """The actions the game page offers, each with its own form."""
+    return re.findall(r'<input type="hidden" name="action" value="(\w+)">',
+                      admin.get("/admin/games/1").get_data(as_text=True))
+
+
+def test_only_the_actions_possible_in_the_games_state_are_offered(app, admin):
+    """Running, paused, finished and aborted games each offer their own actions; an action
+    not offered is refused at its confirmation page and changes nothing."""
+    _, tokens = new_game(app)
+    assert _offered(admin) == ["resend", "new_link", "email", "hand_over", "revoke_games",
+                               "bot", "pause", "extend", "absent_bot", "abort"]
+    play_moves(app, tokens, 1)
+    assert "take_back" in _offered(admin)
+    assert act(admin, app, "pause").status_code == 303
+    assert _offered(admin) == ["resend", "new_link", "email", "hand_over", "revoke_games",
+                               "bot", "resume", "absent_bot", "abort"]
+    assert act(admin, app, "abort").status_code == 303
+    assert _offered(admin) == ["resend", "new_link", "revoke_games"]
+    before = everything(app)
+    token = csrf_of(admin, "/admin/games/1")
+    for action in ("resume", "pause", "take_back", "abort", "extend"):
+        response = admin.post("/admin/games/1/confirm",
+                              data={"csrf_token": token, "action": action, "hours": "5"})
+        assert response.status_code == 303, action
+    assert everything(app) == before
+
+
+def test_each_actions_form_and_confirmation_carry_only_its_own_fields(app, admin):
+    """The game page has one form per action with only its fields; so has the confirmation."""
+    new_game(app)
+    page = admin.get("/admin/games/1").get_data(as_text=True)
+    forms = dict(re.findall(r'name="action" value="(\w+)">(.*?)</form>', page, re.DOTALL))
+    names = {action: set(re.findall(r'name="(\w+)"', body)) for action, body in forms.items()}
+    assert names["resend"] == {"seat"} and names["pause"] == set()
+    assert names["email"] == {"seat", "email"} and names["hand_over"] == {"seat", "name", "email"}
+    assert names["extend"] == {"hours"}
+    token = csrf_of(admin, "/admin/games/1")
+    shown = admin.post("/admin/games/1/confirm", data={
+        "csrf_token": token, "action": "pause", "seat": "1", "email": "x@example.org",
+        "name": "X", "hours": "5"}).get_data(as_text=True)
+    hidden = set(re.findall(r'<input type="hidden" name="(\w+)"', shown))
+    assert hidden == {"csrf_token", "action"}
 
 
 def test_an_action_without_a_reason_is_refused_and_changes_nothing(app, admin):
@@ -681,7 +735,8 @@ def test_an_action_without_a_reason_is_refused_and_changes_nothing(app, admin):
 
 
 def test_the_confirmation_page_says_what_will_happen_and_changes_nothing(app, admin):
-    new_game(app)
+    _, tokens = new_game(app)
+    play_moves(app, tokens, 1)
     before = everything(app)
     token = csrf_of(admin, "/admin/games/1")
     for action, fields in ACTIONS:
@@ -703,43 +758,82 @@ def _draw_from_deck(legal):
     return next(move for move in legal if str(move) == "draw deck")
 
 
-@pytest.mark.parametrize("moves_before, pick", [(0, None), (1, _draw_from_deck)],
-                         ids=["a placement", "a draw from the deck"])
-def test_take_back_restores_the_previous_state_exactly(app, admin, mailbox, moves_before, pick):
+def _place_first(legal):
+    return next(move for move in legal if isinstance(move, engine.Place))
+
+
+@pytest.mark.parametrize("draws", [0, 1, 3], ids=["only the placement", "one draw of three",
+                                                  "the whole turn"])
+def test_take_back_undoes_the_last_turn_and_restores_the_state_exactly(app, admin, mailbox,
+                                                                       draws):
+    """Taking back removes the placement and the draws after it (the whole turn so far) and
+    rebuilds the state the turn began in; the mover is told a deck card stays seen."""
     _, tokens = new_game(app)
-    play_moves(app, tokens, moves_before)
+    play_moves(app, tokens, 1, pick=lambda legal: next(m for m in legal
+                                                        if isinstance(m, engine.Exchange)))
+    play_moves(app, tokens, 1, pick=_draw_from_deck)  # seat 0's turn ends
     game, state = game_state(app)
     saved, turn, seen = game.state_json, game.turn, views(admin, tokens)
-    [result] = play_moves(app, tokens, 1, pick=pick)
+    mover = state.current
+    results = play_moves(app, tokens, 1, pick=_place_first)
+    results += play_moves(app, tokens, draws, pick=_draw_from_deck,
+                          until=lambda s: s.current != mover)
     moved, after = game_state(app)
-    assert moved.state_json != saved and moved.turn == turn + 1
-    if pick:
-        assert len(after.deck) == len(state.deck) - 1
-        assert views(admin, tokens) != seen
+    assert moved.turn == turn + len(results) and moved.state_json != saved
 
     since = len(mailbox.messages())
+    page = admin.get("/admin/games/1").get_data(as_text=True)
+    assert "Take back the last turn" in page
     assert act(admin, app, "take_back", reason="misclick").status_code == 303
     back, _ = game_state(app)
-    assert back.state_json == saved
-    assert back.turn == turn
+    assert back.state_json == saved and back.turn == turn
     assert back.status == "running" and back.deadline_at is not None
     with reading(app) as db:
         assert db.exec(select(MoveRecord.number).order_by(MoveRecord.number)).all() == \
             list(range(turn))
     assert views(admin, tokens) == seen
+    notations = "; ".join(r.notation for r in results)
+    numbers = f"move {turn}" if len(results) == 1 else f"moves {turn}-{turn + len(results) - 1}"
     assert audit(app) == [(admin_id(app), 1, "take back", "misclick",
-                           f"move {turn} by seat 1: {result.notation} (player)")]
+                           f"{numbers} by seat {mover + 1}: {notations} (player)")]
     messages = new_mail(mailbox, since)
-    assert sorted(subjects(messages)) == [(f"p{i}@example.org", "A move was taken back")
+    assert sorted(subjects(messages)) == [(f"p{i}@example.org", "A turn was taken back")
                                           for i in range(3)]
-    # the move can be made again, on the restored turn
-    assert play_moves(app, tokens, 1, pick=pick)[0].notation == result.notation
+    mine = [m for m in messages if f"p{mover}@example.org" in str(m["To"])][0]
+    assert "you have seen it" in mine.get_body(("plain",)).get_content()
+    others = [m for m in messages if f"p{mover}@example.org" not in str(m["To"])]
+    assert not any("you have seen it" in m.get_body(("plain",)).get_content() for m in others)
+    # the turn can be played again, from its first move
+    assert play_moves(app, tokens, 1, pick=_place_first)[0].notation == results[0].notation
+
+
+def test_the_take_back_confirmation_names_the_turn_and_the_seen_card(app, admin):
+    _, tokens = new_game(app)
+    play_moves(app, tokens, 1, pick=_place_first)
+    play_moves(app, tokens, 1, pick=_draw_from_deck)
+    token = csrf_of(admin, "/admin/games/1")
+    page = admin.post("/admin/games/1/confirm", data={"csrf_token": token,
+                                                      "action": "take_back"})
+    text = html.unescape(page.get_data(as_text=True))
+    with reading(app) as db:
+        notations = db.exec(select(MoveRecord.notation).order_by(MoveRecord.number)).all()
+    assert f"Take back the last turn of Player 0 (yellow): {'; '.join(notations)}." in text
+    assert "they have seen it" in text
 
 
 def test_take_back_with_no_move_made_is_refused(app, admin):
+    """Not offered before the first move; its confirmation and its POST are refused."""
     new_game(app)
     before = everything(app)
-    response = act(admin, app, "take_back")
+    assert "take_back" not in _offered(admin)
+    token = csrf_of(admin, "/admin/games/1")
+    confirm = admin.post("/admin/games/1/confirm", data={"csrf_token": token,
+                                                         "action": "take_back"})
+    assert confirm.status_code == 303
+    assert "no move has been made; nothing was done" in \
+        admin.get("/admin/games/1").get_data(as_text=True)
+    response = admin.post("/admin/games/1/do", data={"csrf_token": token, "action": "take_back",
+                                                     "reason": REASON})
     assert response.status_code == 422
     assert "no move has been made yet" in response.get_data(as_text=True)
     assert everything(app) == before
@@ -803,3 +897,20 @@ def test_the_audit_page_lists_each_action_with_admin_and_reason(app, admin):
     assert "holiday &lt;b&gt;week&lt;/b&gt;" in page
     with reading(app) as db:
         assert db.exec(select(Game.status)).one() == "paused"
+
+
+def test_the_dashboard_names_the_players_and_each_finished_games_winner(app, admin):
+    """Players by name and colour (not a move count); a finished game shows its winner."""
+    _, tokens = new_game(app, 3, "dashboard-1")
+    play_moves(app, tokens, 5000)
+    _, state = game_state(app)
+    assert state.is_over
+    new_game(app, 3, "dashboard-2")
+    page = html.unescape(admin.get("/admin/").get_data(as_text=True))
+    players = "Player 0 (yellow), Player 1 (red), Player 2 (green)"
+    assert page.count(players) == 2 and " moves</td>" not in page
+    finished = page.split("<h2>Finished (1)</h2>", 1)[1].split("</table>", 1)[0]
+    assert "<th scope=\"col\">Winner</th>" in finished
+    winners = " and ".join(f"<strong>Player {s} ({state.players[s]})</strong>"
+                           for s in engine.outcome(state).winners)
+    assert winners in finished

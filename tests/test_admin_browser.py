@@ -103,8 +103,7 @@ def test_an_admin_creates_a_game_and_resends_a_link(site, page):
     expect(page.get_by_text("Waiting for Bert (red)")).to_be_visible()
     page.screenshot(path=SHOTS / "admin-game.png", full_page=True)
 
-    seat_form = page.get_by_role("group", name="For one seat")
-    seat_form.get_by_label("Action").select_option("resend")
+    seat_form = page.get_by_role("group", name="Resend the seat's link")
     seat_form.get_by_label("Seat", exact=True).select_option(label="2: Bert (red)")
     seat_form.get_by_role("button", name="Continue").click()
     expect(page.get_by_text("Mail Bert (red, bert@example.org) their link again.")).to_be_visible()
@@ -183,7 +182,7 @@ def test_the_game_page_and_the_confirmation_page_fit_a_phone(site, browser):
     try:
         log_in(page, base, f"/admin/games/{created.game_id}")
         widths = {"game page": overflow(page)}
-        page.get_by_role("group", name="For the whole game").get_by_role("button").click()
+        page.get_by_role("group", name="Pause the game").get_by_role("button").click()
         page.get_by_label("Reason").wait_for()
         widths["confirmation page"] = overflow(page)
         assert all(width <= inner for width, inner in widths.values()), widths

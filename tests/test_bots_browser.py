@@ -45,8 +45,7 @@ def test_an_admin_seats_a_computer_player_and_hands_it_a_seat(site, page):
     expect(page.get_by_text("(computer player: strong)")).to_be_visible()
     expect(page.get_by_text("played by the computer player (greedy)")).to_be_visible()
 
-    seat_form = page.get_by_role("group", name="For one seat")
-    seat_form.get_by_label("Action").select_option(label="Let a computer player play the seat")
+    seat_form = page.get_by_role("group", name="Let a computer player play the seat")
     seat_form.get_by_label("Seat", exact=True).select_option(label="1: Anna (yellow)")
     seat_form.get_by_label("Computer player").select_option("random")
     seat_form.get_by_role("button", name="Continue").click()
