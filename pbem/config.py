@@ -121,6 +121,7 @@ SETTINGS: dict[str, Setting] = {
     "GAMES_ABSENT_AFTER_TIMEOUTS": Setting(3, int, _at_least(1)),
     "GAMES_VACATION_DAYS": Setting(7, int, _between(0, 365)),
     "GAMES_SECRET_SEEDS": Setting(True, bool),
+    "GAMES_OLD_LINK_DAYS": Setting(7, int, _between(1, 365)),
     "SCHEDULER_TICK_SECONDS": Setting(30, int, _between(1, 3600)),
     "SCHEDULER_OUTAGE_MINUTES": Setting(60, int, _at_least(1)),
     "GAMES_DIGEST_HOURS": Setting(24, int, _at_least(1)),

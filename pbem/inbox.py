@@ -33,7 +33,14 @@ from . import mail
 from .db import reading, utcnow, writing
 from .games import rules_for
 from .models import PAUSED, RUNNING, Game, IncomingMail, OutboxMessage, Seat, SeatKey
-from .services import GameNotRunning, ServiceError, StaleTurn, submit_orders
+from .services import (
+    GameNotRunning,
+    ServiceError,
+    StaleTurn,
+    is_expired,
+    submit_orders,
+    superseded_at,
+)
 from .tokens import hash_token
 from .turnfile import Orders, read
 
@@ -154,13 +161,14 @@ def handle_incoming(raw: bytes, recipients: list[str] | None = None) -> Handled:
     if token is None:
         return Handled("unknown", "no play+<key> address")
     with reading() as session:
-        key = session.exec(select(SeatKey).where(SeatKey.token_hash == hash_token(token))).first()
+        key, superseded = session.exec(select(SeatKey, superseded_at()).where(
+            SeatKey.token_hash == hash_token(token))).first() or (None, None)
         seen = key is not None and session.exec(select(IncomingMail).where(
             IncomingMail.message_id == _message_id(message, raw))).first()
     if key is None:
         return Handled("unknown", "no such key")
     message_id = _message_id(message, raw)
-    if key.revoked_at is not None:
+    if key.revoked_at is not None or is_expired(superseded):
         answered = _answer_revoked(key, message)
         return Handled("revoked", "the key was replaced" + ("" if answered else
                                                             "; not answered"))

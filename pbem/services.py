@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import current_app
-from sqlalchemy import bindparam
+from sqlalchemy import bindparam, func
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
@@ -257,9 +257,37 @@ UNKNOWN_LINK = ("This link is not valid: it may be mistyped, cut short by the ma
                 "replaced by a newer one. Use the link in your latest mail from the game.")
 
 
+EXPIRED_LINK = ("This link has expired: the game mailed you a newer link more than {days} days "
+                "ago, and older links stop working then. Open the newest mail you have from "
+                "the game: each one carries a fresh link. No mail at hand? The \"My games\" "
+                "link at the foot of any mail from this server lists your games, each with a "
+                "fresh link; or ask the game's organiser to send you your link again.")
+
+
+class LinkExpired(NotFound):
+    status = 410
+
+
+def superseded_at(key_table=SeatKey):
+    """When the key was superseded: the earliest newer, unrevoked key of its seat (or NULL),
+    as a column for the query that finds the key."""
+    newer = aliased(SeatKey)
+    return (select(func.min(newer.created_at))
+            .where(newer.seat_id == key_table.seat_id, newer.id > key_table.id,
+                   newer.revoked_at.is_(None))
+            .correlate(key_table).scalar_subquery())
+
+
+def is_expired(superseded: datetime | None, now: datetime | None = None) -> bool:
+    """A key superseded longer ago than GAMES_OLD_LINK_DAYS no longer opens its seat; the
+    newest key of a seat never expires."""
+    days = current_app.config["GAMES_OLD_LINK_DAYS"]
+    return superseded is not None and superseded < (now or utcnow()) - timedelta(days=days)
+
+
 # Statements built once: building one costs more than SQLite takes to run it.
 _KEYED = aliased(Seat)
-_SEATS_BY_TOKEN = (select(Seat, Game, _KEYED.id)
+_SEATS_BY_TOKEN = (select(Seat, Game, _KEYED.id, superseded_at())
                    .select_from(SeatKey)
                    .join(_KEYED, _KEYED.id == SeatKey.seat_id)
                    .join(Game, Game.id == _KEYED.game_id)
@@ -287,6 +315,8 @@ def _seat_game_seats(session: Session, token: str | None,
         rows = session.exec(_SEATS_BY_SEAT, params={"seat_id": seat_id}).all()
     if not rows:
         raise NotFound(UNKNOWN_LINK)
+    if seat_id is None and is_expired(rows[0][3]):
+        raise LinkExpired(EXPIRED_LINK.format(days=current_app.config["GAMES_OLD_LINK_DAYS"]))
     seats = [row[0] for row in rows]
     game, keyed = rows[0][1], rows[0][2]
     return next(s for s in seats if s.id == keyed), game, seats

@@ -375,3 +375,58 @@ def test_a_wrong_synchronous_value_is_refused_by_name(tmp_path):
 
     with pytest.raises(ConfigError, match="SQLITE_SYNCHRONOUS .* must be one of normal, full"):
         make_app(tmp_path / "instance", SQLITE_SYNCHRONOUS="off")
+
+
+# --- 12: superseded seat links expire after a documented time ---------------------------------
+
+def _keys_of(app, seat_number: int = 0):
+    from pbem.models import SeatKey
+
+    with reading(app) as db:
+        return db.exec(select(SeatKey).join(Seat, Seat.id == SeatKey.seat_id)
+                       .where(Seat.number == seat_number).order_by(SeatKey.id)).all()
+
+
+def _age_keys(app, days: float, seat_number: int = 0, skip_first: bool = True) -> None:
+    """Make the seat's keys (but its first) look `days` older."""
+    from pbem.models import SeatKey
+
+    with writing(app) as db:
+        for key in _keys_of(app, seat_number)[1 if skip_first else 0:]:
+            row = db.get(SeatKey, key.id)
+            row.created_at = row.created_at - timedelta(days=days)
+            db.add(row)
+
+
+def test_a_superseded_link_expires_after_the_set_days_and_the_newest_always_works(app, client,
+                                                                                   mailbox):
+    from server import token_in
+
+    _, tokens = new_game(app, 3, "expiry", start=0)
+    play_moves(app, tokens, 8)  # every player gets mail: newer keys
+    newest = token_in(mailbox.to("p0@example.org")[-1])
+    assert len(_keys_of(app)) > 2 and newest != tokens[0]
+    assert client.get(f"/seat/{tokens[0]}").status_code == 200  # superseded just now: works
+
+    _age_keys(app, 8)  # the newer links were mailed eight days ago
+    response = client.get(f"/seat/{tokens[0]}")
+    assert response.status_code == 410
+    page = " ".join(response.get_data(as_text=True).split())
+    assert "This link has expired" in page and "more than 7 days ago" in page
+    assert "newest mail" in page and "My games" in page and "organiser" in page
+    assert client.get(f"/api/v1/seat/{tokens[0]}").status_code == 410
+    assert client.get(f"/seat/{newest}").status_code == 200
+    _age_keys(app, 365, skip_first=False)  # the newest link never expires, however old
+    assert client.get(f"/seat/{newest}").status_code == 200
+    assert client.get("/seat/" + "A" * 32).status_code == 404  # unknown stays unknown
+
+
+def test_the_expiry_is_a_setting(tmp_path):
+    app = make_app(tmp_path / "instance", GAMES_OLD_LINK_DAYS=30)
+    _, tokens = new_game(app, 3, "expiry", start=0)
+    play_moves(app, tokens, 4)
+    _age_keys(app, 8)
+    client = app.test_client()
+    assert client.get(f"/seat/{tokens[0]}").status_code == 200
+    _age_keys(app, 23)
+    assert client.get(f"/seat/{tokens[0]}").status_code == 410
