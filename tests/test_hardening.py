@@ -277,9 +277,12 @@ def test_answers_to_a_replaced_key_are_limited_per_day(tmp_path):
     assert {h.outcome for h in handled} == {"revoked"}
     assert [h.detail.endswith("not answered") for h in handled] == \
         [False] * REVOKED_ANSWERS_PER_DAY + [True] * 4
-    answers = [m for m in box.to("p0@example.org")
-               if str(m["Subject"]) == "Your mail to the game server"]
+    box.deliver()
+    with reading(app) as db:
+        answers = db.exec(select(OutboxMessage).where(OutboxMessage.kind == "revoked")).all()
     assert len(answers) == REVOKED_ANSWERS_PER_DAY
+    assert {a.status for a in answers} == {"sent"}
+    assert {a.to_addr for a in answers} == {"Player 0 <p0@example.org>"}
 
 
 # --- 9: a short seed cannot be found from a seat's cards --------------------------------------
