@@ -256,9 +256,10 @@ def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: Ga
           lines: list[str]) -> QueuedMail | None:
     result = rules.outcome_lines(state)
     lines = [line for line in lines if line not in set(result)]  # told once, below
+    table = getattr(rules, "result_table", None)
     return _to_seat(session, game, seat, "final", "The game is over", "final", rules=rules,
                     seats=seats, lines=lines, result=result,
-                    outcome=rules.outcome(state))
+                    outcome=rules.outcome(state), table=table(state) if table else None)
 
 
 def due_digests(session: Session, now: datetime) -> int:

@@ -71,12 +71,26 @@ def rules_note(game) -> str:
     return rules.variant_note(rules.loads(state_json))
 
 
+def result_table_of(game):
+    """The game's result as one table (a ResultTable), or None while it goes on or when its
+    game has none (the pages then show its outcome lines)."""
+    from .games import rules_for
+
+    kind, state_json = getattr(game, "kind", None), getattr(game, "state_json", None)
+    if not kind or not state_json:
+        return None
+    rules = rules_for(kind)
+    build = getattr(rules, "result_table", None)
+    return build(rules.loads(state_json)) if build else None
+
+
 def init_app(app: Flask) -> None:
     """Call before the blueprints are registered: their routes use the bounded int."""
     app.url_map.converters["int"] = BoundedInt
     csrf.init_app(app)
     app.add_template_filter(clock.format_local, "local")
     app.add_template_global(rules_note)
+    app.add_template_global(result_table_of)
     for name in ("werkzeug", "gunicorn.access", app.logger.name):
         logger = logging.getLogger(name)
         if not any(isinstance(f, HideSeatSecrets) for f in logger.filters):

@@ -96,20 +96,70 @@ def test_a_digest_waits_for_its_day_and_a_turn_mail_takes_its_place(app, client,
     assert "What happened today" not in _subjects(mailbox, "p2@example.org")
 
 
-def test_the_end_of_the_game_is_mailed_to_everyone_with_the_breakdown(app, mailbox):
-    """The final mail reaches every seat with the scoring breakdown and the winner."""
+def test_the_end_of_the_game_is_mailed_to_everyone_with_the_breakdown(app, client, mailbox):
+    """The final mail (text and HTML) and the seat page show one result table: each seat's
+    intermediate points, the final points by part, the total that is their sum, pieces left,
+    the rank and the winner; how ranks earn points, and a link to the rules."""
+    import re
+
     _, tokens = new_game(app, 3, "final")
     play_moves(app, tokens, 2000)
     game, state = game_state(app)
     assert state.is_over and game.status == "finished" and game.deadline_at is None
+    winner = max(range(3), key=lambda s: (state.scores[s], state.monastery_supply[s]
+                                          + state.advisor_supply[s]))
     for seat in range(3):
         final = mailbox.to(f"p{seat}@example.org")[-1]
         text = text_of(final)
         assert str(final["Subject"]).endswith("The game is over")
-        assert "Final scoring" in text and "Winner" in text
-        assert all(f"Player {i} ({state.players[i]}) {state.scores[i]}" in text
-                   for i in range(3))
-        assert text.count("Final scoring") == 1
+        header = next(line for line in text.splitlines() if line.startswith("Points"))
+        assert header.split() == ["Points", *state.players], "a header row of the colours"
+        rows = {}
+        for line in text.splitlines():
+            match = re.match(r"^(\S.*?)\s{2,}((?:-?\d+\*?\s*){3})$", line)
+            if match:
+                rows[match.group(1).strip()] = match.group(2).split()
+        parts = [label for label in rows if label.startswith(("Intermediate", "Monasteries in",
+                                                              "Alliances", "Chains"))]
+        assert len(parts) == 1 + 9 + 2
+        assert [int(v) for v in rows["Total"]] == list(state.scores)
+        assert [sum(int(rows[label][s]) for label in parts) for s in range(3)] == \
+            list(state.scores), "the parts add up to the total, the intermediate scoring too"
+        assert rows["Rank"][winner] == "1*"
+        assert f"{state.players[winner]} = Player {winner} (winner)" in text
+        assert "the second a point for each monastery of the first" in text
+        assert "boardgamegeek.com" in text
+        assert "Total:" not in text and "pts" not in text
+        html = html_of(final)
+        assert '<th scope="col"' in html and html.count("★ winner") == 1
+        assert f"Player {winner}<br>({state.players[winner]})<br><strong>★ winner" in html
+        page = client.get(f"/seat/{tokens[seat]}").get_data(as_text=True)
+        assert '<table class="result"' in page and page.count("★ winner") == 1
+
+
+def test_a_tie_for_the_most_points_says_how_it_was_broken(app):
+    """A tie in points goes to more pieces left, and the table says so; a tie in both is
+    shared, and the table says that too."""
+    from dataclasses import replace
+
+    import engine
+    from pbem.games import rules_for
+
+    rules = rules_for("kardinal-koenig")
+    state = engine.new_game(3, 5)
+    over = replace(state, phase="over", end_reason="no player can place a piece",
+                   scores=(40, 40, 30), monastery_supply=(5, 3, 9), advisor_supply=(2, 2, 2))
+    with app.app_context():
+        table = rules.result_table(over)
+        assert table.winners == (0,) and table.ranks == (1, 2, 3)
+        assert table.tie_break == (
+            "yellow and red tie with 40 points; the rules give the win to whoever has more "
+            "pieces (monasteries and advisors) left in their supply (yellow 7, red 5), so "
+            "yellow wins.")
+        shared = rules.result_table(replace(over, monastery_supply=(3, 3, 9)))
+        assert shared.winners == (0, 1) and shared.ranks == (1, 1, 3)
+        assert "share the win" in shared.tie_break
+        assert rules.result_table(replace(over, scores=(41, 40, 30))).tie_break is None
 
 
 def test_sent_mail_keeps_no_link_in_the_database(app, mailbox):

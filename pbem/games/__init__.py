@@ -10,6 +10,7 @@ changes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 
@@ -19,6 +20,25 @@ class MoveError(ValueError):
 
 class SetupProblem(ValueError):
     """A game that cannot be set up as asked (player count, colours, seed)."""
+
+
+@dataclass(frozen=True)
+class ResultTable:
+    """The end of a game as one table, built once and shown on the pages and in the final mail:
+    for each seat (by colour) the points of each part, the total, the tie-break figure, the
+    rank and whether it won, with the sentences that explain them."""
+
+    colours: tuple[str, ...]
+    parts: tuple[tuple[str, tuple[int, ...]], ...]  # (label, points per seat), summed below
+    totals: tuple[int, ...]
+    tie_label: str  # what breaks a tie in total, e.g. "Pieces left"
+    tie_values: tuple[int, ...]
+    ranks: tuple[int, ...]  # 1 = first; seats tied in total and tie-break share a rank
+    winners: tuple[int, ...]
+    reason: str  # why the game ended
+    tie_break: str | None  # how a tie for the most points was broken, when there was one
+    notes: tuple[str, ...]  # how the parts earn points, in a sentence or two
+    rules_url: str
 
 
 class GameRules(Protocol):
@@ -59,6 +79,8 @@ class GameRules(Protocol):
     def scores(self, state: Any) -> dict[str, int]: ...
     def outcome(self, state: Any) -> dict | None: ...
     def outcome_lines(self, state: Any) -> list[str]: ...
+    # Optional: result_table(state) -> ResultTable | None, the result as one table (pages and
+    # the final mail show it instead of outcome_lines).
     def position_lines(self, state: Any, seat: int | None) -> list[str]: ...
     # Optional: position_summary(state, seat), the lines the HTML mail lists above its picture
     # and table of the board (by default position_lines).

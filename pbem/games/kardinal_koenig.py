@@ -14,7 +14,7 @@ from engine.moves import MAX_NOTATION_LENGTH
 from engine.svg import board_svg
 from flask_babel import gettext, ngettext
 
-from . import MoveError, SetupProblem
+from . import MoveError, ResultTable, SetupProblem
 
 HOW_TO_PLAY = (
     "Kardinal & König (Michael Schacht, 2000; in English \"Web of Power\") is played on a map "
@@ -219,6 +219,59 @@ class KardinalKoenig:
         names = " and ".join(state.players[s] for s in result.winners)
         return [f"The game is over: {result.reason}.", *result.breakdown.lines(),
                 f"Winner{'s' if len(result.winners) > 1 else ''}: {names}."]
+
+    def result_table(self, state: engine.GameState) -> ResultTable | None:
+        """The result in one table: the intermediate scoring, the final scoring by part (each
+        country's monasteries, the alliances, the chains), the total, pieces left (the
+        tie-break), rank and winners; None while the game goes on."""
+        result = engine.outcome(state)
+        if result is None:
+            return None
+        n = len(state.players)
+        middle = result.intermediate.totals() if result.intermediate else (0,) * n
+        final = result.breakdown
+        parts = [(gettext("Intermediate scoring (monasteries)"), middle)]
+        parts += [(gettext("Monasteries in %(country)s", country=c.country), c.points)
+                  for c in final.monasteries]
+        by_part = final.part_totals()
+        parts += [(gettext("Alliances"), by_part["alliances"]),
+                  (gettext("Chains of monasteries"), by_part["chains"])]
+        key = [(state.scores[s], result.pieces_left[s]) for s in state.seats]
+        ranks = tuple(1 + sum(1 for other in key if other > key[s]) for s in state.seats)
+        best = max(state.scores)
+        leaders = [s for s in state.seats if state.scores[s] == best]
+        tie_break = None
+        if len(leaders) > 1:
+            names = " and ".join(state.players[s] for s in leaders)
+            pieces = ", ".join(f"{state.players[s]} {result.pieces_left[s]}" for s in leaders)
+            if len(result.winners) == 1:
+                tie_break = gettext(
+                    "%(names)s tie with %(points)s; the rules give the win to whoever has more "
+                    "pieces (monasteries and advisors) left in their supply (%(pieces)s), so "
+                    "%(winner)s wins.", names=names, pieces=pieces,
+                    points=ngettext("%(num)d point", "%(num)d points", best),
+                    winner=state.players[result.winners[0]])
+            else:
+                tie_break = gettext(
+                    "%(names)s tie with %(points)s and with the same number of pieces left in "
+                    "their supply (%(pieces)s), which the rules use to break a tie, so they "
+                    "share the win.", names=names, pieces=pieces,
+                    points=ngettext("%(num)d point", "%(num)d points", best))
+        notes = (
+            gettext("In each country the player with the most monasteries scores a point for "
+                    "every monastery there, the second a point for each monastery of the first, "
+                    "the third for each of the second, and so on; tied players share a rank and "
+                    "its points. This happened once when the deck first ran out (the "
+                    "intermediate scoring) and again at the end."),
+            gettext("An alliance scores, for each player with the most advisors in both of its "
+                    "countries, a point for every advisor there; a chain of four or more of a "
+                    "player's monasteries along the roads scores a point for each of them."),
+        )
+        return ResultTable(
+            colours=state.players, parts=tuple(parts), totals=state.scores,
+            tie_label=gettext("Pieces left (breaks a tie)"), tie_values=result.pieces_left,
+            ranks=ranks, winners=result.winners, reason=result.reason, tie_break=tie_break,
+            notes=notes, rules_url=RULES_URL)
 
     def card_words(self, codes) -> str:
         """'2 green cards (Bayern/Burgund), 1 red card (Franken/Aragon)' for card codes."""
