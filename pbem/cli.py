@@ -168,9 +168,12 @@ def create_game_command(players, bots, absent_bot, seed, colours, start, title, 
 @click.option("--seed", help="Seed for the shuffle (default: random); mixed with the "
                              "server's secret key like create-game's.")
 @click.option("--new", is_flag=True, help="Create another demo game even if one is running.")
+@click.option("--serve", "then_serve", is_flag=True,
+              help="Then start the server (as `serve` does, on SERVE_HOST and SERVE_PORT).")
 @_one_line_errors
 @with_appcontext
-def demo_command(players, seed, new):
+@click.pass_context
+def demo_command(context, players, seed, new, then_serve):
     """Set up the database and a demo game whose players' mail shows on the mailbox page."""
     _upgrade()
     with reading() as session:
@@ -188,7 +191,11 @@ def demo_command(players, seed, new):
     deliver_all_due(current_app._get_current_object())
     if current_app.config["MAIL_BACKEND"] == "local":
         click.echo(f"Mailbox (every message sent, with the players' links): {_base()}/mailbox/")
-    click.echo("Start the server with: python3 -m pbem serve")
+    if then_serve:
+        context.invoke(serve_command)
+    else:
+        click.echo("The server is not running yet: start it with python3 -m pbem serve "
+                   "(or run python3 -m pbem demo --serve next time).")
 
 
 @click.command("serve")
@@ -407,6 +414,16 @@ def mail_status_command():
                    f"{attempts}: {row.last_error}")
 
 
+def _checked_password(text: str) -> str:
+    """A typed password, refused (and asked for again) when its length will not do."""
+    from .stewardship import check_password
+
+    try:
+        return check_password(text)
+    except SetupProblem as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 @click.command("create-admin")
 @click.argument("email")
 @click.option("--password-stdin", is_flag=True,
@@ -421,8 +438,12 @@ def create_admin_command(email, password_stdin):
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
     else:
+        # The length is checked as soon as the password is typed, before it is asked again.
         password = click.prompt("Password (12 characters or more)", hide_input=True,
-                                confirmation_prompt=True)
+                                value_proc=_checked_password)
+        again = click.prompt("Repeat the password", hide_input=True)
+        if again != password:
+            raise click.ClickException("the two passwords differ; nothing was changed")
     try:
         create_admin(email, password)
     except SetupProblem as exc:

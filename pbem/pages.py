@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, render_template
+from pathlib import Path
+
+from flask import Blueprint, Response, current_app, render_template
 from sqlalchemy import func
 from sqlmodel import select
 
@@ -25,3 +27,11 @@ def health():
     with reading() as session:
         session.exec(select(func.count()).select_from(Game)).one()
     return {"status": "ok"}
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    """The site's icon where browsers and feed readers look for it without asking the page."""
+    icon = Path(current_app.static_folder, "favicon.svg").read_bytes()
+    return Response(icon, mimetype="image/svg+xml",
+                    headers={"Cache-Control": "public, max-age=86400"})

@@ -358,6 +358,35 @@ def test_create_admin_reads_the_password_from_stdin_and_sets_a_new_one_when_run_
         assert db.exec(select(Admin.email)).all() == ["chief@example.org"]
 
 
+def test_create_admin_asks_again_at_once_when_the_typed_password_is_too_short(app, runner):
+    """A short password is refused as soon as it is typed, before it is asked a second time."""
+    result = runner.invoke(args=["create-admin", "chief@example.org"],
+                           input="short\nthe long password\nthe long password\n")
+    assert result.exit_code == 0, result.output
+    prompts = result.output.split("\n")
+    error = "Error: the password must be 12 to 200 characters long"
+    assert error in result.output
+    assert result.output.index(error) < result.output.index("Repeat the password")
+    assert result.output.count("Repeat the password") == 1, prompts
+    assert login(app.test_client(), "chief@example.org", "the long password").status_code == 303
+    differ = runner.invoke(args=["create-admin", "other@example.org"],
+                           input="the long password\nanother long one\n")
+    assert differ.exit_code == 1 and "the two passwords differ" in differ.output
+    with reading(app) as db:
+        assert db.exec(select(Admin.email)).all() == ["chief@example.org"]
+
+
+def test_every_page_has_an_icon(app, client):
+    """/favicon.ico answers (browsers ask for it), and pages name the icon they use."""
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200 and response.mimetype == "image/svg+xml"
+    assert response.get_data(as_text=True).startswith("<svg")
+    page = client.get("/").get_data(as_text=True)
+    icon = re.search(r'<link rel="icon" href="([^"]+)"', page).group(1)
+    with client.get(icon) as linked:
+        assert linked.status_code == 200 and linked.mimetype == "image/svg+xml"
+
+
 # --- creating a game ----------------------------------------------------------------------------
 
 PLAYERS = [("Anna", "anna@example.org"), ("Bert", "bert@example.org"), ("Cleo", "cleo@example.org")]

@@ -215,6 +215,7 @@ def test_demo_sets_up_once_and_again_only_with_new(tmp_path):
     assert first.exit_code == 0, first.output
     assert len(links_in(first.stdout)) == 3
     assert "http://localhost/mailbox/" in first.stdout
+    assert "start it with python3 -m pbem serve" in first.stdout
     assert count(app, Game) == 1
     mail = Path(app.config["MAIL_FOLDER"])
     assert len(list(mail.glob("*.eml"))) == 3, "the invitations are delivered at once"
@@ -311,6 +312,33 @@ def test_serve_answers_health_until_stopped(tmp_path):
         server.terminate()
         out, _ = server.communicate(timeout=30)
     assert f"Serving on http://127.0.0.1:{port}/" in out
+
+
+def test_demo_with_serve_starts_the_server_without_telling_to_start_it(tmp_path):
+    """`demo --serve` sets up the demo and serves it; it does not say to start the server."""
+    instance = tmp_path / "instance"
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "pbem", "demo", "--serve", "--players", "3"],
+                              cwd=tmp_path, env={**environment(instance),
+                                                 "PBEM_SERVE_PORT": str(port)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, server.communicate()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "the server did not answer"
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=60)
+    assert f"Serving on http://127.0.0.1:{port}/" in out
+    assert len(links_in(out)) == 3
+    assert "start it with" not in out and "Start the server" not in out
 
 
 # --- help -----------------------------------------------------------------------------------------
