@@ -178,9 +178,13 @@ def _deadline_text(deadline: datetime | None, seat: Seat) -> str | None:
 
 
 def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules,
-               state) -> QueuedMail | None:
+               state, taking_over: bool = False) -> QueuedMail | None:
     to_move = rules.to_move(state)
-    return _to_seat(session, game, seat, "invitation", "You are invited to play", "invitation",
+    """The first mail of a seat: the players, the position and how to play; `taking_over` when
+    it joins a game under way (the seat was handed to it), which it does not start."""
+    subject = "You take over a seat" if taking_over else "You are invited to play"
+    return _to_seat(session, game, seat, "invitation", subject, "invitation",
+                    taking_over=taking_over,
                     rules=rules, seats=seats, is_my_turn=to_move == seat.number,
                     to_move=seats[to_move] if to_move is not None else None,
                     position=rules.position_lines(state, seat.number),
@@ -222,12 +226,14 @@ def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, s
 
 
 def notice(session: Session, game: Game, seat: Seat, subject: str, lines: list[str],
-           answering: Answering | None = None) -> QueuedMail | None:
+           answering: Answering | None = None,
+           links_revoked: bool = False) -> QueuedMail | None:
     """A short message about the game (paused, resumed, deadline moved) with the seat's link;
-    with `answering`, the answer to the seat's own mail, threaded under it."""
+    with `answering`, the answer to the seat's own mail, threaded under it; `links_revoked`
+    when the link in it replaces every earlier one."""
     return _to_seat(session, game, seat, "notice", subject, "notice", picture=False,
                     lines=lines, answering=answering, heading=subject,
-                    is_answer=answering is not None)
+                    is_answer=answering is not None, links_revoked=links_revoked)
 
 
 def to_admins(session: Session, subject: str, lines: list[str],

@@ -439,7 +439,10 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
         if session.get_bind().dialect.name != "sqlite":
             session.refresh(game, with_for_update=True)
         if game.status != RUNNING:
-            raise GameNotRunning(f"This game is {game.status}; no more moves can be made.")
+            raise GameNotRunning(
+                "This game is paused by an organiser: no moves until it goes on (everyone gets "
+                "a mail then). Nothing was changed." if game.status == PAUSED else
+                f"This game is {game.status}; no more moves can be made.")
         if turn != game.turn:
             raise _stale(session, game, seat, text, turn)
         rules = rules_for(game.kind)

@@ -192,11 +192,12 @@ def _revoke_links(session: Session, seat: Seat, now: datetime) -> None:
                  .values(revoked_at=now))
 
 
-def _send_link(session: Session, game: Game, seat: Seat, subject: str, lines: list[str]) -> None:
+def _send_link(session: Session, game: Game, seat: Seat, subject: str, lines: list[str],
+               links_revoked: bool = False) -> None:
     if seat.bot is not None:
         raise Rejected(f"seat {seat.number + 1} is played by a computer player ({seat.bot}), "
                        "which has no link or address; hand the seat to a person first")
-    mail.notice(session, game, seat, subject, lines)
+    mail.notice(session, game, seat, subject, lines, links_revoked=links_revoked)
 
 
 def resend_link(admin_id: int, game_id: int, seat_number: int, reason: str) -> None:
@@ -219,7 +220,7 @@ def new_link(admin_id: int, game_id: int, seat_number: int, reason: str,
         _revoke_links(session, seat, now)
         _send_link(session, game, seat, "Your new link to the game", [
             ("An organiser replaced your link to the game: your earlier links no longer work. "
-            "Use the one below from now on.")])
+            "Use the one below from now on.")], links_revoked=True)
         _audit(session, admin_id, game.id, "new link", reason, f"seat {seat_number + 1}")
 
 
@@ -254,7 +255,8 @@ def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reas
         _revoke_links(session, seat, now)
         _send_link(session, game, seat, "Your address for the game was changed", [
             (f"An organiser changed your address for this game from {old} to {seat.email}. "
-            "Links sent to the old address no longer work; use the one below.")])
+            "Links sent to the old address no longer work; use the one below.")],
+            links_revoked=True)
         _audit(session, admin_id, game.id, "change email", reason,
                f"seat {seat_number + 1}: {old} -> {seat.email}")
 
@@ -292,7 +294,8 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
         state = rules.loads(game.state_json)
         if was_bot and game.status == RUNNING and rules.to_move(state) == seat.number:
             start_clock(session, game, seat, now)  # a person's turn: a deadline of its own
-        mail.invitation(session, game, seat, seats, rules, state)
+        mail.invitation(session, game, seat, seats, rules, state,
+                        taking_over=game.turn > 0 or game.status != RUNNING)
         _audit(session, admin_id, game.id, "hand over", reason,
                f"seat {seat_number + 1}: {before} -> {spec.name} <{spec.email}>")
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 from argon2 import PasswordHasher
-from server import Mailbox, field, game_state, make_app, new_game, play_moves, token_in
+from server import (
+    Mailbox, field, game_state, html_of, make_app, new_game, play_moves, text_of, token_in,
+)
 from sqlalchemy import select as sa_select
 from sqlmodel import SQLModel, select
 
@@ -606,6 +608,38 @@ def test_handing_a_seat_over_tells_both_players(app, admin, mailbox):
     assert admin.get(f"/api/v1/seat/{token}").get_json()["name"] == "Dora"
     assert audit(app) == [(admin_id(app), 1, "hand over", REASON,
                            "seat 2: Player 1 <p1@example.org> -> Dora <dora@example.org>")]
+
+
+def test_a_seat_handed_over_mid_game_is_told_it_takes_over_not_that_it_starts(app, admin,
+                                                                              mailbox):
+    """Mid-game the new player's first mail says the game is under way and whose move it is;
+    "You start" is only for a game's first turn."""
+    _, tokens = new_game(app)
+    play_moves(app, tokens, 10, until=lambda s: s.ply > 0 and s.phase == "play")
+    _, state = game_state(app)
+    since = len(mailbox.messages())
+    assert act(admin, app, "hand_over", seat=state.current, name="Dora",
+               email="dora@example.org").status_code == 303
+    (invitation,) = [m for m in new_mail(mailbox, since) if "dora" in str(m["To"])]
+    assert str(invitation["Subject"]).endswith("You take over a seat")
+    for body in (text_of(invitation), html_of(invitation)):
+        assert "You start" not in body and "invited" not in body
+        assert "a game under way" in body and "It is your move now" in body
+
+
+def test_a_new_link_mail_does_not_promise_that_earlier_links_work(app, admin, mailbox):
+    """After a new link or a new address the old links are dead, and the footer says so too."""
+    new_game(app)
+    since = len(mailbox.messages())
+    assert act(admin, app, "new_link", seat=0).status_code == 303
+    (message,) = new_mail(mailbox, since)
+    text = text_of(message)
+    assert "earlier links no longer work" in text
+    assert "work too" not in text and "it replaces the links in your earlier mails" in text
+    since = len(mailbox.messages())
+    assert act(admin, app, "resend", seat=0).status_code == 303
+    (again,) = new_mail(mailbox, since)
+    assert "the links in your earlier mails work too" in text_of(again)
 
 
 def test_a_handed_over_seat_does_not_keep_the_old_players_settings(app, admin):

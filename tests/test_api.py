@@ -216,7 +216,8 @@ def test_a_paused_game_offers_no_moves_and_takes_none(game):
     with Unchanged(app, client, tokens):
         error = _refused(api_move(client, tokens[mover], {"move": document["legal"][0],
                                                          "turn": document["turn"]}), 409)
-        assert error == "This game is paused; no more moves can be made."
+        assert error == ("This game is paused by an organiser: no moves until it goes on "
+                         "(everyone gets a mail then). Nothing was changed.")
 
 
 def test_a_move_out_of_turn_is_409(game):
