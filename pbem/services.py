@@ -25,7 +25,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from . import clock, mail
-from .db import insert_later, reading, utcnow, writing
+from .db import insert_later, insert_pending, reading, utcnow, writing
 from .deadlines import TimeControl, add_pause, reset_clock, start_clock, stop_clock, time_control
 from .games import DEFAULT_KIND, GameRules, MoveError, SetupProblem, rules_for
 from .models import (
@@ -357,10 +357,15 @@ _LOG_LATEST = _LOG.limit(bindparam("limit"))
 
 def _log(session: Session, game_id: int, reader: int, limit: int | None) -> list[LogEntry]:
     """The game's log, newest first, in `reader`'s words (-1: a spectator's)."""
+    # Plain rows from the connection: the ORM's result machinery cost more than the rows.
+    # Log entries this transaction wrote are in the database first (they wait in
+    # insert_later's batch until a statement of the session needs them).
+    insert_pending(session)
     if limit is None:
-        rows = session.exec(_LOG, params={"game_id": game_id})
+        rows = session.connection().execute(_LOG, {"game_id": game_id}).all()
     else:
-        rows = session.exec(_LOG_LATEST, params={"game_id": game_id, "limit": limit})
+        rows = session.connection().execute(_LOG_LATEST, {"game_id": game_id,
+                                                          "limit": limit}).all()
     key = str(reader)
     return [LogEntry(*row[:6], list(_readers_lines(row[6]).get(key, ()))) for row in rows]
 
