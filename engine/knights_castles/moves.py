@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..errors import NotationError
 from .cards import INDEX, KINDS
@@ -39,6 +40,17 @@ class Done:
 
 
 @dataclass(frozen=True, slots=True)
+class _CardMove:
+    """A move that names one card: written `<verb> <card>`."""
+
+    card: str
+    verb: ClassVar[str]
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.card}"
+
+
+@dataclass(frozen=True, slots=True)
 class Buy:
     """Draw phase: buy one more card for 5 gold."""
 
@@ -47,63 +59,45 @@ class Buy:
 
 
 @dataclass(frozen=True, slots=True)
-class Keep:
+class Keep(_CardMove):
     """Scholastics: of the two cards just drawn keep `card`; the other is discarded."""
 
-    card: str
-
-    def __str__(self) -> str:
-        return f"keep {self.card}"
+    verb: ClassVar[str] = "keep"
 
 
 @dataclass(frozen=True, slots=True)
-class Build:
+class Build(_CardMove):
     """Build phase: put a resource or leader card from the hand into play."""
 
-    card: str
-
-    def __str__(self) -> str:
-        return f"build {self.card}"
+    verb: ClassVar[str] = "build"
 
 
 @dataclass(frozen=True, slots=True)
-class Pay:
+class Pay(_CardMove):
     """End of the build phase: pay 1 gold to keep an unsupported card in play."""
 
-    card: str
-
-    def __str__(self) -> str:
-        return f"pay {self.card}"
+    verb: ClassVar[str] = "pay"
 
 
 @dataclass(frozen=True, slots=True)
-class Abandon:
+class Abandon(_CardMove):
     """End of the build phase: discard an unsupported card in play instead of paying."""
 
-    card: str
-
-    def __str__(self) -> str:
-        return f"abandon {self.card}"
+    verb: ClassVar[str] = "abandon"
 
 
 @dataclass(frozen=True, slots=True)
-class Research:
+class Research(_CardMove):
     """Research phase: put an advance card from the hand into play for 5 gold."""
 
-    card: str
-
-    def __str__(self) -> str:
-        return f"research {self.card}"
+    verb: ClassVar[str] = "research"
 
 
 @dataclass(frozen=True, slots=True)
-class Share:
+class Share(_CardMove):
     """Own turn, any phase with a choice: pay 10 gold for an advance another seat has."""
 
-    card: str
-
-    def __str__(self) -> str:
-        return f"share {self.card}"
+    verb: ClassVar[str] = "share"
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,13 +173,10 @@ class Decline:
 
 
 @dataclass(frozen=True, slots=True)
-class Discard:
+class Discard(_CardMove):
     """End phase: discard a hand card (a hand over 7 cards goes down to 7)."""
 
-    card: str
-
-    def __str__(self) -> str:
-        return f"discard {self.card}"
+    verb: ClassVar[str] = "discard"
 
 
 Move = (Done | Buy | Keep | Build | Pay | Abandon | Research | Share | Play | War | Lose | Offer
@@ -227,8 +218,7 @@ _GOLD = re.compile(r"^(\d{1,6})\s*(?:g|gold|gp)$")
 _COUNT = re.compile(r"^(\d{1,2})x?$")
 
 _DONE = {"done", "end", "next", "pass", "finish", "skip"}
-_CARD_VERBS = {"keep": Keep, "build": Build, "pay": Pay, "abandon": Abandon,
-               "research": Research, "share": Share, "discard": Discard}
+_CARD_VERBS = {kind.verb: kind for kind in (Keep, Build, Pay, Abandon, Research, Share, Discard)}
 _FILLER = {"a", "an", "the", "one", "card", "my", "for", "1", "gold"}
 EXAMPLES = "'buy', 'build village', 'play plague at red', 'offer red: 5 gold for town' or 'done'"
 
