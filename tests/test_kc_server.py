@@ -65,7 +65,8 @@ def test_create_game_from_the_command_line(tmp_path):
 def test_a_game_through_the_pages_with_a_chosen_loss_and_an_accepted_trade(tmp_path):
     """A 4-player game on the seat pages: a disaster whose target chooses its losses on its own
     page after its own mail, and a trade offered with the form and accepted by the other seat;
-    the API shows the same; nobody's page or mail shows another's hand."""
+    nobody's page shows another's hand; then on to the end through the API, and the final
+    mails."""
     app = make_app(tmp_path / "instance")
     mailbox = Mailbox(app)
     created, tokens = new_game(app, 4, "kc-pages", kind="knights-castles")
@@ -124,11 +125,23 @@ def test_a_game_through_the_pages_with_a_chosen_loss_and_an_accepted_trade(tmp_p
     other = (seat + 1) % 4
     assert rules_for("knights-castles").legal(state) and \
         client.get(f"/api/v1/seat/{tokens[other]}").get_json()["legal"] == []
-    # The move through the API, as a client program would send it.
-    move = rules_for("knights-castles").default_move(state)
-    answer = client.post(f"/api/v1/seat/{tokens[seat]}/move", json={"move": move,
-                                                                  "turn": game.turn})
-    assert answer.status_code == 200, answer.get_json()
+    # The rest of the game through the API, as a client program would play it (buying cards
+    # whenever it can, so that the deck runs out sooner), to the end and everyone's final mail.
+    rules = rules_for("knights-castles")
+    while not state.is_over:
+        document = client.get(f"/api/v1/seat/{tokens[state.to_move]}").get_json()
+        assert document["to_move"] and document["turn"] == game.turn
+        move = "buy" if "buy" in document["legal"] else rules.default_move(state)
+        answer = client.post(f"/api/v1/seat/{tokens[state.to_move]}/move",
+                             json={"move": move, "turn": game.turn})
+        assert answer.status_code == 200, answer.get_json()
+        game, state = state_of(app)
+    assert game.status == "finished"
+    for i in range(4):
+        finals = [m for m in mailbox.to(f"p{i}@example.org")
+                  if str(m["Subject"]).endswith("The game is over")]
+        assert len(finals) == 1 and "Winner" in text_of(finals[0])
+    assert client.get(f"/api/v1/seat/{tokens[0]}").get_json()["outcome"]["winners"]
     # The spectator page and the history show the tableaus and no hand.
     watch = client.get(f"/watch/{game.watch_id}").get_data(as_text=True)
     assert "The tableaus" in watch and "Your hand" not in watch
@@ -150,7 +163,7 @@ def test_a_game_nobody_touches_finishes_by_timeouts(tmp_path):
     """Timeouts: the default moves of the readings play a whole game to its final mails."""
     app = make_app(tmp_path / "instance", SCHEDULER_OUTAGE_MINUTES=100000)
     mailbox = Mailbox(app)
-    new_game(app, 3, "kc-timeouts", kind="knights-castles", now=T0)
+    new_game(app, 4, "kc-timeouts", kind="knights-castles", now=T0)
     now = T0
     run_jobs(app, now)
     for _ in range(3000):
@@ -164,7 +177,7 @@ def test_a_game_nobody_touches_finishes_by_timeouts(tmp_path):
     with app.app_context(), reading() as session:
         actors = {r.actor for r in session.exec(select(MoveRecord)).all()}
     assert actors <= {"timeout", "absent", "server"} and actors
-    for i in range(3):
+    for i in range(4):
         finals = [m for m in mailbox.to(f"p{i}@example.org")
                   if str(m["Subject"]).endswith("The game is over")]
         assert len(finals) == 1 and "Winner" in text_of(finals[0])
