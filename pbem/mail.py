@@ -173,8 +173,9 @@ def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
                  games_link=games_link(mine), picture=picture, **context)
 
 
-def _deadline_text(deadline: datetime | None, seat: Seat) -> str | None:
-    return clock.format_local(deadline, seat.timezone) if deadline else None
+def _deadline_text(deadline: datetime | None, seat: Seat, game: Game) -> str | None:
+    """A deadline in the seat's own time zone, or the game's until the player chooses one."""
+    return clock.format_local(deadline, seat.timezone or game.timezone) if deadline else None
 
 
 def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules,
@@ -188,7 +189,7 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
                     rules=rules, seats=seats, is_my_turn=to_move == seat.number,
                     to_move=seats[to_move] if to_move is not None else None,
                     position=rules.position_lines(state, seat.number),
-                    deadline=_deadline_text(game.deadline_at, seat),
+                    deadline=_deadline_text(game.deadline_at, seat, game),
                     how_to_play=rules.how_to_play(state), rules_note=rules.variant_note(state))
 
 
@@ -200,7 +201,7 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
                                                       DigestItem.sent == false())):
         item.sent = True  # the news below covers what the digest would have said
         session.add(item)
-    subject = f"Reminder: your move is due {_deadline_text(game.deadline_at, seat)}" \
+    subject = f"Reminder: your move is due {_deadline_text(game.deadline_at, seat, game)}" \
         if reminder else "Your turn"
     position = rules.position_lines(state, seat.number)
     # The legal moves are the seat to move's: listed for that seat only (they show its hand).
@@ -210,7 +211,7 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
     return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,
                     "your_turn", rules=rules, news=news, reminder=reminder, position=position,
                     first_turn=first_turn,
-                    turn_file=turn_file, deadline=_deadline_text(game.deadline_at, seat))
+                    turn_file=turn_file, deadline=_deadline_text(game.deadline_at, seat, game))
 
 
 def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, state,

@@ -94,3 +94,16 @@ def test_the_maps_legend_shows_each_card_colour_and_its_countries(app, client):
                      "C Cream cards: Lothringen, Italien", "O Orange cards: England, Schwaben",
                      "P Purple cards: Frankreich"]
     assert 'class="swatch card-P"' in legend
+
+
+def test_mails_give_deadlines_in_the_games_zone_until_the_player_chooses(app, client, mailbox):
+    """The invitation of a Berlin game says the deadline in Berlin time, not UTC."""
+    from server import text_of
+
+    created, tokens = _berlin_game(app, "tz-mail")
+    [invitation] = mailbox.to("p0@example.org")
+    text = text_of(invitation)
+    game, _ = game_state(app, created.game_id)
+    berlin = game.deadline_at.astimezone(__import__("zoneinfo").ZoneInfo("Europe/Berlin"))
+    assert f"{berlin.hour:02d}:{berlin.minute:02d} (Europe/Berlin)" in text
+    assert " UTC" not in text
