@@ -328,14 +328,20 @@ def _parse_now(text: str | None):
 @click.command("run-jobs")
 @click.option("--now", "now_text", metavar="ISO-8601",
               help="Act as if it were this time (for tests and operators).")
+@click.option("--simulated", is_flag=True,
+              help="The --now time is simulated (a jump ahead to see reminders and timeouts): "
+                   "it is not taken for the scheduler's run, so it neither looks like an "
+                   "outage nor hides one.")
 @_one_line_errors
 @with_appcontext
-def run_jobs_command(now_text):
+def run_jobs_command(now_text, simulated):
     """Run the scheduler's job once: reminders, timeouts and mail that are due."""
+    if simulated and not now_text:
+        raise click.UsageError("--simulated needs --now, the time to act at")
     now = _parse_now(now_text)
     _need_schema()
     _stop_on_signals(current_app._get_current_object())
-    counts = run_jobs(current_app._get_current_object(), now)
+    counts = run_jobs(current_app._get_current_object(), now, simulated=simulated)
     click.echo(", ".join(f"{key.replace('_', ' ')} {value}" for key, value in counts.items()))
 
 

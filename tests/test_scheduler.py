@@ -704,3 +704,30 @@ def test_a_claim_given_back_after_the_deadline_was_extended_does_not_time_out(tm
     assert counts["obsolete"] == 3 and counts["timeouts"] == counts["reminders"] == 0
     assert records(app) == [] and deadline(app) == T0 + 96 * HOUR
     assert run_jobs(app, T0 + 96 * HOUR)["timeouts"] == 1
+
+
+def test_a_simulated_jump_ahead_fires_reminders_and_timeouts_and_is_no_outage(tmp_path):
+    """`run-jobs --simulated --now` three days ahead (the real threshold of 60 minutes): the
+    reminders and the timeout happen, no deadline is moved for an "outage", and the
+    scheduler's heartbeat keeps its real time, so a real run afterwards sees no gap either."""
+    app = make_app(tmp_path / "x", MAIL_ADMINS=ADMIN)
+    now = datetime.now(UTC).replace(microsecond=0)
+    new_game(app, 3, "1", now=now)
+    run_jobs(app, now)
+    runner = app.test_cli_runner()
+    counts = []
+    for hours in (49, 71, 73):
+        result = runner.invoke(args=["run-jobs", "--simulated", "--now",
+                                     (now + hours * HOUR).isoformat()])
+        assert result.exit_code == 0, result.output
+        counts.append(result.stdout)
+    assert all(line.startswith("outage games 0,") for line in counts)
+    assert "reminders 1" in counts[0] and "reminders 1" in counts[1]
+    assert "timeouts 1" in counts[2]
+    assert [r[2:] for r in records(app)][:1] == [("timeout", "scheduler")]
+    with app.app_context(), reading() as session:
+        assert session.get(JobState, "scheduler").last_run_at == now
+    assert not mails(Mailbox(app), ADMIN, ""), "no outage reported to the admins"
+    assert run_jobs(app, now + 2 * MINUTE)["outage_games"] == 0
+    result = runner.invoke(args=["run-jobs", "--simulated"])
+    assert result.exit_code != 0 and "--simulated needs --now" in result.output

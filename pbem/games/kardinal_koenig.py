@@ -312,14 +312,19 @@ class KardinalKoenig:
         if not countries:
             return lines
         owners = dict(view.monasteries)
+        empty = []
         for country, advisors in view.advisors:
             fields = [self.board.fields[f].name for f in self.board.country(country).fields]
-            held = ", ".join(f"{f} ({owners[f]})" for f in fields if f in owners) \
-                or gettext("none")
-            crest = ", ".join(f"{players[s]} {n}" for s, n in enumerate(advisors) if n) \
-                or gettext("none")
+            held = ", ".join(f"{f} ({owners[f]})" for f in fields if f in owners)
+            crest = ", ".join(f"{players[s]} {n}" for s, n in enumerate(advisors) if n)
+            if not held and not crest:
+                empty.append(country)
+                continue
             lines.append(gettext("%(country)s: monasteries %(held)s; advisors %(crest)s",
-                                 country=country, held=held, crest=crest))
+                                 country=country, held=held or gettext("none"),
+                                 crest=crest or gettext("none")))
+        if empty:
+            lines.append(gettext("No pieces yet in %(countries)s", countries=", ".join(empty)))
         return lines
 
     def position_summary(self, state: engine.GameState, seat: int | None) -> list[str]:
