@@ -115,9 +115,9 @@ def test_whole_game_through_the_api(app, client, mailbox, players, seed):
                   if str(m["Subject"]).endswith("The game is over")]
         assert len(finals) == 1
         text = text_of(finals[0])
-        assert "Final scoring" in text
-        names = " and ".join(outcome["winners"])
-        assert re.search(rf"Winners?: {names}\.", text)
+        assert "Total" in text and "Rank" in text
+        for colour in outcome["winners"]:
+            assert re.search(rf"\b{colour} = [^,]* \(winner\)", text)
     # A finished game takes no more moves.
     before = database(app)
     response = api_move(client, tokens[0], {"move": "pass", "turn": moves})

@@ -86,5 +86,5 @@ def test_whole_game_through_the_pages_to_the_final_mail(app, client, mailbox, pl
                   if str(m["Subject"]).endswith("The game is over")]
         assert len(finals) == 1
         text = text_of(finals[0])
-        assert "Final scoring" in text
-        assert re.search(r"Winners?: \w+", text)
+        assert "Total" in text and "Rank" in text
+        assert re.search(r"\w+ = [^,]* \(winner\)", text)
