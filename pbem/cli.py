@@ -198,6 +198,30 @@ def demo_command(context, players, seed, new, then_serve):
                    "(or run python3 -m pbem demo --serve next time).")
 
 
+def check_settings(app, command: str, replies_arrive: bool = False, quiet: bool = False) -> bool:
+    """Say on standard error which settings this process reads, and warn loudly when players'
+    replies are expected (they arrive here, an IMAP mailbox is read, or mail really goes out)
+    but `[mail] reply_domain` is unset. Returns whether it warned.
+
+    Every process writes mail (the web server after a move, the scheduler after a timeout,
+    ingest-mail after a reply), so all of them must read the same settings file."""
+    path = os.environ.get("PBEM_CONFIG")
+    if not quiet:
+        click.echo(f"{command}: " + (f"settings from {path} (PBEM_CONFIG) and PBEM_* variables"
+                                     if path else "no settings file (PBEM_CONFIG is not set): "
+                                     "built-in defaults and PBEM_* variables"), err=True)
+    expected = replies_arrive or bool(app.config["MAIL_IMAP_HOST"]) \
+        or app.config["MAIL_BACKEND"] == "smtp"
+    if expected and not app.config["MAIL_REPLY_DOMAIN"]:
+        click.echo(f"WARNING ({command}): [mail] reply_domain is not set, so the mails this "
+                   "process writes have no Reply-To and players cannot play by replying to "
+                   "them. Every pbem process (serve, scheduler, ingest-mail, mail-listener) must "
+                   "read the same settings: give them all the same PBEM_CONFIG, or set "
+                   "PBEM_MAIL_REPLY_DOMAIN for each.", err=True)
+        return True
+    return False
+
+
 @click.command("serve")
 @click.option("--host", help="Address to listen on (default: SERVE_HOST).")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port (default: SERVE_PORT).")
@@ -212,6 +236,7 @@ def serve_command(host, port, scheduler):
 
     _need_schema()
     app = current_app._get_current_object()
+    check_settings(app, "serve")
     host = host or app.config["SERVE_HOST"]
     port = port or app.config["SERVE_PORT"]
     sender = SenderThread(app)
@@ -288,6 +313,7 @@ def scheduler_command(parent_pipe):
 
     _need_schema()
     app = current_app._get_current_object()
+    check_settings(app, "scheduler")
     stop = stop_event(app)
     _stop_on_signals(app)
     if parent_pipe is not None:
@@ -467,6 +493,8 @@ def ingest_mail_command(recipients):
     from .inbox import handle_incoming
 
     _need_schema()
+    # A mail server's pipe logs what we print: only the warning, not the settings line.
+    check_settings(current_app, "ingest-mail", replies_arrive=True, quiet=True)
     limit = current_app.config["MAIL_MAX_INCOMING_BYTES"]
     raw = sys.stdin.buffer.read(limit + 1)
     handled = handle_incoming(raw, list(recipients))
@@ -487,6 +515,7 @@ def mail_listener_command(host, port):
 
     _need_schema()
     app = current_app._get_current_object()
+    check_settings(app, "mail-listener", replies_arrive=True)
     host = host or app.config["MAIL_LISTEN_HOST"]
     port = port or app.config["MAIL_LISTEN_PORT"]
     try:

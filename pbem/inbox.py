@@ -24,7 +24,7 @@ from email.utils import getaddresses, parseaddr
 from html.parser import HTMLParser
 from typing import ClassVar
 
-from flask import current_app
+from flask import current_app, g
 from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
@@ -44,6 +44,7 @@ from .services import (
 from .tokens import hash_token
 from .turnfile import Orders, read
 
+DOMAIN = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)+")
 KEY_ADDRESS = re.compile(r"play\+([A-Za-z0-9_-]{32})@", re.IGNORECASE)
 RECIPIENT_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "To", "Cc")
 
@@ -106,6 +107,16 @@ def _key_in(message: EmailMessage, recipients: list[str]) -> str | None:
     return None
 
 
+def _envelope_domain(recipients: list[str], token: str) -> str | None:
+    for address in recipients:
+        match = KEY_ADDRESS.search(address or "")
+        if match and match.group(1) == token:
+            domain = address.rpartition("@")[2].strip().strip(">").lower()
+            if DOMAIN.fullmatch(domain):
+                return domain
+    return None
+
+
 def _message_id(message: EmailMessage, raw: bytes) -> str:
     found = str(message.get("Message-ID", "") or "").strip()
     return found[:300] if found else "sha256:" + hashlib.sha256(raw).hexdigest()
@@ -160,6 +171,10 @@ def handle_incoming(raw: bytes, recipients: list[str] | None = None) -> Handled:
     token = _key_in(message, recipients or [])
     if token is None:
         return Handled("unknown", "no play+<key> address")
+    if not current_app.config["MAIL_REPLY_DOMAIN"]:
+        # The envelope recipient (never a header, which anyone can write) is where the mail
+        # server delivered the reply: its domain is the reply domain this process lacks.
+        g.reply_domain = _envelope_domain(recipients or [], token)
     with reading() as session:
         key, superseded = session.exec(select(SeatKey, superseded_at()).where(
             SeatKey.token_hash == hash_token(token))).first() or (None, None)

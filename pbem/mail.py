@@ -15,7 +15,7 @@ from email.headerregistry import Address
 from dataclasses import dataclass
 from email.utils import getaddresses, make_msgid, parseaddr
 
-from flask import current_app, render_template
+from flask import current_app, g, render_template
 from sqlalchemy import false
 from sqlmodel import Session, select
 
@@ -77,7 +77,9 @@ def mint_player_key(session: Session, email: str) -> str:
 
 def reply_address(token: str) -> str | None:
     """The Reply-To that carries a seat's key, when replies are configured."""
-    domain = current_app.config["MAIL_REPLY_DOMAIN"]
+    # While a reply is handled, the domain it came to stands in for an unset setting, so the
+    # mails it causes carry a Reply-To whichever process wrote them.
+    domain = current_app.config["MAIL_REPLY_DOMAIN"] or g.get("reply_domain")
     return f"play+{token}@{domain}" if domain else None
 
 

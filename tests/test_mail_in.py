@@ -306,3 +306,54 @@ def test_imap_trouble_is_logged_not_raised(tmp_path, dovecot, mailbox, caplog):
     assert run_jobs(app)["imap"] == 0
     messages = " ".join(r.getMessage() for r in caplog.records)
     assert "IMAP" in messages and "wrong" not in messages
+
+
+# --- settings that differ between processes (issue 11, point 14) ---------------------------------
+
+def test_ingest_mail_without_the_reply_domain_warns_and_still_mails_a_reply_to(tmp_path):
+    """`pbem ingest-mail` run without [mail] reply_domain (its own settings differ from the
+    server's): it warns loudly on standard error, and the mail it writes for the next player
+    carries a Reply-To on the domain the reply was delivered to (the envelope recipient),
+    exactly as the web server's would."""
+    app, address, reply_to, move = started_game(tmp_path)
+    app.config["MAIL_REPLY_DOMAIN"] = ""  # this process read no settings file
+    _, before = game_state(app)
+    raw = reply(address, reply_to, move).as_bytes()
+    result = app.test_cli_runner().invoke(args=["ingest-mail", "--recipient", reply_to],
+                                          input=raw)
+    assert result.exit_code == 0, result.output
+    assert "WARNING (ingest-mail): [mail] reply_domain is not set" in result.stderr
+    assert "same PBEM_CONFIG" in result.stderr
+    assert result.stdout.startswith("applied")
+    play_on, after = game_state(app)
+    assert after.ply == before.ply + 1
+    box = Mailbox(app)
+    answer = box.to(address)[-1]
+    assert str(answer["Reply-To"]).endswith("@" + DOMAIN)
+    # A forged To header names another domain: only the envelope counts.
+    app2, address2, reply_to2, move2 = started_game(tmp_path / "second")
+    app2.config["MAIL_REPLY_DOMAIN"] = ""
+    forged = reply(address2, reply_to2.replace(DOMAIN, "evil.example"), move2).as_bytes()
+    result = app2.test_cli_runner().invoke(args=["ingest-mail"], input=forged)
+    assert result.exit_code == 0 and result.stdout.startswith("applied"), result.output
+    assert not [m for m in Mailbox(app2).messages()
+                if "evil.example" in str(m["Reply-To"] or "")]
+
+
+def test_serve_and_scheduler_say_which_settings_they_read_and_warn_without_reply_domain(
+        tmp_path, capsys, monkeypatch):
+    """With real mail (SMTP) or an IMAP mailbox, a missing reply domain is warned about at
+    start; the local demo set-up is not."""
+    from pbem.cli import check_settings
+
+    app = make_app(tmp_path / "instance")
+    assert check_settings(app, "serve") is False
+    assert "no settings file (PBEM_CONFIG is not set)" in capsys.readouterr().err
+    app.config["MAIL_BACKEND"] = "smtp"
+    monkeypatch.setenv("PBEM_CONFIG", "/etc/pbem/config.toml")
+    assert check_settings(app, "scheduler") is True
+    err = capsys.readouterr().err
+    assert "settings from /etc/pbem/config.toml (PBEM_CONFIG)" in err
+    assert "WARNING (scheduler): [mail] reply_domain is not set" in err
+    app.config["MAIL_REPLY_DOMAIN"] = DOMAIN
+    assert check_settings(app, "serve") is False
