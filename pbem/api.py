@@ -6,6 +6,9 @@ does not apply. Moves go through the same `submit_move` as the seat page.
 
 from __future__ import annotations
 
+from functools import cache
+
+import yaml
 from flask import Blueprint, jsonify, request
 
 from .models import RUNNING
@@ -49,6 +52,23 @@ def seat_document(ctx: SeatContext) -> dict:
 
 def _error(exc: ServiceError):
     return jsonify(error=exc.message, status=exc.status), exc.status
+
+
+OPENAPI = "docs/openapi.yaml"
+
+
+@cache
+def openapi_document() -> dict:
+    """docs/openapi.yaml, read once per process: the API's contract (tests/test_openapi.py)."""
+    from . import ROOT
+
+    with (ROOT / OPENAPI).open(encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+@bp.get("/openapi.json")
+def openapi():
+    return jsonify(openapi_document())
 
 
 @bp.get("/seat/<token>")
