@@ -289,15 +289,13 @@ def test_serve_refuses_a_port_out_of_range(tmp_path):
     assert done.returncode == 2 and "'--port': 70000 is not in the range" in done.stderr
 
 
-def test_serve_answers_health_until_stopped(tmp_path):
-    instance = tmp_path / "instance"
-    assert pbem(instance, "init-db").returncode == 0
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "pbem", "serve", "--port", str(port)],
-                              cwd=tmp_path, env=environment(instance), stdout=subprocess.PIPE,
+def run_until_healthy(command: list[str], cwd: Path, env: dict[str, str], port: int,
+                      wait: float = 60) -> str:
+    """Start `command` (a server), wait until /health answers ok, stop it; its output."""
+    server = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + wait
         while True:
             assert server.poll() is None, server.communicate()
             try:
@@ -310,7 +308,16 @@ def test_serve_answers_health_until_stopped(tmp_path):
                 time.sleep(0.1)
     finally:
         server.terminate()
-        out, _ = server.communicate(timeout=30)
+        out, _ = server.communicate(timeout=60)
+    return out
+
+
+def test_serve_answers_health_until_stopped(tmp_path):
+    instance = tmp_path / "instance"
+    assert pbem(instance, "init-db").returncode == 0
+    port = free_port()
+    out = run_until_healthy([sys.executable, "-m", "pbem", "serve", "--port", str(port)],
+                            tmp_path, environment(instance), port, wait=30)
     assert f"Serving on http://127.0.0.1:{port}/" in out
 
 
@@ -318,24 +325,8 @@ def test_demo_with_serve_starts_the_server_without_telling_to_start_it(tmp_path)
     """`demo --serve` sets up the demo and serves it; it does not say to start the server."""
     instance = tmp_path / "instance"
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "pbem", "demo", "--serve", "--players", "3"],
-                              cwd=tmp_path, env={**environment(instance),
-                                                 "PBEM_SERVE_PORT": str(port)},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, server.communicate()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
-                    assert r.status == 200
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "the server did not answer"
-                time.sleep(0.2)
-    finally:
-        server.terminate()
-        out, _ = server.communicate(timeout=60)
+    out = run_until_healthy([sys.executable, "-m", "pbem", "demo", "--serve", "--players", "3"],
+                            tmp_path, environment(instance, PBEM_SERVE_PORT=str(port)), port)
     assert f"Serving on http://127.0.0.1:{port}/" in out
     assert len(links_in(out)) == 3
     assert "start it with" not in out and "Start the server" not in out
