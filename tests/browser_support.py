@@ -67,3 +67,15 @@ def site_with_admin(tmp_path_factory, name: str) -> Iterator[tuple[object, str]]
         create_admin(ADMIN, PASSWORD)
     with live_server(app) as base:
         yield app, base
+
+
+def monastery_move(state):
+    """A legal placement of one monastery paid by exactly one way of playing cards."""
+    import engine
+
+    places = [m for m in engine.legal_moves(state) if isinstance(m, engine.Place)]
+    for move in places:
+        same = [m for m in places if m.country == move.country and m.pieces == move.pieces]
+        if len(move.pieces) == 1 and move.pieces[0] != engine.ADVISOR and len(same) == 1:
+            return move
+    raise AssertionError("no single-card monastery placement in this position")

@@ -8,7 +8,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from browser_support import ADMIN, PASSWORD, SHOTS, require_browser, site_with_admin
+from browser_support import (
+    ADMIN,
+    PASSWORD,
+    SHOTS,
+    monastery_move,
+    require_browser,
+    site_with_admin,
+)
 
 sync_api = require_browser()
 
@@ -35,22 +42,12 @@ def site(tmp_path_factory):
         yield served
 
 
-def _monastery_move(state) -> engine.Place:
-    """A legal placement of one monastery paid by exactly one way of playing cards."""
-    places = [m for m in engine.legal_moves(state) if isinstance(m, engine.Place)]
-    for move in places:
-        same = [m for m in places if m.country == move.country and m.pieces == move.pieces]
-        if len(move.pieces) == 1 and move.pieces[0] != engine.ADVISOR and len(same) == 1:
-            return move
-    raise AssertionError("no single-card monastery placement in this position")
-
-
 def test_a_whole_turn_is_played_by_clicking_the_map(site, page):
     """Click a field, preview, confirm, then draw with the buttons: the turn passes on."""
     app, base = site
     created, tokens = new_game(app, 3, "click-1", start=0)
     game, state = game_state(app, created.game_id)
-    move = _monastery_move(state)
+    move = monastery_move(state)
     page.goto(f"{base}/seat/{tokens[0]}")
     page.locator(f'svg [data-field="{move.pieces[0]}"].clickable').click()
     panel = page.locator("#map-choice")

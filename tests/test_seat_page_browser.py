@@ -6,7 +6,7 @@ future and shows the map as it will be. Screenshots go to tests/artifacts/screen
 from __future__ import annotations
 
 import pytest
-from browser_support import PHONE, SHOTS, require_browser, site_with_admin
+from browser_support import PHONE, SHOTS, monastery_move, require_browser, site_with_admin
 
 sync_api = require_browser()
 
@@ -39,9 +39,18 @@ def sized(browser):
         context.close()
 
 
-def _one_monastery(state) -> engine.Place:
-    return next(m for m in engine.legal_moves(state) if isinstance(m, engine.Place)
-                and len(m.pieces) == 1 and m.pieces[0] != engine.ADVISOR)
+def _open_seat(site, page, seed: str) -> engine.Place:
+    """A new game's first seat page; returns a monastery placement it may make."""
+    app, base = site
+    created, tokens = new_game(app, 3, seed, start=0)
+    _, state = game_state(app, created.game_id)
+    page.goto(f"{base}/seat/{tokens[0]}")
+    return monastery_move(state)
+
+
+def _previewed(page, move) -> None:
+    sync_api.expect(page.get_by_role("heading", name="Confirm your move")).to_be_visible()
+    assert page.locator("#action code").first.inner_text() == str(move)
 
 
 def _no_page_overflow(page) -> None:
@@ -52,33 +61,23 @@ def _no_page_overflow(page) -> None:
 
 def test_enter_in_the_typed_move_previews_that_move(site, page):
     """Enter in "Or type the move" submits that form, not the placement form above it."""
-    app, base = site
-    created, tokens = new_game(app, 3, "enter-1", start=0)
-    _, state = game_state(app, created.game_id)
-    move = _one_monastery(state)
-    page.goto(f"{base}/seat/{tokens[0]}")
+    move = _open_seat(site, page, "enter-1")
     box = page.get_by_label("Move in the notation")
     box.fill(str(move))
     box.press("Enter")
-    sync_api.expect(page.get_by_role("heading", name="Confirm your move")).to_be_visible()
-    assert page.locator("#action code").first.inner_text() == str(move)
+    _previewed(page, move)
 
 
 def test_enter_in_the_placement_form_previews_the_placement(site, page):
     """Enter in a card count submits the placement form, with its own button's action."""
-    app, base = site
-    created, tokens = new_game(app, 3, "enter-2", start=0)
-    _, state = game_state(app, created.game_id)
-    move = _one_monastery(state)
-    page.goto(f"{base}/seat/{tokens[0]}")
+    move = _open_seat(site, page, "enter-2")
     form = page.locator("#place-form")
     form.locator("select[name=country]").select_option(move.country)
     form.locator("select[name=piece1]").select_option(move.pieces[0])
     count = form.locator(f"input[name=cards_{move.cards[0]}]")
     count.fill(str(len(move.cards)))
     count.press("Enter")
-    sync_api.expect(page.get_by_role("heading", name="Confirm your move")).to_be_visible()
-    assert page.locator("#action code").first.inner_text() == str(move)
+    _previewed(page, move)
 
 
 def test_a_typing_mistake_is_told_in_the_action_panel(site, page):
@@ -105,7 +104,7 @@ def test_the_next_step_stays_in_the_panel_at_the_top(site, sized, viewport, name
     play_moves(app, tokens, 1, game_id=created.game_id)  # its draw; seat 1 is to move
     _, state = game_state(app, created.game_id)
     seat = state.current
-    move = _one_monastery(state)
+    move = monastery_move(state)
     page = sized(viewport)
     page.goto(f"{base}/seat/{tokens[seat]}")
     _no_page_overflow(page)
