@@ -30,7 +30,10 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from io import BytesIO
 from datetime import datetime, timedelta
+from email.generator import BytesGenerator
 from email.message import EmailMessage
 from email.policy import EmailPolicy
 from email.utils import format_datetime, formataddr, getaddresses
@@ -91,6 +94,35 @@ class _WirePolicy(EmailPolicy):
 
 
 WIRE = _WirePolicy()
+
+
+class _WireGenerator(BytesGenerator):
+    """The library's generator, writing a body's lines in one piece when they end in plain
+    line feeds (a board picture is some thousands of base64 lines, written one by one)."""
+
+    def _write_lines(self, lines):
+        if not lines or "\r" in lines:
+            return super()._write_lines(lines)
+        self.write(lines if self._NL == "\n" else lines.replace("\n", self._NL))
+
+
+class WireMessage(EmailMessage):
+    """A message whose bytes come from `_WireGenerator` (the same bytes, sooner)."""
+
+    def as_bytes(self, unixfrom: bool = False, policy=None) -> bytes:
+        out = BytesIO()
+        _WireGenerator(out, mangle_from_=False, policy=self.policy if policy is None else policy
+                       ).flatten(self, unixfrom=unixfrom)
+        return out.getvalue()
+
+    def __bytes__(self) -> bytes:
+        return self.as_bytes()
+
+
+@lru_cache(maxsize=8)
+def _base64_lines(data: bytes) -> str:
+    """The base64 body of an attachment; the mails of one move share their board picture."""
+    return base64.encodebytes(data).decode("ascii")
 
 
 def _one_line(name: str, value: str) -> str:
@@ -156,7 +188,7 @@ def _address_header(name: str, value: str) -> str:
 
 
 def _text_part(body: str, subtype: str) -> EmailMessage:
-    part = EmailMessage(policy=WIRE)
+    part = WireMessage(policy=WIRE)
     if body.isascii() and all(len(line) <= MAX_LINE for line in body.split("\n")):
         encoding, payload = "7bit", body
     else:
@@ -177,13 +209,13 @@ def _with_picture(row: OutboxMessage, html: EmailMessage) -> EmailMessage:
         logging.getLogger(__name__).warning("mail %s goes without its board picture: %s",
                                             row.id, exc)
         return html
-    image = EmailMessage(policy=WIRE)
+    image = WireMessage(policy=WIRE)
     image.set_raw("Content-Type", 'image/png; name="board.png"')
     image.set_raw("Content-Transfer-Encoding", "base64")
     image.set_raw("Content-ID", f"<{cid}>")
     image.set_raw("Content-Disposition", 'inline; filename="board.png"')
-    image.set_payload(base64.encodebytes(png).decode("ascii"))
-    related = EmailMessage(policy=WIRE)
+    image.set_payload(_base64_lines(png))
+    related = WireMessage(policy=WIRE)
     related.set_raw("Content-Type", f'multipart/related; type="text/html"; '
                                     f'boundary="=_{token_hex(8)}"')
     related.set_payload([html, image])
@@ -194,7 +226,7 @@ def build_message(row: OutboxMessage, sender: str) -> EmailMessage:
     """The mail of an outbox row: a text and an HTML alternative; with a board picture, the HTML
     part and the PNG it shows (cid:) form a multipart/related. Raises ValueError for a header
     that cannot be sent (a line break in it)."""
-    message = EmailMessage(policy=WIRE)
+    message = WireMessage(policy=WIRE)
     headers = [("From", _address_header("From", sender)),
                ("To", _address_header("To", row.to_addr)),
                ("Subject", _text_header("Subject", row.subject)),
