@@ -14,7 +14,7 @@ from email.utils import getaddresses, parsedate_to_datetime
 from pathlib import Path
 
 import pytest
-from server import make_app, new_game, play_moves
+from server import game_state, make_app, new_game, play_moves
 from sqlmodel import select
 from test_admin import add_admin, csrf_of, login
 
@@ -95,12 +95,8 @@ def test_every_admin_answer_forbids_caching(app, admin):
         response = admin.get(path)
         assert response.status_code == 200, path
         assert response.headers["Cache-Control"] == "no-store", path
-    logged_out = make_app_client(app)
+    logged_out = app.test_client()
     assert logged_out.get("/admin/login").headers["Cache-Control"] == "no-store"
-
-
-def make_app_client(app):
-    return app.test_client()
 
 
 def test_https_base_url_adds_hsts_and_http_does_not(tmp_path, app, client):
@@ -287,18 +283,12 @@ def test_answers_to_a_replaced_key_are_limited_per_day(tmp_path):
 
 # --- 9: a short seed cannot be found from a seat's cards --------------------------------------
 
-def _first_state(app, game_id: int):
-    from server import game_state
-
-    return game_state(app, game_id)
-
-
 def test_a_chosen_seed_is_mixed_with_the_secret_key_and_the_stored_seed_replays(tmp_path):
     import engine
 
     app = make_app(tmp_path / "instance", GAMES_SECRET_SEEDS=True)
     created, tokens = new_game(app, 3, "48213", start=0)
-    game, state = _first_state(app, created.game_id)
+    game, state = game_state(app, created.game_id)
     # A player who tries seeds until one deals their hand does not find 48213.
     plain = engine.new_game(state.players, "48213", start=0)
     assert game.seed != "48213" and len(game.seed) == 32
@@ -306,7 +296,7 @@ def test_a_chosen_seed_is_mixed_with_the_secret_key_and_the_stored_seed_replays(
     # The stored seed alone rebuilds the game, before and after moves.
     assert engine.new_game(state.players, game.seed, start=0) == state
     play_moves(app, tokens, 5)
-    game, now = _first_state(app, created.game_id)
+    game, now = game_state(app, created.game_id)
     with reading(app) as db:
         from pbem.models import MoveRecord
 
@@ -315,10 +305,10 @@ def test_a_chosen_seed_is_mixed_with_the_secret_key_and_the_stored_seed_replays(
 
     # The same seed deals the same cards on this server, other cards under another key.
     again, _ = new_game(app, 3, "48213", start=0)
-    assert _first_state(app, again.game_id)[1].hands == state.hands
+    assert game_state(app, again.game_id)[1].hands == state.hands
     other = make_app(tmp_path / "other", GAMES_SECRET_SEEDS=True, SECRET_KEY="another key")
     elsewhere, _ = new_game(other, 3, "48213", start=0)
-    assert _first_state(other, elsewhere.game_id)[1].hands != state.hands
+    assert game_state(other, elsewhere.game_id)[1].hands != state.hands
 
 
 def test_games_dealt_from_a_plain_seed_before_keep_replaying_identically(tmp_path):
@@ -330,14 +320,14 @@ def test_games_dealt_from_a_plain_seed_before_keep_replaying_identically(tmp_pat
     before = make_app(instance, GAMES_SECRET_SEEDS=False)
     created, tokens = new_game(before, 3, "48213", start=0)
     play_moves(before, tokens, 4)
-    game, state = _first_state(before, created.game_id)
+    game, state = game_state(before, created.game_id)
     assert game.seed == "48213"
 
     after = make_app(instance, GAMES_SECRET_SEEDS=True)  # the upgraded server, same database
     with after.app_context():
         admin = stewardship.create_admin("admin@example.org", "a long enough password 42")
         stewardship.take_back(admin, created.game_id, "a slip")
-    game, taken_back = _first_state(after, created.game_id)
+    game, taken_back = game_state(after, created.game_id)
     with reading(after) as db:
         from pbem.models import MoveRecord
 

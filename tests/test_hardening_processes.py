@@ -306,3 +306,38 @@ def test_the_scheduler_stops_cleanly_when_its_parents_pipe_closes(tmp_path):
         if scheduler.poll() is None:
             scheduler.kill()
     assert scheduler.returncode == 0 and "Scheduler stopped." in out
+
+
+# --- found on the way: processes migrating one new database together ---------------------------
+
+def _migrate(instance: str, barrier, results) -> None:
+    try:
+        barrier.wait(60)
+        make_app(Path(instance), SECRET_KEY="x")
+        results.put("ok")
+    except BaseException as exc:  # noqa: BLE001 - reported to the test
+        results.put(f"{type(exc).__name__}: {exc}"[:300])
+
+
+def test_processes_migrating_one_new_database_together_each_find_it_up_to_date(tmp_path):
+    """Alembic commits after each migration on SQLite unless told otherwise: a second process
+    then read the version between two migrations and ran the rest again ("table admin
+    already exists", seen in the concurrency test). Now the whole upgrade is one IMMEDIATE
+    transaction."""
+    import multiprocessing
+
+    from pbem import schema
+
+    context = multiprocessing.get_context("spawn")
+    for round_ in range(2):
+        instance = tmp_path / f"instance-{round_}"
+        barrier, results = context.Barrier(6), context.Queue()
+        processes = [context.Process(target=_migrate, args=(str(instance), barrier, results))
+                     for _ in range(6)]
+        for process in processes:
+            process.start()
+        outcomes = [results.get(timeout=180) for _ in processes]
+        for process in processes:
+            process.join(30)
+        assert outcomes == ["ok"] * 6
+        assert schema.problem(make_app(instance, SECRET_KEY="x")) is None
