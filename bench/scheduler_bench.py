@@ -129,6 +129,19 @@ def _chunks(rows, size=CHUNK):
         yield batch
 
 
+def sent_mail(mail_id: int, game_id: int | None, seat_id: int | None, lines: int) -> dict:
+    """An outbox row as a sent mail is kept (its links hidden), three days old."""
+    sent_at = NOW - timedelta(days=3)
+    return {"id": mail_id, "game_id": game_id, "seat_id": seat_id, "kind": "moved",
+            "to_addr": f"Player <p{mail_id}@example.org>", "subject": "[Bench] Player 1 is next",
+            "text_body": "Hello,\n\n[link hidden once sent]\n" * lines,
+            "html_body": "<p>Hello, [link hidden once sent]</p>" * lines,
+            "message_id": f"<bench.{mail_id}@pbem.localhost>", "secrets_json": "[]",
+            "status": SENT, "attempts": 1, "last_error": None, "created_at": sent_at,
+            "next_attempt_at": sent_at, "claimed_at": sent_at, "claim": None,
+            "sent_at": sent_at}
+
+
 def fill(app, games: int, history: int) -> tuple[int, float]:
     """Write the games, seats, timers (and outbox history); returns (due games, seconds)."""
     started = time.perf_counter()
@@ -181,20 +194,10 @@ def fill(app, games: int, history: int) -> tuple[int, float]:
                    "status": PENDING, "done_at": None, "outcome": None}
 
     def outbox_rows():
-        sent_at = NOW - timedelta(days=3)
         for game_id in range(1, games + 1):
             for k in range(history):
-                seat_id = 3 * (game_id - 1) + k % 3 + 1
-                yield {"id": history * (game_id - 1) + k + 1, "game_id": game_id,
-                       "seat_id": seat_id, "kind": "invitation",
-                       "to_addr": f"Player <g{game_id}p{k % 3}@example.org>",
-                       "subject": f"[Bench {game_id} #{game_id}] You are invited to play",
-                       "text_body": "Hello,\n\n[link hidden once sent]\n" * 20,
-                       "html_body": "<p>Hello, [link hidden once sent]</p>" * 20,
-                       "message_id": f"<bench.{game_id}.{k}@pbem.localhost>",
-                       "secrets_json": "[]", "status": SENT, "attempts": 1,
-                       "last_error": None, "created_at": sent_at, "next_attempt_at": sent_at,
-                       "claimed_at": sent_at, "claim": None, "sent_at": sent_at}
+                yield sent_mail(history * (game_id - 1) + k + 1, game_id,
+                                3 * (game_id - 1) + k % 3 + 1, 20)
 
     engine = get_engine(app)
     with engine.connect() as connection:
@@ -498,24 +501,9 @@ def floor_run(folder: Path, timeouts: int, mails: int, state_json: str, eml: byt
 # --- history: the idle run at 10 and 100 times the sent mail ------------------------------------
 
 def add_sent_mail(app, rows: int, first_id: int) -> None:
-    """`rows` more sent mails in the outbox, spread over the games, as an older server keeps."""
-    sent_at = NOW - timedelta(days=3)
-
-    def outbox_rows():
-        for k in range(rows):
-            mail_id = first_id + k
-            yield {"id": mail_id, "game_id": None, "seat_id": None, "kind": "moved",
-                   "to_addr": f"Player <p{mail_id}@example.org>",
-                   "subject": "[Bench] Player 1 is next",
-                   "text_body": "Hello,\n\n[link hidden once sent]\n" * 5,
-                   "html_body": "<p>Hello, [link hidden once sent]</p>" * 5,
-                   "message_id": f"<history.{mail_id}@pbem.localhost>",
-                   "secrets_json": "[]", "status": SENT, "attempts": 1,
-                   "last_error": None, "created_at": sent_at, "next_attempt_at": sent_at,
-                   "claimed_at": sent_at, "claim": None, "sent_at": sent_at}
-
+    """`rows` more sent mails in the outbox, as an older server keeps them."""
     with get_engine(app).begin() as connection:
-        for batch in _chunks(outbox_rows()):
+        for batch in _chunks(sent_mail(first_id + k, None, None, 5) for k in range(rows)):
             connection.execute(insert(OutboxMessage.__table__), batch)
 
 

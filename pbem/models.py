@@ -30,6 +30,13 @@ QUEUED, SENDING, SENT, FAILED = "queued", "sending", "sent", "failed"
 UNKNOWN = "unknown"  # the server took the whole message but never answered: it may have arrived
 
 
+def partial_index(name: str, *columns: str, status: str) -> Index:
+    """An index of the rows in one status only (rows in flight: their number does not grow
+    with history); queries reach it through `pbem.db.is_status`."""
+    condition = text(f"status = '{status}'")
+    return Index(name, *columns, sqlite_where=condition, postgresql_where=condition)
+
+
 class Game(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     kind: str = Field(max_length=40)
@@ -148,15 +155,9 @@ class OutboxMessage(SQLModel, table=True):
     # The sender's queries touch only mail waiting or in flight, never the history of sent mail
     # (which only grows): partial indexes hold just those rows (see pbem.db.is_status).
     __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),
-                      Index("ix_outbox_waiting", "next_attempt_at", "id",
-                            sqlite_where=text("status = 'queued'"),
-                            postgresql_where=text("status = 'queued'")),
-                      Index("ix_outbox_sending", "claimed_at",
-                            sqlite_where=text("status = 'sending'"),
-                            postgresql_where=text("status = 'sending'")),
-                      Index("ix_outbox_claim", "claim",
-                            sqlite_where=text("status = 'sending'"),
-                            postgresql_where=text("status = 'sending'")))
+                      partial_index("ix_outbox_waiting", "next_attempt_at", "id", status=QUEUED),
+                      partial_index("ix_outbox_sending", "claimed_at", status=SENDING),
+                      partial_index("ix_outbox_claim", "claim", status=SENDING))
 
     id: int | None = Field(default=None, primary_key=True)
     game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
@@ -194,12 +195,8 @@ class Timer(SQLModel, table=True):
     """A reminder or a timeout due for the seat to move; claimed by one scheduler run."""
 
     __table_args__ = (Index("ix_timer_due", "status", "due_at"),
-                      Index("ix_timer_claimed", "claimed_at",
-                            sqlite_where=text("status = 'claimed'"),
-                            postgresql_where=text("status = 'claimed'")),
-                      Index("ix_timer_claim", "claim",
-                            sqlite_where=text("status = 'claimed'"),
-                            postgresql_where=text("status = 'claimed'")))
+                      partial_index("ix_timer_claimed", "claimed_at", status=CLAIMED),
+                      partial_index("ix_timer_claim", "claim", status=CLAIMED))
 
     id: int | None = Field(default=None, primary_key=True)
     game_id: int = Field(foreign_key="game.id", index=True)
