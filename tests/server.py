@@ -129,3 +129,25 @@ def module_app(tmp_path_factory, name: str):
         for key in [k for k in os.environ if k.startswith("PBEM_")]:
             patch.delenv(key)
         return make_app(tmp_path_factory.mktemp(name) / "instance")
+
+
+def finish_game(app, game_id: int, seed: str) -> None:
+    """Play a stored game of any kind to its end with random legal moves, through its rules
+    (moves the rules list as patterns, "offer <gold> ...", left out), and mark it finished."""
+    import random
+
+    from pbem.db import writing
+    from pbem.games import rules_for
+    from pbem.models import FINISHED, Game
+
+    chooser = random.Random(seed)
+    with app.app_context(), writing() as session:
+        game = session.get(Game, game_id)
+        rules = rules_for(game.kind)
+        state = rules.loads(game.state_json)
+        while rules.to_move(state) is not None:
+            playable = [m for m in rules.legal(state) if "<" not in m]
+            state = rules.apply(state, rules.parse(state, chooser.choice(playable)))
+        game.state_json, game.status = rules.dumps(state), FINISHED
+        game.turn, game.deadline_at = rules.ply(state), None
+        session.add(game)

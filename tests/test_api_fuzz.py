@@ -9,8 +9,6 @@ violating request must be refused, and a refused request (or any GET) must leave
 every table as it was. The run is bounded and derandomized: the same requests every time.
 """
 
-import random
-
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -24,14 +22,12 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from server import module_app
+from server import finish_game, module_app
 from sqlalchemy import select
 from sqlmodel import SQLModel
 
 import pbem.models  # noqa: F401  (the tables, for the database snapshot)
-from pbem.db import get_engine, writing
-from pbem.games import rules_for
-from pbem.models import FINISHED, Game
+from pbem.db import get_engine
 from pbem.services import create_game, parse_player
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
@@ -53,29 +49,14 @@ def _game(app, kind: str, players: int, seed: str) -> list[str]:
     return [link.rsplit("/", 1)[1] for _, _, link in created.links]
 
 
-def _finish(app, token: str, seed: str) -> None:
-    """Play the game of `token` to its end through its rules, as if its players had."""
-    chooser = random.Random(seed)
-    document = app.test_client().get(f"/api/v1/seat/{token}").get_json()
-    with app.app_context(), writing() as session:
-        game = session.get(Game, document["game"])
-        rules = rules_for(game.kind)
-        state = rules.loads(game.state_json)
-        while rules.to_move(state) is not None:
-            playable = [m for m in rules.legal(state) if "<" not in m]
-            state = rules.apply(state, rules.parse(state, chooser.choice(playable)))
-        game.state_json, game.status = rules.dumps(state), FINISHED
-        game.turn, game.deadline_at = rules.ply(state), None
-        session.add(game)
-
-
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     app = module_app(tmp_path_factory, "api-fuzz")
     tokens = _game(app, "kardinal-koenig", 3, "fuzz-kk") + _game(app, "knights-castles", 4,
                                                                   "fuzz-kc")
     finished = _game(app, "kardinal-koenig", 3, "fuzz-over")
-    _finish(app, finished[0], "fuzz-over")
+    finish_game(app, app.test_client().get(f"/api/v1/seat/{finished[0]}").get_json()["game"],
+                "fuzz-over")
     schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", app)
     return app, schema, tokens + finished
 

@@ -14,11 +14,8 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_spec
-from server import module_app
+from server import finish_game, module_app
 
-from pbem.db import writing
-from pbem.games import rules_for
-from pbem.models import FINISHED, Game
 from pbem.services import create_game, parse_player
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,21 +87,6 @@ def test_the_schemas_refuse_what_the_api_never_answers():
     assert not validator("MoveAnswer").is_valid(seat)  # a move's answer has `applied`
 
 
-def _finish(app, game_id: int, seed: str) -> None:
-    """Play a stored game to its end with random legal moves, through its rules."""
-    chooser = random.Random(seed)
-    with app.app_context(), writing() as session:
-        game = session.get(Game, game_id)
-        rules = rules_for(game.kind)
-        state = rules.loads(game.state_json)
-        while rules.to_move(state) is not None:
-            playable = [m for m in rules.legal(state) if "<" not in m]
-            state = rules.apply(state, rules.parse(state, chooser.choice(playable)))
-        game.state_json, game.status = rules.dumps(state), FINISHED
-        game.turn, game.deadline_at = rules.ply(state), None
-        session.add(game)
-
-
 @pytest.mark.parametrize("kind,players", [("kardinal-koenig", 3), ("knights-castles", 4)])
 def test_real_answers_of_both_games_validate(shared_app, kind, players):
     """Every answer while moves are made through the API (each seat's GET, each move's
@@ -133,7 +115,7 @@ def test_real_answers_of_both_games_validate(shared_app, kind, players):
                                      "turn": document["turn"]})
         assert response.status_code == 200, response.get_data(as_text=True)
         check("MoveAnswer", response.get_json())
-    _finish(app, created.game_id, kind)
+    finish_game(app, created.game_id, kind)
     for token in tokens:
         document = client.get(f"/api/v1/seat/{token}").get_json()
         assert document["status"] == "finished" and "outcome" in document
