@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import results_file
 from engine import default_board, legal_moves, parse_position, scoring
 from engine.playout import random_playout
 
@@ -151,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time the slowest known final scoring once (takes seconds)")
     parser.add_argument("--game", choices=("all", "kardinal-koenig", "knights-castles"),
                         default="all")
+    parser.add_argument("--no-save", action="store_true",
+                        help="do not write the Kardinal & König figures to bench/results/")
     args = parser.parse_args(argv)
     if args.game != "kardinal-koenig":
         knights_castles(args.quick)
@@ -184,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         samples.extend(runs)
         worst = max(worst, statistics.median(runs))
     median = statistics.median(samples)
+    figures = {"games_per_second": rate, "target_games_per_second": TARGET_GAMES_PER_SECOND,
+               "games_ratio_to_target": rate / TARGET_GAMES_PER_SECOND,
+               "final_scoring_us": median, "target_final_scoring_us": TARGET_SCORING_US,
+               "scoring_ratio_to_target": TARGET_SCORING_US / median, "quick": args.quick}
     line("final scoring, end-of-game positions", f"{median:.0f} us",
          f"{len(ends)} positions, slowest {worst:.0f} us; cold caches",
          f"target < {TARGET_SCORING_US} us: {verdict(median < TARGET_SCORING_US)}")
@@ -205,6 +212,12 @@ def main(argv: list[str] | None = None) -> int:
              "20 joined monasteries of one colour; one run",
              f"stress case, {'under' if once < TARGET_SCORING_US else 'over'} "
              f"{TARGET_SCORING_US} us")
+    line("ratio to target, games/s", f"{figures['games_ratio_to_target']:.2f}",
+         target=">= 1 meets it")
+    line("ratio to target, final scoring", f"{figures['scoring_ratio_to_target']:.2f}",
+         target=">= 1 meets it")
+    if not args.no_save:
+        print(f"figures saved in {results_file.save('engine_bench', figures).relative_to(ROOT)}")
     return 0
 
 
