@@ -36,6 +36,13 @@ def wait_for(check, seconds: float = 30, what: str = "the condition"):
         time.sleep(0.05)
 
 
+def answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=10).ok
+    except requests.RequestException:  # not listening yet
+        return False
+
+
 @contextmanager
 def gunicorn(instance: Path, workers: int = 4, **settings: str):
     """`gunicorn -w N wsgi:app` on a free port, as the README runs it; yields its base URL."""
@@ -49,10 +56,7 @@ def gunicorn(instance: Path, workers: int = 4, **settings: str):
 
     def up():
         assert process.poll() is None, process.stderr.read().decode()
-        try:
-            return requests.get(f"{base}/health", timeout=10).ok
-        except requests.RequestException:
-            return False
+        return answers(f"{base}/health")
 
     try:
         wait_for(up, 120, "gunicorn to answer")
@@ -275,7 +279,7 @@ def test_killing_serve_stops_its_scheduler_child(tmp_path):
                 child = int(match.group(1))
                 break
         assert child and is_running(child)
-        wait_for(lambda: requests.get(f"http://127.0.0.1:{port}/health", timeout=5).ok, 60)
+        wait_for(lambda: answers(f"http://127.0.0.1:{port}/health"), 120, "serve to answer")
         serve.kill()  # SIGKILL: no clean-up code of the parent runs
         serve.wait(10)
         wait_for(lambda: not is_running(child), 30, "the scheduler child to stop")
