@@ -11,6 +11,8 @@ from functools import cache
 import yaml
 from flask import Blueprint, jsonify, request
 
+from . import turns
+from .db import reading
 from .models import RUNNING
 from .services import SeatContext, ServiceError, load_seat, submit_move
 from .web import csrf, wake_sender
@@ -24,6 +26,9 @@ API_LOG = 50
 def seat_document(ctx: SeatContext) -> dict:
     rules, state, seat = ctx.rules, ctx.state, ctx.seat
     to_move = rules.to_move(state)
+    with reading() as session:  # turns as players count them (a move counter is not one)
+        moves = turns.notations(session, ctx.game.id)
+    counted = turns.numbers(rules, moves)
     # Only a running game takes moves: a paused one lists none, even for the seat it waits for.
     mine = ctx.game.status == RUNNING and to_move == seat.number
     document = {
@@ -34,13 +39,17 @@ def seat_document(ctx: SeatContext) -> dict:
         "colour": seat.colour,
         "players": [{"seat": s.number, "name": s.name, "colour": s.colour} for s in ctx.seats],
         "status": ctx.game.status,
-        "turn": ctx.game.turn,
+        "moves_played": ctx.game.turn,
+        "turn": ctx.game.turn,  # the old name of moves_played, kept for existing clients
+        "turn_number": turns.at(rules, moves, len(moves), state),
         "to_move": mine,
         "waiting_for": to_move,
         "deadline": ctx.game.deadline_at.isoformat() if ctx.game.deadline_at else None,
         "view": rules.view_dict(state, seat.number),
         "legal": rules.legal(state) if mine else [],
-        "log": [{"turn": r.number, "seat": r.seat, "lines": r.lines,
+        "log": [{"move_number": r.number, "turn": r.number,
+                 "turn_number": counted[r.number] if r.number < len(counted) else None,
+                 "seat": r.seat, "lines": r.lines,
                  "move": rules.notation_for(state, r.notation, r.seat, seat.number),
                  "at": r.created_at.isoformat()} for r in ctx.log],
     }
@@ -96,18 +105,26 @@ def move(token: str):
         body = None
     if not isinstance(body, dict):
         return _bad_request('send a JSON object with the header Content-Type: application/json: '
-                            '{"move": "<notation>", "turn": <turn>}')
-    unknown = sorted(set(body) - {"move", "turn"})
-    if unknown or "move" not in body or "turn" not in body:
-        return _bad_request('the body must hold exactly "move" (text) and "turn" (a number)'
+                            '{"move": "<notation>", "moves_played": <moves_played>}')
+    # "moves_played" is the name that says what the number counts; "turn", its old name, is
+    # still taken, and both may be sent when they agree.
+    unknown = sorted(set(body) - {"move", "turn", "moves_played"})
+    counters = [body[k] for k in ("moves_played", "turn") if k in body]
+    if unknown or "move" not in body or not counters:
+        return _bad_request('the body must hold exactly "move" (text) and "moves_played" (a '
+                            'number; "turn" is its old name)'
                             + (f"; unknown: {', '.join(map(str, unknown))[:80]}" if unknown
                                else ""))
-    turn = body["turn"]
+    if len(counters) == 2 and (counters[0] != counters[1]
+                               or type(counters[0]) is not type(counters[1])):
+        return _bad_request('"moves_played" and "turn" are one number under two names; send '
+                            'one of them')
+    turn = counters[0]
     if isinstance(turn, int) and not isinstance(turn, bool) and not 0 <= turn <= MAX_TURN:
-        return _bad_request(f'"turn" must be the game\'s turn number, a whole number from 0 to '
-                            f'{MAX_TURN}')
+        return _bad_request(f'"moves_played" must be the number of moves the game has '
+                            f'played, a whole number from 0 to {MAX_TURN}')
     try:
-        result = submit_move(token, body["move"], body["turn"], via="api", context_log=API_LOG)
+        result = submit_move(token, body["move"], turn, via="api", context_log=API_LOG)
     except ServiceError as exc:
         return _error(exc)
     wake_sender()

@@ -19,7 +19,7 @@ from flask import current_app, g, render_template
 from sqlalchemy import false
 from sqlmodel import Session, select
 
-from . import clock, turnfile
+from . import clock, turnfile, turns
 from .db import insert_later, utcnow
 from .games import GameRules, rules_for
 from .models import DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
@@ -208,10 +208,12 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
     position = rules.position_lines(state, seat.number)
     # The legal moves are the seat to move's: listed for that seat only (they show its hand).
     legal = rules.legal(state) if rules.to_move(state) == seat.number else []
+    turn_number = turns.at(rules, turns.notations(session, game.id), game.turn, state)
     turn_file = turnfile.render(game.title, game.id, seat.name, seat.colour, game.turn, position,
-                                legal, rules.order_examples)
+                                legal, rules.order_examples, turn_number=turn_number)
     return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,
                     "your_turn", rules=rules, news=news, reminder=reminder, position=position,
+                    turn_number=turn_number,
                     first_turn=first_turn,
                     turn_file=turn_file, deadline=_deadline_text(game.deadline_at, seat, game))
 

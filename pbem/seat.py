@@ -28,10 +28,10 @@ from .services import (
     Rejected,
     SeatContext,
     ServiceError,
-    StaleTurn,
     come_back,
     end_vacation_now,
     load_seat,
+    moved_on,
     set_notify,
     set_timezone,
     submit_move,
@@ -121,8 +121,7 @@ def preview(token: str):
         ctx = _load(token)
         turn = _form_turn()
         if turn != ctx.game.turn:
-            raise StaleTurn(f"This form was made for turn {turn}, but the game has moved on to "
-                            f"turn {ctx.game.turn}. Nothing was changed.")
+            raise moved_on(ctx.game, turn)
         if ctx.rules.to_move(ctx.state) != ctx.seat.number:
             raise NotYourTurn("It is not your move now; nothing was changed.")
         try:
@@ -189,7 +188,8 @@ def turn_file_text(ctx: SeatContext) -> str:
     rules, state, seat = ctx.rules, ctx.state, ctx.seat
     legal = rules.legal(state) if rules.to_move(state) == seat.number else []
     return turnfile.render(ctx.game.title, ctx.game.id, seat.name, seat.colour, ctx.game.turn,
-                           rules.position_lines(state, seat.number), legal, rules.order_examples)
+                           rules.position_lines(state, seat.number), legal, rules.order_examples,
+                           turn_number=ctx.turn_number or None)
 
 
 @bp.get("/<token>/turnfile")

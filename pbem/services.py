@@ -7,6 +7,7 @@ entry and the mails it causes, so either all of them happen or none does.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -24,7 +25,7 @@ from sqlalchemy import bindparam, func
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
-from . import clock, mail
+from . import clock, mail, turns
 from .db import insert_later, insert_pending, reading, utcnow, writing
 from .deadlines import TimeControl, add_pause, reset_clock, start_clock, stop_clock, time_control
 from .games import DEFAULT_KIND, GameRules, MoveError, SetupProblem, rules_for
@@ -339,6 +340,7 @@ class LogEntry:
     via: str
     created_at: datetime
     lines: list[str]
+    turn_number: int = 0  # the players' turn this move belongs to (see pbem.turns)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -385,15 +387,21 @@ class SeatContext:
     rules: GameRules
     state: object
     log: list[LogEntry]  # newest first, in this seat's words
+    turn_number: int = 0  # the turn in progress as players count them (pbem.turns)
 
 
 def load_seat(token: str, log_limit: int | None = 200) -> SeatContext:
     with reading() as session:
         seat, game, seats = _seat_game_seats(session, token)
         rules = rules_for(game.kind)
-        return SeatContext(game, seat, seats, rules,
-                           rules.loads(game.state_json),
-                           _log(session, game.id, seat.number, log_limit))
+        state = rules.loads(game.state_json)
+        log = _log(session, game.id, seat.number, log_limit)
+        moves = turns.notations(session, game.id)
+        counted = turns.numbers(rules, moves)
+        log = [dataclasses.replace(entry, turn_number=counted[entry.number])
+               if entry.number < len(counted) else entry for entry in log]
+        return SeatContext(game, seat, seats, rules, state, log,
+                           turns.at(rules, moves, len(moves), state))
 
 
 def set_notify(token: str, choice: str) -> None:
@@ -518,8 +526,28 @@ def _stale(session: Session, game: Game, seat: Seat, text: str, turn: int) -> Se
         if same:
             return StaleTurn(f"Your move '{record.notation}' was already recorded (a second "
                              "click or a second tab?). Nothing more was changed.")
-    return StaleTurn(f"This move was made for turn {turn}, but the game has moved on to turn "
-                     f"{game.turn}. Nothing was changed; look at the position as it is now.")
+    return _moved_on(session, game, turn)
+
+
+def _moved_on(session: Session, game: Game, turn: int) -> StaleTurn:
+    """The refusal of a move or form made at move `turn` of a game that is elsewhere now, told
+    in turns as players count them."""
+    rules = rules_for(game.kind)
+    moves = turns.notations(session, game.id)
+    now = turns.at(rules, moves, len(moves), rules.loads(game.state_json))
+    if turn < len(moves):
+        return StaleTurn(f"This move was made for turn {turns.at(rules, moves, turn)} (after "
+                         f"move {turn}), but the game has moved on to turn {now} (move "
+                         f"{game.turn}). Nothing was changed; look at the position as it is now.")
+    return StaleTurn(f"This move was made for move {turn}, which the game has not reached: it "
+                     f"is at turn {now} (move {game.turn}). Nothing was changed; look at the "
+                     "position as it is now.")
+
+
+def moved_on(game: Game, turn: int) -> StaleTurn:
+    """`_moved_on` in a session of its own (for the seat page's preview)."""
+    with reading() as session:
+        return _moved_on(session, game, turn)
 
 
 _RECENT = (select(MoveRecord.number, MoveRecord.seat, MoveRecord.lines_json, MoveRecord.actor)

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 
 ORDERS_LINE = "=== ORDERS ==="
 MAX_ORDERS = 8  # a turn is at most four moves; more is a mistake, not a turn
-TURN_LINE = re.compile(r"^\s*Turn:\s*(\d{1,9})\s*$", re.MULTILINE)
+# "Turn: 12 (move 47)": the turn as players count it, and the game's move counter that makes a
+# file from an old position stale. Files written before the turn number was added say
+# "Turn: 47", the move counter alone.
+TURN_LINE = re.compile(r"^\s*Turn:\s*(\d{1,9})(?:\s*\(move\s+(\d{1,9})\))?\s*$",
+                       re.MULTILINE | re.IGNORECASE)
 # Where a reply's own text ends: a signature, or an original that mail programs add unquoted.
 STOP = re.compile(r"^(--\s*$|-{3,}\s*Original Message|_{5,}|From:\s)", re.IGNORECASE)
 # The line a mail program puts above the quoted original (top or bottom posting): skipped.
@@ -22,12 +26,19 @@ QUOTE_HEADER = re.compile(r"^(On .{0,200}wrote:|Am .{0,200}schrieb .{0,100}:)\s*
                           re.IGNORECASE)
 
 
+def turn_line(turn_number: int | None, moves: int) -> str:
+    """The file's 'Turn:' line: the players' turn and the move counter it was made at."""
+    return f"Turn: {moves}" if turn_number is None else f"Turn: {turn_number} (move {moves})"
+
+
 def render(game_title: str, game_id: int, seat_name: str, colour: str, turn: int,
-           position: list[str], legal: list[str], examples: tuple[str, ...] = ()) -> str:
-    """The turn file of one seat for one turn; `examples` are a whole turn in the game's
-    notation (its rules' `order_examples`)."""
+           position: list[str], legal: list[str], examples: tuple[str, ...] = (),
+           turn_number: int | None = None) -> str:
+    """The turn file of one seat for one turn (`turn`: the game's move counter; `turn_number`:
+    the turn as players count it); `examples` are a whole turn in the game's notation (its
+    rules' `order_examples`)."""
     lines = [f"Turn file of {seat_name} ({colour}) in {game_title} #{game_id}", f"Game: {game_id}",
-             f"Seat: {seat_name} ({colour})", f"Turn: {turn}", "", *position, ""]
+             f"Seat: {seat_name} ({colour})", turn_line(turn_number, turn), "", *position, ""]
     if legal:
         lines.append(f"Legal moves now ({len(legal)}), for example:")
         lines.extend(f"#   {move}" for move in legal[:12])
@@ -55,7 +66,7 @@ def read(text: str) -> Orders:
     original pasted unquoted. Within them, the lines after an ORDERS line if there is one, else
     all; comments ('#') and blank lines left out."""
     match = TURN_LINE.search(text)
-    turn = int(match.group(1)) if match else None
+    turn = int(match.group(2) or match.group(1)) if match else None
     own = []
     for line in text.splitlines():
         stripped = line.strip()

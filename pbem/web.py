@@ -84,6 +84,18 @@ def result_table_of(game):
     return build(rules.loads(state_json)) if build else None
 
 
+def turn_number_of(game) -> int:
+    """The turn a game is in, as players count them (a placement or exchange and its draws)."""
+    from . import turns
+    from .db import reading
+    from .games import rules_for
+
+    rules = rules_for(game.kind)
+    with reading() as session:
+        moves = turns.notations(session, game.id)
+    return turns.at(rules, moves, len(moves), rules.loads(game.state_json))
+
+
 def init_app(app: Flask) -> None:
     """Call before the blueprints are registered: their routes use the bounded int."""
     app.url_map.converters["int"] = BoundedInt
@@ -91,6 +103,7 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(clock.format_local, "local")
     app.add_template_global(rules_note)
     app.add_template_global(result_table_of)
+    app.add_template_global(turn_number_of)
     for name in ("werkzeug", "gunicorn.access", app.logger.name):
         logger = logging.getLogger(name)
         if not any(isinstance(f, HideSeatSecrets) for f in logger.filters):

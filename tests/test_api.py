@@ -188,10 +188,16 @@ def test_stale_turn_is_409_and_a_second_send_is_recognised(game):
     app, client, tokens, mover, document = game
     token, turn = tokens[mover], document["turn"]
     with Unchanged(app, client, tokens):
+        now = f"turn {document['turn_number']} (move {turn})"
         for stale in (turn - 1, turn + 1, 0):
             error = _refused(api_move(client, token, {"move": document["legal"][0],
                                                       "turn": stale}), 409)
-            assert f"made for turn {stale}" in error and f"moved on to turn {turn}" in error
+            assert f"after move {stale}" in error or f"made for move {stale}" in error
+            assert now in error
+        for key in ("moves_played", "turn"):  # one number, its new name and its old one
+            error = _refused(api_move(client, token, {"move": document["legal"][0],
+                                                      key: turn + 1}), 409)
+            assert f"made for move {turn + 1}, which the game has not reached" in error
     choice = document["legal"][0]
     assert api_move(client, token, {"move": choice, "turn": turn}).status_code == 200
     with Unchanged(app, client, tokens):
@@ -359,12 +365,15 @@ def test_malformed_bodies_are_400(game):
 def test_the_400_messages_say_what_to_send(game):
     _, client, tokens, mover, document = game
     token, move, turn = tokens[mover], document["legal"][0], document["turn"]
-    assert '{"move": "<notation>", "turn": <turn>}' in _refused(
+    assert '{"move": "<notation>", "moves_played": <moves_played>}' in _refused(
         api_move(client, token, [move, turn]), 400)
+    assert "one number under two names" in _refused(
+        api_move(client, token, {"move": move, "turn": turn, "moves_played": turn + 1}), 400)
     assert "Content-Type: application/json" in _refused(
         api_move(client, token, None, data=json.dumps({"move": move, "turn": turn})), 400)
     assert _refused(api_move(client, token, {"move": move, "turn": turn, "seat": 1}), 400) == (
-        'the body must hold exactly "move" (text) and "turn" (a number); unknown: seat')
+        'the body must hold exactly "move" (text) and "moves_played" (a number; "turn" is its '
+        'old name); unknown: seat')
     assert "a whole number" in _refused(api_move(client, token, {"move": move, "turn": "3"}), 400)
     assert "text in the notation" in _refused(api_move(client, token, {"move": 3, "turn": turn}),
                                               400)

@@ -186,7 +186,8 @@ def test_malformed_placements_are_refused_with_the_form_shown_again(app, seats):
             assert response.status_code == 422, (path, changes, text(response)[:300])
             assert alert(response) == message, (path, changes)
             page = response.get_data(as_text=True)
-            assert "It is your move." in page and f"Turn {seats.turn}." in page
+            assert "It is your move." in page
+            assert f"Turn {seats.document['turn_number']}." in page
             # The form again, as the player filled it in.
             assert shows(page, "turn", str(seats.turn))
             assert shows(page, "notation", "my own words"), (path, changes)
@@ -282,7 +283,8 @@ def test_a_wrong_turn_number_is_409_moved_on(app, seats):
                                                        notation=legal, move=legal))
             assert response.status_code == 409, (path, turn)
             message = alert(response)
-            assert f"made for turn {turn}" in message and "moved on" in message
+            assert f"made for move {turn}, which the game has not reached" in message
+            assert f"it is at turn {seats.document['turn_number']} (move {seats.turn})" in message
             assert "Nothing was changed" in message
 
 

@@ -63,7 +63,7 @@ def test_a_whole_turn_is_played_by_uploading_the_turn_file(app, client):
     _, tokens = new_game(app, 3, "upload", start=0)
     game, state = game_state(app)
     text = _download(client, tokens[0])
-    assert f"Turn: {game.turn}" in text and ORDERS_LINE in text
+    assert f"Turn: 1 (move {game.turn})" in text and ORDERS_LINE in text
     assert "Your hand (yellow)" in text and "Your hand (red)" not in text
     orders = _whole_turn(state)
     response = _upload(client, tokens[0], text + "\n".join(orders) + "\n")
@@ -78,7 +78,8 @@ def test_a_stale_or_broken_turn_file_changes_nothing(app, client):
     game, state = game_state(app)
     old = _download(client, tokens[0])
     orders = _whole_turn(state)
-    no_turn = re.sub(r"Turn: \d+\n", "", old)
+    no_turn = re.sub(r"Turn: \d+ \(move \d+\)\n", "", old)
+    assert no_turn != old
     for text, status, message in [
             (no_turn + orders[0], 400, "Turn:"),
             (old + "Franken: nowhere", 422, "&#39;Franken: nowhere&#39;"),
@@ -118,3 +119,38 @@ def test_the_your_turn_mail_carries_the_turn_file(app, mailbox):
     text = text_of(mail)
     assert ORDERS_LINE in text
     assert read(text + "\ndraw deck\n") == read(f"Turn: {game.turn}\ndraw deck\n")
+
+
+def test_the_turn_line_counts_turns_as_players_do_and_keeps_the_move_counter():
+    """'Turn: 5 (move 14)': the players' turn, and the move counter the orders are checked
+    against; a file from before the turn number ('Turn: 14') still reads as move 14."""
+    from pbem.turnfile import turn_line
+
+    assert turn_line(5, 14) == "Turn: 5 (move 14)"
+    assert read("Turn: 5 (move 14)\ndraw deck\n").turn == 14
+    assert read("Turn: 14\ndraw deck\n").turn == 14
+    assert read("turn: 5 (Move 14)\ndraw deck\n").turn == 14
+
+
+def test_turn_numbers_count_a_placement_or_exchange_with_its_draws_as_one(app, client, mailbox):
+    """After two seats' whole turns (each a placement and its draws), the page, the mail and
+    the stale message speak of turn 3, and the log numbers every move by its turn."""
+    from server import play_moves
+
+    _, tokens = new_game(app, 3, "numbers", start=0)
+    first = play_moves(app, tokens, 10, until=lambda s: s.current != 0)
+    second = play_moves(app, tokens, 10, until=lambda s: s.current != 1)
+    game, state = game_state(app)
+    assert game.turn == len(first) + len(second) >= 4
+    page = client.get(f"/seat/{tokens[2]}").get_data(as_text=True)
+    assert "Turn 3." in page and f"Turn {game.turn}." not in page
+    assert page.count("Turn 1 ·") == len(first) and page.count("Turn 2 ·") == len(second)
+    mail = next(m for m in reversed(mailbox.to("p2@example.org"))
+                if str(m["Subject"]).endswith("Your turn"))
+    assert "it is your turn (turn 3)" in text_of(mail)
+    assert f"Turn: 3 (move {game.turn})" in text_of(mail)
+    response = _upload(client, tokens[2], f"Turn: 2 (move {len(first)})\ndraw deck\n")
+    message = response.get_data(as_text=True)
+    assert response.status_code == 409
+    assert f"made for turn 2 (after move {len(first)}), but the game has moved on to turn 3 " \
+           f"(move {game.turn})" in message

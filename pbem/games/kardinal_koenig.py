@@ -101,6 +101,15 @@ class KardinalKoenig:
     def ply(self, state: engine.GameState) -> int:
         return state.ply
 
+    def starts_turn(self, notation: str) -> bool:
+        """Whether a logged move begins a turn (a placement, an exchange or a pass; the draws
+        after it belong to its turn)."""
+        return not notation.startswith("draw")
+
+    def mid_turn(self, state: engine.GameState) -> bool:
+        """Whether the seat to move is drawing its cards back, in the middle of its turn."""
+        return state.phase == "draw"
+
     def to_move(self, state: engine.GameState) -> int | None:
         return None if state.is_over else state.current
 
