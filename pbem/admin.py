@@ -26,7 +26,7 @@ from flask import (
 from sqlmodel import select
 
 from . import stewardship
-from .db import reading, utcnow
+from .db import get_row, reading, utcnow
 from .deadlines import MAX_HOURS, MIN_HOURS, time_control
 from .games import DEFAULT_KIND, SetupProblem, game_kinds, rules_for
 from .models import (
@@ -296,7 +296,7 @@ def new_game_post():
 
 def _load_game(game_id: int):
     with reading() as db:
-        game = db.get(Game, game_id)
+        game = get_row(db, Game, game_id)
         if game is None:
             return None
         seats = db.exec(select(Seat).where(Seat.game_id == game_id).order_by(Seat.number)).all()

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import click
 from alembic.util import CommandError
@@ -26,7 +27,7 @@ from sqlmodel import select
 
 from . import create_app, schema
 from .config import ConfigError
-from .db import reading, utcnow
+from .db import reading, shown_url, utcnow
 from .deadlines import time_control
 from .games import DEFAULT_KIND, SetupProblem, rules_for
 from .jobs import run_jobs
@@ -75,7 +76,9 @@ def _one_line_errors(command):
         try:
             return command(*args, **kwargs)
         except DBAPIError as exc:
-            raise click.ClickException(f"the database failed: {exc.orig}") from None
+            # PostgreSQL's messages run over several lines (a hint on the second)
+            reason = " ".join(str(exc.orig).split())
+            raise click.ClickException(f"the database failed: {reason}") from None
         except OSError as exc:
             where = f": {exc.filename}" if exc.filename else ""
             raise click.ClickException(f"{exc.strerror or exc}{where}") from None
@@ -89,7 +92,7 @@ def _one_line_errors(command):
 def init_db_command():
     """Create the database, or bring it up to date (safe to run again)."""
     _upgrade()
-    click.echo(f"Database ready: {current_app.config['DATABASE_URL']}")
+    click.echo(f"Database ready: {shown_url(current_app.config['DATABASE_URL'])}")
 
 
 def _print_created(created) -> None:
@@ -501,6 +504,57 @@ def ingest_mail_command(recipients):
     click.echo(f"{handled.outcome}: {handled.detail}")
 
 
+@click.command("export-db")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@_one_line_errors
+@with_appcontext
+def export_db_command(file):
+    """Write every game, seat key, move, mail and account to FILE (- for standard output), to
+    move the club to another database with import-db. Stop the web server and the schedulers
+    first: what they change after the export is not in it."""
+    from .transfer import TransferError, export_to, summary
+
+    app = current_app._get_current_object()
+    try:
+        if file == "-":
+            counts = export_to(app, sys.stdout)
+        else:
+            target = Path(file)
+            partial = target.with_name(target.name + ".partial")
+            with partial.open("w", encoding="utf-8", newline="\n") as out:
+                counts = export_to(app, out)
+            partial.replace(target)  # a broken-off export never looks like a whole one
+    except TransferError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"Exported {summary(counts)} to {'standard output' if file == '-' else file}",
+               err=file == "-")
+
+
+@click.command("import-db")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@_one_line_errors
+@with_appcontext
+def import_db_command(file):
+    """Fill this server's new, empty database (after init-db) from FILE, an export-db file
+    (- for standard input). All or nothing: a file broken anywhere changes nothing."""
+    from .transfer import TransferError, import_from, summary
+
+    app = current_app._get_current_object()
+    try:
+        if file == "-":
+            counts = import_from(app, sys.stdin)
+        else:
+            with open(file, encoding="utf-8") as lines:
+                counts = import_from(app, lines)
+    except TransferError as exc:
+        raise click.ClickException(str(exc)) from None
+    except UnicodeDecodeError:
+        raise click.ClickException(f"{file} is not a text file made by `pbem export-db`") \
+            from None
+    click.echo(f"Imported {summary(counts)} into "
+               f"{shown_url(app.config['DATABASE_URL'])}")
+
+
 @click.command("mail-listener")
 @click.option("--host", default=None, help="Default: MAIL_LISTEN_HOST ([mail] listen_host).")
 @click.option("--port", type=click.IntRange(1, 65535), default=None,
@@ -534,7 +588,7 @@ def mail_listener_command(host, port):
 commands = [init_db_command, create_admin_command, create_game_command, demo_command, serve_command,
             send_mail_command, mail_status_command, scheduler_command, run_jobs_command,
             extend_command, pause_command, resume_command, ingest_mail_command,
-            mail_listener_command]
+            mail_listener_command, export_db_command, import_db_command]
 
 
 def _make_app():

@@ -53,6 +53,15 @@ def _between(low: int, high: int) -> Callable[[Any], str | None]:
     return lambda v: None if low <= v <= high else f"must be from {low} to {high}"
 
 
+def _database_url(v: str) -> str | None:
+    if not v or v.startswith(("sqlite:///", "postgresql+psycopg://", "postgresql://",
+                              "postgres://")):
+        return None
+    return ('must be an SQLite URL ("sqlite:////var/lib/pbem/pbem.sqlite3") or a PostgreSQL '
+            'one ("postgresql+psycopg://user@host/dbname"), or blank for the SQLite file in the '
+            'instance folder')
+
+
 def _hours_list(v: str) -> str | None:
     parts = [p.strip() for p in v.split(",") if p.strip()]
     if all(p.isascii() and p.isdigit() and 0 < int(p) <= 336 for p in parts):
@@ -107,7 +116,7 @@ def _url(v: str) -> str | None:
 SETTINGS: dict[str, Setting] = {
     "SECRET_KEY": Setting("", str),
     "BASE_URL": Setting("http://127.0.0.1:5000", str, _url),
-    "DATABASE_URL": Setting("", str),
+    "DATABASE_URL": Setting("", str, _database_url),
     "SQLITE_SYNCHRONOUS": Setting("normal", str, _one_of("normal", "full")),
     "INSTANCE_PATH": Setting("", str),
     "MAX_CONTENT_LENGTH": Setting(64 * 1024, int, _at_least(1024)),
@@ -124,6 +133,7 @@ SETTINGS: dict[str, Setting] = {
     "GAMES_OLD_LINK_DAYS": Setting(7, int, _between(1, 365)),
     "SCHEDULER_TICK_SECONDS": Setting(30, int, _between(1, 3600)),
     "SCHEDULER_OUTAGE_MINUTES": Setting(60, int, _at_least(1)),
+    "SCHEDULER_CLAIM_SECONDS": Setting(600, int, _between(5, 86400)),
     "GAMES_DIGEST_HOURS": Setting(24, int, _at_least(1)),
     "MAIL_BACKEND": Setting("local", str, _one_of("local", "smtp")),
     "MAIL_FROM": Setting("Kardinal & König <judge@pbem.localhost>", str),
@@ -157,6 +167,16 @@ SETTINGS: dict[str, Setting] = {
 
 ENV_PREFIX = "PBEM_"
 SECRETS = {"SECRET_KEY", "SMTP_PASSWORD", "MAIL_IMAP_PASSWORD"}  # never repeated in an error message
+
+
+def _shown(name: str, value: Any) -> str:
+    if name in SECRETS:
+        return "(the value given)"
+    if name == "DATABASE_URL" and isinstance(value, str):
+        from .db import shown_url  # its password is left out
+
+        return repr(shown_url(value))
+    return repr(value)
 KIND_WORDS = {str: "text (a quoted string in TOML)", int: "a whole number",
               bool: "true or false"}
 
@@ -166,7 +186,7 @@ def _coerce(name: str, value: Any, source: str, parse_text: bool = True) -> Any:
     a TOML file does, so a quoted "80" there is refused like any other wrong kind)."""
     setting = SETTINGS[name]
     kind = setting.kind
-    shown = "(the value given)" if name in SECRETS else repr(value)
+    shown = _shown(name, value)
     if parse_text and isinstance(value, str) and kind is not str:
         text = value.strip().lower()
         if kind is bool:
@@ -183,7 +203,7 @@ def _coerce(name: str, value: Any, source: str, parse_text: bool = True) -> Any:
         raise ConfigError(f"{name} (from {source}) must be {KIND_WORDS[kind]}, not {shown}")
     complaint = setting.check(value) if setting.check else None
     if complaint:
-        shown = "(the value given)" if name in SECRETS else repr(value)
+        shown = _shown(name, value)
         raise ConfigError(f"{name} (from {source}) {complaint}; it is {shown}")
     return value
 

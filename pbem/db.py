@@ -1,27 +1,42 @@
 """The database connection: one SQLAlchemy engine per app, sessions for reading and for writing.
 
-SQLite runs in WAL mode so pages can be read while a move is written, and every write
-transaction starts with BEGIN IMMEDIATE: two writers queue for the lock at their first
-statement instead of failing later with "database is locked". Schema changes are Alembic
-migrations (`pbem init-db` runs them); nothing here creates tables.
+Two databases are supported, SQLite (the default: one file, nothing to run) and PostgreSQL
+through psycopg 3 (`postgresql+psycopg://`), for several web workers and schedulers on several
+hosts. Code that writes is the same for both; how concurrent writers are kept apart differs:
+
+- SQLite runs in WAL mode so pages can be read while a move is written, and every write
+  transaction starts with BEGIN IMMEDIATE: writers queue for the one write lock at their first
+  statement instead of failing later with "database is locked". So a write transaction sees
+  no other writer's changes while it runs.
+- PostgreSQL runs writers side by side (READ COMMITTED). A write that reads a row to change it
+  (a game's turn, a claimed timer, the scheduler's last run) locks that row first with
+  `SELECT ... FOR UPDATE` (`session.get(..., with_for_update=True)`, `locked()` below), and a
+  claim of due work takes the rows no other claimer holds (`FOR UPDATE SKIP LOCKED`, see
+  `pbem.jobs` and `pbem.outbox`). SQLite ignores both clauses: its write lock covers them.
+
+Schema changes are Alembic migrations (`pbem init-db` runs them, on either database); nothing
+here creates tables.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from flask import Flask, current_app
-from sqlalchemy import DateTime, Table, event, insert, literal_column
-from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.engine import Engine
+from sqlalchemy import DateTime, Table, event, insert, literal_column, text, update
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import ORMExecuteState
 from sqlalchemy.orm import Session as OrmSession
+from sqlalchemy.sql import Select
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session, SQLModel, create_engine
 
@@ -38,6 +53,10 @@ class UtcDateTime(TypeDecorator):
 
     impl = DateTime
     cache_ok = True
+
+    @property
+    def python_type(self):
+        return datetime
 
     def process_bind_param(self, value, dialect):
         if value is None:
@@ -81,12 +100,100 @@ def create_private(path: Path) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
+POSTGRES_PREFIXES = ("postgres://", "postgresql://", "postgresql+psycopg2://")
+
+
+def normalized_url(url: str) -> str:
+    """`url` with PostgreSQL's usual spellings (`postgres://`, `postgresql://`) meaning psycopg 3,
+    the driver installed with the server."""
+    for prefix in POSTGRES_PREFIXES:
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def shown_url(url: str) -> str:
+    """`url` fit for a log or a terminal: the password replaced by ***."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - an unparsable URL has no password we could find
+        return url
+
+
+def locked(statement: Select, skip_locked: bool = False) -> Select:
+    """`statement` locking the rows it reads until the transaction ends (FOR UPDATE; with
+    `skip_locked`, leaving out rows another transaction holds). SQLite renders neither: its
+    write transactions run one at a time anyway."""
+    return statement.with_for_update(skip_locked=skip_locked)
+
+
+def new_claim() -> str:
+    """A claim on due work, naming the process that holds it (pid@host, for operators and for
+    finding a dead scheduler's claims), unique to this claim; at most 40 characters."""
+    return f"{os.getpid()}@{socket.gethostname()[:16]}:{uuid.uuid4().hex[:12]}"
+
+
+ID_LIMITS = {"postgresql": 2**31 - 1}  # its INTEGER keys are 32-bit; SQLite's hold 64 bits
+
+
+def get_row(session: Session, model, row_id: int, **options):
+    """`session.get`, except that an id the database's keys cannot hold finds nothing (instead
+    of an overflow error from PostgreSQL): an address with a huge id is a plain "no such"."""
+    if not -2**63 <= row_id <= ID_LIMITS.get(session.get_bind().dialect.name, 2**63 - 1):
+        return None
+    return session.get(model, row_id, **options)
+
+
+def one_at_a_time(session: Session, *keys: str) -> None:
+    """Until the transaction ends, other transactions naming any of `keys` wait for this one:
+    for a check that counts rows and then inserts one (no row to lock yet). On PostgreSQL a
+    transaction-level advisory lock per key, taken in one order so that two transactions
+    cannot wait for each other; SQLite's write transactions run one at a time anyway."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    for key in sorted(set(keys)):
+        session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+                        {"key": key})
+
+
+def claim_rows(session: Session, model, due: Select, **values) -> list[int]:
+    """Mark the rows whose ids `due` selects (with its order and limit) with `values`, leaving
+    out rows another transaction holds; returns their ids.
+
+    The ids are read first (FOR UPDATE SKIP LOCKED) and then updated by id: in one statement,
+    `UPDATE ... WHERE id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)`, PostgreSQL may run the
+    subquery more than once and take more than n rows."""
+    ids = list(session.exec(locked(due, skip_locked=True)))
+    if ids:
+        session.exec(update(model).where(model.id.in_(ids)).values(**values))
+    return ids
+
+
+def insert_if_missing(session: Session, model, **values) -> bool:
+    """Insert a row unless one with the same key exists; True if this call inserted it.
+
+    Two processes doing this at once do not fail: on PostgreSQL the second waits for the
+    first's transaction and then inserts nothing; on SQLite they do not run at once."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    result = session.execute(insert(model).values(**values).on_conflict_do_nothing())
+    return result.rowcount == 1
+
+
 def make_engine(url: str, synchronous: str = "normal") -> Engine:
     """An engine for `url`; for SQLite with WAL, foreign keys and IMMEDIATE write transactions.
 
     `synchronous` is SQLite's: "normal" syncs the WAL to disk at checkpoints only, so a power
     cut (not a crash of the server) may lose the last transactions, acknowledged moves
     included; "full" syncs at every commit, at the cost of one disk flush per write."""
+    url = normalized_url(url)
+    if url.startswith("postgresql"):
+        # pre_ping: a connection the server closed (restart, failover, idle timeout) is
+        # replaced before use instead of failing the request that drew it from the pool.
+        return create_engine(url, pool_pre_ping=True,
+                             connect_args={"application_name": "pbem", "connect_timeout": 10})
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     path = url.split("///", 1)[1] if "///" in url else ""

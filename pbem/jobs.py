@@ -10,7 +10,7 @@ its turn is still current (same clock version, same seat to move).
 
 from __future__ import annotations
 
-import uuid
+import time
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
@@ -18,7 +18,16 @@ from sqlalchemy import update
 from sqlmodel import select
 
 from . import mail
-from .db import is_status, reading, utcnow, writing
+from .db import (
+    claim_rows,
+    insert_if_missing,
+    is_status,
+    locked,
+    new_claim,
+    reading,
+    utcnow,
+    writing,
+)
 from .deadlines import add_pause, reset_clock, start_clock
 from .games import rules_for
 from .mailin import poll_imap
@@ -37,7 +46,6 @@ from .outbox import deliver_all_due, stop_event
 from .services import ServiceError, submit_move
 
 BATCH = 500
-CLAIM_TIMEOUT = timedelta(minutes=10)
 MAX_DEFAULT_MOVES = 8  # a turn is at most four moves; a bound against any surprise
 JOB = "scheduler"
 
@@ -67,10 +75,10 @@ def guard_outage(now: datetime) -> int:
     threshold = timedelta(minutes=current_app.config["SCHEDULER_OUTAGE_MINUTES"])
     moved = []
     with writing() as session:
-        state = session.get(JobState, JOB)
-        if state is None:
-            session.add(JobState(name=JOB, last_run_at=now))
-            return 0
+        if insert_if_missing(session, JobState, name=JOB, last_run_at=now):
+            return 0  # the first run: nothing to compare with
+        # Locked: a second scheduler checking at the same moment sees this run's time.
+        state = session.get(JobState, JOB, with_for_update=True)
         last, state.last_run_at = state.last_run_at, max(state.last_run_at, now)
         session.add(state)
         if now - last <= threshold:
@@ -105,8 +113,8 @@ def start_missing_clocks(now: datetime) -> int:
     """Running games from before the scheduler existed (clock version 0) get their clock."""
     started = 0
     with writing() as session:
-        for game in session.exec(select(Game).where(Game.clock_version == 0,
-                                                    Game.status == RUNNING)):
+        for game in session.exec(locked(select(Game).where(Game.clock_version == 0,
+                                                           Game.status == RUNNING))):
             rules = rules_for(game.kind)
             to_move = rules.to_move(rules.loads(game.state_json))
             seat = session.exec(select(Seat).where(Seat.game_id == game.id,
@@ -117,21 +125,18 @@ def start_missing_clocks(now: datetime) -> int:
 
 
 def _claim(now: datetime) -> tuple[str, list[int]]:
-    claim = uuid.uuid4().hex
+    claim = new_claim()
+    # A claim this old belongs to a scheduler that died: its timers are due again.
+    given_up = now - timedelta(seconds=current_app.config["SCHEDULER_CLAIM_SECONDS"])
     with writing() as session:
         session.exec(update(Timer).where(is_status(Timer.status, CLAIMED),
-                                         Timer.claimed_at < now - CLAIM_TIMEOUT)
+                                         Timer.claimed_at < given_up)
                      .values(status=PENDING, claim=None, claimed_at=None))
-        due = (select(Timer.id).where(is_status(Timer.status, PENDING), Timer.due_at <= now)
-               .order_by(Timer.due_at, Timer.id).limit(BATCH))
-        claimed = [Timer.id.in_(due.scalar_subquery())]
-        if session.get_bind().dialect.name != "sqlite":
-            # Elsewhere a second claimer re-checks the row once the first commits. SQLite's
-            # BEGIN IMMEDIATE already lets one claimer in at a time, and there the extra test
-            # would make it read the status index for every pending timer.
-            claimed.append(is_status(Timer.status, PENDING))
-        session.exec(update(Timer).where(*claimed)
-                     .values(status=CLAIMED, claim=claim, claimed_at=now))
+        # On PostgreSQL each claimer takes due timers no other claimer holds (SKIP LOCKED).
+        claim_rows(session, Timer, select(Timer.id)
+                   .where(is_status(Timer.status, PENDING), Timer.due_at <= now)
+                   .order_by(Timer.due_at, Timer.id).limit(BATCH),
+                   status=CLAIMED, claim=claim, claimed_at=now)
         ids = list(session.exec(select(Timer.id).where(is_status(Timer.status, CLAIMED),
                                                        Timer.claim == claim)
                                 .order_by(Timer.due_at, Timer.id)))
@@ -144,16 +149,28 @@ def handle_due_timers(now: datetime) -> dict[str, int]:
     rest of its claim back at once, for the next run."""
     counts = {"reminders": 0, "timeouts": 0, "obsolete": 0}
     stop = stop_event(current_app._get_current_object())
+    refresh = current_app.config["SCHEDULER_CLAIM_SECONDS"] / 4
     while not stop.is_set():
         claim, ids = _claim(now)
+        started = refreshed = time.monotonic()
         for timer_id in ids:
             if stop.is_set():
                 _release(claim)
                 break
+            if time.monotonic() - refreshed > refresh:  # still alive: keep the claim
+                refreshed = time.monotonic()
+                _renew(claim, now + timedelta(seconds=refreshed - started))
             counts[_handle(timer_id, claim, now)] += 1
         if len(ids) < BATCH:
             break
     return counts
+
+
+def _renew(claim: str, moment: datetime) -> None:
+    """Mark the rest of a claim as held at `moment`: a long run is not taken for a dead one."""
+    with writing() as session:
+        session.exec(update(Timer).where(Timer.claim == claim, is_status(Timer.status, CLAIMED))
+                     .values(claimed_at=moment))
 
 
 def _release(claim: str) -> None:
@@ -188,9 +205,11 @@ def _handle(timer_id: int, claim: str, now: datetime) -> str:
     instead (`_time_out`), each move thought out before its transaction begins, so that a
     search never holds up the other writers."""
     with writing() as session:
-        timer = session.get(Timer, timer_id)
+        # Locked: a scheduler taking this claim over (it looked dead) waits for this one.
+        timer = session.get(Timer, timer_id, with_for_update=True)
         if timer is None or timer.claim != claim or timer.status != CLAIMED:
             return "obsolete"
+        session.get(Game, timer.game_id, with_for_update=True)  # no move meanwhile
         current = _current(session, timer)
         if current is None:
             outcome, counted = "obsolete", "obsolete"

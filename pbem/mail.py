@@ -20,7 +20,7 @@ from sqlalchemy import false
 from sqlmodel import Session, select
 
 from . import clock, turnfile, turns
-from .db import insert_later, utcnow
+from .db import insert_later, locked, utcnow
 from .games import GameRules, rules_for
 from .models import DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
 from .tokens import hash_token, new_token
@@ -276,8 +276,9 @@ def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: Ga
 def due_digests(session: Session, now: datetime) -> int:
     """Queue a digest for every seat whose oldest waiting news is a digest period old."""
     cutoff = now.timestamp() - current_app.config["GAMES_DIGEST_HOURS"] * 3600
-    items = session.exec(select(DigestItem).where(DigestItem.sent == false())
-                         .order_by(DigestItem.seat_id, DigestItem.id)).all()
+    # Locked: a second scheduler waits here, then finds these items sent.
+    items = session.exec(locked(select(DigestItem).where(DigestItem.sent == false())
+                                .order_by(DigestItem.seat_id, DigestItem.id))).all()
     by_seat: dict[int, list[DigestItem]] = {}
     for item in items:
         by_seat.setdefault(item.seat_id, []).append(item)

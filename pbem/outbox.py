@@ -28,7 +28,6 @@ import smtplib
 import ssl
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from io import BytesIO
@@ -46,7 +45,7 @@ from sqlalchemy import update
 from sqlmodel import select
 
 from . import picture
-from .db import is_status, reading, utcnow, writing
+from .db import claim_rows, is_status, new_claim, reading, utcnow, writing
 from .models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
 
 BATCH = 10  # claimed at a time: what a sender killed mid-batch leaves behind
@@ -417,7 +416,7 @@ def stuck_after(app: Flask) -> timedelta:
 
 
 def _claim(app: Flask, now: datetime, limit: int) -> tuple[str, list[OutboxMessage]]:
-    claim = uuid.uuid4().hex
+    claim = new_claim()
     with writing(app) as session:
         # A sender that died (or was killed) leaves its claimed rows in `sending`: back to the
         # queue with them. The one it had in hand may arrive twice (same Message-ID).
@@ -428,12 +427,12 @@ def _claim(app: Flask, now: datetime, limit: int) -> tuple[str, list[OutboxMessa
                              last_error="the sender stopped while this mail was claimed; sent "
                              "again automatically (if it had arrived, the copy has the same "
                              "Message-ID)"))
-        due = select(OutboxMessage.id).where(is_status(OutboxMessage.status, QUEUED),
-                                             OutboxMessage.next_attempt_at <= now) \
-            .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id).limit(limit)
-        session.exec(update(OutboxMessage).where(OutboxMessage.id.in_(due.scalar_subquery()),
-                                                 is_status(OutboxMessage.status, QUEUED))
-                     .values(status=SENDING, claim=claim, claimed_at=now))
+        # On PostgreSQL each sender takes mail no other sender holds (SKIP LOCKED).
+        claim_rows(session, OutboxMessage, select(OutboxMessage.id)
+                   .where(is_status(OutboxMessage.status, QUEUED),
+                          OutboxMessage.next_attempt_at <= now)
+                   .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id).limit(limit),
+                   status=SENDING, claim=claim, claimed_at=now)
         # The status test lets the partial index find the claimed rows without reading the outbox.
         rows = list(session.exec(select(OutboxMessage)
                                  .where(is_status(OutboxMessage.status, SENDING),

@@ -26,7 +26,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from . import clock, mail, turns
-from .db import insert_later, insert_pending, reading, utcnow, writing
+from .db import get_row, insert_later, insert_pending, reading, utcnow, writing
 from .deadlines import TimeControl, add_pause, reset_clock, start_clock, stop_clock, time_control
 from .games import DEFAULT_KIND, GameRules, MoveError, SetupProblem, rules_for
 from .models import (
@@ -644,7 +644,8 @@ def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Sea
 # --- the clock: admins' controls and the players' own ------------------------------------------
 
 def _game_and_seat_to_move(session: Session, game_id: int) -> tuple[Game, Seat | None]:
-    game = session.get(Game, game_id) if isinstance(game_id, int) else None
+    game = get_row(session, Game, game_id, with_for_update=True) \
+        if isinstance(game_id, int) else None
     if game is None:
         raise NotFound(f"there is no game {game_id}")
     rules = rules_for(game.kind)

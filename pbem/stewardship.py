@@ -16,7 +16,7 @@ from sqlalchemy import delete, func, update
 from sqlmodel import Session, select
 
 from . import mail
-from .db import utcnow, writing
+from .db import get_row, one_at_a_time, utcnow, writing
 from .deadlines import reset_clock, start_clock, stop_clock
 from .games import SetupProblem, rules_for
 from .players import revoke_player_links
@@ -118,6 +118,8 @@ def login(email: str, password: str, address: str, limit: str,
     address = (address or "unknown")[:64]
     windows = [(item.amount, timedelta(seconds=item.get_expiry())) for item in parse_many(limit)]
     with writing() as session:
+        # Count, then write down: racing attempts for one account or address take turns.
+        one_at_a_time(session, f"login account {account}", f"login address {address}")
         session.exec(delete(LoginFailure).where(
             LoginFailure.at < now - max(span for _, span in windows)))
 
@@ -172,7 +174,7 @@ def _audit(session: Session, admin_id: int, game_id: int | None, action: str, re
 
 
 def _game(session: Session, game_id: int) -> Game:
-    game = session.get(Game, game_id)
+    game = get_row(session, Game, game_id, with_for_update=True)  # no move meanwhile
     if game is None:
         raise NotFound(f"there is no game {game_id}")
     return game
@@ -466,7 +468,7 @@ def retry_mail(admin_id: int, message_id: int, reason: str = "retry",
     the same Message-ID)."""
     now = now or utcnow()
     with writing() as session:
-        row = session.get(OutboxMessage, message_id)
+        row = get_row(session, OutboxMessage, message_id)
         if row is None:
             raise NotFound(f"there is no mail {message_id}")
         if row.status not in (FAILED, UNKNOWN):

@@ -43,8 +43,8 @@ class HideSeatSecrets(logging.Filter):
 
 
 class BoundedInt(IntegerConverter):
-    """`<int:...>` in every route: a number the database can hold (SQLite and PostgreSQL keep
-    64-bit integers), so a huge id in an address is a plain 404, not an overflow."""
+    """`<int:...>` in every route: a number SQLite can hold (64 bits), so a huge id in an
+    address is a plain 404, not an overflow (PostgreSQL's keys hold 32 bits: `db.get_row`)."""
 
     def __init__(self, map, fixed_digits=0, min=None, max=2**63 - 1, signed=False):
         super().__init__(map, fixed_digits, min, max, signed)

@@ -9,9 +9,88 @@ sys.path.insert(0, str(ROOT))  # the engine without installing it, for a bare `p
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true",
                      help="rewrite the golden playthrough files instead of comparing with them")
+    parser.addoption("--databases", default="sqlite,postgresql",
+                     help="the databases the database tests run on, separated by commas "
+                          "(default: sqlite,postgresql)")
 
 
 import pytest
+
+
+def pytest_generate_tests(metafunc):
+    """A module that uses the `database` fixture (`pytestmark = pytest.mark.usefixtures(
+    "database")`) runs each of its tests on each database, SQLite first; a test marked
+    `only_sqlite` checks something only SQLite has."""
+    if "database" not in metafunc.fixturenames:
+        return
+    from databases import BACKENDS
+
+    chosen = [b.strip() for b in metafunc.config.getoption("databases").split(",") if b.strip()]
+    unknown = set(chosen) - set(BACKENDS)
+    if unknown:
+        raise pytest.UsageError(f"--databases: unknown {', '.join(sorted(unknown))}; "
+                                f"choose from {', '.join(BACKENDS)}")
+    if metafunc.definition.get_closest_marker("only_sqlite"):
+        chosen = [b for b in chosen if b == "sqlite"]
+    metafunc.parametrize("database", chosen, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The session's PostgreSQL server (per xdist worker), started on first use."""
+    from databases import MISSING, PostgresServer, find_binaries
+
+    binaries = find_binaries()
+    if binaries is None:
+        pytest.skip(MISSING)
+    server = PostgresServer(binaries)
+    try:
+        server.start()
+        server.make_template(_migrate)
+        yield server
+    finally:
+        server.stop()
+
+
+def _migrate(url: str) -> None:
+    import tempfile
+
+    from pbem import create_app, schema
+    from pbem.db import get_engine
+
+    with tempfile.TemporaryDirectory() as folder:
+        app = create_app({"INSTANCE_PATH": folder, "SECRET_KEY": "template",
+                          "DATABASE_URL": url, "TESTING": True})
+        schema.upgrade(app)
+        get_engine(app).dispose()
+
+
+@pytest.fixture(scope="module")
+def database(request):
+    """The database this module's tests run on now: "sqlite" or "postgresql". Every app made
+    with server.make_app uses it; its apps are closed and its databases dropped afterwards."""
+    from server import Databases
+
+    backend = request.param
+    Databases.postgres = request.getfixturevalue("postgres_server") \
+        if backend == "postgresql" else None
+    Databases.backend = backend
+    Databases.open_scope()
+    try:
+        yield backend
+    finally:
+        Databases.close_scope()
+        Databases.backend, Databases.postgres = "sqlite", None
+
+
+@pytest.fixture(autouse=True)
+def _close_test_databases():
+    """The apps a test made are closed (and their PostgreSQL databases dropped) after it."""
+    from server import Databases
+
+    Databases.open_scope()
+    yield
+    Databases.close_scope()
 
 
 @pytest.fixture(autouse=True)

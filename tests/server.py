@@ -1,4 +1,9 @@
-"""Helpers for the server's tests: an app on a temporary SQLite file, and its sent mail."""
+"""Helpers for the server's tests: an app on a temporary database, and its sent mail.
+
+The database is the one of the module's `database` fixture (tests/conftest.py): an SQLite file
+in the instance folder, or a PostgreSQL database of the test server named after the instance
+folder, so that every app and process opening one instance shares one database.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,69 @@ from email.parser import BytesParser
 from pathlib import Path
 
 from pbem import create_app, schema
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from pbem.db import get_engine
 from pbem.outbox import deliver_all_due
 
 LINK = re.compile(r"https?://[^\s<>\"']+/seat/([A-Za-z0-9_-]{32})")
+
+
+class Databases:
+    """Which database the running test uses; the engines it used and the PostgreSQL databases
+    it made, closed and dropped after it (tests/conftest.py opens and closes the scopes)."""
+
+    backend = "sqlite"
+    postgres = None  # databases.PostgresServer while a module runs on PostgreSQL
+    scopes: list[dict] = []  # per open scope (module, test): {"engines": {...}, "names": [...]}
+
+    @classmethod
+    def url(cls, instance: Path, empty: bool = False) -> str:
+        """The database URL of a test instance folder for the current backend; on PostgreSQL
+        a copy of the migrated template, or `empty` (what `init-db` finds on a new server)."""
+        if cls.backend == "postgresql":
+            from databases import database_name
+
+            name = database_name(instance)
+            known = name in cls.postgres.created
+            url = cls.postgres.create(name, empty)
+            if cls.scopes and not known:
+                cls.scopes[-1]["names"].append(name)
+            return url
+        return f"sqlite:///{Path(instance) / 'pbem.sqlite3'}"
+
+    @classmethod
+    def open_scope(cls) -> None:
+        cls.scopes.append({"engines": {}, "names": []})
+
+    @classmethod
+    def close_scope(cls) -> None:
+        """Close the connections of every engine used in the scope (an engine stays usable: it
+        connects again when next used), then drop the scope's PostgreSQL databases."""
+        scope = cls.scopes.pop()
+        for engine in scope["engines"].values():
+            engine.dispose()
+        if cls.postgres is not None:
+            for name in scope["names"]:
+                cls.postgres.drop(name)
+
+
+@event.listens_for(Engine, "engine_connect")
+def _seen(connection) -> None:
+    if Databases.scopes:
+        Databases.scopes[-1]["engines"].setdefault(id(connection.engine), connection.engine)
+
+
+def database_url(instance: Path, empty: bool = False) -> str:
+    return Databases.url(instance, empty)
+
+
+def bare_app(instance: Path):
+    """An app on a database nobody has set up yet (what `pbem` sees before `init-db`)."""
+    return create_app({"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
+                       "BASE_URL": "http://localhost", "TESTING": True,
+                       "DATABASE_URL": database_url(instance, empty=True)})
 
 
 def make_app(instance: Path, **config):
@@ -19,9 +84,18 @@ def make_app(instance: Path, **config):
     settings = {"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
                 "BASE_URL": "http://localhost", "TESTING": True, "GAMES_SECRET_SEEDS": False,
                 **config}
+    if "DATABASE_URL" not in settings:
+        settings["DATABASE_URL"] = database_url(instance)
     app = create_app(settings)
     schema.upgrade(app)
     return app
+
+
+def assert_intact(app) -> None:
+    """The database file passes SQLite's own check (PostgreSQL keeps no file of ours to check)."""
+    with get_engine(app).connect() as connection:
+        if connection.dialect.name == "sqlite":
+            assert connection.exec_driver_sql("PRAGMA integrity_check").all() == [("ok",)]
 
 
 class Mailbox:

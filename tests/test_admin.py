@@ -28,6 +28,8 @@ from pbem.games import rules_for
 from pbem.jobs import run_jobs
 from pbem.models import FAILED, Admin, AuditEntry, Game, MoveRecord, OutboxMessage, Seat
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 ADMIN, PASSWORD = "boss@example.org", "a long enough password"
 REASON = "asked for it by mail"
 

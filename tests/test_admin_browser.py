@@ -25,12 +25,14 @@ from sqlmodel import select
 from pbem.db import reading
 from pbem.models import AuditEntry, OutboxMessage
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 PLAYERS = [("Anna", "anna@example.org"), ("Bert", "bert@example.org"),
            ("Cleo", "cleo@example.org")]
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, database):
     """(app, base URL): the app served on a free port, with an admin account; the links in
     the mail lead to this server."""
     with site_with_admin(tmp_path_factory, "browser") as served:

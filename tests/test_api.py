@@ -20,6 +20,8 @@ import pbem.models  # noqa: F401  (the tables, for the database snapshot)
 from pbem.db import get_engine
 from pbem.services import UNKNOWN_LINK, create_game, parse_player
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 
 
@@ -130,7 +132,7 @@ def test_whole_game_through_the_api(app, client, mailbox, players, seed):
 # --- refusals -----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def shared_app(tmp_path_factory):
+def shared_app(tmp_path_factory, database):
     """One app for the tests that each make a game of their own in it: much faster."""
     return module_app(tmp_path_factory, "api")
 

@@ -16,6 +16,8 @@ import pbem.models  # noqa: F401  (the tables, for the database snapshot)
 from pbem.db import get_engine
 from pbem.services import UNKNOWN_LINK, create_game, parse_player
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 EXPIRED = ("The form had expired or came from elsewhere, so nothing was done. Reload the page "
            "and try again.")
 NO_TURN = "The form did not say which turn it was made for."
@@ -84,7 +86,7 @@ class Seats:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
+def app(tmp_path_factory, database):
     """One app for the whole file (each test makes its own game in it): much faster."""
     return module_app(tmp_path_factory, "bad-input")
 

@@ -23,6 +23,8 @@ from server import game_state, new_game, play_moves
 
 import engine
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 AXE = Path(__file__).resolve().parent / "browser" / "node_modules" / "axe-core" / "axe.min.js"
 
 
@@ -35,7 +37,7 @@ def _axe() -> Path:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, database):
     """(app, base URL): the app served on a free port, with an admin account; the links in
     the mail lead to this server."""
     with site_with_admin(tmp_path_factory, "board") as served:

@@ -24,6 +24,8 @@ from pbem.games import SetupProblem
 from pbem.models import FAILED, Game, OutboxMessage, Seat
 from pbem.services import check_title, parse_player
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 
 @pytest.fixture(autouse=True)
 def _quick_hashes(monkeypatch):
@@ -179,6 +181,7 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+@pytest.mark.only_sqlite  # the database file
 def test_the_database_mail_and_secret_are_readable_by_the_owner_only(tmp_path):
     instance = tmp_path / "fresh" / "instance"
     app = make_app(instance, SECRET_KEY="")

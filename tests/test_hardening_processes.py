@@ -22,6 +22,8 @@ from test_pbem_cli import environment, free_port
 
 from pbem import stewardship
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "a long enough password"
 

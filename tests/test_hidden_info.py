@@ -29,6 +29,8 @@ from pbem.services import create_game, parse_player, submit_move
 
 from helpers import redealt
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 SEED = "hidden-seed-7f3a9c"
 PLAYERS = 4
 NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)  # every row written at one fixed time
@@ -127,7 +129,7 @@ def renders(app, client, tokens, seat: int) -> dict:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
+def app(tmp_path_factory, database):
     app = _app(tmp_path_factory, "hidden")
     # Far enough in that hands, draws and the discard are mixed, and stopped while the seat
     # to move is drawing, so that its previews include 'draw deck'.

@@ -2,10 +2,13 @@
 
 from datetime import timedelta
 
+import pytest
 from server import field, game_state, html_of, new_game, play_moves, text_of, token_in
 
 from pbem.db import utcnow
 from pbem.outbox import deliver_all_due
+
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 
 def _subjects(mailbox, address):

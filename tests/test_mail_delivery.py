@@ -30,6 +30,8 @@ from pbem.models import FAILED, QUEUED, SENDING, SENT, OutboxMessage
 from pbem.outbox import REDACTED, STUCK_AFTER, deliver_all_due, deliver_queued
 from pbem.services import create_game, parse_player
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 HOST = "127.0.0.1"
 PLAYERS = ["Anna Weber <anna@example.org>", "Bruno Keller <bruno@example.org>",
            "Clara Roth <clara@example.org>"]

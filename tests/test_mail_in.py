@@ -32,6 +32,8 @@ from pbem.jobs import run_jobs
 from pbem.mailin import poll_imap, start_listener
 from pbem.models import IncomingMail, MoveRecord, OutboxMessage
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 HOST = "127.0.0.1"
 DOMAIN = "games.example.org"
 IMAP_USER, IMAP_PASSWORD = "judge", "imap pass"

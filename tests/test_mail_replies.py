@@ -24,6 +24,8 @@ from pbem.db import reading
 from pbem.inbox import KEY_ADDRESS, Handled, handle_incoming
 from pbem.models import IncomingMail, MoveRecord, OutboxMessage
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 MAIL = Path(__file__).resolve().parent / "mail"
 DOMAIN = "games.example.org"
 SEED = "u0"  # seat 0 starts and can place in Franken: Würzburg

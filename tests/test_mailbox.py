@@ -2,7 +2,10 @@
 
 import re
 
+import pytest
 from server import make_app, new_game, token_in
+
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 
 def test_the_mailbox_lists_every_sent_message_newest_first(app, client, mailbox):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from server import field, game_state, html_of, play_moves, text_of
 from sqlalchemy import select as sa_select
 from sqlmodel import SQLModel, select
@@ -16,6 +17,8 @@ from pbem.db import get_engine, reading
 from pbem.models import PlayerKey
 from pbem.services import create_game, parse_player
 from pbem.stewardship import create_admin, revoke_games_links
+
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 GAMES_LINK = re.compile(r"https?://[^\s<>\"']+/me/([A-Za-z0-9_-]{32})")
 

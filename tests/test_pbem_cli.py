@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from server import LINK
+from server import LINK, bare_app, database_url
 from sqlalchemy import func, inspect
 from sqlmodel import select
 
@@ -25,17 +25,13 @@ from pbem.db import get_engine, reading, writing
 from pbem.models import Game, OutboxMessage, Seat
 from pbem.services import game_seed
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ["create-game", "demo", "init-db", "send-mail", "serve"]
 THREE = ["--player", "Anna <anna@example.org>", "--player", "Bruno <bruno@example.org>",
          "--player", "Chiara <chiara@example.org>"]
 INIT_DB = "run `pbem init-db`"
-
-
-def bare_app(instance: Path):
-    """An app on a database nobody has set up yet."""
-    return create_app({"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
-                       "BASE_URL": "http://localhost", "TESTING": True})
 
 
 def count(app, model) -> int:
@@ -60,7 +56,8 @@ def links_in(output: str) -> list[str]:
 def environment(instance: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PBEM_", "FLASK_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return {**env, "PBEM_INSTANCE_PATH": str(instance), **extra}
+    return {**env, "PBEM_INSTANCE_PATH": str(instance),
+            "PBEM_DATABASE_URL": database_url(instance, empty=True), **extra}
 
 
 def pbem(instance: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
@@ -204,6 +201,34 @@ def test_a_database_that_cannot_be_opened_is_one_line(tmp_path):
     done = pbem(tmp_path / "instance", "init-db", PBEM_DATABASE_URL=f"sqlite:///{folder}")
     assert done.returncode == 1
     assert done.stderr.splitlines() == ["Error: the database failed: unable to open database file"]
+
+
+def test_a_postgresql_server_that_cannot_be_reached_is_one_line_without_the_password(tmp_path):
+    url = f"postgresql+psycopg://pbem:hunter2-secret@127.0.0.1:{free_port()}/pbem"
+    done = pbem(tmp_path / "instance", "init-db", PBEM_DATABASE_URL=url)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: the database failed: "), lines
+    assert "127.0.0.1" in lines[0] and "hunter2" not in done.stderr + done.stdout
+
+
+def test_init_db_names_the_database_without_its_password(tmp_path, database):
+    instance = tmp_path / "instance"
+    url = database_url(instance, empty=True)
+    if database == "postgresql":  # the test server trusts any password
+        url = url.replace("postgres@", "postgres:hunter2-secret@")
+    done = pbem(instance, "init-db", PBEM_DATABASE_URL=url)
+    assert done.returncode == 0, done.stderr
+    assert "hunter2" not in done.stdout
+    assert done.stdout.strip() == f"Database ready: {url.replace('hunter2-secret', '***')}"
+
+
+def test_a_database_url_of_another_kind_is_refused_by_name(tmp_path):
+    done = pbem(tmp_path / "instance", "init-db",
+                PBEM_DATABASE_URL="mysql://pbem:hunter2-secret@db/pbem")
+    assert done.returncode == 2
+    assert "PBEM_DATABASE_URL" in done.stderr and "postgresql+psycopg://" in done.stderr
+    assert "hunter2" not in done.stderr
 
 
 # --- demo ---------------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ from pbem.jobs import _claim, run_jobs
 from pbem.models import PENDING, JobState, MoveRecord, Seat, Timer
 from pbem.services import extend_deadline, pause_game, resume_game, submit_move
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 T0 = datetime(2026, 11, 24, 12, tzinfo=UTC)  # a Tuesday
 HOUR, MINUTE = timedelta(hours=1), timedelta(minutes=1)
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -1,4 +1,5 @@
-"""Scheduler processes racing for the same due timers: real processes on one SQLite file.
+"""Scheduler processes racing for the same due timers: real processes on one database (an
+SQLite file, and a PostgreSQL database).
 
 Several processes (multiprocessing "spawn", each with its own app on the shared instance) call
 `run_jobs(app, now)` with the same `now` at the same moment (a Barrier before each call). Every
@@ -38,7 +39,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from server import make_app, new_game
+from server import assert_intact, database_url, make_app, new_game
 from sqlmodel import select
 
 import engine
@@ -60,6 +61,8 @@ from pbem.models import (
     Timer,
 )
 from pbem.outbox import LocalBackend
+
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 SECRET = "scheduler-race-secret"
 WORKERS = 4
@@ -121,6 +124,7 @@ def _scheduler(index: int, barriers: dict, tasks, results) -> None:
         report = {"counts": [], "errors": [], "logs": []}
         try:
             app = make_app(Path(instance), SECRET_KEY=SECRET, **config)
+            Path(instance).mkdir(parents=True, exist_ok=True)  # no database file there on PG
             app.extensions["pbem_mail_backend"] = RecordingBackend(
                 app.config["MAIL_FOLDER"], Path(instance) / f"handed-{index}.log")
             handler = Collect()
@@ -184,6 +188,7 @@ class Pool:
     def start(self, instance: Path, config: dict, nows: list, parties: int,
               batches: tuple[int, int] | None = None) -> None:
         """Have `parties` processes run the scheduler at each of `nows`, together."""
+        config = {**config, "DATABASE_URL": database_url(instance)}  # the test's database
         for i in range(parties):
             self.tasks[i].put((str(instance), config, nows, parties, batches))
         self.waiting = (parties, time.monotonic() + WAIT + 5 * len(nows))
@@ -298,8 +303,7 @@ def _check_delivered_once(app, instance: Path, parties: int) -> list[OutboxMessa
             handed.update(int(line) for line in path.read_text().split())
     assert handed == Counter(r.id for r in rows), "a mail was handed to a backend twice"
     assert len(list(Path(app.config["MAIL_FOLDER"]).glob("*.eml"))) == len(rows)
-    with get_engine(app).connect() as connection:
-        assert connection.exec_driver_sql("PRAGMA integrity_check").all() == [("ok",)]
+    assert_intact(app)
     return rows
 
 

@@ -14,11 +14,13 @@ from server import game_state, new_game, play_moves
 
 import engine
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 WIDE = {"width": 1280, "height": 900}
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, database):
     with site_with_admin(tmp_path_factory, "seat-page") as served:
         yield served
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from server import field, game_state, new_game
 from sqlmodel import select
 
 from pbem.db import reading, utcnow
 from pbem.models import Seat
+
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 
 def _berlin_game(app, seed):

@@ -8,6 +8,8 @@ from server import field, game_state, new_game, text_of
 import engine
 from pbem.turnfile import ORDERS_LINE, read
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 
 def test_bottom_posted_orders_below_the_quote_are_read():
     """Orders written under the quoted mail count too; the quote and its header do not."""

@@ -30,6 +30,8 @@ from pbem.tokens import TOKEN_PATTERN
 
 from helpers import redealt
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 SEED = "watch-seed-51"
 PLAYERS = 4
 RULES = rules_for("kardinal-koenig")
@@ -53,7 +55,7 @@ def store(app, state, game_id: int = 1) -> None:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
+def app(tmp_path_factory, database):
     """A game of four played 24 moves in and on to the start of a turn; `app.states[n]` is the
     state after n moves, as the server stored it then."""
     app = module_app(tmp_path_factory, "watch")

@@ -12,14 +12,18 @@ if engine is None:  # run by the `alembic` command itself: use the configured da
 
     engine = get_engine(create_app())
 
-# BEGIN IMMEDIATE (pbem.db): a second `init-db` started at the same moment waits for the
-# first to finish, then finds the schema up to date, instead of failing with "locked".
-# transactional_ddl: all migrations in that one transaction. Alembic otherwise commits after
-# each migration on SQLite, which lets a second process read the version in between and run
-# the later migrations a second time ("table ... already exists").
+# A second `init-db` started at the same moment waits for the first to finish, then finds the
+# schema up to date, instead of failing: on SQLite through BEGIN IMMEDIATE (pbem.db), on
+# PostgreSQL through a lock held until the migrations' transaction ends. All migrations run in
+# that one transaction: SQLite's DDL is transactional too, though Alembic assumes it is not and
+# would otherwise commit after each migration, letting a second `init-db` in between them.
+MIGRATION_LOCK = 7_240_917  # any number; the same in every process
+
 with engine.execution_options(pbem_write=True).connect() as connection:
     context.configure(connection=connection, target_metadata=SQLModel.metadata,
                       render_as_batch=True, compare_type=True, transactional_ddl=True)
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
         context.run_migrations()
     connection.commit()
