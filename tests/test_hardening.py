@@ -351,9 +351,9 @@ def test_the_form_and_the_cli_say_how_the_seed_is_used(tmp_path):
     assert "mixed with this server's secret key" in help_text
 
 
-@pytest.mark.only_sqlite
 # --- synchronous: FULL on request -----------------------------------------------------------------
 
+@pytest.mark.only_sqlite  # a setting of SQLite's
 @pytest.mark.parametrize(("setting", "pragma"), [(None, 1), ("normal", 1), ("full", 2)])
 def test_sqlite_synchronous_is_a_setting(tmp_path, setting, pragma):
     from sqlalchemy import text
