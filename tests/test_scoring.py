@@ -169,7 +169,8 @@ def test_breakdown_lines_can_be_checked_by_hand():
     """The breakdown in words names counts, ranks and points for each country."""
     lines = parse_position({"monasteries": fill("Lothringen", red=2, purple=2, blue=1)},
                            BOARD).final_breakdown(BOARD).lines()
-    assert "  Lothringen: red 2 (1st) 5 pts, purple 2 (1st) 5 pts, blue 1 (2nd) 2 pts" in lines
+    assert ("  Lothringen: red 2 (1st) 5 points, purple 2 (1st) 5 points, blue 1 (2nd) 2 points"
+            in lines)
 
 
 # --- chains against an independent brute force ---------------------------------------------
