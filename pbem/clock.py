@@ -64,7 +64,7 @@ def add_running_time(start: datetime, duration: timedelta, *, tz: str = "UTC",
     If `start` falls while the clock is stopped, counting begins when it runs again. A zero
     duration gives `start` itself (in UTC): no time has to pass.
     """
-    cursor = _utc(start, "start")
+    cursor = check_utc(start, "start")
     if not isinstance(duration, timedelta):
         raise TypeError(f"duration must be a timedelta, not {type(duration).__name__}")
     if duration < timedelta(0):
@@ -89,7 +89,7 @@ def running_time_between(start: datetime, end: datetime, *, tz: str = "UTC",
                          weekend_pause: bool = False,
                          pauses: Iterable[Pause] = ()) -> timedelta:
     """How much running clock time lies in [start, end); zero if `end` is not after `start`."""
-    start, end = _utc(start, "start"), _utc(end, "end")
+    start, end = check_utc(start, "start"), check_utc(end, "end")
     stops = _stops(start, zone(tz), weekend_pause, pauses)
     if end <= start:
         return timedelta(0)
@@ -107,7 +107,7 @@ def format_local(moment: datetime, tz: str | None) -> str:
     With no zone or "UTC": "Tuesday 24 November 2026, 13:30 UTC". Seconds are dropped, not
     rounded. English names whatever the process locale.
     """
-    moment = _utc(moment, "moment")
+    moment = check_utc(moment, "moment")
     if tz is None or tz == "UTC":
         local, suffix = moment, "UTC"
     else:
@@ -116,7 +116,8 @@ def format_local(moment: datetime, tz: str | None) -> str:
             f"{local.hour:02d}:{local.minute:02d} {suffix}")
 
 
-def _utc(moment: datetime, what: str) -> datetime:
+def check_utc(moment: datetime, what: str) -> datetime:
+    """`moment` in UTC; TypeError or ValueError (naming `what`) unless it is an aware datetime."""
     if not isinstance(moment, datetime):
         raise TypeError(f"{what} must be a datetime, not {type(moment).__name__}")
     if moment.tzinfo is None or moment.utcoffset() is None:
@@ -134,8 +135,8 @@ def _stops(after: datetime, tz: ZoneInfo, weekend_pause: bool,
     intervals = []
     for pause in pauses:
         pause_start, pause_end = pause
-        pause_start = _utc(pause_start, "a pause's start")
-        pause_end = _utc(pause_end, "a pause's end")
+        pause_start = check_utc(pause_start, "a pause's start")
+        pause_end = check_utc(pause_end, "a pause's end")
         if pause_start < pause_end and pause_end > after:
             intervals.append((pause_start, pause_end))
     intervals.sort()

@@ -127,6 +127,7 @@ SETTINGS: dict[str, Setting] = {
     "GAMES_REMINDER_HOURS": Setting("24,2", str, _hours_list),
     "GAMES_WEEKEND_PAUSE": Setting(False, bool),
     "GAMES_TIMEZONE": Setting("UTC", str, _zone),
+    "GAMES_LANGUAGE": Setting("en", str, _one_of("en", "de", "es")),
     "GAMES_ABSENT_AFTER_TIMEOUTS": Setting(3, int, _at_least(1)),
     "GAMES_VACATION_DAYS": Setting(7, int, _between(0, 365)),
     "GAMES_SECRET_SEEDS": Setting(True, bool),

@@ -1,28 +1,125 @@
-"""The server's words in the reader's language: Flask-Babel, set up for English only for now.
+"""The server's words in the reader's language: English, German and Spanish, with Flask-Babel.
 
 Every sentence a page or a mail shows goes through `gettext` / `ngettext` (in templates the same
 names, new-style: `ngettext("%(num)d card", "%(num)d cards", n)`), so plural forms follow the
-language's plural rules from its catalog and never a hand-made `'s' if n != 1`. Catalogs live in
-`pbem/translations/<lang>/LC_MESSAGES/messages.po`; `babel.cfg` tells `pybabel extract` where
-the words are. English is the source language and needs no catalog. The engine's own sentences
-(the log, the scoring lines) are English and use `engine.words`.
+language's plural rules from its catalog and never a hand-made `'s' if n != 1`. English is the
+source language and needs no catalog; German and Spanish have theirs in
+`pbem/translations/<lang>/LC_MESSAGES/messages.po`, and `babel.cfg` tells `pybabel extract`
+where the words are (the commands are in docs/translations.md).
+
+Who reads what: a seat's page and every mail to a seat are in the seat's `language` (chosen with
+`use(...)` or `force_locale(...)`); any other page (admin pages, the home page) in the language
+the browser prefers; otherwise the game's default, `[games] language`.
+
+The catalogs are compiled here, not committed: `init_app` writes each `.po` source's `.mo` into
+the instance folder (`instance/translations/`) when it is missing or older than its source, the
+same way on a fresh clone, an editable install and a server, and a process that cannot write
+there compiles into a temporary folder of its own. Compiling both catalogs takes milliseconds.
 """
 
 from __future__ import annotations
 
-from flask import Flask
-from flask_babel import Babel
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from babel.dates import format_date, format_time
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from flask import Flask, current_app, g, has_request_context, request
+from flask_babel import Babel, get_locale, refresh
+
+from . import clock
 
 babel = Babel()
 
-LANGUAGES = ("en",)
+LANGUAGES = ("en", "de", "es")
+"""The languages a seat may read, English first (the source language)."""
+
+LANGUAGE_NAMES = {"en": "English", "de": "Deutsch", "es": "Español"}
+"""Each language in its own words, for the switch on the pages and the admin form."""
+
+SOURCES = Path(__file__).resolve().parent / "translations"
+
+
+def check_language(value: str) -> str:
+    """`value` as a language code this server speaks; ValueError saying which ones it does."""
+    code = (value or "").strip().lower()
+    if code not in LANGUAGES:
+        raise ValueError(f"unknown language {value!r}; use one of {', '.join(LANGUAGES)}")
+    return code
 
 
 def _locale() -> str:
-    return "en"  # one language until the catalogs exist; then the seat's or the browser's
+    chosen = g.get("language")
+    if chosen:
+        return chosen
+    if has_request_context():
+        best = request.accept_languages.best_match(LANGUAGES)
+        if best:
+            return best
+    return current_app.config["GAMES_LANGUAGE"]
+
+
+def use(language: str | None) -> None:
+    """Show the rest of this request (or app context) in `language`, e.g. a seat's page in the
+    seat's language; None goes back to the browser's choice."""
+    g.language = language
+    refresh()
+
+
+def language() -> str:
+    """The code of the language being written now."""
+    locale = get_locale()
+    return locale.language if locale is not None else "en"
+
+
+def format_local(moment: datetime, tz: str | None) -> str:
+    """`moment` in the zone `tz` and the current language: "Tuesday 24 November 2026, 14:30
+    (Europe/Berlin)", "Dienstag, 24. November 2026, 14:30 (Europe/Berlin)"; UTC without a zone.
+    """
+    code = language()
+    if code == "en":
+        return clock.format_local(moment, tz)  # the English form the server always wrote
+    zone = clock.zone(tz) if tz and tz != "UTC" else clock.zone("UTC")
+    local = clock.check_utc(moment, "moment").astimezone(zone)
+    suffix = "UTC" if tz is None or tz == "UTC" else f"({tz})"
+    return (f"{format_date(local.date(), 'full', locale=code)}, "
+            f"{format_time(local.time(), 'HH:mm', locale=code)} {suffix}")
+
+
+def compile_catalogs(target: Path) -> Path:
+    """Write each catalog's `.mo` under `target` when it is missing or older than its `.po`;
+    every file is written whole and then renamed, so processes starting together never read a
+    half-written one."""
+    for source in sorted(SOURCES.glob("*/LC_MESSAGES/messages.po")):
+        compiled = target / source.relative_to(SOURCES).with_suffix(".mo")
+        if compiled.exists() and compiled.stat().st_mtime_ns >= source.stat().st_mtime_ns:
+            continue
+        compiled.parent.mkdir(parents=True, exist_ok=True)
+        with source.open("rb") as f:
+            catalog = read_po(f, locale=source.parent.parent.name)
+        temporary = compiled.with_name(f"messages.{os.getpid()}.tmp")
+        with temporary.open("wb") as f:
+            write_mo(f, catalog, use_fuzzy=False)
+        os.replace(temporary, compiled)
+    return target
+
+
+def _compiled_folder(instance: Path) -> Path:
+    try:
+        instance.mkdir(mode=0o700, parents=True, exist_ok=True)  # secrets live there too
+        return compile_catalogs(instance / "translations")
+    except OSError:  # a read-only instance folder: a folder of this process's own
+        return compile_catalogs(Path(tempfile.mkdtemp(prefix="pbem-translations-")))
 
 
 def init_app(app: Flask) -> None:
     app.config.setdefault("BABEL_DEFAULT_LOCALE", "en")
-    app.config.setdefault("BABEL_TRANSLATION_DIRECTORIES", "translations")
+    app.config["BABEL_TRANSLATION_DIRECTORIES"] = str(
+        _compiled_folder(Path(app.config["INSTANCE_PATH"])))
     babel.init_app(app, locale_selector=_locale)
+    app.add_template_filter(format_local, "local")
+    app.add_template_global(language, "current_language")
+    app.jinja_env.globals.update(LANGUAGES=LANGUAGES, LANGUAGE_NAMES=LANGUAGE_NAMES)

@@ -19,7 +19,7 @@ from flask import current_app, g, render_template
 from sqlalchemy import false
 from sqlmodel import Session, select
 
-from . import clock, turnfile, turns
+from . import i18n, turnfile, turns
 from .db import insert_later, locked, utcnow
 from .games import GameRules, rules_for
 from .models import DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
@@ -177,7 +177,7 @@ def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
 
 def _deadline_text(deadline: datetime | None, seat: Seat, game: Game) -> str | None:
     """A deadline in the seat's own time zone, or the game's until the player chooses one."""
-    return clock.format_local(deadline, seat.timezone or game.timezone) if deadline else None
+    return i18n.format_local(deadline, seat.timezone or game.timezone) if deadline else None
 
 
 def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules,

@@ -15,7 +15,7 @@ from flask import Blueprint, redirect, render_template, request, url_for
 from sqlalchemy import func, update
 from sqlmodel import Session, select
 
-from . import clock
+from . import i18n
 from .db import reading, utcnow, writing
 from .games import rules_for
 from .mail import mint_key, seat_link
@@ -100,7 +100,7 @@ def my_games(token: str) -> tuple[str, list[Entry]]:
         number = rules.to_move(state) if game.status in (RUNNING, PAUSED) else None
         to_move = seats[number] if number is not None else None
         zone = seat.timezone or game.timezone
-        deadline = clock.format_local(game.deadline_at, zone) \
+        deadline = i18n.format_local(game.deadline_at, zone) \
             if game.deadline_at and game.status == RUNNING else None
         entries.append(Entry(game, seat, to_move is not None and to_move.id == seat.id
                              and game.status == RUNNING, to_move, deadline,

@@ -18,7 +18,7 @@ from flask import (
 )
 
 from . import turnfile
-from .clock import format_local
+from .i18n import format_local
 from .db import utcnow
 from .games import MoveError
 from .models import NOTIFY_CHOICES

@@ -13,7 +13,6 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter
 
-from . import clock
 
 csrf = CSRFProtect()
 
@@ -100,7 +99,6 @@ def init_app(app: Flask) -> None:
     """Call before the blueprints are registered: their routes use the bounded int."""
     app.url_map.converters["int"] = BoundedInt
     csrf.init_app(app)
-    app.add_template_filter(clock.format_local, "local")
     app.add_template_global(rules_note)
     app.add_template_global(result_table_of)
     app.add_template_global(turn_number_of)

@@ -313,11 +313,11 @@ class KardinalKoenig:
         lines.append(gettext("Deck: %(deck)s; %(runs)s", deck=deck, runs=runs))
         lines.append(gettext("Scores: %(scores)s", scores=", ".join(
             f"{p} {s}" for p, s in zip(players, view.scores))))
-        lines.append(gettext("Pieces left: %(supplies)s", supplies="; ".join(
-            gettext("%(colour)s %(monasteries)s, %(advisors)s", colour=p,
-                    monasteries=ngettext("%(num)d monastery", "%(num)d monasteries", m),
-                    advisors=ngettext("%(num)d advisor", "%(num)d advisors", a))
-            for p, m, a in zip(players, view.monastery_supply, view.advisor_supply))))
+        supplies = [gettext("%(colour)s %(monasteries)s, %(advisors)s", colour=p,
+                            monasteries=ngettext("%(num)d monastery", "%(num)d monasteries", m),
+                            advisors=ngettext("%(num)d advisor", "%(num)d advisors", a))
+                    for p, m, a in zip(players, view.monastery_supply, view.advisor_supply)]
+        lines.append(gettext("Pieces left: %(supplies)s", supplies="; ".join(supplies)))
         if not countries:
             return lines
         owners = dict(view.monasteries)

@@ -1,0 +1,104 @@
+"""The German and Spanish catalogs hold every message of the code and the templates, translated.
+
+The extraction is the one docs/translations.md gives, run with `pybabel` as a developer runs it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOGS = ROOT / "pbem" / "translations"
+EXTRACT = ["extract", "-F", "babel.cfg", "-k", "N_", "-k", "say", "-k", "say_n:1,2",
+           "--no-location", "--sort-output"]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """Every message of the code and the templates, as `pybabel extract` finds them."""
+    target = tmp_path_factory.mktemp("pot") / "messages.pot"
+    subprocess.run([sys.executable, "-m", "babel.messages.frontend", *EXTRACT, "-o", str(target),
+                    "."], cwd=ROOT, check=True, capture_output=True)
+    with target.open("rb") as f:
+        return read_po(f)
+
+
+def test_the_extraction_command_is_the_documented_one():
+    """docs/translations.md gives the extraction this test runs."""
+    assert "pybabel " + " ".join(EXTRACT) in (ROOT / "docs" / "translations.md").read_text()
+
+
+def test_extraction_finds_the_pages_mails_and_engine(template):
+    """The extraction reaches templates, server code and the engine (not an empty catalog)."""
+    ids = {m.id if isinstance(m.id, str) else m.id[0] for m in template if m.id}
+    assert "So far in this game" in ids  # templates/email/your_turn.txt
+    assert "%(num)d card" in ids  # pbem/games/kardinal_koenig.py, a plural
+    assert len(ids) > 40
+
+
+@pytest.mark.parametrize("language", ["de", "es"])
+def test_catalog_is_complete(template, language):
+    """Every message id is in the catalog, translated (every plural form), not fuzzy, and its
+    placeholders match the English."""
+    with (CATALOGS / language / "LC_MESSAGES" / "messages.po").open("rb") as f:
+        catalog = read_po(f, locale=language)
+    problems = []
+    for message in template:
+        if not message.id:
+            continue
+        entry = catalog.get(message.id)
+        name = message.id if isinstance(message.id, str) else message.id[0]
+        if entry is None:
+            problems.append(f"missing: {name!r}")
+        elif entry.fuzzy:
+            problems.append(f"fuzzy: {name!r}")
+        elif not (all(entry.string) if isinstance(entry.string, tuple) else entry.string):
+            problems.append(f"untranslated: {name!r}")
+        elif isinstance(message.id, tuple) != isinstance(entry.id, tuple):
+            problems.append(f"plural form differs: {name!r}")
+    for entry, errors in catalog.check():
+        problems.extend(f"bad translation of {entry.id!r}: {error}" for error in errors)
+    assert not problems, f"{language} catalog: " + "; ".join(problems)
+
+
+def test_compiled_into_the_instance_folder(tmp_path):
+    """The app compiles the catalogs into its instance folder and reads German from them; a
+    changed source is compiled again."""
+    from flask_babel import force_locale, gettext, ngettext
+
+    from pbem import create_app
+
+    app = create_app({"TESTING": True, "INSTANCE_PATH": str(tmp_path)})
+    compiled = tmp_path / "translations" / "de" / "LC_MESSAGES" / "messages.mo"
+    assert compiled.exists()
+    assert (tmp_path / "translations" / "es" / "LC_MESSAGES" / "messages.mo").exists()
+    with app.app_context():
+        with force_locale("de"):
+            assert gettext("The board") == "Der Spielplan"
+            assert ngettext("%(num)d card", "%(num)d cards", 1) == "1 Karte"
+            assert ngettext("%(num)d card", "%(num)d cards", 2) == "2 Karten"
+        with force_locale("es"):
+            assert ngettext("%(num)d card", "%(num)d cards", 1) == "1 carta"
+            assert ngettext("%(num)d card", "%(num)d cards", 3) == "3 cartas"
+        with force_locale("en"):
+            assert ngettext("%(num)d card", "%(num)d cards", 1) == "1 card"
+            assert ngettext("%(num)d card", "%(num)d cards", 0) == "0 cards"
+    import os
+
+    os.utime(compiled, ns=(0, 0))  # older than its source: compiled again at the next start
+    create_app({"TESTING": True, "INSTANCE_PATH": str(tmp_path)})
+    assert compiled.stat().st_mtime_ns > 0
+
+
+def test_language_setting_checked():
+    """`[games] language` takes en, de or es and names them when it is anything else."""
+    from pbem.config import ConfigError, load_settings
+
+    assert load_settings(overrides={"GAMES_LANGUAGE": "de"})["GAMES_LANGUAGE"] == "de"
+    with pytest.raises(ConfigError, match="en, de, es"):
+        load_settings(overrides={"GAMES_LANGUAGE": "fr"})
