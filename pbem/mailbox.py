@@ -17,7 +17,8 @@ from email.parser import BytesParser
 from email.utils import getaddresses, parsedate_to_datetime
 from pathlib import Path
 
-from flask import Blueprint, Flask, Response, abort, current_app, render_template, request
+from flask import (Blueprint, Flask, Response, abort, current_app, render_template, request,
+                   url_for)
 from markupsafe import Markup, escape
 from sqlalchemy import func
 from sqlmodel import select
@@ -28,9 +29,11 @@ from .models import SENT, OutboxMessage
 bp = Blueprint("mailbox", __name__, url_prefix="/mailbox")
 
 NAME = re.compile(r"\d{8}")
+CID = re.compile(r"""(src=["'])cid:([^"'<>\s]{1,200})(["'])""")
 LINK = re.compile(r"https?://[^\s<>\"']+")
 TRAILING = ".,;:!?)]}'\""  # punctuation after a link in a sentence, not part of it
 PAGE = 50
+SHOWN_IMAGES = ("image/png", "image/jpeg", "image/gif")  # never SVG: it may hold scripts
 PROXY_HEADERS = ("X-Forwarded-For", "Forwarded", "X-Real-IP")
 
 
@@ -149,7 +152,27 @@ def message_html(name: str):
     html = _read(name).get_body(("html",))
     if html is None:
         abort(404)
-    response = Response(html.get_content(), mimetype="text/html")
+
+    def inline_part(match: re.Match) -> str:  # cid:X is the mail's own part X, as a mail
+        url = url_for("mailbox.message_part", name=name, cid=match.group(2))  # program shows it
+        return f"{match.group(1)}{escape(url)}{match.group(3)}"
+
+    response = Response(CID.sub(inline_part, html.get_content()), mimetype="text/html")
     response.headers["Content-Security-Policy"] = (
-        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'")
+        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+        "form-action 'none'")
     return response
+
+
+@bp.get("/<name>/part/<path:cid>")
+def message_part(name: str, cid: str):
+    """An image the mail's HTML shows by `cid:` (its Content-ID), served as the mail holds it;
+    only raster images, so a mail's parts cannot become pages of this site."""
+    for part in _read(name).walk():
+        if part.get("Content-ID", "").strip().strip("<>") == cid \
+                and part.get_content_type() in SHOWN_IMAGES:
+            response = Response(part.get_content(), mimetype=part.get_content_type())
+            response.headers["Content-Security-Policy"] = "default-src 'none'"
+            response.headers["X-Content-Type-Options"] = "nosniff"
+            return response
+    abort(404)

@@ -167,3 +167,35 @@ def test_the_seat_page_passes_axe_and_screenshots_are_kept(site, browser):
     sync_api.expect(page.locator("svg.kk-board")).to_have_count(1)
     page.screenshot(path=SHOTS / "admin-game-board.png", full_page=True)
     context.close()
+
+
+def test_the_html_mail_shows_its_board_picture_in_the_mailbox(site, page):
+    """The HTML mail's PNG board (an inline part, cid:) shows in a browser on the mailbox page:
+    the image loads, at the mail's width, and is the very PNG the mail holds."""
+    from email import policy
+    from email.parser import BytesParser
+
+    from server import Mailbox
+
+    app, base = site
+    mailbox = Mailbox(app)
+    mailbox.deliver()  # the module's earlier games' mail, so only this game's is new below
+    before = set(mailbox.folder.glob("*.eml")) if mailbox.folder.is_dir() else set()
+    new_game(app, 3, "mail-picture", start=0)
+    mailbox.deliver()
+    (path,) = [p for p in mailbox.folder.glob("*.eml")
+               if p not in before and "p0@example.org" in p.read_text()]
+    name = path.stem
+    with path.open("rb") as f:
+        mail = BytesParser(policy=policy.default).parse(f)
+    (png,) = [p.get_content() for p in mail.walk() if p.get_content_type() == "image/png"]
+    page.goto(f"{base}/mailbox/{name}/html")
+    image = page.locator("img").first
+    sync_api.expect(image).to_be_visible()
+    loaded = image.evaluate("i => i.complete && i.naturalWidth")
+    assert loaded == 800, "the browser decoded the attached 800 px PNG"
+    assert image.evaluate("i => i.clientWidth") == 600, "shown at the width the mail asks"
+    shown = page.request.get(image.evaluate("i => i.src"))
+    assert shown.ok and shown.headers["content-type"] == "image/png" and shown.body() == png
+    page.screenshot(path=SHOTS / "mail-html-picture.png", full_page=True)
+    assert page.request.get(f"{base}/mailbox/{name}/part/no-such-part").status == 404
