@@ -10,6 +10,7 @@ checks them, writes the audit log and mails the players.
 from __future__ import annotations
 
 import json
+import dataclasses
 from dataclasses import dataclass
 
 from flask import (
@@ -25,7 +26,7 @@ from flask import (
 )
 from sqlmodel import select
 
-from . import stewardship
+from . import i18n, stewardship
 from .db import get_row, reading, utcnow
 from .deadlines import MAX_HOURS, MIN_HOURS, time_control
 from .games import DEFAULT_KIND, SetupProblem, game_kinds, rules_for
@@ -189,7 +190,8 @@ def dashboard():
 
 def _player_rows(form) -> list[dict]:
     return [{"name": form.get(f"name{i}", "").strip(), "email": form.get(f"email{i}", "").strip(),
-             "colour": form.get(f"colour{i}", ""), "bot": form.get(f"bot{i}", "")}
+             "colour": form.get(f"colour{i}", ""), "bot": form.get(f"bot{i}", ""),
+             "language": form.get(f"language{i}", "")}
             for i in range(5)]
 
 
@@ -204,7 +206,12 @@ def _read_new_game(form, rules) -> tuple[dict, dict]:
             if row["bot"]:  # a computer player: a name is optional, an address is not used
                 players.append(bot_player(row["bot"], rules.kind, row["name"]))
             else:
-                players.append(check_player(row["name"], row["email"]))
+                language = i18n.check_language(row["language"] or
+                                               current_app.config["GAMES_LANGUAGE"])
+                players.append(dataclasses.replace(check_player(row["name"], row["email"]),
+                                                   language=language))
+        except ValueError as exc:  # a language the form did not offer
+            errors[f"language{i}"] = str(exc)
         except SetupProblem as exc:
             errors[f"bot{i}" if row["bot"] else f"email{i}" if row["name"] else f"name{i}"] = \
                 str(exc)

@@ -6,6 +6,7 @@ Every failure is one line on standard error and a non-zero exit status.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import os
 import signal
@@ -25,7 +26,7 @@ from sqlalchemy import func
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import select
 
-from . import create_app, schema
+from . import create_app, i18n, schema
 from .config import ConfigError
 from .db import reading, shown_url, utcnow
 from .deadlines import time_control
@@ -101,10 +102,46 @@ def _print_created(created) -> None:
         click.echo(f"  {name} ({colour}): {link or 'a computer player: no link, no mail'}")
 
 
-@click.command("create-game")
+class _LanguageAfterPlayer(click.Command):
+    """Remembers which --player each --lang follows (click keeps each option's values apart)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        players, after = 0, []
+        for param in order:
+            if param.name == "players":
+                players += 1
+            elif param.name == "languages":
+                after.append(players - 1)  # the index of the player it follows, -1: none
+        ctx.meta["languages_after"] = after
+        return super().parse_args(ctx, args)
+
+
+def _languages(players: tuple[str, ...], languages: tuple[str, ...]) -> list[str | None]:
+    """Each player's --lang (None where there is none); SetupProblem for a --lang that does not
+    follow a --player of its own."""
+    after = click.get_current_context().meta.get("languages_after", [])
+    chosen: list[str | None] = [None] * len(players)
+    for index, code in zip(after, languages, strict=True):
+        if index < 0:
+            raise SetupProblem(f"--lang {code}: put it right after the --player it is for")
+        if chosen[index] is not None:
+            raise SetupProblem(f"--lang {code}: the player {players[index]!r} already has "
+                               f"--lang {chosen[index]}; give each --player one --lang")
+        try:
+            chosen[index] = i18n.check_language(code)
+        except ValueError as exc:
+            raise SetupProblem(f"--lang: {exc}") from None
+    return chosen
+
+
+@click.command("create-game", cls=_LanguageAfterPlayer)
 @click.option("--player", "players", multiple=True, metavar='"Name <email>"',
               help="A player, in seat order; with the computer players, as many as the game "
                    "takes (Kardinal & König 3 to 5, Knights & Castles 2 to 6).")
+@click.option("--lang", "languages", multiple=True, metavar="en|de|es",
+              help="The language of the --player just before it: its mails, pages and turn "
+                   "files (default: GAMES_LANGUAGE). The player can change it on their page.")
 @click.option("--bot", "bots", multiple=True, metavar="NAME",
               help="A computer player (random, greedy or strong) in the seat after the players "
                    "(repeat for more); the scheduler plays its turns.")
@@ -139,13 +176,15 @@ def _print_created(created) -> None:
                                  "GAMES_TIMEZONE).")
 @_one_line_errors
 @with_appcontext
-def create_game_command(players, bots, absent_bot, seed, colours, start, title, kind, variant,
-                        deadline_hours, reminders, weekend_pause, timezone):
+def create_game_command(players, languages, bots, absent_bot, seed, colours, start, title, kind,
+                        variant, deadline_hours, reminders, weekend_pause, timezone):
     """Create a game and mail each player an invitation with their link."""
     _need_schema()
     try:
         rules = rules_for(kind)
-        specs = [parse_player(p) for p in players] + [bot_player(b, rules.kind) for b in bots]
+        specs = [dataclasses.replace(parse_player(p), language=code)
+                 for p, code in zip(players, _languages(players, languages), strict=True)]
+        specs += [bot_player(b, rules.kind) for b in bots]
         if not specs:
             raise SetupProblem("give the players (--player \"Name <email>\") and any computer "
                                "players (--bot strong)")

@@ -7,6 +7,7 @@ the row's `secrets_json` so the stored copy can be blanked once the mail is out.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from email.utils import getaddresses, make_msgid, parseaddr
 
 from flask import current_app, g, render_template
+from flask_babel import force_locale
 from sqlalchemy import false
 from sqlmodel import Session, select
 
@@ -157,6 +159,15 @@ class Answering:
         return f"Re: {theirs or ours}"
 
 
+def _in_seat_language(compose):
+    """Compose a mail to a seat (the third argument) in the seat's language, subject and all."""
+    @functools.wraps(compose)
+    def in_language(session, game, seat, *args, **kwargs):
+        with force_locale(seat.language):
+            return compose(session, game, seat, *args, **kwargs)
+    return in_language
+
+
 def _subject(game: Game, text: str) -> str:
     return f"[{game.title} #{game.id}] {text}"
 
@@ -180,6 +191,7 @@ def _deadline_text(deadline: datetime | None, seat: Seat, game: Game) -> str | N
     return i18n.format_local(deadline, seat.timezone or game.timezone) if deadline else None
 
 
+@_in_seat_language
 def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules,
                state, taking_over: bool = False) -> QueuedMail | None:
     to_move = rules.to_move(state)
@@ -195,6 +207,7 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
                     how_to_play=rules.how_to_play(state), rules_note=rules.variant_note(state))
 
 
+@_in_seat_language
 def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
               news: list[str], reminder: bool = False,
               first_turn: bool = False) -> QueuedMail | None:
@@ -218,6 +231,7 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
                     turn_file=turn_file, deadline=_deadline_text(game.deadline_at, seat, game))
 
 
+@_in_seat_language
 def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, state,
                    lines: list[str], absent: bool,
                    bot: str | None = None) -> QueuedMail | None:
@@ -230,6 +244,7 @@ def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, s
                     position=rules.position_lines(state, seat.number))
 
 
+@_in_seat_language
 def notice(session: Session, game: Game, seat: Seat, subject: str, lines: list[str],
            answering: Answering | None = None,
            links_revoked: bool = False) -> QueuedMail | None:
@@ -246,10 +261,12 @@ def to_admins(session: Session, subject: str, lines: list[str],
     """A message to every address in MAIL_ADMINS (logged too, so it is never lost)."""
     current_app.logger.warning("%s: %s", subject, " ".join(lines))
     addresses = [a for _, a in getaddresses([current_app.config["MAIL_ADMINS"]]) if a]
-    return [queue(session, kind="admin", to=address, subject=f"[pbem] {subject}",
-                  template="admin", game=game, lines=lines) for address in addresses]
+    with force_locale(current_app.config["GAMES_LANGUAGE"]):
+        return [queue(session, kind="admin", to=address, subject=f"[pbem] {subject}",
+                      template="admin", game=game, lines=lines) for address in addresses]
 
 
+@_in_seat_language
 def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lines: list[str],
           next_seat: Seat) -> QueuedMail | None:
     return _to_seat(session, game, seat, "moved", f"{next_seat.name} is next", "moved",
@@ -257,12 +274,14 @@ def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lin
                     position=rules.position_lines(state, seat.number))
 
 
+@_in_seat_language
 def digest(session: Session, game: Game, seat: Seat, rules: GameRules, state,
            items: list[DigestItem]) -> QueuedMail | None:
     return _to_seat(session, game, seat, "digest", "What happened today", "digest",
                     rules=rules, items=items, position=rules.position_lines(state, seat.number))
 
 
+@_in_seat_language
 def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules, state,
           lines: list[str]) -> QueuedMail | None:
     result = rules.outcome_lines(state)

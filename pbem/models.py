@@ -84,6 +84,7 @@ class Seat(SQLModel, table=True):
     colour: str = Field(max_length=20)
     notify: str = Field(default=NOTIFY_EVERY, max_length=10)
     timezone: str | None = Field(default=None, max_length=64)  # for showing times to them
+    language: str = Field(default="en", max_length=8)  # en, de or es: its pages and mails
     timeouts_in_row: int = 0
     absent: bool = False  # timed out too often: the default move is played at once
     # A computer player (its name, like "strong") plays this seat, in the scheduler; it gets

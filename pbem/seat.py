@@ -17,6 +17,8 @@ from flask import (
     url_for,
 )
 
+from flask_babel import gettext
+
 from . import turnfile
 from .i18n import format_local
 from .db import utcnow
@@ -32,6 +34,7 @@ from .services import (
     end_vacation_now,
     load_seat,
     moved_on,
+    set_language,
     set_notify,
     set_timezone,
     submit_move,
@@ -234,6 +237,14 @@ def upload_turn_file(token: str):
 def settings(token: str):
     return _seat_action(token, lambda: set_notify(token, request.form.get("notify", "")),
                         lambda result, ctx: "Your mail setting is saved.")
+
+
+@bp.post("/<token>/language")
+def language(token: str):
+    """The seat's language for its pages and mails (a button of the switch on the page)."""
+    return _seat_action(token, lambda: set_language(token, request.form.get("language", "")),
+                        lambda code, ctx: gettext("This page and your mails are now in "
+                                                  "English."))
 
 
 @bp.post("/<token>/timezone")

@@ -25,7 +25,7 @@ from sqlalchemy import bindparam, func
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
-from . import clock, mail, turns
+from . import clock, i18n, mail, turns
 from .db import get_row, insert_later, insert_pending, reading, utcnow, writing
 from .deadlines import TimeControl, add_pause, reset_clock, start_clock, stop_clock, time_control
 from .games import DEFAULT_KIND, GameRules, MoveError, SetupProblem, rules_for
@@ -89,6 +89,7 @@ class PlayerSpec:
     name: str
     email: str  # "" for a computer player
     bot: str | None = None  # the computer player that plays this seat; None: a person
+    language: str | None = None  # en, de or es; None: the [games] language setting
 
 
 def bot_player(bot: str, kind: str = DEFAULT_KIND, name: str | None = None) -> PlayerSpec:
@@ -221,6 +222,12 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
     emails = [p.email.lower() for p in players if p.bot is None]
     if len(set(emails)) != len(emails):
         raise SetupProblem("each player needs their own email address")
+    for p in players:
+        if p.language is not None:
+            try:
+                i18n.check_language(p.language)
+            except ValueError as exc:
+                raise SetupProblem(str(exc)) from None
     colours = list(colours or rules.colours[:len(players)])
     seed = seed if seed is not None else secrets.token_hex(16)
     if not isinstance(seed, str) or not 0 < len(seed) <= 100 or not seed.isprintable():
@@ -240,7 +247,8 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
         session.add(game)
         session.flush()
         seats = [Seat(game_id=game.id, number=n, name=p.name, email=p.email, colour=colours[n],
-                      bot=p.bot) for n, p in enumerate(players)]
+                      bot=p.bot, language=p.language or current_app.config["GAMES_LANGUAGE"])
+                 for n, p in enumerate(players)]
         session.add_all(seats)
         session.flush()
         start_clock(session, game, seats[rules.to_move(state)], now)
@@ -320,7 +328,10 @@ def _seat_game_seats(session: Session, token: str | None,
         raise LinkExpired(EXPIRED_LINK.format(days=current_app.config["GAMES_OLD_LINK_DAYS"]))
     seats = [row[0] for row in rows]
     game, keyed = rows[0][1], rows[0][2]
-    return next(s for s in seats if s.id == keyed), game, seats
+    seat = next(s for s in seats if s.id == keyed)
+    if seat_id is None:  # the seat's own link: what follows is said in its language
+        i18n.use(seat.language)
+    return seat, game, seats
 
 
 def _seat_and_game(session: Session, token: str) -> tuple[Seat, Game]:
@@ -758,6 +769,20 @@ def end_vacation_now(token: str, now: datetime | None = None) -> int:
         if game.status == RUNNING and to_move is not None and to_move.id == seat.id:
             reset_clock(session, game, seat, now)
         return unused
+
+
+def set_language(token: str, code: str) -> str:
+    """The seat's own language, for its pages and mails; returns it."""
+    try:
+        code = i18n.check_language(code)
+    except ValueError as exc:
+        raise Rejected(str(exc)) from None
+    with writing() as session:
+        seat, _ = _seat_and_game(session, token)
+        seat.language = code
+        session.add(seat)
+    i18n.use(code)
+    return code
 
 
 def set_timezone(token: str, name: str) -> None:

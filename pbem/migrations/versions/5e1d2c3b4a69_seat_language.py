@@ -1,0 +1,29 @@
+"""seat: the language its pages and mails are written in
+
+Revision ID: 5e1d2c3b4a69
+Revises: c3d1f0a7b2e9
+Create Date: 2026-11-23 14:30:00.000000
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+import sqlmodel
+from alembic import op
+
+revision: str = '5e1d2c3b4a69'
+down_revision: str | None = 'c3d1f0a7b2e9'
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    # Seats of games made before: English, the only language there was.
+    with op.batch_alter_table('seat', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('language', sqlmodel.sql.sqltypes.AutoString(length=8),
+                                      nullable=False, server_default='en'))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('seat', schema=None) as batch_op:
+        batch_op.drop_column('language')
