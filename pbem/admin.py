@@ -210,11 +210,11 @@ def _read_new_game(form, rules) -> tuple[dict, dict]:
                                                current_app.config["GAMES_LANGUAGE"])
                 players.append(dataclasses.replace(check_player(row["name"], row["email"]),
                                                    language=language))
-        except ValueError as exc:  # a language the form did not offer
-            errors[f"language{i}"] = str(exc)
         except SetupProblem as exc:
             errors[f"bot{i}" if row["bot"] else f"email{i}" if row["name"] else f"name{i}"] = \
                 str(exc)
+        except ValueError as exc:  # a language the form did not offer
+            errors[f"language{i}"] = str(exc)
         if row["colour"] not in rules.colours:
             errors[f"colour{i}"] = f"choose one of {', '.join(rules.colours)}"
         elif row["colour"] in colours:
