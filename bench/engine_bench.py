@@ -12,8 +12,8 @@ process is printed beside the wall-clock rate, since a shared machine slows the 
 Single process, wall-clock time from time.perf_counter. Games are played as `python -m engine
 playout` plays them: 5 players, each move chosen uniformly among the legal moves with the same
 seeded chooser, over a fixed range of seeds, so two runs do the same work. Scoring is timed
-cold: every functools cache in engine.scoring is cleared before each call, because a server
-scores a finished game once and a cache hit would hide the real cost.
+cold: every functools cache in Kardinal & König's scoring is cleared before each call, because a
+server scores a finished game once and a cache hit would hide the real cost.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import results_file
-from engine import default_board, legal_moves, parse_position, scoring
-from engine.playout import random_playout
+from engine import default_board, legal_moves, parse_position
+from engine.kardinal_koenig import scoring
+from engine.kardinal_koenig.playout import random_playout
 
 TARGET_GAMES_PER_SECOND = 50
 TARGET_SCORING_US = 1000

@@ -1,6 +1,7 @@
 """Bots against bots: many seeded games, win rates with confidence intervals, move times.
 
-`play_arena` seats the named bots (`engine.bots`), one per seat, and plays `games` games. Game g
+`play_arena` seats the named bots of one game (its package's `bots`, found through
+`engine.games`), one per seat, and plays `games` games. Game g
 is dealt from the seed "<seed>:<g>" and rotates the seating by g places, so every bot sits in
 every seat equally often and seat order does not favour anyone. Each bot is handed only the view
 of the seat it plays (`view_for`) and a random input of its own seeded from the arena's seed, so
@@ -17,12 +18,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .board import Board, default_board
-from .bots import choose_move
-from .outcome import outcome
-from .rules import apply_move
-from .state import new_game
-from .view import view_for
+from types import ModuleType
+
+from .games import DEFAULT, NAMES, game_package
 
 Z95 = 1.959963984540054
 
@@ -77,27 +75,32 @@ class MoveTimes:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def play_game(bots: list[str], seed: int | str, number: int, board: Board | None = None,
-              times: dict[str, MoveTimes] | None = None) -> GameResult:
-    """Play arena game `number`: entry i sits at seat (i - number) mod n."""
-    board = board or default_board()
+def _package(game: str | ModuleType) -> ModuleType:
+    return game if isinstance(game, ModuleType) else game_package(game)
+
+
+def play_game(bots: list[str], seed: int | str, number: int,
+              times: dict[str, MoveTimes] | None = None,
+              game: str | ModuleType = DEFAULT) -> GameResult:
+    """Play arena game `number` of `game`: entry i sits at seat (i - number) mod n."""
+    rules = _package(game)
     n = len(bots)
     seating = tuple((s + number) % n for s in range(n))
-    state = new_game(n, f"{seed}:{number}", board=board)
+    state = rules.new_game(n, f"{seed}:{number}")
     rngs = [random.Random(f"arena:{seed}:{number}:{entry}") for entry in range(n)]
     moves = 0
     while not state.is_over:
-        seat = state.current
+        seat = state.to_move
         entry = seating[seat]
-        view = view_for(state, seat)
+        view = rules.view_for(state, seat)
         started, cpu = time.perf_counter(), time.process_time()
-        move = choose_move(bots[entry], view, rngs[entry], board)
+        move = rules.bots.choose_move(bots[entry], view, rngs[entry])
         if times is not None:
             times.setdefault(bots[entry], MoveTimes()).add(time.process_time() - cpu,
                                                            time.perf_counter() - started)
-        state = apply_move(state, move)
+        state = rules.apply_move(state, move)
         moves += 1
-    result = outcome(state)
+    result = rules.outcome(state)
     scores = [0] * n
     for seat, points in enumerate(result.scores):
         scores[seating[seat]] = points
@@ -105,11 +108,13 @@ def play_game(bots: list[str], seed: int | str, number: int, board: Board | None
                       tuple(sorted(seating[s] for s in result.winners)), moves)
 
 
-def play_arena(bots: list[str], games: int, seed: int | str, board: Board | None = None,
-               times: dict[str, MoveTimes] | None = None) -> Iterator[GameResult]:
+def play_arena(bots: list[str], games: int, seed: int | str,
+               times: dict[str, MoveTimes] | None = None,
+               game: str | ModuleType = DEFAULT) -> Iterator[GameResult]:
     """The results of games 0..games-1, in order."""
+    rules = _package(game)
     for number in range(games):
-        yield play_game(bots, seed, number, board, times)
+        yield play_game(bots, seed, number, times, rules)
 
 
 @dataclass(frozen=True)
@@ -138,17 +143,23 @@ def summarise(bots: list[str], results: list[GameResult]) -> list[EntryReport]:
     return reports
 
 
-GAMES = {"kardinal-koenig": "Kardinal & König"}
 MAX_GAMES = 100_000
+
+
+def arena_games() -> dict[str, ModuleType]:
+    """The games that have computer players, by name."""
+    packages = {name: game_package(name) for name in NAMES}
+    return {name: p for name, p in packages.items() if getattr(p, "bots", None) is not None}
 
 
 def run_arena(game: str, bots: str | list[str], games: int, seed: int | str) -> dict:
     """The whole arena as JSON-ready data; ValueError says what is wrong with the request."""
-    from .bots import BOT_NAMES
-    from .state import MAX_PLAYERS, MIN_PLAYERS
-
-    if game not in GAMES:
-        raise ValueError(f"unknown game {game!r}; the arena plays {', '.join(GAMES)}")
+    playable = arena_games()
+    if game not in playable:
+        raise ValueError(f"unknown game {game!r}; the arena plays {', '.join(playable)}")
+    rules = playable[game]
+    BOT_NAMES, MIN_PLAYERS, MAX_PLAYERS = (rules.bots.BOT_NAMES, rules.MIN_PLAYERS,
+                                           rules.MAX_PLAYERS)
     names = [b.strip() for b in bots.split(",")] if isinstance(bots, str) else list(bots)
     unknown = [b for b in names if b not in BOT_NAMES]
     if unknown:
@@ -159,9 +170,10 @@ def run_arena(game: str, bots: str | list[str], games: int, seed: int | str) -> 
     if isinstance(games, bool) or not isinstance(games, int) or not 0 < games <= MAX_GAMES:
         raise ValueError(f"play 1 to {MAX_GAMES} games, not {games}")
     times: dict[str, MoveTimes] = {}
-    results = list(play_arena(names, games, seed, times=times))
+    results = list(play_arena(names, games, seed, times, rules))
     return {
         "game": game,
+        "title": rules.TITLE,
         "bots": names,
         "games": games,
         "seed": str(seed),
@@ -178,7 +190,7 @@ def run_arena(game: str, bots: str | list[str], games: int, seed: int | str) -> 
 
 def report_lines(report: dict) -> list[str]:
     """The arena's report for people."""
-    lines = [f"{GAMES[report['game']]} arena: {', '.join(report['bots'])}; {report['games']} "
+    lines = [f"{report['title']} arena: {', '.join(report['bots'])}; {report['games']} "
              f"games, seed {report['seed']}; the seats rotate every game",
              f"{'#':>2}  {'bot':<8} {'wins':>7} {'win rate':>9}  {'95% CI (Wilson)':<17} "
              f"{'mean score':>10}"]

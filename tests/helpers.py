@@ -6,8 +6,8 @@ from collections import Counter
 from dataclasses import replace
 
 from engine import default_board, new_game
-from engine.serialize import from_dict, to_dict
-from engine.state import ADVISORS_EACH, EMPTY, MONASTERIES_EACH, GameState
+from engine.kardinal_koenig.serialize import from_dict, to_dict
+from engine.kardinal_koenig.state import ADVISORS_EACH, EMPTY, MONASTERIES_EACH, GameState
 
 BOARD = default_board()
 

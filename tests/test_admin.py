@@ -977,5 +977,5 @@ def test_the_dashboard_names_the_players_and_each_finished_games_winner(app, adm
     finished = page.split("<h2>Finished (1)</h2>", 1)[1].split("</table>", 1)[0]
     assert "<th scope=\"col\">Winner</th>" in finished
     winners = " and ".join(f"<strong>Player {s} ({state.players[s]})</strong>"
-                           for s in engine.outcome(state).winners)
+                           for s in engine.kardinal_koenig.outcome(state).winners)
     assert winners in finished

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from engine import BoardError, default_board, load_board
-from engine.board import parse_board
+from engine.kardinal_koenig.board import parse_board
 
-DATA = Path(__file__).resolve().parent.parent / "engine" / "data" / "kardinal-koenig.toml"
+DATA = Path(__file__).resolve().parent.parent / "engine" / "kardinal_koenig" / "data" / "kardinal-koenig.toml"
 BOARD = default_board()
 
 

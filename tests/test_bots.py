@@ -12,11 +12,11 @@ import pytest
 
 from engine import Exchange, Place, apply_move, legal_moves, new_game, view_for
 from engine.arena import play_arena, play_game, run_arena, summarise, wilson
-from engine.bots import BOT_NAMES, BOTS, choose_move
-from engine.bots.view_state import sampled_state, unseen_cards, visible_state
-from engine.playout import random_playout
-from engine.state import JOKER_ANY
-from engine.view import SeatView
+from engine.kardinal_koenig.bots import BOT_NAMES, BOTS, choose_move
+from engine.kardinal_koenig.bots.view_state import sampled_state, unseen_cards, visible_state
+from engine.kardinal_koenig.playout import random_playout
+from engine.kardinal_koenig.state import JOKER_ANY
+from engine.kardinal_koenig.view import SeatView
 
 from helpers import BOARD, redealt, scenario, seat_of
 

@@ -88,7 +88,7 @@ def test_a_game_of_four_computer_players_runs_to_its_end_by_the_scheduler_alone(
         now += MINUTE
         run_jobs(app, now)
     game, state = game_state(app, game_id)
-    assert state.is_over and engine.outcome(state) is not None
+    assert state.is_over and engine.kardinal_koenig.outcome(state) is not None
     log = records(app, game_id)
     assert len(log) == state.ply > 40
     assert {(r.actor, r.via) for r in log} == {("bot", "scheduler")}

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from engine import describe, new_game, outcome, view_for
-from engine.playout import random_playout
+from engine.kardinal_koenig.playout import random_playout
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "kk-4p-seed-2026.txt"
 

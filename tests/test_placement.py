@@ -244,7 +244,7 @@ def test_english_and_spanish_books_joker_in_any_country():
 def test_the_joker_reading_is_kept_when_a_game_is_saved_and_replayed():
     """The switch lives in the state: it survives saving, and old saved games read as German."""
     from engine import from_json, new_game, replay, to_json
-    from engine.serialize import to_dict
+    from engine.kardinal_koenig.serialize import to_dict
 
     state = new_game(4, 3, joker="any")
     assert from_json(to_json(state)).joker == "any"

@@ -24,7 +24,7 @@ from engine import (
     to_json,
     view_for,
 )
-from engine.state import ADVISORS_EACH, MONASTERIES_EACH
+from engine.kardinal_koenig.state import ADVISORS_EACH, MONASTERIES_EACH
 
 from helpers import BOARD
 

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import final_breakdown, intermediate_breakdown, parse_position
-from engine.board import parse_board
-from engine.scoring import score_chains, score_monasteries
+from engine.kardinal_koenig.board import parse_board
+from engine.kardinal_koenig.scoring import score_chains, score_monasteries
 
 from helpers import BOARD, fill
 
@@ -232,7 +232,7 @@ def test_chain_scoring_matches_brute_force(seed):
 @given(st.integers(0, 10**9), st.integers(8, 20))
 def test_both_chain_searches_agree_on_large_groups(seed, size):
     """The two exact chain searches (listing paths, and the frontier programme) agree."""
-    from engine.scoring import _pack_by_frontier, _pack_by_paths
+    from engine.kardinal_koenig.scoring import _pack_by_frontier, _pack_by_paths
 
     group = random_group(random.Random(seed), size)
     by_paths = _pack_by_paths(BOARD, group, 10**7)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from engine import StateError, apply_move, from_json, legal_moves, new_game, replay, to_json
-from engine.serialize import to_dict
+from engine.kardinal_koenig.serialize import to_dict
 
 
 def a_game_in_progress():

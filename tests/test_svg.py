@@ -1,4 +1,4 @@
-"""The board picture (engine.svg): valid SVG from the board data, showing exactly the view."""
+"""The board picture (kardinal_koenig.svg): valid SVG from the board data, showing exactly the view."""
 
 from __future__ import annotations
 
@@ -23,14 +23,14 @@ from engine import (
     new_game,
     view_for,
 )
-from engine.board import parse_board
+from engine.kardinal_koenig.board import parse_board
 from engine.errors import BoardError
-from engine.svg import _Grid, _layout, _project, board_svg, player_letter
+from engine.kardinal_koenig.svg import _Grid, _layout, _project, board_svg, player_letter
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 ROOT = Path(__file__).resolve().parent
 BOARD = default_board()
-BOARD_TEXT = resources.files("engine").joinpath("data/kardinal-koenig.toml").read_text("utf-8")
+BOARD_TEXT = resources.files("engine.kardinal_koenig").joinpath("data/kardinal-koenig.toml").read_text("utf-8")
 
 
 def played(plies: int, seed: int = 5, players: int = 4):
@@ -340,7 +340,7 @@ def test_each_country_is_a_light_tint_of_its_card_colour():
     """Frankreich (purple cards) is light purple, Bayern and Burgund (green) light green, and
     so on: the hue of the card, light enough that the dark labels read at 7:1 or better; the
     crests keep the full card colour and its letter for colour-blind readers."""
-    from engine.svg import CARD_HEX
+    from engine.kardinal_koenig.svg import CARD_HEX
 
     root = parse(board_svg(BOARD))
     countries = [e for e in having(root, "country") if e.tag.endswith("path")]

@@ -18,7 +18,7 @@ from engine import (
     outcome,
     parse_move,
 )
-from engine.scoring import final_breakdown, intermediate_breakdown
+from engine.kardinal_koenig.scoring import final_breakdown, intermediate_breakdown
 
 from helpers import BOARD, fill, scenario, seat_of
 

@@ -1,6 +1,6 @@
 """Knights & Castles, the rules and nothing else: no web, no database, no mail, no clock.
 
-A second game beside Kardinal & König (in `engine/`), with the same shape: `cards` (the card
+The same shape as every game in `engine/`: `cards` (the card
 list as data), `state` (one position, secrets included), `moves` (moves and their notation),
 `rules` (`legal_moves`, `apply_move`, the default move), `view` (what a seat or a spectator
 may see), `outcome` (gold and winners), `serialize` and `playout`. The readings we referee by
@@ -17,7 +17,8 @@ from .cards import DECK_SIZE, KINDS, Kind
 from .moves import (COLOURS, Abandon, Accept, Build, Buy, Decline, Discard, Done, Keep, Lose,
                     Move, Offer, Pay, Play, Research, Share, War, parse_move, parse_moves)
 from .outcome import Outcome, outcome, score
-from .playout import random_playout
+from .narrate import describe
+from .playout import playout_result, random_playout
 from .rules import (LegalMoves, apply_move, default_move, legal_moves, new_game, unsupported,
                     why_illegal)
 from .serialize import from_json, replay, to_json
@@ -25,12 +26,14 @@ from .state import MAX_PLAYERS, MIN_PLAYERS, VARIANTS, GameState, Loss
 from .view import SeatView, view_for
 
 GAME = "knights-castles"
+TITLE = "Knights & Castles"
 
 __all__ = [
-    "COLOURS", "DECK_SIZE", "GAME", "KINDS", "MAX_PLAYERS", "MIN_PLAYERS", "VARIANTS",
+    "COLOURS", "DECK_SIZE", "GAME", "TITLE", "KINDS", "MAX_PLAYERS", "MIN_PLAYERS", "VARIANTS",
     "Abandon", "Accept", "Build", "Buy", "Decline", "Discard", "Done", "GameState", "Keep",
     "Kind", "LegalMoves", "Lose", "Loss", "Move", "Offer", "Outcome", "Pay", "Play", "Research",
     "SeatView", "Share", "War", "apply_move", "default_move", "from_json", "legal_moves",
-    "new_game", "outcome", "parse_move", "parse_moves", "random_playout", "replay", "score",
+    "describe", "new_game", "outcome", "parse_move", "parse_moves", "playout_result",
+    "random_playout", "replay", "score",
     "to_json", "unsupported", "view_for", "why_illegal",
 ]

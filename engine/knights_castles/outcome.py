@@ -15,6 +15,11 @@ class Outcome:
     winners: tuple[int, ...]
     reason: str
 
+    @property
+    def scores(self) -> tuple[int, ...]:
+        """Each seat's gold, the game's only score (the name every game's outcome has)."""
+        return self.gold
+
     def to_dict(self, players: tuple[str, ...]) -> dict:
         return {"gold": dict(zip(players, self.gold)),
                 "winners": [players[s] for s in self.winners], "reason": self.reason}

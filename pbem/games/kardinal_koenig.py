@@ -1,4 +1,5 @@
-"""Kardinal & König behind the server's game interface: a thin layer over `engine`."""
+"""Kardinal & König behind the server's game interface: a thin layer over
+`engine.kardinal_koenig`."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-import engine
-from engine.bots import BOT_NAMES, choose_move
-from engine.moves import MAX_NOTATION_LENGTH
-from engine.svg import board_svg
+import engine.kardinal_koenig as kk
+from engine.kardinal_koenig.bots import BOT_NAMES, choose_move
+from engine.kardinal_koenig.moves import MAX_NOTATION_LENGTH
+from engine.kardinal_koenig.state import JOKER_ANY, JOKER_OTHER
+from engine.kardinal_koenig.svg import board_svg
 from flask_babel import gettext, ngettext
 
 from . import MoveError, ResultTable, SetupProblem
@@ -41,7 +43,7 @@ VARIANTS = {
     "english": "English (v1.3) and Spanish rule books: two cards of one colour are a joker for "
                "any country, their own too",
 }
-_JOKER = {"german": engine.state.JOKER_OTHER, "english": engine.state.JOKER_ANY}
+_JOKER = {"german": JOKER_OTHER, "english": JOKER_ANY}
 
 
 class KardinalKoenig:
@@ -49,56 +51,56 @@ class KardinalKoenig:
     title = "Kardinal & König"
     min_players = 3
     max_players = 5
-    colours = engine.PLAYER_COLOURS
+    colours = kk.PLAYER_COLOURS
     variants = VARIANTS
     rules_url = RULES_URL  # the first is the default
     order_examples = ("GG Franken: Mainz", "draw deck", "draw G")
     variant_question = ("The rule books disagree on the joker; choose whose reading this game "
                         "follows (shown on every page of the game).")
 
-    def __init__(self, board: engine.Board | None = None):
-        self.board = board or engine.default_board()
+    def __init__(self, board: kk.Board | None = None):
+        self.board = board or kk.default_board()
         # States are immutable, so a stored text read once can be shared by later requests.
         self._loads = functools.lru_cache(maxsize=256)(self._read)
 
     # --- set-up and storage ---------------------------------------------------------------
 
     def new_state(self, colours: list[str], seed: str, start: int | None,
-                  variant: str | None = None) -> engine.GameState:
+                  variant: str | None = None) -> kk.GameState:
         variant = variant or next(iter(VARIANTS))
         if variant not in VARIANTS:
             raise SetupProblem(f"the rules variant must be one of {', '.join(VARIANTS)}, "
                                f"not {variant!r}")
         try:
-            return engine.new_game(tuple(colours), seed, self.board, start, joker=_JOKER[variant])
-        except engine.SetupError as exc:
+            return kk.new_game(tuple(colours), seed, self.board, start, joker=_JOKER[variant])
+        except kk.SetupError as exc:
             raise SetupProblem(str(exc)) from None
 
-    def dumps(self, state: engine.GameState) -> str:
-        return engine.to_json(state)
+    def dumps(self, state: kk.GameState) -> str:
+        return kk.to_json(state)
 
-    def loads(self, text: str) -> engine.GameState:
+    def loads(self, text: str) -> kk.GameState:
         return self._loads(text)
 
-    def _read(self, text: str) -> engine.GameState:
-        return engine.from_json(text, self.board)
+    def _read(self, text: str) -> kk.GameState:
+        return kk.from_json(text, self.board)
 
-    def variant_of(self, state: engine.GameState) -> str:
+    def variant_of(self, state: kk.GameState) -> str:
         return "english" if state.joker_anywhere else "german"
 
-    def how_to_play(self, state: engine.GameState) -> list[str]:
+    def how_to_play(self, state: kk.GameState) -> list[str]:
         """A few paragraphs for the invitation mail, in this game's reading of the rules."""
         joker = ("any country, its own colour's too" if state.joker_anywhere
                  else "any other country")
         return [paragraph.format(joker=joker) for paragraph in HOW_TO_PLAY]
 
-    def variant_note(self, state: engine.GameState) -> str:
+    def variant_note(self, state: kk.GameState) -> str:
         """The rules reading this game is played with, for every page and mail of the game."""
         return f"Rules: {VARIANTS[self.variant_of(state)]}."
 
     # --- turns ----------------------------------------------------------------------------
 
-    def ply(self, state: engine.GameState) -> int:
+    def ply(self, state: kk.GameState) -> int:
         return state.ply
 
     def starts_turn(self, notation: str) -> bool:
@@ -106,60 +108,60 @@ class KardinalKoenig:
         after it belong to its turn)."""
         return not notation.startswith("draw")
 
-    def mid_turn(self, state: engine.GameState) -> bool:
+    def mid_turn(self, state: kk.GameState) -> bool:
         """Whether the seat to move is drawing its cards back, in the middle of its turn."""
         return state.phase == "draw"
 
-    def to_move(self, state: engine.GameState) -> int | None:
+    def to_move(self, state: kk.GameState) -> int | None:
         return None if state.is_over else state.current
 
-    def start_seat(self, state: engine.GameState) -> int:
+    def start_seat(self, state: kk.GameState) -> int:
         return state.start
 
-    def legal(self, state: engine.GameState) -> list[str]:
-        return [] if state.is_over else [str(m) for m in engine.legal_moves(state)]
+    def legal(self, state: kk.GameState) -> list[str]:
+        return [] if state.is_over else [str(m) for m in kk.legal_moves(state)]
 
-    def parse(self, state: engine.GameState, text: str) -> engine.Move:
+    def parse(self, state: kk.GameState, text: str) -> kk.Move:
         try:
-            return engine.parse_move(text, self.board)
-        except engine.NotationError as exc:
+            return kk.parse_move(text, self.board)
+        except kk.NotationError as exc:
             raise MoveError(str(exc)) from None
 
-    def apply(self, state: engine.GameState, move: engine.Move) -> engine.GameState:
+    def apply(self, state: kk.GameState, move: kk.Move) -> kk.GameState:
         try:
-            return engine.apply_move(state, move)
-        except (engine.IllegalMoveError, engine.NotationError) as exc:
+            return kk.apply_move(state, move)
+        except (kk.IllegalMoveError, kk.NotationError) as exc:
             raise MoveError(str(exc)) from None
 
-    def replay(self, state: engine.GameState, notations: list[str]) -> engine.GameState:
+    def replay(self, state: kk.GameState, notations: list[str]) -> kk.GameState:
         """The game `state` belongs to (same colours, seed, start seat) after `notations`."""
-        return engine.replay(state.players, state.seed, notations, self.board, state.start,
+        return kk.replay(state.players, state.seed, notations, self.board, state.start,
                              joker=state.joker)
 
-    def history_state(self, state: engine.GameState, notations: list[str]) -> engine.GameState:
+    def history_state(self, state: kk.GameState, notations: list[str]) -> kk.GameState:
         """The game `state` belongs to as it was after `notations`, its first logged moves."""
-        return engine.replay(state.players, state.seed, notations, self.board, state.start,
+        return kk.replay(state.players, state.seed, notations, self.board, state.start,
                              joker=state.joker)
 
-    def notation(self, move: engine.Move) -> str:
+    def notation(self, move: kk.Move) -> str:
         return str(move)
 
     def notation_for(self, state, notation: str, mover: int, reader: int | None) -> str:
         return notation  # every move of this game is public
 
     def describe(self, before, move, after, reader: int | None) -> list[str]:
-        return engine.describe(before, move, after, reader)
+        return kk.describe(before, move, after, reader)
 
     def foretell(self, before, move, after) -> list[str]:
-        return engine.foretell(before, move, after)
+        return kk.foretell(before, move, after)
 
     def foretold_state(self, before, move, after):
         """The position a preview may show. A draw changes no piece on the map, but after it
         the hand holds the drawn card and the face-up row is refilled from the deck, so a draw
         is previewed on the board as it is now; other moves reveal nothing and show `after`."""
-        return before if isinstance(move, engine.Draw) else after
+        return before if isinstance(move, kk.Draw) else after
 
-    def default_move(self, state: engine.GameState) -> str:
+    def default_move(self, state: kk.GameState) -> str:
         """The move the server makes when a seat misses its deadline (docs/rules-notes.md).
 
         In a refill: draw from the deck. Otherwise exchange the card the seat holds most of,
@@ -183,57 +185,57 @@ class KardinalKoenig:
 
     bots = BOT_NAMES
 
-    def bot_move(self, state: engine.GameState, bot: str, seed: str) -> str:
+    def bot_move(self, state: kk.GameState, bot: str, seed: str) -> str:
         """The move computer player `bot` makes for the seat to move. It is handed that seat's
-        view only (`engine.view_for`), never the state, so it knows no hidden card."""
+        view only (`kk.view_for`), never the state, so it knows no hidden card."""
         if state.is_over:
             raise MoveError("the game is over; no more moves can be made")
-        view = engine.view_for(state, state.current)
+        view = kk.view_for(state, state.current)
         return str(choose_move(bot, view, random.Random(seed), self.board))
 
     # --- what a seat sees -----------------------------------------------------------------
 
-    def view(self, state: engine.GameState, seat: int | None) -> engine.SeatView:
-        return engine.view_for(state, seat)
+    def view(self, state: kk.GameState, seat: int | None) -> kk.SeatView:
+        return kk.view_for(state, seat)
 
-    def view_dict(self, state: engine.GameState, seat: int | None) -> dict:
-        return engine.view_for(state, seat).to_dict()
+    def view_dict(self, state: kk.GameState, seat: int | None) -> dict:
+        return kk.view_for(state, seat).to_dict()
 
-    def board_picture(self, state: engine.GameState, seat: int | None,
-                      interactive: bool = False, move: engine.Move | None = None) -> str:
+    def board_picture(self, state: kk.GameState, seat: int | None,
+                      interactive: bool = False, move: kk.Move | None = None) -> str:
         """The board as one <svg> element, from `seat`'s view (None: a spectator's), so it
         can show no card the reader may not see. With `interactive`, the free cloister fields
         and the crests are marked to be clicked (the seat page's script builds a move). With
         `move` (the one that led to `state`), the pieces it placed are ringed as new."""
-        view = engine.view_for(state, seat)
+        view = kk.view_for(state, seat)
         who = "a spectator" if seat is None else view.colour
         marked: set[str] = set()
-        if isinstance(move, engine.Place):
-            marked.update(move.country if p == engine.ADVISOR else p for p in move.pieces)
+        if isinstance(move, kk.Place):
+            marked.update(move.country if p == kk.ADVISOR else p for p in move.pieces)
         title = (f"The board as it will be after your move {move}" if move is not None
                  else f"The board after {state.ply} moves, as {who} sees it")
         return board_svg(self.board, view, interactive=interactive, title=title, marked=marked)
 
-    def scores(self, state: engine.GameState) -> dict[str, int]:
+    def scores(self, state: kk.GameState) -> dict[str, int]:
         return dict(zip(state.players, state.scores))
 
-    def outcome(self, state: engine.GameState) -> dict | None:
-        result = engine.outcome(state)
+    def outcome(self, state: kk.GameState) -> dict | None:
+        result = kk.outcome(state)
         return None if result is None else result.to_dict(state.players)
 
-    def outcome_lines(self, state: engine.GameState) -> list[str]:
-        result = engine.outcome(state)
+    def outcome_lines(self, state: kk.GameState) -> list[str]:
+        result = kk.outcome(state)
         if result is None:
             return []
         names = " and ".join(state.players[s] for s in result.winners)
         return [f"The game is over: {result.reason}.", *result.breakdown.lines(),
                 f"Winner{'s' if len(result.winners) > 1 else ''}: {names}."]
 
-    def result_table(self, state: engine.GameState) -> ResultTable | None:
+    def result_table(self, state: kk.GameState) -> ResultTable | None:
         """The result in one table: the intermediate scoring, the final scoring by part (each
         country's monasteries, the alliances, the chains), the total, pieces left (the
         tie-break), rank and winners; None while the game goes on."""
-        result = engine.outcome(state)
+        result = kk.outcome(state)
         if result is None:
             return None
         n = len(state.players)
@@ -293,12 +295,12 @@ class KardinalKoenig:
                                   countries=self.board.card(c).label)
                          for c, n in sorted(counts.items()))
 
-    def position_lines(self, state: engine.GameState, seat: int | None,
+    def position_lines(self, state: kk.GameState, seat: int | None,
                        countries: bool = True) -> list[str]:
         """The position as plain text for `seat`: what a mail or a turn file shows. Without
         `countries`, only the cards, scores and supplies (the HTML mail shows the board in a
         table and a picture instead)."""
-        view = engine.view_for(state, seat)
+        view = kk.view_for(state, seat)
         players = view.players
         lines = []
         if view.hand is not None:
@@ -336,14 +338,14 @@ class KardinalKoenig:
             lines.append(gettext("No pieces yet in %(countries)s", countries=", ".join(empty)))
         return lines
 
-    def position_summary(self, state: engine.GameState, seat: int | None) -> list[str]:
+    def position_summary(self, state: kk.GameState, seat: int | None) -> list[str]:
         """The position without the countries: what the HTML mail lists above its picture and
         table of the board."""
         return self.position_lines(state, seat, countries=False)
 
     # --- the seat page's move form ----------------------------------------------------------
 
-    def move_from_form(self, state: engine.GameState, form: Mapping[str, Any]) -> str:
+    def move_from_form(self, state: kk.GameState, form: Mapping[str, Any]) -> str:
         """The notation of the move a seat built in the form; MoveError says what is missing."""
         action = str(form.get("action", ""))
         if action == "text":
@@ -360,7 +362,7 @@ class KardinalKoenig:
             return f"exchange {card}"
         if action == "draw":
             source = str(form.get("source", ""))
-            if source != engine.DECK and source not in {c.code for c in self.board.cards}:
+            if source != kk.DECK and source not in {c.code for c in self.board.cards}:
                 raise MoveError("choose where to draw from: the deck or a face-up card")
             return f"draw {source}"
         if action != "place":
@@ -381,7 +383,7 @@ class KardinalKoenig:
             piece = str(form.get(key, ""))
             if not piece:
                 continue
-            if piece != engine.ADVISOR and piece not in {f.name for f in self.board.fields}:
+            if piece != kk.ADVISOR and piece not in {f.name for f in self.board.fields}:
                 raise MoveError("choose each piece from the list: an advisor or a cloister field")
             pieces.append(piece)
         if not pieces:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place
 from .outcome import intermediate_of, outcome
 from .state import GameState
-from .words import plural
+from ..words import plural
 
 
 def _card(state: GameState, code: str, count: int = 1) -> str:

@@ -12,7 +12,7 @@ from functools import lru_cache
 from itertools import combinations
 
 from .board import Board
-from .words import count
+from ..words import count
 
 EMPTY = -1
 

@@ -3,7 +3,7 @@
 A turn is one `Place` or `Exchange` followed by one `Draw` per card the hand takes back, or a
 `Pass` when the seat can do neither. The notation is case-insensitive and accepts field and
 country names with or without accents; `parse_move(str(move), board) == move` always holds.
-This module reads and writes moves; whether a move is legal is for `engine.rules` to say.
+This module reads and writes moves; whether a move is legal is for `rules` to say.
 docs/notation.md is the players' guide to the notation.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from .board import Board, Country, Field
-from .errors import NotationError
-from .names import fold
+from ..errors import NotationError
+from ..names import fold
 
 ADVISOR = "advisor"
 DECK = "deck"
@@ -52,7 +52,7 @@ class Place:
     monasteries in name order. Placing a monastery first is never worse under the rules (it
     can only make room on the crest for the advisor, docs/rules-notes.md) and ends in the same
     position, so "advisor, Roma" and "Roma, advisor" are one move, `CC Italien: Roma, advisor`.
-    Values that are not text are kept as they are, for `engine.rules` to reject with a message.
+    Values that are not text are kept as they are, for `rules` to reject with a message.
     """
 
     cards: tuple[str, ...]

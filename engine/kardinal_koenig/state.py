@@ -1,6 +1,6 @@
 """One position of Kardinal & König, and setting up a new game.
 
-`GameState` is immutable; `engine.rules` makes new states from it. Everything secret (the deck
+`GameState` is immutable; `rules` makes new states from it. Everything secret (the deck
 order and the seed it came from) lives in this object and never in a view.
 """
 
@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass, field
 
 from .board import Board, default_board
-from .errors import SetupError
+from ..errors import SetupError
 
 PLAYER_COLOURS = ("yellow", "red", "green", "purple", "blue")
 MONASTERIES_EACH = 20
@@ -71,6 +71,11 @@ class GameState:
     @property
     def is_over(self) -> bool:
         return self.phase == OVER
+
+    @property
+    def to_move(self) -> int:
+        """The seat whose decision the game waits for (every game's state names it so)."""
+        return self.current
 
     @property
     def seats(self) -> range:

@@ -3,7 +3,7 @@
 Each is a pure function `(view, rng, board) -> Move` of one seat's `SeatView` (never the state:
 what the seat sees, no more) and an explicit `random.Random`; the same view and the same random
 input give the same move. `greedy` looks one move ahead with the projected final score
-(`engine.bots.evaluate`). `strong` searches: it deals the hidden cards at random several times
+(`bots.evaluate`). `strong` searches: it deals the hidden cards at random several times
 consistently with the view (determinization), and for its best few candidate moves plays out the
 round in each deal (every other seat answering with its own greedy best placement, then its own
 next turn with the cards it would draw), and keeps the move with the best average margin over the

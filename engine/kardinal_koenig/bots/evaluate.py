@@ -2,7 +2,7 @@
 
 The projection is "the game ends now": the points already banked, the monastery majorities (twice
 while the intermediate scoring is still to come), the alliances and the chains, all by the rules
-of `engine.scoring`, but kept per country, per alliance and per seat so that the effect of one
+of `scoring`, but kept per country, per alliance and per seat so that the effect of one
 placement is recomputed only where it lands. Nothing here reads a hidden card.
 """
 
@@ -47,7 +47,7 @@ def board_info(board: Board) -> BoardInfo:
 
 @lru_cache(maxsize=65536)
 def monastery_points(counts: tuple[int, ...]) -> tuple[int, ...]:
-    """Points per seat for one country's monastery counts (dense ranks, as engine.scoring)."""
+    """Points per seat for one country's monastery counts (dense ranks, as scoring)."""
     levels = sorted({c for c in counts if c}, reverse=True)
     total = sum(counts)
     rank = {count: i for i, count in enumerate(levels)}

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from .board import Board
 from .moves import Move
+from .outcome import outcome
 from .rules import apply_move, legal_moves
 from .state import GameState, new_game
 
@@ -23,3 +24,23 @@ def random_playout(players: int, seed: int,
         after = apply_move(state, move)
         yield state, moves, move, after
         state = after
+
+
+def playout_result(players: int, seed: int, variants=()) -> dict:
+    """A whole random game as `python -m engine playout` prints it: the colours, the number of
+    moves, the scores with their breakdown, the winners and why the game ended."""
+    if variants:
+        raise ValueError("Kardinal & König has no variants to switch on")
+    moves, state = 0, None
+    for _, _, _, state in random_playout(players, seed):
+        moves += 1
+    result = outcome(state)
+    return {
+        "players": list(state.players),
+        "moves": moves,
+        "scores": dict(zip(state.players, result.scores)),
+        "winners": [state.players[s] for s in result.winners],
+        "breakdown": result.breakdown.to_dict(),
+        "intermediate": result.intermediate.to_dict() if result.intermediate else None,
+        "end_reason": result.reason,
+    }

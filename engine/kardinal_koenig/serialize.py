@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from .board import Board, default_board
-from .errors import StateError
+from ..errors import StateError
 from .moves import Move, parse_move
 from .rules import apply_move
-from .words import count
+from ..words import count
 from .state import (
     ADVISORS_EACH,
     DRAW,

@@ -2,7 +2,7 @@
 
 `legal_moves` is the one source of truth for what may be played; `apply_move` checks every
 move it is given and raises `IllegalMoveError` with a reason a player can act on. Both are pure:
-they read a `GameState` and return new values. Scoring arithmetic lives in `engine.scoring`.
+they read a `GameState` and return new values. Scoring arithmetic lives in `scoring`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from functools import cache
 from itertools import combinations
 
 from .board import Country, Field
-from .errors import IllegalMoveError, NotationError
+from ..errors import IllegalMoveError, NotationError
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place, name_order, trusted_place
 from .scoring import final_breakdown, intermediate_breakdown
 from .state import DRAW, EMPTY, FACE_UP, HAND_SIZE, OVER, PLAY, GameState, shuffled
-from .words import count
+from ..words import count
 
 MAX_CARDS, MAX_PIECES = 3, 2
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .errors import BoardError
-from .names import fold, keys
+from ..errors import BoardError
+from ..names import fold, keys
 
 BOARD_FORMAT = 1
 
@@ -299,5 +299,5 @@ def load_board(path: str | Path) -> Board:
 @cache
 def default_board() -> Board:
     """The board the engine ships: Kardinal & König, reconstructed from the published rules."""
-    text = resources.files("engine").joinpath("data/kardinal-koenig.toml").read_text("utf-8")
+    text = resources.files(__package__).joinpath("data/kardinal-koenig.toml").read_text("utf-8")
     return parse_board(tomllib.loads(text))

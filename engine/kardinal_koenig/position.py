@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import StateError
 from .board import Board
-from .errors import StateError
 from .scoring import Breakdown, final_breakdown
 from .state import ADVISORS_EACH, EMPTY, MONASTERIES_EACH, PLAYER_COLOURS
 
