@@ -240,6 +240,10 @@ def load_settings(environ: Mapping[str, str] | None = None,
                               f"{e.strerror}") from None
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"the config file {path} is not valid TOML: {e}") from None
+        except UnicodeDecodeError as e:  # TOML is UTF-8; a file saved as Latin-1 is not
+            raise ConfigError(f"the config file {path} is not valid TOML: it must be UTF-8 "
+                              f"text, and byte {e.start + 1} is not (save it as UTF-8)"
+                              ) from None
         for name, (value, where) in _flatten(data, path).items():
             _known(name, where)
             values[name] = _coerce(name, value, where, parse_text=False)

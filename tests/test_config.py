@@ -238,6 +238,16 @@ def test_invalid_toml_is_refused_with_its_place(tmp_path):
     assert path in message and "not valid TOML" in message and "line 2" in message
 
 
+def test_a_config_file_that_is_not_utf8_is_refused_in_one_line(tmp_path):
+    """Found by fuzzing: a file saved as Latin-1 ended in a UnicodeDecodeError traceback."""
+    path = tmp_path / "pbem.toml"
+    path.write_bytes('[mail]\nfrom = "K\u00f6nig <koenig@example.org>"\n'.encode("latin-1"))
+    with pytest.raises(ConfigError) as refused:
+        load_settings(environ={"PBEM_CONFIG": str(path)})
+    assert str(refused.value) == (f"the config file {path} is not valid TOML: it must be UTF-8 "
+                                  "text, and byte 17 is not (save it as UTF-8)")
+
+
 def test_create_app_refuses_bad_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("PBEM_SMTP_SECURITY", "maybe")
     with pytest.raises(ConfigError, match="SMTP_SECURITY"):
