@@ -561,20 +561,31 @@ def moved_on(game: Game, turn: int) -> StaleTurn:
         return _moved_on(session, game, turn)
 
 
+_LATEST_BY_SEAT = (select(MoveRecord.seat, func.max(MoveRecord.number))
+                   .where(MoveRecord.game_id == bindparam("game_id"),
+                          MoveRecord.number < bindparam("before"))
+                   .group_by(MoveRecord.seat))
 _RECENT = (select(MoveRecord.number, MoveRecord.seat, MoveRecord.lines_json, MoveRecord.actor)
-           .where(MoveRecord.game_id == bindparam("game_id"))
-           .order_by(MoveRecord.number.desc()).limit(bindparam("limit")))
+           .where(MoveRecord.game_id == bindparam("game_id"),
+                  MoveRecord.number >= bindparam("first"))
+           .order_by(MoveRecord.number))
 
 
 class _Recent:
-    """The latest moves of a game, enough to go back to every seat's previous move."""
+    """The latest moves of a game, enough to go back to every seat's previous move.
 
-    def __init__(self, session: Session, game: Game, seats: int):
-        # A turn is at most four moves (a placement or exchange, then up to three draws), and
-        # every seat moves once a round, so 4n + 4 moves reach back past each seat's last one.
-        rows = session.exec(_RECENT, params={"game_id": game.id, "limit": 4 * seats + 4}).all()
-        self.records = [(number, seat, _readers_lines(lines)) for number, seat, lines, _
-                        in reversed(rows)]
+    How far back that is depends on the game, not on a fixed count: a turn may be many moves,
+    and some of them may be other seats' (a loss chosen by a disaster's target, an answer to an
+    offer). So the moves are read from the oldest of the seats' latest moves before `before`
+    (every move of the game while a seat has not moved yet).
+    """
+
+    def __init__(self, session: Session, game: Game, seats: int, before: int):
+        latest = dict(session.exec(_LATEST_BY_SEAT,
+                                   params={"game_id": game.id, "before": before}).all())
+        first = min(latest.get(seat, 0) for seat in range(seats))
+        rows = session.exec(_RECENT, params={"game_id": game.id, "first": first}).all()
+        self.records = [(number, seat, _readers_lines(lines)) for number, seat, lines, _ in rows]
         self.actors = {number: actor for number, _, _, actor in rows}
 
     def last_move_of(self, seat: int, before: int) -> int:
@@ -597,8 +608,8 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
     to_move = rules.to_move(after)
     if to_move is not None and to_move == rules.to_move(before):
         return  # the same seat goes on (its draws): nobody needs a mail yet
-    recent = _Recent(session, game, len(seats))
     this_move = game.turn - 1
+    recent = _Recent(session, game, len(seats), this_move)
     if actor == "timeout":
         _timed_out(session, game, rules, after, mover, recent)
     elif actor == "bot" and mover.bot is None:  # an absent person's turn, played by the bot

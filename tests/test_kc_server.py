@@ -306,3 +306,42 @@ def test_replies_by_mail_play_a_turn_and_answer_an_offer(tmp_path):
     assert kc.view_for(after, 1).hand.count(give) == kc.view_for(state, 1).hand.count(give) + 1
     again = [m for m in box.to("p0@example.org") if str(m["Subject"]).endswith("Your turn")]
     assert again, "the starter is told the game waits for it again"
+
+
+def test_your_turn_mails_tell_everything_since_the_seats_last_move(tmp_path, monkeypatch):
+    """A your-turn mail's news is every move since the seat last moved, however many moves the
+    turns between were and whoever made them (a Knights & Castles turn is many moves; a loss
+    or an answer is another seat's move within it)."""
+    from pbem import mail
+    from pbem.services import submit_move
+
+    app = make_app(tmp_path / "instance")
+    _, tokens = new_game(app, 3, "kc-news", kind="knights-castles")
+    sent = []
+    original = mail.your_turn
+
+    def recording(session, game, seat, rules, state, news, *args, **kwargs):
+        sent.append((seat.number, game.turn, list(news)))
+        return original(session, game, seat, rules, state, news, *args, **kwargs)
+
+    monkeypatch.setattr(mail, "your_turn", recording)
+    rng = random.Random(3)
+    for _ in range(160):
+        game, state = state_of(app)
+        legal = kc.legal_moves(state)
+        move = rng.choice(legal.moves)
+        if len(legal) > len(legal.moves) and rng.random() < 0.3:  # an offer, now and then
+            move = min((legal[rng.randrange(len(legal))] for _ in range(5)), key=str)
+        with app.app_context():
+            submit_move(tokens[state.to_move], str(move), game.turn)
+    with app.app_context(), reading() as session:
+        records = session.exec(select(MoveRecord).order_by(MoveRecord.number)).all()
+    longest = 0
+    for seat, turn, news in sent:
+        before = [r for r in records if r.number < turn]
+        last = max((r.number for r in before[:-1] if r.seat == seat), default=-1)
+        expected = [line for r in before if r.number > last
+                    for line in json.loads(r.lines_json)[str(seat)]]
+        assert news == expected, (seat, turn)
+        longest = max(longest, sum(1 for r in before if r.number > last))
+    assert len(sent) > 20 and longest > 4 * 3 + 4  # beyond what a fixed window of 4n+4 reads
