@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 from alembic.util import CommandError
 from flask import current_app
-from flask_babel import ngettext
+from .i18n import ngettext
 from flask.cli import FlaskGroup, with_appcontext
 from sqlalchemy import func
 from sqlalchemy.exc import DBAPIError

@@ -17,10 +17,9 @@ from flask import (
     url_for,
 )
 
-from flask_babel import gettext
 
 from . import turnfile
-from .i18n import format_local
+from .i18n import format_local, gettext
 from .db import utcnow
 from .games import MoveError
 from .models import NOTIFY_CHOICES

@@ -14,8 +14,8 @@ from engine.kardinal_koenig.bots import BOT_NAMES, choose_move
 from engine.kardinal_koenig.moves import MAX_NOTATION_LENGTH
 from engine.kardinal_koenig.state import JOKER_ANY, JOKER_OTHER
 from engine.kardinal_koenig.svg import board_svg
-from flask_babel import gettext, ngettext
 
+from ..i18n import gettext, ngettext
 from . import MoveError, ResultTable, SetupProblem
 
 HOW_TO_PLAY = (
