@@ -11,8 +11,6 @@ from functools import cache
 import yaml
 from flask import Blueprint, jsonify, request
 
-from . import turns
-from .db import reading
 from .models import RUNNING
 from .services import SeatContext, ServiceError, load_seat, submit_move
 from .web import csrf, wake_sender
@@ -26,9 +24,6 @@ API_LOG = 50
 def seat_document(ctx: SeatContext) -> dict:
     rules, state, seat = ctx.rules, ctx.state, ctx.seat
     to_move = rules.to_move(state)
-    with reading() as session:  # turns as players count them (a move counter is not one)
-        moves = turns.notations(session, ctx.game.id)
-    counted = turns.numbers(rules, moves)
     # Only a running game takes moves: a paused one lists none, even for the seat it waits for.
     mine = ctx.game.status == RUNNING and to_move == seat.number
     document = {
@@ -41,14 +36,14 @@ def seat_document(ctx: SeatContext) -> dict:
         "status": ctx.game.status,
         "moves_played": ctx.game.turn,
         "turn": ctx.game.turn,  # the old name of moves_played, kept for existing clients
-        "turn_number": turns.at(rules, moves, len(moves), state),
+        "turn_number": ctx.turn_number,
         "to_move": mine,
         "waiting_for": to_move,
         "deadline": ctx.game.deadline_at.isoformat() if ctx.game.deadline_at else None,
         "view": rules.view_dict(state, seat.number),
         "legal": rules.legal(state) if mine else [],
         "log": [{"move_number": r.number, "turn": r.number,
-                 "turn_number": counted[r.number] if r.number < len(counted) else None,
+                 "turn_number": r.turn_number,
                  "seat": r.seat, "lines": r.lines,
                  "move": rules.notation_for(state, r.notation, r.seat, seat.number),
                  "at": r.created_at.isoformat()} for r in ctx.log],

@@ -221,7 +221,7 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
     position = rules.position_lines(state, seat.number)
     # The legal moves are the seat to move's: listed for that seat only (they show its hand).
     legal = rules.legal(state) if rules.to_move(state) == seat.number else []
-    turn_number = turns.at(rules, turns.notations(session, game.id), game.turn, state)
+    turn_number = turns.current(session, rules, game.id, state)
     turn_file = turnfile.render(game.title, game.id, seat.name, seat.colour, game.turn, position,
                                 legal, rules.order_examples, turn_number=turn_number)
     return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,

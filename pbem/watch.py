@@ -105,7 +105,7 @@ def load_watched(watch_id: str, with_log: bool = True) -> Watched:
         rules = rules_for(game.kind)
         seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
                                   .order_by(Seat.number)))
-        log = _log(session, game.id, SPECTATOR, None)[::-1] if with_log else []
+        log = _log(session, game, SPECTATOR, None, rules)[0][::-1] if with_log else []
         return Watched(game, seats, rules, rules.loads(game.state_json), log)
 
 

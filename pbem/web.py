@@ -91,8 +91,7 @@ def turn_number_of(game) -> int:
 
     rules = rules_for(game.kind)
     with reading() as session:
-        moves = turns.notations(session, game.id)
-    return turns.at(rules, moves, len(moves), rules.loads(game.state_json))
+        return turns.current(session, rules, game.id, rules.loads(game.state_json))
 
 
 def init_app(app: Flask) -> None:

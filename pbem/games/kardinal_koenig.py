@@ -103,10 +103,9 @@ class KardinalKoenig:
     def ply(self, state: kk.GameState) -> int:
         return state.ply
 
-    def starts_turn(self, notation: str) -> bool:
-        """Whether a logged move begins a turn (a placement, an exchange or a pass; the draws
-        after it belong to its turn)."""
-        return not notation.startswith("draw")
+    # A logged move that goes on with the turn in progress (pbem.turns): the draws after a
+    # placement, an exchange or a pass belong to its turn.
+    continues_turn = ("draw",)
 
     def mid_turn(self, state: kk.GameState) -> bool:
         """Whether the seat to move is drawing its cards back, in the middle of its turn."""
