@@ -8,7 +8,9 @@ from __future__ import annotations
 import logging
 import re
 
+import orjson
 from flask import Flask, current_app, jsonify, make_response, render_template, request
+from flask.json.provider import DefaultJSONProvider
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter
@@ -94,8 +96,30 @@ def turn_number_of(game) -> int:
         return turns.current(session, rules, game.id, rules.loads(game.state_json))
 
 
+class FastJSON(DefaultJSONProvider):
+    """JSON answers written by orjson: an API document with its fifty log entries takes
+    a tenth of the standard library's time. The same JSON as Flask's own provider (keys
+    sorted, compact), but non-ASCII characters are written as UTF-8 instead of escaped; dates,
+    dataclasses and anything else orjson does not write go through Flask's `default` as before.
+    Reading JSON is Flask's own."""
+
+    OPTIONS = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
+               | orjson.OPT_PASSTHROUGH_DATACLASS)
+
+    def response(self, *args, **kwargs):
+        if self.compact is False or (self.compact is None and self._app.debug):
+            return super().response(*args, **kwargs)  # indented, for reading
+        obj = self._prepare_response_obj(args, kwargs)
+        try:
+            body = orjson.dumps(obj, default=self.default, option=self.OPTIONS)
+        except orjson.JSONEncodeError:  # integers beyond 64 bits, non-string keys
+            return super().response(*args, **kwargs)
+        return self._app.response_class(body + b"\n", mimetype=self.mimetype)
+
+
 def init_app(app: Flask) -> None:
     """Call before the blueprints are registered: their routes use the bounded int."""
+    app.json = FastJSON(app)
     app.url_map.converters["int"] = BoundedInt
     csrf.init_app(app)
     app.add_template_global(rules_note)
