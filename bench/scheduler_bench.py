@@ -641,7 +641,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"now holds {counts['mail_sent']:,} sent mails)", samples, seen, app)
         for label, statement, _ in found:
             if label == "due-timer claim":
-                plan = query_plan(app, statement, found_parameters(quiet_statements)[statement])
+                # Claims now read the due timers, then update them by id: only a run with
+                # something due makes that statement.
+                parameters = found_parameters(quiet_statements + due_statements)[statement]
+                plan = query_plan(app, statement, parameters)
                 print("    due-timer claim now: " + "; ".join(plan))
 
         target = TARGET_SECONDS * due_games / 1000  # the targets are for 1,000 timeouts

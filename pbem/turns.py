@@ -52,16 +52,18 @@ def starts_sql(rules) -> ColumnElement[bool] | None:
 
 
 @functools.cache
-def begun_before_sql(rules):
-    """SQL: how many moves of game `:game_id` before move `:before` begin a turn (the turn of
-    move `:before - 1`); None when the rules say it only in Python. The database counts them
-    without handing us a row, so this costs next to nothing at any length of game."""
+def begun_before_sql(rules, bounded: bool = True):
+    """SQL: how many moves of game `:game_id` (before move `:before` when `bounded`) begin a
+    turn: the turn of the move before; None when the rules say it only in Python. The database
+    counts them without handing us a row, so this costs next to nothing at any length of game."""
     starts = starts_sql(rules)
     if starts is None:
         return None
-    return (select(func.count()).select_from(MoveRecord)
-            .where(MoveRecord.game_id == bindparam("game_id"),
-                   MoveRecord.number < bindparam("before"), starts).scalar_subquery())
+    query = select(func.count()).select_from(MoveRecord).where(
+        MoveRecord.game_id == bindparam("game_id"), starts)
+    if bounded:
+        query = query.where(MoveRecord.number < bindparam("before"))
+    return query.scalar_subquery()
 
 
 def numbered(rules, begun: int, moves: list[tuple[int, str]]) -> list[int]:
@@ -95,9 +97,11 @@ def of_move(session: Session, rules, game_id: int, number: int | None = None) ->
         if number is not None:
             counted = counted[:number + 1]
         return counted[-1] if counted else 0
-    before = 2 ** 62 if number is None else number + 1
+    if number is None:
+        return session.exec(select(begun_before_sql(rules, bounded=False)),
+                            params={"game_id": game_id}).one()[0]
     return session.exec(select(begun_before_sql(rules)),
-                        params={"game_id": game_id, "before": before}).one()[0]
+                        params={"game_id": game_id, "before": number + 1}).one()[0]
 
 
 def in_progress(rules, last: int, state) -> int:
