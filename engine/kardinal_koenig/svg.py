@@ -777,9 +777,10 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
     add(f"<style>{STYLE.strip()}</style>")
     add(f'<rect class="sea" x="0" y="0" width="{_n(WIDTH)}" height="{_n(layout.map_height)}"/>')
 
-    add(f'<clipPath id="{prefix}-clip"><rect x="0" y="0" width="{_n(WIDTH)}"'
-        f' height="{_n(layout.map_height)}"/></clipPath>')
-    add(f'<g class="countries" clip-path="url(#{prefix}-clip)">')
+    # No clip path for the countries that reach past the map: the panel below is drawn over
+    # them, and a clip made resvg render the whole map through a mask (a third of the time
+    # of the mail's board picture).
+    add('<g class="countries">')
     for country, d, (fill, edge) in zip(board.countries, layout.regions, layout.colours):
         attrs = _attrs(id=f"{prefix}-country-{country.index}", data_country=country.name)
         add(f'<path class="country"{attrs} d="{d}" fill="{fill}" stroke="{edge}"'
