@@ -42,6 +42,7 @@ def seat_document(ctx: SeatContext) -> dict:
         "deadline": ctx.game.deadline_at.isoformat() if ctx.game.deadline_at else None,
         "view": rules.view_dict(state, seat.number),
         "legal": rules.legal(state) if mine else [],
+        "patterns": rules.move_patterns(state) if mine else [],
         "log": [{"move_number": r.number, "turn": r.number,
                  "turn_number": r.turn_number,
                  "seat": r.seat, "lines": r.lines,

@@ -31,7 +31,7 @@ from sqlmodel import select
 
 from . import mail
 from .db import reading, utcnow, writing
-from .games import rules_for
+from .games import choices, rules_for
 from .models import PAUSED, RUNNING, Game, IncomingMail, OutboxMessage, Seat, SeatKey
 from .services import (
     GameNotRunning,
@@ -247,7 +247,7 @@ def _apply(key: SeatKey, message_id: str, text: str, message: EmailMessage) -> H
         if not _remember(message_id, key.seat_id, kind, exc.message):
             return Handled("duplicate", message_id)
         state = rules_for(game.kind).loads(_state_json(game.id))
-        legal = rules.legal(state) if rules.to_move(state) == seat.number else []
+        legal = choices(rules, state) if rules.to_move(state) == seat.number else []
         lines = [exc.message, "Nothing was changed."]
         if kind == "stale":
             lines.append("Your orders answered an older mail: look at the newest one, or at "

@@ -23,7 +23,7 @@ from sqlmodel import Session, select
 
 from . import i18n, turnfile, turns
 from .db import insert_later, locked, utcnow
-from .games import GameRules, rules_for
+from .games import GameRules, choices, rules_for
 from .models import DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
 from .tokens import hash_token, new_token
 
@@ -220,7 +220,7 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
         if reminder else "Your turn"
     position = rules.position_lines(state, seat.number)
     # The legal moves are the seat to move's: listed for that seat only (they show its hand).
-    legal = rules.legal(state) if rules.to_move(state) == seat.number else []
+    legal = choices(rules, state) if rules.to_move(state) == seat.number else []
     turn_number = turns.current(session, rules, game.id, state)
     turn_file = turnfile.render(game.title, game.id, seat.name, seat.colour, game.turn, position,
                                 legal, rules.order_examples, turn_number=turn_number)

@@ -21,7 +21,7 @@ from flask import (
 from . import turnfile
 from .i18n import format_local, gettext
 from .db import utcnow
-from .games import MoveError
+from .games import MoveError, choices
 from .models import NOTIFY_CHOICES
 from .services import (
     Malformed,
@@ -62,6 +62,7 @@ def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None =
         view=view, token=token, is_my_turn=to_move == seat.number,
         to_move=ctx.seats[to_move] if to_move is not None else None,
         legal=ctx.rules.legal(ctx.state) if to_move == seat.number else [],
+        patterns=ctx.rules.move_patterns(ctx.state) if to_move == seat.number else [],
         outcome=ctx.rules.outcome_lines(ctx.state), error=error, notice=notice,
         form=form or {}, notify_choices=NOTIFY_CHOICES, now=now, tz=seat_zone(ctx),
         on_vacation=seat.vacation_until is not None and seat.vacation_until > now,
@@ -188,7 +189,7 @@ def _seat_action(token: str, action, done):
 
 def turn_file_text(ctx: SeatContext) -> str:
     rules, state, seat = ctx.rules, ctx.state, ctx.seat
-    legal = rules.legal(state) if rules.to_move(state) == seat.number else []
+    legal = choices(rules, state) if rules.to_move(state) == seat.number else []
     return turnfile.render(ctx.game.title, ctx.game.id, seat.name, seat.colour, ctx.game.turn,
                            rules.position_lines(state, seat.number), legal, rules.order_examples,
                            turn_number=ctx.turn_number or None)

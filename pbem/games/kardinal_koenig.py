@@ -120,6 +120,9 @@ class KardinalKoenig:
     def legal(self, state: kk.GameState) -> list[str]:
         return [] if state.is_over else [str(m) for m in kk.legal_moves(state)]
 
+    def move_patterns(self, state: kk.GameState) -> list[str]:
+        return []  # every move is listed
+
     def parse(self, state: kk.GameState, text: str) -> kk.Move:
         try:
             return kk.parse_move(text, self.board)

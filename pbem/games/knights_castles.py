@@ -111,13 +111,17 @@ class KnightsCastles:
         return state.start
 
     def legal(self, state: kc.GameState) -> list[str]:
-        """The legal moves in the notation; offers, too many to list, as one pattern a target."""
+        """The legal moves in the notation but the offers, which are too many to list."""
         if state.is_over:
             return []
-        moves = kc.legal_moves(state)
-        return [str(m) for m in moves.moves] + [
-            f"offer {colour}: <gold and/or cards> for <gold and/or cards>"
-            for colour in moves.offers_to()]
+        return [str(m) for m in kc.legal_moves(state).moves]
+
+    def move_patterns(self, state: kc.GameState) -> list[str]:
+        """One pattern an opponent the seat may make an offer to now."""
+        if state.is_over:
+            return []
+        return [f"offer {colour}: <gold and/or cards> for <gold and/or cards>"
+                for colour in kc.legal_moves(state).offers_to()]
 
     def parse(self, state: kc.GameState, text: str) -> kc.Move:
         try:
