@@ -10,6 +10,10 @@ game's stored state is what its move log replays to, every move answered 200 is 
 exactly once at the number it was played at, and every mail reached the SMTP server exactly
 once, the one in hand when its scheduler died included (its claim is taken back once stale,
 which the test jumps to instead of waiting the quarter of an hour).
+
+It runs over 10 s because it starts gunicorn twice and schedulers three times, which is most of
+its time (35 to 65 s a database on the shared 2-core machine at a load average of 15; the
+moves and mail themselves take a few seconds). Everything is waited for by polling.
 """
 
 from __future__ import annotations
