@@ -330,8 +330,13 @@ def game(game_id: int):
     data = _load_game(game_id)
     if data is None:
         return _no_game(game_id)
+    return _game_page(data)
+
+
+def _game_page(data: dict, error: str | None = None) -> str:
+    """The game's admin page; `error`: why the form sent from it was refused."""
     to_move = data["rules"].to_move(data["state"])
-    return render_template("admin/game.html", **data, to_move=to_move,
+    return render_template("admin/game.html", **data, to_move=to_move, error=error,
                            actions=offered(data["game"], data["rules"], bool(data["log"])),
                            kind_template=f"games/{data['game'].kind}/", now=utcnow())
 
@@ -411,15 +416,15 @@ def confirm(game_id: int):
         return _no_game(game_id)
     fields = _action_fields(request.form)
     summary = _describe(data, fields)
-    if summary is None:
-        flash("Choose an action (and a seat) from the lists; nothing was done.")
-        return redirect(url_for("admin.game", game_id=game_id), code=303)
+    if summary is None:  # refused on the page it came from, which says why
+        return _game_page(data, "Choose an action (and a seat) from the lists; nothing was "
+                                "done."), 422
     game = data["game"]
     if fields["action"] not in offered(game, data["rules"], bool(data["log"])):
-        flash(f"“{ACTIONS[fields['action']].label}” is not possible while the game is "
-              f"{game.status}{'' if data['log'] else ' and no move has been made'}; "
-              "nothing was done.")
-        return redirect(url_for("admin.game", game_id=game_id), code=303)
+        return _game_page(data, f"“{ACTIONS[fields['action']].label}” is not possible while "
+                                f"the game is {game.status}"
+                                f"{'' if data['log'] else ' and no move has been made'}; "
+                                "nothing was done."), 409
     return render_template("admin/confirm.html", game=game, fields=fields, summary=summary,
                            shown=_shown_fields(fields["action"]),
                            label=ACTIONS[fields["action"]].label)
@@ -474,23 +479,23 @@ def do(game_id: int):
 # --- mail and audit -----------------------------------------------------------------------------
 
 @bp.get("/outbox")
-def outbox():
+def outbox(error: str | None = None):
     wanted = request.args.get("status", "")
     with reading() as db:
         query = select(OutboxMessage).order_by(OutboxMessage.id.desc()).limit(200)
         if wanted in (QUEUED, SENT, FAILED, "sending", UNKNOWN):
             query = query.where(OutboxMessage.status == wanted)
         rows = db.exec(query).all()
-    return render_template("admin/outbox.html", rows=rows, wanted=wanted)
+    return render_template("admin/outbox.html", rows=rows, wanted=wanted, error=error)
 
 
 @bp.post("/outbox/<int:message_id>/retry")
 def retry(message_id: int):
     try:
         stewardship.retry_mail(g.admin.id, message_id)
-    except ServiceError as exc:
-        flash(exc.message)
-        return redirect(url_for("admin.outbox"), code=303)
+    except ServiceError as exc:  # refused on the outbox page, which says why
+        return outbox(f"{exc.message[:1].upper()}{exc.message[1:]}; nothing was done."), \
+            exc.status
     wake_sender()
     flash(f"Mail {message_id} is queued again.")
     return redirect(url_for("admin.outbox"), code=303)

@@ -4,15 +4,10 @@ a browser sends it (the page's CSRF token, or a missing or wrong one) with any f
 Each answer is below 500. A refusal (4xx) says why in the page's role="alert" and changes no
 row of any table (a refused admin login only counts the failure, in its own table). An input
 the form accepts may change what it is for; the forms that only show something (the move
-preview, back to the form, an admin action's confirmation page) never change anything. The
-two admin forms that refuse by going back to the page they came from (303) with a message
-(an action not possible now, a mail that cannot be retried) show that message there and change
-nothing.
+preview, back to the form, an admin action's confirmation page) never change anything.
 """
 
 from __future__ import annotations
-
-import re
 
 import pytest
 from fuzzing import alert, junk, profile, snapshot
@@ -171,12 +166,8 @@ def test_admin_forms_refuse_any_bad_input_clearly_and_change_nothing(site, route
         check_refusal(response, before, after, (route, form))
         if route == "confirm":
             assert after == before, (form, "the confirmation page changed data")
-        if response.status_code == 303 and route in ("confirm", "retry") and \
-                after == before and "csrf_token" in form:
-            # Refused by going back with a message, which the next page shows.
-            shown = admin.get(response.headers["Location"]).get_data(as_text=True)
-            assert re.search(r"nothing was done|not possible|cannot|no mail|is queued again",
-                             shown, re.I), shown[:300]
+        if route == "retry" and response.status_code == 303:
+            assert after != before, "a mail queued again"
 
     run()
     assert any(400 <= status < 500 for status in seen), seen
