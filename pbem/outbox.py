@@ -41,7 +41,7 @@ from secrets import token_hex
 from typing import Protocol
 
 from flask import Flask
-from sqlalchemy import update
+from sqlalchemy import bindparam, update
 from sqlmodel import select
 
 from . import picture
@@ -456,11 +456,24 @@ def stop_event(app: Flask) -> threading.Event:
     return app.extensions.setdefault("pbem_stop", threading.Event())
 
 
+# Statements built once, run on the session's connection: a sender runs them for every mail,
+# and the ORM's object for a row (its bodies included) cost more than the statements.
+_OURS = select(OutboxMessage.id).where(OutboxMessage.id == bindparam("row_id"),
+                                       OutboxMessage.claim == bindparam("claim"),
+                                       is_status(OutboxMessage.status, SENDING))
+_RECORDED = select(OutboxMessage.status, OutboxMessage.claim, OutboxMessage.attempts,
+                   OutboxMessage.secrets_json, OutboxMessage.text_body,
+                   OutboxMessage.html_body).where(OutboxMessage.id == bindparam("row_id"))
+_PROGRESS = (update(OutboxMessage)
+             .where(OutboxMessage.claim == bindparam("of_claim"),
+                    is_status(OutboxMessage.status, SENDING))
+             .values(claimed_at=bindparam("progress")))
+
+
 def _still_ours(app: Flask, row_id: int, claim: str) -> bool:
     with reading(app) as session:
-        return session.exec(select(OutboxMessage.id).where(
-            OutboxMessage.id == row_id, OutboxMessage.claim == claim,
-            is_status(OutboxMessage.status, SENDING))).first() is not None
+        return session.connection().execute(
+            _OURS, {"row_id": row_id, "claim": claim}).first() is not None
 
 
 def _record(app: Flask, row_id: int, claim: str, error: str | None, now: datetime,
@@ -469,36 +482,37 @@ def _record(app: Flask, row_id: int, claim: str, error: str | None, now: datetim
     any more. The claim's other rows are marked as making progress (`progress`)."""
     retry_base = app.config["MAIL_RETRY_SECONDS"]
     with writing(app) as session:
-        row = session.get(OutboxMessage, row_id)
-        session.exec(update(OutboxMessage)
-                     .where(OutboxMessage.claim == claim,
-                            is_status(OutboxMessage.status, SENDING))
-                     .values(claimed_at=progress))
+        connection = session.connection()
+        status, held_by, attempts, secrets_json, text_body, html_body = connection.execute(
+            _RECORDED, {"row_id": row_id}).one()
+        connection.execute(_PROGRESS, {"of_claim": claim, "progress": progress})
         # A row taken for stuck and put back in the queue, but not sent again yet, that did
         # go out after all: say so (and hide its secrets), so it is not sent twice.
-        late_success = error is None and row.status in (QUEUED, FAILED)
-        if not (row.claim == claim and row.status == SENDING) and not late_success:
+        late_success = error is None and status in (QUEUED, FAILED)
+        if not (held_by == claim and status == SENDING) and not late_success:
             return None
-        row.attempts += 1
-        row.claim = None
+        attempts += 1
+        changes = {"attempts": attempts, "claim": None}
         if isinstance(error, Unknown):
-            row.status, row.last_error, outcome = UNKNOWN, str(error), "unknown"
+            changes.update(status=UNKNOWN, last_error=str(error))
+            outcome = "unknown"
         elif error is None:
-            secrets = json.loads(row.secrets_json)
-            row.status, row.sent_at, row.last_error = SENT, now, None
-            row.text_body = _redact(row.text_body, secrets)
-            row.html_body = _redact(row.html_body, secrets)
-            row.secrets_json = "[]"
-            row.reply_to = None
-            row.picture_json = None  # a copy of the game's state: not kept once sent
+            secrets = json.loads(secrets_json)
+            changes.update(status=SENT, sent_at=now, last_error=None,
+                           text_body=_redact(text_body, secrets),
+                           html_body=_redact(html_body, secrets), secrets_json="[]",
+                           reply_to=None,
+                           picture_json=None)  # a copy of the game's state: not kept once sent
             outcome = "sent"
-        elif row.attempts >= app.config["MAIL_MAX_ATTEMPTS"] or error.startswith(UNBUILDABLE):
-            row.status, row.last_error, outcome = FAILED, error, "failed"
+        elif attempts >= app.config["MAIL_MAX_ATTEMPTS"] or error.startswith(UNBUILDABLE):
+            changes.update(status=FAILED, last_error=error)
+            outcome = "failed"
         else:
-            backoff = min(timedelta(seconds=retry_base * 2 ** (row.attempts - 1)), MAX_BACKOFF)
-            row.status, row.last_error, row.next_attempt_at = QUEUED, error, now + backoff
+            backoff = min(timedelta(seconds=retry_base * 2 ** (attempts - 1)), MAX_BACKOFF)
+            changes.update(status=QUEUED, last_error=error, next_attempt_at=now + backoff)
             outcome = "retry"
-        session.add(row)
+        connection.execute(update(OutboxMessage).where(OutboxMessage.id == row_id)
+                           .values(**changes))
     return outcome
 
 
