@@ -26,8 +26,8 @@ from flask import (
 )
 from sqlmodel import select
 
-from . import i18n, stewardship
-from .db import get_row, reading, utcnow
+from . import i18n, stewardship, talk
+from .db import get_row, reading, utcnow, writing
 from .deadlines import MAX_HOURS, MIN_HOURS, time_control
 from .games import DEFAULT_KIND, SetupProblem, game_kinds, rules_for
 from .models import (
@@ -337,8 +337,28 @@ def _game_page(data: dict, error: str | None = None) -> str:
     """The game's admin page; `error`: why the form sent from it was refused."""
     to_move = data["rules"].to_move(data["state"])
     return render_template("admin/game.html", **data, to_move=to_move, error=error,
+                           talk_counts=talk.counts(data["game"].id),
                            actions=offered(data["game"], data["rules"], bool(data["log"])),
                            kind_template=f"games/{data['game'].kind}/", now=utcnow())
+
+
+@bp.post("/games/<int:game_id>/messages")
+def messages(game_id: int):
+    """Every message of the game, the private ones included: shown only once the audit log
+    says which admin looked, when and why."""
+    data = _load_game(game_id)
+    if data is None:
+        return _no_game(game_id)
+    try:
+        reason = stewardship.check_reason(request.form.get("reason"))
+    except ServiceError as exc:
+        return _game_page(data, exc.message), 422
+    public, private = talk.counts(game_id)
+    with writing() as db:
+        stewardship._audit(db, g.admin.id, game_id, "read_messages", reason,
+                           f"{public} to everyone, {private} private")
+    return render_template("admin/messages.html", game=data["game"],
+                           thread=talk.admin_thread(game_id), reason=reason)
 
 
 def _action_fields(form) -> dict:

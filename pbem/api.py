@@ -11,6 +11,7 @@ from functools import cache
 import yaml
 from flask import Blueprint, jsonify, request
 
+from . import talk
 from .models import RUNNING
 from .services import SeatContext, ServiceError, load_seat, submit_move
 from .web import csrf, wake_sender
@@ -127,3 +128,37 @@ def move(token: str):
     document = seat_document(result.context)
     document["applied"] = {"move": result.notation, "lines": result.lines}
     return jsonify(document)
+
+
+@bp.get("/seat/<token>/messages")
+def messages(token: str):
+    """The messages this seat may read (to everyone, and its own private ones), newest last."""
+    try:
+        entries = talk.thread(token)
+    except ServiceError as exc:
+        return _error(exc)
+    return jsonify(messages=[e.as_dict() for e in entries],
+                   unread=sum(1 for e in entries if e.unread))
+
+
+@bp.post("/seat/<token>/messages")
+def post_message(token: str):
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:
+        body = None
+    if not isinstance(body, dict) or set(body) - {"text", "to"} or "text" not in body:
+        return _bad_request('send a JSON object {"text": "<the message>", "to": "all"} (or a '
+                            'seat number for a private message) with the header '
+                            'Content-Type: application/json')
+    to = body.get("to", "all")
+    if not (to == "all" or isinstance(to, int) and not isinstance(to, bool) and 0 <= to < 100):
+        return _bad_request('"to" must be "all" or the seat number of another player')
+    try:
+        posted = talk.post_message(token, body["text"], to, via="api")
+        entries = talk.thread(token)
+    except ServiceError as exc:
+        return _error(exc)
+    wake_sender()
+    sent = next(e for e in entries if e.id == posted.id)
+    return jsonify(sent.as_dict()), 201

@@ -132,6 +132,8 @@ SETTINGS: dict[str, Setting] = {
     "GAMES_VACATION_DAYS": Setting(7, int, _between(0, 365)),
     "GAMES_SECRET_SEEDS": Setting(True, bool),
     "GAMES_OLD_LINK_DAYS": Setting(7, int, _between(1, 365)),
+    "TALK_MAX_LENGTH": Setting(2000, int, _between(100, 20000)),
+    "TALK_RATE": Setting("10 per minute;100 per day", str, _rate),
     "SCHEDULER_TICK_SECONDS": Setting(30, int, _between(1, 3600)),
     "SCHEDULER_OUTAGE_MINUTES": Setting(60, int, _at_least(1)),
     "SCHEDULER_CLAIM_SECONDS": Setting(600, int, _between(5, 86400)),

@@ -25,6 +25,7 @@ from html.parser import HTMLParser
 from typing import ClassVar
 
 from flask import current_app, g
+from flask_babel import gettext as _
 from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
@@ -32,7 +33,7 @@ from sqlmodel import select
 from . import mail
 from .db import reading, utcnow, writing
 from .games import choices, rules_for
-from .models import PAUSED, RUNNING, Game, IncomingMail, OutboxMessage, Seat, SeatKey
+from .models import PAUSED, RUNNING, TO_ALL, Game, IncomingMail, OutboxMessage, Seat, SeatKey
 from .services import (
     GameNotRunning,
     ServiceError,
@@ -41,8 +42,9 @@ from .services import (
     submit_orders,
     superseded_at,
 )
+from .talk import post_message
 from .tokens import hash_token
-from .turnfile import Orders, read
+from .turnfile import Orders, read, read_talk
 
 DOMAIN = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)+")
 KEY_ADDRESS = re.compile(r"play\+([A-Za-z0-9_-]{32})@", re.IGNORECASE)
@@ -192,6 +194,8 @@ def handle_incoming(raw: bytes, recipients: list[str] | None = None) -> Handled:
                 [(f"Your mail {message_id} reached the server a second time; it was read the "
                   "first time and nothing more was done.")], message)
         return Handled("duplicate", message_id)
+    if key.talk_to is not None:
+        return _apply_talk(key, message_id, text, message)
     return _apply(key, message_id, text, message)
 
 
@@ -220,8 +224,35 @@ def _answer_revoked(key: SeatKey, message: EmailMessage) -> bool:
     return True
 
 
-def _apply(key: SeatKey, message_id: str, text: str, message: EmailMessage) -> Handled:
-    orders = read(text)
+def _apply_talk(key: SeatKey, message_id: str, text: str, message: EmailMessage) -> Handled:
+    """A reply to a message mail: its own text goes to the same audience as a message (every
+    seat, or privately to the one who wrote); orders under an ORDERS line are still orders."""
+    words, orders = read_talk(text)
+    if not orders.lines and not _remember(message_id, key.seat_id, "message", words[:200]):
+        return Handled("duplicate", message_id)
+    if words:
+        try:
+            post_message(None, words, "all" if key.talk_to == TO_ALL else key.talk_to,
+                         seat_id=key.seat_id, via="email")
+        except ServiceError as exc:
+            if orders.lines and not _remember(message_id, key.seat_id, "refused", exc.message):
+                return Handled("duplicate", message_id)
+            _answer(key.seat_id, _("Your message was not sent"),
+                    [exc.message, _("Nothing was sent to the other players.")], message)
+            return Handled("refused", exc.message)
+    if orders.lines:
+        return _apply(key, message_id, text, message, orders)
+    if not words:
+        _answer(key.seat_id, _("Your mail held no message"), [
+            _("Your reply reached the server, but nothing in it was written by you (quoted "
+              "text is left out), so nothing was sent.")], message)
+        return Handled("refused", "empty")
+    return Handled("message", words[:200])
+
+
+def _apply(key: SeatKey, message_id: str, text: str, message: EmailMessage,
+           orders: Orders | None = None) -> Handled:
+    orders = read(text) if orders is None else orders
     orders = Orders(key.turn, orders.lines)
     with reading() as session:
         seat = session.get(Seat, key.seat_id)

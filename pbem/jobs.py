@@ -44,6 +44,7 @@ from .models import (
 )
 from .outbox import deliver_all_due, stop_event
 from .services import ServiceError, submit_move
+from .talk import run_due_chores
 
 BATCH = 500
 MAX_DEFAULT_MOVES = 8  # a turn is at most four moves; a bound against any surprise
@@ -61,6 +62,7 @@ def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False) -
         counts = {"outage_games": 0 if simulated else guard_outage(now),
                   "clocks_started": start_missing_clocks(now)}
         counts.update(handle_due_timers(now))
+        counts.update(run_due_chores(now))  # message digests, invitations that expire
     if app.config["MAIL_IMAP_HOST"] and not stop_event(app).is_set():
         counts["imap"] = poll_imap(app)  # before sending, so its answers leave in this run
     mailed = deliver_all_due(app, now)

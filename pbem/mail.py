@@ -18,13 +18,14 @@ from email.utils import getaddresses, make_msgid, parseaddr
 
 from flask import current_app, g, render_template
 from flask_babel import force_locale
+from flask_babel import gettext as _
 from sqlalchemy import false
 from sqlmodel import Session, select
 
 from . import i18n, turnfile, turns
 from .db import insert_later, locked, utcnow
 from .games import GameRules, choices, rules_for
-from .models import DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
+from .models import TO_ALL, DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
 from .tokens import hash_token, new_token
 
 
@@ -56,12 +57,13 @@ def seat_link(token: str) -> str:
     return f"{current_app.config['BASE_URL'].rstrip('/')}/seat/{token}"
 
 
-def mint_key(session: Session, seat: Seat, turn: int | None = None) -> str:
-    """A new secret link key for `seat`, mailed at game turn `turn`; the token is returned once
-    and never stored."""
+def mint_key(session: Session, seat: Seat, turn: int | None = None,
+             talk_to: int | None = None) -> str:
+    """A new secret link key for `seat`, mailed at game turn `turn` (with a message: `talk_to`,
+    the audience of a reply); the token is returned once and never stored."""
     token = new_token()
     insert_later(session, SeatKey, {"seat_id": seat.id, "token_hash": hash_token(token),
-                                    "turn": turn, "created_at": utcnow()})
+                                    "turn": turn, "talk_to": talk_to, "created_at": utcnow()})
     return token
 
 
@@ -173,12 +175,14 @@ def _subject(game: Game, text: str) -> str:
 
 
 def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
-             template: str, picture: bool = True, **context) -> QueuedMail | None:
+             template: str, picture: bool = True, talk_to: int | None = None,
+             **context) -> QueuedMail | None:
     """Queue a mail to a seat with a fresh link, its HTML part showing the board (`picture`);
-    None for a computer player's seat, which has neither mail nor links."""
+    None for a computer player's seat, which has neither mail nor links. `talk_to`: a reply
+    to it is a message to that audience (see `mint_key`)."""
     if seat.bot is not None:
         return None
-    token = mint_key(session, seat, game.turn)
+    token = mint_key(session, seat, game.turn, talk_to)
     mine = mint_player_key(session, seat.email)
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
                  subject=_subject(game, subject), template=template, game=game, seat=seat,
@@ -290,6 +294,27 @@ def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: Ga
     return _to_seat(session, game, seat, "final", "The game is over", "final", rules=rules,
                     seats=seats, lines=lines, result=result,
                     outcome=rules.outcome(state), table=table(state) if table else None)
+
+
+def talk_message(session: Session, game: Game, seat: Seat, message, sender: Seat,
+                 to: Seat | None) -> QueuedMail | None:
+    """A message of the table talk for `seat`: a reply to it answers the same audience (every
+    seat, or the sender alone for a private message)."""
+    private = message.to_seat is not None
+    subject = (_("Private message from %(name)s", name=sender.name) if private
+               else _("%(name)s to everyone", name=sender.name))
+    return _to_seat(session, game, seat, "talk", subject, "talk", picture=False,
+                    talk_to=sender.number if private else TO_ALL, message=message,
+                    sender=sender, private=private, recipient=to)
+
+
+def talk_digest(session: Session, game: Game, seat: Seat, messages: list,
+                names: dict[int, Seat]) -> QueuedMail | None:
+    """The messages a seat that chose the digest has not read yet, in one mail; a reply to it
+    goes to every seat."""
+    return _to_seat(session, game, seat, "talk_digest", _("Messages in the game"),
+                    "talk_digest", picture=False, talk_to=TO_ALL, messages=messages,
+                    names=names)
 
 
 def due_digests(session: Session, now: datetime) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 from datetime import datetime
 
+from flask_babel import lazy_gettext
 from sqlalchemy import Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
@@ -25,6 +26,16 @@ NOTIFY_CHOICES = {
     NOTIFY_TURN: "only when it is my turn",
     NOTIFY_DIGEST: "a daily digest of the other turns",
 }
+
+# What a seat gets by mail for the messages of its game (table talk): each message as a mail,
+# a daily digest of them, or none (they wait on its page).
+TALK_EACH, TALK_DIGEST, TALK_NONE = "each", "digest", "none"
+TALK_CHOICES = {
+    TALK_EACH: lazy_gettext("each message as a mail"),
+    TALK_DIGEST: lazy_gettext("a daily digest of the messages"),
+    TALK_NONE: lazy_gettext("no mail: I read them on my page"),
+}
+TO_ALL = -1  # a seat key's `talk_to` for a message to every seat
 
 QUEUED, SENDING, SENT, FAILED = "queued", "sending", "sent", "failed"
 UNKNOWN = "unknown"  # the server took the whole message but never answered: it may have arrived
@@ -93,6 +104,12 @@ class Seat(SQLModel, table=True):
     vacation_days_used: int = 0
     vacation_from: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     vacation_until: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # Table talk: how its messages reach the seat by mail, the newest message it marked read
+    # on its page, and the newest one mailed to it (a digest starts after the later of both).
+    talk_notify: str = Field(default=TALK_EACH, max_length=10,
+                             sa_column_kwargs={"server_default": TALK_EACH})
+    talk_read_id: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    talk_mailed_id: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class SeatKey(SQLModel, table=True):
@@ -102,6 +119,9 @@ class SeatKey(SQLModel, table=True):
     seat_id: int = Field(foreign_key="seat.id", index=True)
     token_hash: str = Field(max_length=64, unique=True)
     turn: int | None = None  # the game's turn when the key was mailed: a reply answers that turn
+    # A key mailed with a message (table talk): a reply's text goes to every seat (TO_ALL) or
+    # privately to the seat of this number. None: a reply holds orders only.
+    talk_to: int | None = None
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
     revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
 
@@ -265,3 +285,42 @@ class LoginFailure(SQLModel, table=True):
     account: str = Field(max_length=254)  # the email as typed, lower case (known or not)
     address: str = Field(max_length=64)  # the client's address (see SERVE_TRUSTED_PROXIES)
     at: datetime = Field(sa_type=UtcDateTime, nullable=False, index=True)
+
+
+class TalkMessage(SQLModel, table=True):
+    """A message between the seats of a game: to every seat, or privately to one.
+
+    A private message is for its two seats only: no other seat, spectator, history page or
+    API answer of another seat shows it, and an admin reads it only through an audit entry."""
+
+    __table_args__ = (Index("ix_talkmessage_game", "game_id", "id"),
+                      Index("ix_talkmessage_sender", "sender_seat_id", "created_at"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id")
+    sender_seat_id: int = Field(foreign_key="seat.id")
+    sender: int  # the sender's seat number
+    to_seat: int | None = None  # the one seat number it is for; None: every seat
+    body: str = Field(sa_column=Column(Text, nullable=False))
+    via: str = Field(default="web", max_length=20)  # web, api, email
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+TALK_DIGEST_CHORE, INVITATION_EXPIRY = "talk_digest", "invitation_expiry"
+
+
+class Chore(SQLModel, table=True):
+    """Due work of the scheduler beside the turns' timers (which end with their game's clock):
+    a seat's digest of messages, an invitation's expiry. Claimed by one scheduler run."""
+
+    __table_args__ = (Index("ix_chore_due", "status", "due_at"),
+                      partial_index("ix_chore_pending", "kind", "ref_id", status=PENDING))
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=20)
+    ref_id: int  # the seat (a digest) or the invitation (an expiry)
+    due_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+    status: str = Field(default=PENDING, max_length=10)
+    claim: str | None = Field(default=None, max_length=40)
+    claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    done_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)

@@ -18,11 +18,11 @@ from flask import (
 )
 
 
-from . import turnfile
+from . import talk, turnfile
 from .i18n import format_local, gettext
 from .db import utcnow
 from .games import MoveError, choices
-from .models import NOTIFY_CHOICES
+from .models import NOTIFY_CHOICES, TALK_CHOICES
 from .services import (
     Malformed,
     NotYourTurn,
@@ -52,7 +52,7 @@ COMMON_ZONES = ("UTC", "Europe/London", "Europe/Berlin", "Europe/Madrid", "Europ
 
 
 def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None = None,
-            form=None, notice: str | None = None):
+            form=None, notice: str | None = None, talk_error: str | None = None):
     seat = ctx.seat
     view = ctx.rules.view(ctx.state, seat.number)
     to_move = ctx.rules.to_move(ctx.state)
@@ -67,7 +67,8 @@ def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None =
         form=form or {}, notify_choices=NOTIFY_CHOICES, now=now, tz=seat_zone(ctx),
         on_vacation=seat.vacation_until is not None and seat.vacation_until > now,
         vacation_left=current_app.config["GAMES_VACATION_DAYS"] - seat.vacation_days_used,
-        zones=COMMON_ZONES,
+        zones=COMMON_ZONES, talk=talk.thread_of(seat, ctx.seats), talk_choices=TALK_CHOICES,
+        talk_max=current_app.config["TALK_MAX_LENGTH"], talk_error=talk_error,
         kind_template=f"games/{ctx.game.kind}/"), status
 
 
@@ -277,3 +278,34 @@ def back(token: str):
     return _seat_action(token, lambda: come_back(token),
                         lambda result, ctx: "Welcome back: your turns wait for you again "
                         "from your next one.")
+
+
+@bp.post("/<token>/talk")
+def send_message(token: str):
+    """A message to every seat or privately to one (the thread is under the board)."""
+    try:
+        posted = talk.post_message(token, request.form.get("text", ""), request.form.get("to"),
+                                   via="web")
+    except ServiceError as exc:  # the page again, the message kept in its box, and why
+        try:
+            ctx = _load(token)
+        except ServiceError:
+            return _refusal(token, exc)
+        return _render(ctx, token, exc.status, form=request.form, talk_error=exc.message)
+    wake_sender()
+    flash(gettext("Your message was sent to everyone.") if posted.to is None
+          else gettext("Your private message was sent."))
+    return redirect(url_for("seat.page", token=token, _anchor="talk"), code=303)
+
+
+@bp.post("/<token>/talk/read")
+def read_messages(token: str):
+    return _seat_action(token, lambda: talk.mark_read(token, request.form.get("upto")),
+                        lambda result, ctx: gettext("The messages are marked read."))
+
+
+@bp.post("/<token>/talk/settings")
+def talk_settings(token: str):
+    return _seat_action(token, lambda: talk.set_talk_notify(token,
+                                                            request.form.get("talk_notify", "")),
+                        lambda result, ctx: gettext("Your mail setting for messages is saved."))

@@ -58,6 +58,30 @@ class Orders:
     lines: list[str]  # the moves, as written
 
 
+def own_lines(text: str) -> list[str]:
+    """The lines a reply's writer wrote (stripped): quoted lines ('>') and the line introducing
+    them left out wherever they stand, and nothing from a signature or an original pasted
+    unquoted on."""
+    own = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if STOP.match(stripped):
+            break
+        if stripped.startswith(">") or QUOTE_HEADER.match(stripped):
+            continue
+        own.append(stripped)
+    return own
+
+
+def read_talk(text: str) -> tuple[str, Orders]:
+    """A reply to a message: its own text above an ORDERS line (all of it without one) is the
+    message; the orders under that line, if any, are orders as in `read`."""
+    own = own_lines(text)
+    marked = [i for i, line in enumerate(own) if line == ORDERS_LINE]
+    message = "\n".join(own[:marked[0]] if marked else own).strip("\n")
+    return message, read(text) if marked else Orders(None, [])
+
+
 def read(text: str) -> Orders:
     """The orders in a turn file or a reply.
 
@@ -67,14 +91,7 @@ def read(text: str) -> Orders:
     all; comments ('#') and blank lines left out."""
     match = TURN_LINE.search(text)
     turn = int(match.group(2) or match.group(1)) if match else None
-    own = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if STOP.match(stripped):
-            break
-        if stripped.startswith(">") or QUOTE_HEADER.match(stripped):
-            continue
-        own.append(stripped)
+    own = own_lines(text)
     marked = [i for i, line in enumerate(own) if line == ORDERS_LINE]
     if marked:
         own = own[marked[-1] + 1:]
