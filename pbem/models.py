@@ -11,7 +11,6 @@ from __future__ import annotations
 import secrets
 from datetime import datetime
 
-from flask_babel import lazy_gettext
 from sqlalchemy import Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
@@ -30,10 +29,15 @@ NOTIFY_CHOICES = {
 # What a seat gets by mail for the messages of its game (table talk): each message as a mail,
 # a daily digest of them, or none (they wait on its page).
 TALK_EACH, TALK_DIGEST, TALK_NONE = "each", "digest", "none"
+def N_(text: str) -> str:
+    """Marks `text` for the catalogs (pybabel extract -k N_); translated where it is shown."""
+    return text
+
+
 TALK_CHOICES = {
-    TALK_EACH: lazy_gettext("each message as a mail"),
-    TALK_DIGEST: lazy_gettext("a daily digest of the messages"),
-    TALK_NONE: lazy_gettext("no mail: I read them on my page"),
+    TALK_EACH: N_("each message as a mail"),
+    TALK_DIGEST: N_("a daily digest of the messages"),
+    TALK_NONE: N_("no mail: I read them on my page"),
 }
 TO_ALL = -1  # a seat key's `talk_to` for a message to every seat
 
