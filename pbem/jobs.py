@@ -62,11 +62,12 @@ def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False) -
         counts = {"outage_games": 0 if simulated else guard_outage(now),
                   "clocks_started": start_missing_clocks(now)}
         counts.update(handle_due_timers(now))
-        counts.update(run_due_chores(now))  # message digests, invitations that expire
+        chores = run_due_chores(now)  # message digests, invitations that expire: mailed below
     if app.config["MAIL_IMAP_HOST"] and not stop_event(app).is_set():
         counts["imap"] = poll_imap(app)  # before sending, so its answers leave in this run
     mailed = deliver_all_due(app, now)
     counts.update({f"mail_{k}": v for k, v in mailed.items()})
+    counts.update(chores)
     return counts
 
 

@@ -267,7 +267,7 @@ CHORE_BATCH = 200
 def run_due_chores(now: datetime) -> dict[str, int]:
     """Claim the chores due at `now` (atomically: two schedulers never take the same one) and
     do each; returns how many of each kind were done."""
-    counts = {TALK_DIGEST_CHORE: 0}
+    counts = {COUNTED[kind]: 0 for kind in CHORES}
     given_up = now - timedelta(seconds=current_app.config["SCHEDULER_CLAIM_SECONDS"])
     claim = new_claim()
     with writing() as session:
@@ -285,7 +285,7 @@ def run_due_chores(now: datetime) -> dict[str, int]:
                 continue
             handler = CHORES.get(chore.kind)
             if handler is not None and handler(session, chore.ref_id, now):
-                counts[chore.kind] = counts.get(chore.kind, 0) + 1
+                counts[COUNTED[chore.kind]] += 1
             chore.status, chore.done_at = DONE, now
             session.add(chore)
     return counts
@@ -312,3 +312,4 @@ def _send_digest(session: Session, seat_id: int, now: datetime) -> bool:
 
 
 CHORES = {TALK_DIGEST_CHORE: _send_digest}
+COUNTED = {TALK_DIGEST_CHORE: "message_digests"}  # its name in the scheduler's counts
