@@ -1,10 +1,10 @@
 """Knights & Castles, the rules and nothing else: no web, no database, no mail, no clock.
 
-The same shape as every game in `engine/`: `cards` (the card
-list as data), `state` (one position, secrets included), `moves` (moves and their notation),
-`rules` (`legal_moves`, `apply_move`, the default move), `view` (what a seat or a spectator
-may see), `outcome` (gold and winners), `serialize` and `playout`. The readings we referee by
-are in docs/rules-notes.md, the notation in docs/notation.md.
+The same shape as every game in `engine/`: `cards` (the card list as data), `state` (one
+position, secrets included), `moves` (moves and their notation), `rules` (`legal_moves`,
+`apply_move`, the default move), `view` (what a seat or a spectator may see), `outcome` (gold
+and winners), `narrate`, `serialize`, `svg`, `playout` and `bots` (computer players). The
+readings we referee by are in docs/rules-notes.md, the notation in docs/notation.md.
 
 A turn runs draw, tax, build, research, event, trade and end. Every decision is a move, and
 some belong to a seat that is not the turn's player: the target of a disaster chooses its
@@ -17,6 +17,7 @@ from .cards import DECK_SIZE, KINDS, Kind
 from .moves import (COLOURS, Abandon, Accept, Build, Buy, Decline, Discard, Done, Keep, Lose,
                     Move, Offer, Pay, Play, Research, Share, War, parse_move, parse_moves)
 from .outcome import Outcome, outcome, score
+from . import bots  # noqa: F401  (the bots package: engine.games finds it here)
 from .narrate import describe
 from .playout import playout_result, random_playout
 from .rules import (LegalMoves, apply_move, default_move, legal_moves, new_game, unsupported,

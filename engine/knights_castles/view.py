@@ -1,7 +1,8 @@
 """What one seat, or a spectator, may see of a Knights & Castles position.
 
 A `SeatView` copies only public facts (gold, cards in play, advances, the discard pile, every
-die, how many cards each hand and the deck hold) and the viewer's own hand. It never holds
+die, how many cards each hand and the deck hold, the upkeep paid this build phase, what each
+seat's latest tax phase yielded, the draws the turn still owes) and the viewer's own hand. It never holds
 another seat's hand, the deck order or the seed. An open offer's cards are seen by the two
 seats it concerns; the others see that an offer is open, between whom. The two cards of a
 Scholastics draw are seen by their drawer alone.
@@ -41,6 +42,9 @@ class SeatView:
     dp: tuple[int, ...]
     revenue: tuple[int, ...]
     unsupported: tuple[int, ...]
+    paid: tuple[tuple[str, ...], ...]
+    taxed: tuple[int, ...]
+    draws_left: int
     discard: tuple[str, ...]
     dice: tuple[int, ...]
     loss: dict | None
@@ -69,6 +73,8 @@ class SeatView:
             "shared": {c: list(s) for c, s in zip(p, self.shared)},
             "dp": dict(zip(p, self.dp)), "revenue": dict(zip(p, self.revenue)),
             "unsupported": dict(zip(p, self.unsupported)),
+            "paid": {c: list(k) for c, k in zip(p, self.paid)},
+            "taxed": dict(zip(p, self.taxed)), "draws_left": self.draws_left,
             "discard": list(self.discard), "dice": list(self.dice), "loss": self.loss,
             "offer": self.offer, "offered": list(self.offered), "outcome": self.outcome,
         }
@@ -105,6 +111,8 @@ def view_for(state: GameState, seat: int | None) -> SeatView:
         dp=tuple(dp_total(state, s) for s in state.seats),
         revenue=tuple(revenue(state, s) for s in state.seats),
         unsupported=tuple(sum(unsupported(state, s)) for s in state.seats),
+        paid=tuple(tuple(ID[k] for k in state.paid[s]) for s in state.seats),
+        taxed=state.revenue, draws_left=state.draws_left,
         discard=tuple(ID[k] for k in state.discard), dice=state.dice, loss=loss, offer=offer,
         offered=tuple(p[s] for s in state.offered),
         outcome=None if result is None else result.to_dict(p))

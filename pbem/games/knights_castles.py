@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import functools
 import itertools
+import random
 from collections.abc import Mapping
 from typing import Any
 
 import engine.knights_castles as kc
 from engine.errors import IllegalMoveError, NotationError, SetupError
+from engine.knights_castles.bots import BOT_NAMES, choose_move
 from engine.knights_castles.cards import INDEX, KINDS
 from engine.knights_castles.moves import MAX_NOTATION_LENGTH
 from engine.knights_castles.narrate import describe, hand_words, name
@@ -174,10 +176,14 @@ class KnightsCastles:
         """The readings' move for a seat that missed its deadline (docs/rules-notes.md, K15)."""
         return str(kc.default_move(state))
 
-    bots: tuple[str, ...] = ()  # no computer player for this game yet
+    bots = BOT_NAMES
 
     def bot_move(self, state: kc.GameState, bot: str, seed: str) -> str:
-        raise MoveError(f"{self.title} has no computer players")
+        """The move computer player `bot` makes for the seat to move (the turn's player, or the
+        seat a loss or an offer asks): it is handed that seat's view only, never the state."""
+        if state.is_over:
+            raise MoveError("the game is over; no more moves can be made")
+        return str(choose_move(bot, kc.view_for(state, state.to_move), random.Random(seed)))
 
     # --- what a seat sees -----------------------------------------------------------------
 

@@ -1,0 +1,101 @@
+"""The Knights & Castles bots: `random` and `greedy`. Neither makes offers of its own.
+
+Each is a pure function `(view, rng) -> Move` of one seat's `SeatView` and an explicit
+`random.Random`; the same view and random input give the same move. `greedy` looks one decision
+ahead: it plays each listed move in a position dealt from its view (`view_state`), lets the
+target of a disaster or war answer as a seat that missed its deadline would (the cards of least
+revenue), and keeps the move that leaves its worth furthest ahead of the others'. Worth is gold,
+plus the income in play for the turns the deck has left, plus half that for cards in hand
+that could be built. It makes no offers of its own and accepts one when the trade adds to its
+worth.
+"""
+
+from __future__ import annotations
+
+import random
+
+from ..cards import (ADVANCE, ADVANCES, CASTLE, CITY, DISASTER, EVENT, INVASION, KINDS,
+                     PRINTING_PRESS, SCHOLASTICS, TOWN, VILLAGE, IRRIGATION)
+from ..moves import Buy, Done, Move
+from ..rules import CARD_PRICE, apply_move, default_move, legal_moves, revenue
+from ..state import BUY, LOSS, GameState
+from ..view import SeatView
+from .view_state import check_view, sampled_state, unseen_cards
+
+# What a card does for its holder besides its revenue, in gold a turn: supporting other cards,
+# drawing more, and so on. Rough figures; the arena (README) shows they beat random play.
+SUPPORT = {VILLAGE: 0.35, TOWN: 0.3, CASTLE: 0.15, CITY: 0.3}
+ADVANCE_TURN = {PRINTING_PRESS: 0.8, SCHOLASTICS: 0.3, IRRIGATION: 0.3}
+ADVANCE_OTHER = 0.1  # Gun Powder, Masonry: a little more DP; income advances count as income
+HAND_SHARE = 0.5  # a card in hand is worth half of what it would be in play
+EVENT_IN_HAND = 2.0  # a disaster, invasion or event to play at a rival later
+
+
+def random_bot(view: SeatView, rng: random.Random) -> Move:
+    """A listed legal move chosen uniformly at random. It makes no offers: they are billions,
+    and a bot that made them would keep the other seats, people too, answering all day."""
+    return rng.choice(legal_moves(sampled_state(check_view(view), rng)).moves)
+
+
+def turns_left(state: GameState) -> float:
+    """About how many more tax phases each seat has: a card leaves the deck each turn."""
+    return len(state.deck) / len(state.players)
+
+
+def _in_play(state: GameState, seat: int, turns: float) -> float:
+    tableau = state.tableau[seat]
+    per_turn = revenue(state, seat) + sum(SUPPORT.get(k, 0) * n for k, n in enumerate(tableau))
+    per_turn += sum(ADVANCE_TURN.get(a, ADVANCE_OTHER) for a in ADVANCES if state.has(seat, a))
+    return per_turn * turns
+
+
+def card_worth(kind: int, turns: float) -> float:
+    """What one card in hand is worth to a seat with `turns` tax phases to come."""
+    k = KINDS[kind]
+    if k.type in (EVENT, DISASTER, INVASION):
+        return EVENT_IN_HAND
+    if k.type == ADVANCE:
+        return HAND_SHARE * ADVANCE_TURN.get(kind, ADVANCE_OTHER) * turns
+    return HAND_SHARE * (k.revenue + SUPPORT.get(kind, 0)) * turns
+
+
+def worth(state: GameState, seat: int) -> float:
+    """Gold, plus what is in play and in hand is likely to earn before the deck runs out."""
+    turns = turns_left(state)
+    hand = sum(card_worth(k, turns) * n for k, n in enumerate(state.hands[seat]) if n)
+    return state.gold[seat] + _in_play(state, seat, turns) + hand
+
+
+def margin(state: GameState, seat: int) -> float:
+    """`seat`'s worth less the others': half the best of them, half their mean."""
+    others = [worth(state, s) for s in state.seats if s != seat]
+    return worth(state, seat) - 0.5 * max(others) - 0.5 * sum(others) / len(others)
+
+
+def greedy_bot(view: SeatView, rng: random.Random) -> Move:
+    """The listed move with the best margin one decision ahead (no offers of its own)."""
+    state = sampled_state(check_view(view), rng)
+    seat = view.seat
+    moves = legal_moves(state).moves
+    if len(moves) == 1:
+        return moves[0]
+
+    def value(move: Move) -> float:
+        if state.step == BUY:
+            # The tax comes after the draw phase whatever is bought, so it is left out, and a
+            # card bought is one of the unseen cards, each as likely.
+            if isinstance(move, Done):
+                return margin(state, seat)
+            if isinstance(move, Buy):
+                turns = turns_left(state)
+                pool = unseen_cards(view)
+                mean = sum(card_worth(k, turns) for k in pool) / len(pool)
+                return margin(state, seat) - CARD_PRICE + mean
+        after = apply_move(state, move)
+        if after.step == LOSS and after.to_move != seat:
+            after = apply_move(after, default_move(after))  # the target's likely answer
+        return margin(after, seat)
+
+    scored = [(value(m), i) for i, m in enumerate(moves)]
+    best = max(v for v, _ in scored)
+    return moves[rng.choice([i for v, i in scored if v >= best - 1e-9])]
