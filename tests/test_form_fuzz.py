@@ -33,6 +33,9 @@ SEAT_FORMS = {  # the seat page's forms and the fields they carry
     "vacation": ("days",),
     "vacation/end": (),
     "back": (),
+    "talk": ("text", "to"),
+    "talk/read": ("upto",),
+    "talk/settings": ("talk_notify",),
 }
 SHOWS_ONLY = {"preview", "edit"}
 GAME_FORM = ["game", "title", "seed", "start", "deadline_hours", "reminders", "weekend_pause",
