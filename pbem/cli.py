@@ -30,7 +30,7 @@ from . import create_app, i18n, schema
 from .config import ConfigError
 from .db import reading, shown_url, utcnow
 from .deadlines import time_control
-from .games import DEFAULT_KIND, SetupProblem, rules_for
+from .games import DEFAULT_KIND, SetupProblem, games_help, rules_for
 from .jobs import run_jobs
 from .models import FAILED, RUNNING, UNKNOWN, Game, OutboxMessage, Seat
 from .mailbox import describe_access, is_enabled
@@ -138,12 +138,12 @@ def _languages(players: tuple[str, ...], languages: tuple[str, ...]) -> list[str
 @click.command("create-game", cls=_LanguageAfterPlayer)
 @click.option("--player", "players", multiple=True, metavar='"Name <email>"',
               help="A player, in seat order; with the computer players, as many as the game "
-                   "takes (Kardinal & König 3 to 5, Knights & Castles 2 to 6).")
+                   f"takes ({games_help('players')}).")
 @click.option("--lang", "languages", multiple=True, metavar="en|de|es",
               help="The language of the --player just before it: its mails, pages and turn "
                    "files (default: GAMES_LANGUAGE). The player can change it on their page.")
 @click.option("--bot", "bots", multiple=True, metavar="NAME",
-              help="A computer player (random, greedy or strong) in the seat after the players "
+              help=f"A computer player ({games_help('bots')}) in the seat after the players "
                    "(repeat for more); the scheduler plays its turns.")
 @click.option("--absent-bot", metavar="NAME",
               help="The computer player that plays an absent player's turns (default: the "
@@ -158,13 +158,9 @@ def _languages(players: tuple[str, ...], languages: tuple[str, ...]) -> list[str
                                         "(default: drawn from the seed).")
 @click.option("--title", help="A name for the game, shown in mails.")
 @click.option("--game", "kind", default=DEFAULT_KIND, show_default=True,
-              help="Which game: kardinal-koenig or knights-castles.")
+              help=f"Which game: {games_help('kinds')}.")
 @click.option("--rules", "variant", metavar="RULES",
-              help="Kardinal & König: which rule book's reading to play, german (the default: "
-                   "a joker of two cards of one colour places a piece in another country) or "
-                   "english (the English v1.3 and Spanish books: in any country). Knights & "
-                   "Castles: the variant switches joined by '+', like catch-up+no-buying "
-                   "(also knights-from-hand; default: standard).")
+              help=f"The rules the game is played by: {games_help('variants')}.")
 @click.option("--deadline-hours", type=int,
               help="Hours for each turn, 12 to 336 (default: GAMES_MOVE_DEADLINE_HOURS).")
 @click.option("--reminders", metavar="HOURS,HOURS",
@@ -643,7 +639,7 @@ class _Group(FlaskGroup):
 
 cli = _Group(name="pbem", create_app=_make_app, add_default_commands=False,
              load_dotenv=False, add_version_option=False,
-             help="Kardinal & König by post: the play-by-email server.")
+             help=f"Board games by post ({games_help('titles')}): the play-by-email server.")
 for _command in commands:
     cli.add_command(_command)
 

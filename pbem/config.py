@@ -139,7 +139,7 @@ SETTINGS: dict[str, Setting] = {
     "SCHEDULER_CLAIM_SECONDS": Setting(600, int, _between(5, 86400)),
     "GAMES_DIGEST_HOURS": Setting(24, int, _at_least(1)),
     "MAIL_BACKEND": Setting("local", str, _one_of("local", "smtp")),
-    "MAIL_FROM": Setting("Kardinal & König <judge@pbem.localhost>", str),
+    "MAIL_FROM": Setting("Board games by post <judge@pbem.localhost>", str),
     "MAIL_FOLDER": Setting("", str),
     "MAIL_MAILBOX_PAGE": Setting(True, bool),
     "MAIL_MAILBOX_REMOTE": Setting(False, bool),

@@ -47,11 +47,10 @@ from .services import ServiceError, submit_move
 from .talk import run_due_chores
 
 BATCH = 500
-# The most moves the server plays for one seat in one go: its whole turn, however long. A
-# Kardinal & König turn is at most four moves; a Knights & Castles turn moves each of the 106
-# cards at most a few times (bought, built or researched, paid for, abandoned or discarded) and
-# makes at most one offer to each opponent, so it stays well below this. A bound against a game
-# that would never hand the move on, not a limit a real turn reaches.
+# The most moves the server plays for one seat in one go: its whole turn, however long. A turn
+# may be many moves (in a card game every card bought, built, paid for or discarded, an offer
+# to each opponent), but far fewer than this: a bound against a game that would never hand the
+# move on, not a limit a real turn reaches.
 MAX_DEFAULT_MOVES = 500
 JOB = "scheduler"
 

@@ -9,6 +9,7 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from .db import reading
+from .games import game_kinds, rules_for
 from .mailbox import is_enabled
 from .models import Game
 
@@ -19,7 +20,8 @@ bp = Blueprint("pages", __name__)
 def home():
     with reading() as session:
         counts = dict(session.exec(select(Game.status, func.count()).group_by(Game.status)).all())
-    return render_template("pages/home.html", counts=counts, mailbox=is_enabled())
+    games = [rules_for(kind) for kind in game_kinds()]
+    return render_template("pages/home.html", counts=counts, mailbox=is_enabled(), games=games)
 
 
 @bp.get("/health")

@@ -478,7 +478,7 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
     if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < 2 ** 53:
         raise Malformed("the move must say which turn it was made for (a whole number)")
     if not isinstance(text, str):
-        raise Malformed("the move must be text in the notation, for example 'draw deck'")
+        raise Malformed("the move must be text in the notation, as `legal` lists them")
     now = now or utcnow()
     with writing() if session is None else nullcontext(session) as session:
         seat, game, seats = _seat_game_seats(session, token, seat_id)
@@ -602,8 +602,7 @@ class _Recent:
     """The latest moves of a game, enough to go back to every seat's previous move.
 
     How far back that is depends on the game, not on a fixed count: a turn may be many moves,
-    and some of them may be other seats' (a loss chosen by a disaster's target, an answer to an
-    offer). So the moves are read from the oldest of the seats' latest moves before `before`
+    and some of them may be other seats' (a decision a move asked of another seat). So the moves are read from the oldest of the seats' latest moves before `before`
     (every move of the game while a seat has not moved yet).
     """
 
@@ -860,7 +859,7 @@ def submit_orders(token: str | None, orders: Orders, *, seat_id: int | None = No
     earlier ones stand and the result says which line failed and why."""
     if not orders.lines:
         raise Malformed("No orders found: write your moves under the ORDERS line, one per line, "
-                        "for example 'draw deck'.")
+                        "as the examples in the file show.")
     if len(orders.lines) > MAX_ORDERS:
         raise Malformed(f"A turn is at most {MAX_ORDERS} moves; this holds "
                         f"{len(orders.lines)} lines of orders.")

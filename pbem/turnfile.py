@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass
 
 ORDERS_LINE = "=== ORDERS ==="
-MAX_ORDERS = 8  # a turn is at most four moves; more is a mistake, not a turn
+# A turn file holds one turn, which in some games is many moves (buys, builds, payments, offers
+# and discards); far more than any turn takes is a mistake, not a turn.
+MAX_ORDERS = 100
 # "Turn: 12 (move 47)": the turn as players count it, and the game's move counter that makes a
 # file from an old position stale. Files written before the turn number was added say
 # "Turn: 47", the move counter alone.

@@ -1,8 +1,8 @@
 """The public spectator page of a game, its board picture, and the history of its moves.
 
 `/watch/<watch_id>` is a game's address for anyone, not a seat link: the board from a
-spectator's view (no hand, no card of the deck), the scores, whose turn it is, the face-up
-cards and the log in a spectator's words. With `?at=N` it shows the board as it was after the
+spectator's view (no hand, no card of the deck), the scores, whose turn it is, what is on the
+table and the log in a spectator's words. With `?at=N` it shows the board as it was after the
 first N moves, replayed from the game's set-up through the game interface, with every move
 linked and previous/next links. `/watch/<watch_id>/board.svg` is the picture alone.
 

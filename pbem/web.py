@@ -11,6 +11,7 @@ import re
 import orjson
 from flask import Flask, current_app, jsonify, make_response, render_template, request
 from flask.json.provider import DefaultJSONProvider
+from flask_babel import gettext
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter
@@ -59,6 +60,19 @@ def error_response(status: int, message: str):
     if wants_json():
         return jsonify(error=message, status=status), status
     return render_template("error.html", status=status, message=message), status
+
+
+def site_name() -> str:
+    """What the server calls itself: it hosts every game in `pbem.games`, so no game's name."""
+    return gettext("Board games by post")
+
+
+def game_title(game) -> str:
+    """The title of the game a Game row plays (its game module's), or '' without one."""
+    from .games import rules_for
+
+    kind = getattr(game, "kind", None)
+    return rules_for(kind).title if kind else ""
 
 
 def rules_note(game) -> str:
@@ -123,6 +137,8 @@ def init_app(app: Flask) -> None:
     app.url_map.converters["int"] = BoundedInt
     csrf.init_app(app)
     app.add_template_global(rules_note)
+    app.add_template_global(site_name)
+    app.add_template_global(game_title)
     app.add_template_global(result_table_of)
     app.add_template_global(turn_number_of)
     for name in ("werkzeug", "gunicorn.access", app.logger.name):

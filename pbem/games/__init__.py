@@ -51,6 +51,8 @@ class GameRules(Protocol):
     variants: dict[str, str]  # readings of the rules a game is created with; the first is default
     order_examples: tuple[str, ...]  # a whole turn in the notation, for turn files
     variant_question: str  # what the create form asks about `variants`
+    variant_help: str  # how to name `variants` on the command line, in a sentence
+    def summary(self) -> str: ...  # the game in a sentence or two, for the front page
 
     def new_state(self, colours: list[str], seed: str, start: int | None,
                   variant: str | None = None) -> Any: ...
@@ -106,6 +108,21 @@ def choices(rules: GameRules, state: Any) -> list[str]:
     """What the seat to move can do, for people to read (turn files, mail): the legal moves,
     then the patterns of those too many to list."""
     return rules.legal(state) + rules.move_patterns(state)
+
+
+def games_help(what: str) -> str:
+    """A line of command-line help about every game: their `titles`, `kinds`, `players`
+    counts, `bots` or `variants` (each game's own words, `variant_help`)."""
+    games = [rules_for(kind) for kind in game_kinds()]
+    if what == "titles":
+        return ", ".join(g.title for g in games)
+    if what == "kinds":
+        return " or ".join(g.kind for g in games)
+    if what == "players":
+        return ", ".join(f"{g.title} {g.min_players} to {g.max_players}" for g in games)
+    if what == "bots":
+        return "; ".join(f"{g.title}: {', '.join(g.bots)}" for g in games if g.bots)
+    return "; ".join(f"{g.title}: {g.variant_help}" for g in games)
 
 
 def registry() -> dict[str, GameRules]:

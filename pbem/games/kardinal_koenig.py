@@ -55,6 +55,9 @@ class KardinalKoenig:
     variants = VARIANTS
     rules_url = RULES_URL  # the first is the default
     order_examples = ("GG Franken: Mainz", "draw deck", "draw G")
+    variant_help = ("which rule book's reading to play, german (the default: a joker of two "
+                    "cards of one colour places a piece in another country) or english (the "
+                    "English v1.3 and Spanish books: in any country)")
     variant_question = ("The rule books disagree on the joker; choose whose reading this game "
                         "follows (shown on every page of the game).")
 
@@ -87,6 +90,10 @@ class KardinalKoenig:
 
     def variant_of(self, state: kk.GameState) -> str:
         return "english" if state.joker_anywhere else "german"
+
+    def summary(self) -> str:
+        return gettext("Michael Schacht's game of monasteries and advisors on a map of "
+                       "twelfth-century Europe (2000; in English \"Web of Power\").")
 
     def how_to_play(self, state: kk.GameState) -> list[str]:
         """A few paragraphs for the invitation mail, in this game's reading of the rules."""

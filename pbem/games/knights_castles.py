@@ -23,6 +23,7 @@ from engine.knights_castles.moves import MAX_NOTATION_LENGTH
 from engine.knights_castles.narrate import describe, hand_words, name
 from engine.knights_castles.svg import tableau_svg
 
+from ..i18n import gettext
 from . import MoveError, SetupProblem
 
 MOVE_LOG_LENGTH = 200  # the move log's notation column (pbem.models.MoveRecord.notation)
@@ -68,6 +69,12 @@ class KnightsCastles:
     order_examples = ("buy", "build village", "done", "play plague at red")
     variant_question = ("The rule page's notes offer three variants, each a switch; choose the "
                         "ones this game plays with (shown on every page of the game).")
+    variant_help = ("the variant switches joined by '+', like catch-up+no-buying (also "
+                    "knights-from-hand; default: standard)")
+
+    def summary(self) -> str:
+        return gettext("A card game of villages, towns, castles, gold, dice, disasters and "
+                       "trades: the most gold when the deck runs out wins.")
 
     def __init__(self):
         self._loads = functools.lru_cache(maxsize=256)(kc.from_json)
