@@ -47,7 +47,7 @@ from .services import (
 
 DEMO_PLAYERS = ["Anna <anna@demo.localhost>", "Bruno <bruno@demo.localhost>",
                 "Chiara <chiara@demo.localhost>", "Dieter <dieter@demo.localhost>",
-                "Elif <elif@demo.localhost>"]
+                "Elif <elif@demo.localhost>", "Farid <farid@demo.localhost>"]
 DEMO_TITLE = "Demo game"
 
 
@@ -202,7 +202,10 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
 
 
 @click.command("demo")
-@click.option("--players", default=4, show_default=True, type=click.IntRange(3, 5))
+@click.option("--game", "kind", default=DEFAULT_KIND, show_default=True,
+              help=f"Which game: {games_help('kinds')}.")
+@click.option("--players", default=4, show_default=True, type=click.IntRange(1, 99),
+              help=f"As many as the game takes ({games_help('players')}).")
 @click.option("--seed", help="Seed for the shuffle (default: random); mixed with the "
                              "server's secret key like create-game's.")
 @click.option("--new", is_flag=True, help="Create another demo game even if one is running.")
@@ -211,11 +214,19 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
 @_one_line_errors
 @with_appcontext
 @click.pass_context
-def demo_command(context, players, seed, new, then_serve):
+def demo_command(context, kind, players, seed, new, then_serve):
     """Set up the database and a demo game whose players' mail shows on the mailbox page."""
+    try:
+        rules = rules_for(kind)
+    except KeyError as exc:
+        raise click.BadParameter(exc.args[0], param_hint="'--game'") from None
+    if not rules.min_players <= players <= rules.max_players:
+        raise click.BadParameter(f"{rules.title} is for {rules.min_players} to "
+                                 f"{rules.max_players} players, not {players}",
+                                 param_hint="'--players'")
     _upgrade()
     with reading() as session:
-        running = session.exec(select(Game).where(Game.title == DEMO_TITLE,
+        running = session.exec(select(Game).where(Game.title == DEMO_TITLE, Game.kind == kind,
                                                   Game.status == RUNNING)).first()
         seats = session.exec(select(Seat).where(Seat.game_id == running.id)).all() \
             if running else []
@@ -224,7 +235,7 @@ def demo_command(context, players, seed, new, then_serve):
                    "use --new for another.")
     else:
         created = create_game([parse_player(p) for p in DEMO_PLAYERS[:players]], seed,
-                              title=DEMO_TITLE)
+                              title=DEMO_TITLE, kind=kind)
         _print_created(created)
     deliver_all_due(current_app._get_current_object())
     if current_app.config["MAIL_BACKEND"] == "local":

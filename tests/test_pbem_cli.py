@@ -261,7 +261,45 @@ def test_demo_sets_up_once_and_again_only_with_new(tmp_path):
 def test_demo_refuses_a_player_count_out_of_range(app, runner):
     result = runner.invoke(args=["demo", "--players", "6"])
     assert result.exit_code == 2 and "Error: Invalid value for '--players'" in result.stderr
+    assert "Kardinal & König is for 3 to 5 players" in result.stderr
+    result = runner.invoke(args=["demo", "--game", "knights-castles", "--players", "7"])
+    assert result.exit_code == 2 and "Knights & Castles is for 2 to 6 players" in result.stderr
+    result = runner.invoke(args=["demo", "--game", "chess"])
+    assert result.exit_code == 2 and "unknown game 'chess'" in result.stderr
     assert count(app, Game) == 0
+
+
+def test_demo_of_knights_and_castles_is_played_from_the_mailbox_links(tmp_path):
+    """`pbem demo --game knights-castles`: a game of the second game beside a running demo of
+    the first; its invitations are in the mailbox, and the seat to move plays on its page."""
+    app = bare_app(tmp_path / "instance")
+    runner = app.test_cli_runner()
+    assert runner.invoke(args=["demo", "--players", "3"]).exit_code == 0
+    done = runner.invoke(args=["demo", "--game", "knights-castles", "--players", "2",
+                               "--seed", "demo"])
+    assert done.exit_code == 0, done.output
+    links = links_in(done.stdout)
+    assert len(links) == 2 and count(app, Game) == 2
+    with app.app_context(), reading() as session:
+        game = session.exec(select(Game).where(Game.kind == "knights-castles")).one()
+    client = app.test_client()
+    mails = [m.read_text(errors="replace") for m in Path(app.config["MAIL_FOLDER"]).glob("*.eml")]
+    assert all(any(urlsplit(link).path in m for m in mails) for link in links)
+    assert client.get("/mailbox/").status_code == 200
+    for link in links:
+        page = client.get(urlsplit(link).path).get_data(as_text=True)
+        assert "Knights &amp; Castles" in page and "Your hand" in page
+        if "It is your move." in page:
+            mover = link
+    page = client.get(urlsplit(mover).path).get_data(as_text=True)
+    token = urlsplit(mover).path.rsplit("/", 1)[1]
+    form = {"csrf_token": page.split('name="csrf_token" value="')[1].split('"')[0],
+            "turn": str(game.turn), "move": "done"}
+    preview = client.post(f"/seat/{token}/preview", data={**form, "action": "move"})
+    assert preview.status_code == 200 and "Confirm this move" in preview.get_data(as_text=True)
+    assert client.post(f"/seat/{token}/move", data=form).status_code == 303
+    with app.app_context(), reading() as session:
+        assert session.get(Game, game.id).turn == game.turn + 1
 
 
 # --- send-mail ----------------------------------------------------------------------------------
