@@ -20,21 +20,24 @@ from hypothesis import strategies as st
 from pbem.cli import cli
 from pbem.config import SETTINGS, ConfigError, load_settings
 
-SECTIONS = ("sqlite", "serve", "games", "admin", "scheduler", "mail", "smtp")
-TOP_LEVEL = ("secret_key", "base_url", "database_url", "instance_path", "max_content_length")
+EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.toml"
 
 
-def toml_place(name: str) -> tuple[str | None, str]:
-    """The section and key of a setting in the TOML file ([mail] backend for MAIL_BACKEND)."""
-    lower = name.lower()
-    if lower in TOP_LEVEL:
-        return None, lower
-    section, key = lower.split("_", 1)
-    assert section in SECTIONS, name
-    return section, key
+def toml_places() -> list[tuple[str | None, str]]:
+    """Each setting's section and key in the TOML file ([mail] backend for MAIL_BACKEND), as
+    config.example.toml writes them (tests/test_config.py keeps it equal to SETTINGS)."""
+    places = []
+    for key, value in tomllib.loads(EXAMPLE.read_text(encoding="utf-8")).items():
+        if isinstance(value, dict):
+            places += [(key, inner) for inner in value]
+        else:
+            places.append((None, key))
+    assert len(places) == len(SETTINGS)
+    return places
 
 
-KNOWN = [toml_place(name) for name in SETTINGS]
+KNOWN = toml_places()
+SECTIONS = sorted({section for section, _ in KNOWN if section})
 bare_key = st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True)
 key_text = st.one_of(bare_key, text.map(lambda t: '"' + t.replace("\\", "\\\\")
                                         .replace('"', '\\"') + '"'))
