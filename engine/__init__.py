@@ -14,7 +14,8 @@ Each game is a package of the same shape (`state`, `moves`, `rules`, `view`, `ou
 `narrate`, `serialize`, `svg`, `playout`, `bots`): `engine.kardinal_koenig` and
 `engine.knights_castles`, listed in `engine.games`. Shared by all games are only the errors
 (`engine.errors`), counted words (`engine.words`), the folding of typed names (`engine.names`),
-the bots' arena (`engine.arena`) and the command line (`python -m engine`).
+looking a computer player up by name (`engine.players`), the bots' arena (`engine.arena`) and
+the command line (`python -m engine`).
 
 The names below are Kardinal & König's, the project's first game, kept here as its documented
 public interface (`import engine; engine.new_game(4, seed)`); new code imports the game's package.

@@ -12,6 +12,15 @@ from engine.kardinal_koenig.state import ADVISORS_EACH, EMPTY, MONASTERIES_EACH,
 BOARD = default_board()
 
 
+def check_golden(request, path, text: str) -> None:
+    """A golden playthrough `text` is the file at `path`, or is written there with
+    --update-golden (then read the diff before committing it)."""
+    if request.config.getoption("--update-golden"):
+        path.write_text(text, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == text, \
+        "the playthrough changed; if intended, rerun with --update-golden and read the diff"
+
+
 def fill(country: str, **counts: int) -> dict[str, str]:
     """Monasteries on the first free fields of `country`: fill("Frankreich", green=4, red=2)."""
     fields = [BOARD.fields[f].name for f in BOARD.country(country).fields]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from engine import describe, new_game, outcome, view_for
 from engine.kardinal_koenig.playout import random_playout
+from helpers import check_golden
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "kk-4p-seed-2026.txt"
 
@@ -34,8 +35,4 @@ def playthrough(players: int = 4, seed: int = 2026) -> str:
 
 def test_golden_playthrough(request):
     """The seeded game plays exactly as recorded, move by move and view by view."""
-    text = playthrough()
-    if request.config.getoption("--update-golden"):
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert GOLDEN.read_text(encoding="utf-8") == text, \
-        "the playthrough changed; if intended, rerun with --update-golden and read the diff"
+    check_golden(request, GOLDEN, playthrough())

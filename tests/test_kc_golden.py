@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from engine.knights_castles import describe, new_game, outcome, random_playout, view_for
+from helpers import check_golden
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "kc-4p-seed-2026.txt"
 
@@ -46,8 +47,4 @@ def playthrough(players: int = 4, seed: int = 2026) -> str:
 
 def test_golden_playthrough(request):
     """The seeded game plays exactly as recorded, move by move and view by view."""
-    text = playthrough()
-    if request.config.getoption("--update-golden"):
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert GOLDEN.read_text(encoding="utf-8") == text, \
-        "the playthrough changed; if intended, rerun with --update-golden and read the diff"
+    check_golden(request, GOLDEN, playthrough())

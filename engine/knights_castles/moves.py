@@ -32,11 +32,20 @@ def _sorted_cards(cards) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class Done:
-    """End the current phase (draw, build, research, event or trade)."""
+class _WordMove:
+    """A move that is one word, whose class says everything: written `<verb>`."""
+
+    verb: ClassVar[str]
 
     def __str__(self) -> str:
-        return "done"
+        return self.verb
+
+
+@dataclass(frozen=True, slots=True)
+class Done(_WordMove):
+    """End the current phase (draw, build, research, event or trade)."""
+
+    verb: ClassVar[str] = "done"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +60,10 @@ class _CardMove:
 
 
 @dataclass(frozen=True, slots=True)
-class Buy:
+class Buy(_WordMove):
     """Draw phase: buy one more card for 5 gold."""
 
-    def __str__(self) -> str:
-        return "buy"
+    verb: ClassVar[str] = "buy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,19 +165,17 @@ class Offer:
 
 
 @dataclass(frozen=True, slots=True)
-class Accept:
+class Accept(_WordMove):
     """The offer's target takes the trade."""
 
-    def __str__(self) -> str:
-        return "accept"
+    verb: ClassVar[str] = "accept"
 
 
 @dataclass(frozen=True, slots=True)
-class Decline:
+class Decline(_WordMove):
     """The offer's target refuses the trade."""
 
-    def __str__(self) -> str:
-        return "decline"
+    verb: ClassVar[str] = "decline"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from ...players import bot_named
 from ..board import Board
 from ..moves import Move
 from ..view import SeatView
@@ -30,11 +31,7 @@ def choose_move(name: str, view: SeatView, rng: random.Random, board: Board | No
 
     TypeError if `view` is not a `SeatView`; ValueError for an unknown bot or a view that is not
     of the seat to move."""
-    bot = BOTS.get(name)
-    if bot is None:
-        raise ValueError(f"unknown bot {name!r}; the bots are {', '.join(BOT_NAMES)}")
-    if not isinstance(rng, random.Random):
-        raise TypeError("a bot needs an explicit random.Random")
+    bot = bot_named(BOTS, name, rng)
     return bot(view, rng, check_view(view, board))
 
 

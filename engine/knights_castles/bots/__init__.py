@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from ...players import bot_named
 from ..moves import Move
 from ..view import SeatView
 from .players import greedy_bot, random_bot
@@ -27,10 +28,6 @@ def choose_move(name: str, view: SeatView, rng: random.Random) -> Move:
 
     TypeError if `view` is not a `SeatView`; ValueError for an unknown bot or a view that is not
     of the seat to move."""
-    bot = BOTS.get(name)
-    if bot is None:
-        raise ValueError(f"unknown bot {name!r}; the bots are {', '.join(BOT_NAMES)}")
-    if not isinstance(rng, random.Random):
-        raise TypeError("a bot needs an explicit random.Random")
+    bot = bot_named(BOTS, name, rng)
     check_view(view)
     return bot(view, rng)
