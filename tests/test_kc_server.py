@@ -9,7 +9,7 @@ import json
 import random
 from datetime import UTC, datetime, timedelta
 
-from server import Mailbox, field, legal_in, make_app, new_game, text_of
+from server import LINK, Mailbox, field, legal_in, make_app, new_game, text_of
 from sqlmodel import select
 
 import engine.knights_castles as kc
@@ -63,13 +63,21 @@ def test_create_game_from_the_command_line(tmp_path):
 
 
 def test_a_game_through_the_pages_with_a_chosen_loss_and_an_accepted_trade(tmp_path):
-    """A 4-player game on the seat pages: a disaster whose target chooses its losses on its own
-    page after its own mail, and a trade offered with the form and accepted by the other seat;
-    nobody's page shows another's hand; then on to the end through the API, and the final
-    mails."""
-    app = make_app(tmp_path / "instance")
+    """The issue's Done-when: a 4-player game created with `pbem create-game --game
+    knights-castles`, played on the seat pages (a disaster whose target chooses its losses on
+    its own page after its own mail, a trade offered with the form and accepted by the other
+    seat; nobody's page shows another's hand), then by replies to the mails, then through the
+    API to its end, and the final mails."""
+    from test_mail_replies import DOMAIN, fill, ingest, newest_with_key, reply_key
+
+    app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN)
     mailbox = Mailbox(app)
-    created, tokens = new_game(app, 4, "kc-pages", kind="knights-castles")
+    created = app.test_cli_runner().invoke(args=[
+        "create-game", "--game", "knights-castles", "--seed", "kc-pages",
+        *[f"--player=Player {i} <p{i}@example.org>" for i in range(4)]])
+    assert created.exit_code == 0, created.output
+    tokens = LINK.findall(created.output)
+    assert len(tokens) == 4
     client = app.test_client()
     rng = random.Random(1)
     chosen_loss = accepted = 0
@@ -125,9 +133,21 @@ def test_a_game_through_the_pages_with_a_chosen_loss_and_an_accepted_trade(tmp_p
     other = (seat + 1) % 4
     assert rules_for("knights-castles").legal(state) and \
         client.get(f"/api/v1/seat/{tokens[other]}").get_json()["legal"] == []
+    # Then by replies to the mails: the seat to move answers its newest mail with one move.
+    rules = rules_for("knights-castles")
+    by_mail = game.turn
+    for _ in range(15):
+        seat = state.to_move
+        newest = newest_with_key(mailbox, f"p{seat}@example.org")
+        handled = ingest(app, fill("thunderbird_plain.eml", reply_key(newest),
+                                   [rules.default_move(state)], text_of(newest)))
+        assert handled.outcome == "applied", handled
+        game, state = state_of(app)
+    with app.app_context(), reading() as session:
+        assert {r.via for r in session.exec(select(MoveRecord).where(
+            MoveRecord.number >= by_mail))} == {"email"}
     # The rest of the game through the API, as a client program would play it (buying cards
     # whenever it can, so that the deck runs out sooner), to the end and everyone's final mail.
-    rules = rules_for("knights-castles")
     while not state.is_over:
         document = client.get(f"/api/v1/seat/{tokens[state.to_move]}").get_json()
         assert document["to_move"] and document["turn"] == game.turn
