@@ -60,7 +60,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         if key not in chosen:
             app.config[key] = value
 
-    from . import admin, api, db, i18n, mailbox, pages, players, seat, watch, web
+    from . import admin, api, db, i18n, mailbox, pages, players, seat, start, watch, web
 
     db.init_app(app)
     i18n.init_app(app)
@@ -77,6 +77,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(admin.bp)
     app.register_blueprint(watch.bp)
     app.register_blueprint(players.bp)
+    app.register_blueprint(start.bp)
 
     from .cli import commands
 

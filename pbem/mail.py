@@ -339,3 +339,39 @@ def due_digests(session: Session, now: datetime) -> int:
         digest(session, game, seat, rules, rules.loads(game.state_json), waiting)
         queued += 1
     return queued
+
+
+# --- games players start (pbem.start): mail to addresses, before there is a seat ----------------
+
+def _start_mail(session: Session, kind: str, invitation, subject: str, template: str,
+                **context) -> QueuedMail:
+    return queue(session, kind=kind, to=formatted_address(invitation.name, invitation.email),
+                 subject=subject, template=template, invitation=invitation, **context)
+
+
+def start_confirm(session: Session, proposal, starter, link: str, friends) -> QueuedMail:
+    """The starter's link that confirms their address (and then shows their game's page)."""
+    return _start_mail(session, "start_confirm", starter,
+                       _("Confirm your address to start %(title)s", title=proposal.title),
+                       "start_confirm", proposal=proposal, link=link, friends=friends,
+                       rules=rules_for(proposal.kind))
+
+
+def start_invitation(session: Session, proposal, invitation, starter, everyone,
+                     link: str) -> QueuedMail:
+    """An invitation to a game a player starts, with the link to accept or decline it."""
+    return _start_mail(session, "start_invite", invitation,
+                       _("%(name)s invites you to play %(game)s", name=starter.name,
+                         game=rules_for(proposal.kind).title),
+                       "start_invitation", proposal=proposal, starter=starter,
+                       everyone=everyone, link=link, rules=rules_for(proposal.kind),
+                       expires=i18n.format_local(invitation.expires_at, proposal.timezone))
+
+
+def start_news(session: Session, proposal, invitation, link: str | None, lines: list[str],
+               status: list[str]) -> QueuedMail:
+    """News of a proposed game for the starter (a decline, an expiry; `link`: their page) or
+    for a friend (the game called off)."""
+    return _start_mail(session, "start_news", invitation,
+                       _("News of %(title)s", title=proposal.title), "start_news",
+                       proposal=proposal, link=link, lines=lines, status=status)

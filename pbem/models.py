@@ -310,7 +310,7 @@ class TalkMessage(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
 
 
-TALK_DIGEST_CHORE, INVITATION_EXPIRY = "talk_digest", "invitation_expiry"
+TALK_DIGEST_CHORE, INVITATION_EXPIRY = "talk_digest", "invite_expiry"
 
 
 class Chore(SQLModel, table=True):
@@ -328,3 +328,53 @@ class Chore(SQLModel, table=True):
     claim: str | None = Field(default=None, max_length=40)
     claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     done_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+# A game players start themselves (pbem.start): its proposal goes through these states.
+UNCONFIRMED, INVITING, STARTING, STARTED, CANCELLED = (
+    "unconfirmed", "inviting", "starting", "started", "cancelled")
+# An invitation's states: waiting (the starter has not confirmed their address yet), pending
+# (mailed, unanswered), accepted, declined, expired.
+WAITING, ACCEPTED, DECLINED, EXPIRED = "waiting", "accepted", "declined", "expired"
+
+
+class Proposal(SQLModel, table=True):
+    """A game a player starts from the public "new game" page (or a rematch), with the time
+    control and the game chosen, until everyone invited has answered and it starts."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=40)
+    title: str = Field(max_length=200)
+    variant: str | None = Field(default=None, max_length=60)
+    deadline_hours: int
+    reminder_hours: str = Field(max_length=100)
+    weekend_pause: bool = False
+    timezone: str = Field(default="UTC", max_length=64)
+    status: str = Field(default=UNCONFIRMED, max_length=20, index=True)
+    starter_ip: str = Field(max_length=64, index=True)
+    rematch_of: int | None = Field(default=None, foreign_key="game.id", index=True)
+    game_id: int | None = Field(default=None, foreign_key="game.id")
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    started_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class Invitation(SQLModel, table=True):
+    """One person asked to a proposed game: the starter (number 0, whose link confirms their
+    address and then manages the game until it starts) or a friend (whose link accepts or
+    declines). Only the SHA-256 of a link's key is stored."""
+
+    __table_args__ = (UniqueConstraint("proposal_id", "number"),
+                      Index("ix_invitation_email", "email", "created_at"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    proposal_id: int = Field(foreign_key="proposal.id", index=True)
+    number: int  # the seat it asks for, in order; 0: the starter
+    name: str = Field(max_length=100)
+    email: str = Field(max_length=254)  # lower case; "" for a computer player
+    colour: str = Field(max_length=20)
+    bot: str | None = Field(default=None, max_length=20)
+    token_hash: str | None = Field(default=None, max_length=64, unique=True)
+    status: str = Field(default=WAITING, max_length=20)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    expires_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    answered_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)

@@ -30,6 +30,7 @@ from .models import (
     TALK_CHOICES,
     TALK_DIGEST,
     TALK_DIGEST_CHORE,
+    INVITATION_EXPIRY,
     TALK_EACH,
     Chore,
     Game,
@@ -311,5 +312,11 @@ def _send_digest(session: Session, seat_id: int, now: datetime) -> bool:
     return True
 
 
-CHORES = {TALK_DIGEST_CHORE: _send_digest}
-COUNTED = {TALK_DIGEST_CHORE: "message_digests"}  # its name in the scheduler's counts
+def _expire_invitation(session: Session, invitation_id: int, now: datetime) -> bool:
+    from .start import expire_invitation
+
+    return expire_invitation(session, invitation_id, now)
+
+
+CHORES = {TALK_DIGEST_CHORE: _send_digest, INVITATION_EXPIRY: _expire_invitation}
+COUNTED = {TALK_DIGEST_CHORE: "message_digests", INVITATION_EXPIRY: "invitations_expired"}  # its name in the scheduler's counts
