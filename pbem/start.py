@@ -159,10 +159,13 @@ def read_form(form, kind: str) -> tuple[Draft | None, dict[str, str]]:
     return Draft(kind, starter, friends, colours, title, variant, time), {}
 
 
-def _check_limits(session: Session, emails: list[str], address: str, now: datetime) -> None:
-    """Refuse (TooMany) when an address would get more invitation mails, or the client address
-    would send more invitations, than a day allows."""
-    one_at_a_time(session, f"invite ip {address}", *(f"invite to {e}" for e in emails))
+def _check_limits(session: Session, emails: list[str], address: str | None, now: datetime,
+                  invitations: int = 0) -> None:
+    """Refuse (TooMany) when one of `emails` would get more invitation mails than a day
+    allows, or when the client `address` would ask more people (`invitations`) than a day
+    allows (None: not checked again)."""
+    one_at_a_time(session, *(f"invite to {e}" for e in emails),
+                  *([f"invite ip {address}"] if address else []))
     since = now - timedelta(days=1)
     per_address = current_app.config["GAMES_INVITATIONS_PER_ADDRESS"]
     for email in emails:
@@ -173,10 +176,12 @@ def _check_limits(session: Session, emails: list[str], address: str, now: dateti
             raise TooMany(_("%(email)s has been invited %(count)d times today, as often as this "
                             "server invites anyone in a day. Try again tomorrow; nothing was "
                             "sent.", email=email, count=had))
+    if address is None:
+        return
     sent = session.exec(select(func.count()).select_from(Invitation).join(
         Proposal, Proposal.id == Invitation.proposal_id).where(
         Proposal.starter_ip == address, Invitation.created_at > since)).one()
-    if sent + len(emails) > current_app.config["GAMES_INVITATIONS_PER_IP"]:
+    if sent + invitations > current_app.config["GAMES_INVITATIONS_PER_IP"]:
         raise TooMany(_("Too many invitations were sent from your network today. Try again "
                         "tomorrow; nothing was sent."))
 
@@ -211,7 +216,8 @@ def propose(draft: Draft, address: str, now: datetime | None = None) -> int:
     returns the proposal's id. Nothing goes to the friends before that."""
     now = now or utcnow()
     with writing() as session:
-        _check_limits(session, [draft.starter.email.lower()], address, now)
+        _check_limits(session, [draft.starter.email.lower()], address, now,
+                      1 + len(draft.friends))
         proposal = _proposal(draft.kind, draft.title, draft.variant, draft.time, address,
                              UNCONFIRMED, now)
         session.add(proposal)
@@ -284,8 +290,8 @@ def confirm(token: str, now: datetime | None = None) -> None:
         if proposal.status != UNCONFIRMED:
             return  # a second click: already done
         everyone = _everyone(session, proposal)
-        _check_limits(session, [i.email for i in everyone if i.number and not i.bot],
-                      proposal.starter_ip, now - timedelta(microseconds=1))
+        _check_limits(session, [i.email for i in everyone if i.number and not i.bot], None,
+                      now)
         starter.status, starter.answered_at = ACCEPTED, now
         session.add(starter)
         proposal.status = INVITING
@@ -433,7 +439,8 @@ def rematch(token: str, address: str, now: datetime | None = None) -> str:
             raise Rejected(_("A rematch of this game was already asked for: the invitations "
                              "are in your mail."))
         people = [s for s in seats if s.bot is None]
-        _check_limits(session, [s.email.lower() for s in people], address, now)
+        _check_limits(session, [s.email.lower() for s in people if s.id != seat.id], address,
+                      now, len(people))
         rules = rules_for(game.kind)
         variant = rules.variant_of(rules.loads(game.state_json))
         time = TimeControl(game.deadline_hours,
@@ -585,7 +592,10 @@ def answer_post(token: str, choice: str):
         if ready:
             with reading() as session:
                 _, proposal = _by_token(session, token)
-            start_game(proposal.id)
+            try:
+                start_game(proposal.id)
+            except GameNotRunning:  # the last two accepted at once: the other one started it
+                pass
     except ServiceError as exc:
         return _invitation_page(token, exc.status, exc.message, request.form)
     wake_sender()

@@ -27,7 +27,7 @@ INVITE = re.compile(r"https?://[^\s<>\"']+/invite/([A-Za-z0-9_-]{32})")
 @pytest.fixture
 def app(tmp_path):
     return make_app(tmp_path / "instance", GAMES_OPEN_CREATION=True,
-                    GAMES_INVITATIONS_PER_ADDRESS=3, GAMES_INVITATIONS_PER_IP=8)
+                    GAMES_INVITATIONS_PER_ADDRESS=3, GAMES_INVITATIONS_PER_IP=9)
 
 
 def form(client, **values) -> dict:
@@ -183,7 +183,7 @@ def test_invitations_per_address_and_per_client_address_are_limited(app, client)
     refused = client.post("/new", data=form(client))
     assert refused.status_code == 429 and "anna@example.org has been invited 3 times" in \
         refused.get_data(as_text=True)
-    # Three proposals of three players each came from this client address: 9 of 8 a day.
+    # Three proposals of three players each came from this client address: 9 of 9 a day.
     refused = client.post("/new", data=form(client, email="late@example.org"))
     assert refused.status_code == 429 and "from your network" in refused.get_data(as_text=True)
     assert len(Mailbox(app).messages()) == counts(app)["Proposal"]  # confirmations only
