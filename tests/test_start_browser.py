@@ -17,6 +17,7 @@ sync_api = require_browser()
 from server import Mailbox, finish_game, text_of, token_in
 from sqlmodel import select
 from test_mail_replies import fill, ingest, reply_key
+from test_talk_browser import _write as _talk
 
 from pbem.db import reading
 from pbem.models import Game, Seat
@@ -50,12 +51,6 @@ def _accept(page, link: str, name: str) -> None:
     page.goto(link)
     page.get_by_label("Your name in the game").fill(name)
     page.get_by_role("button", name="Accept").click()
-
-
-def _talk(page, text: str, to: str) -> None:
-    page.get_by_label("To", exact=True).select_option(value=to)
-    page.get_by_label("Your message").fill(text)
-    page.get_by_role("button", name="Send").click()
 
 
 def test_three_friends_start_talk_finish_and_play_again(site, page):

@@ -296,3 +296,56 @@ def test_messages_still_go_in_a_finished_game(app, client):
     finish_game(app, created.game_id, "talk-15")
     assert _send(client, tokens[0], "Good game!").status_code == 303
     assert "Good game!" in client.get(f"/seat/{tokens[1]}").get_data(as_text=True)
+
+
+def test_messages_travel_by_real_smtp_both_ways(tmp_path):
+    """Out: the message mails go through the SMTP backend to an aiosmtpd server; in: the
+    reader's reply, sent with smtplib to the server's own SMTP listener, reaches the writer
+    privately. Nothing is mocked."""
+    import smtplib
+    from email.message import EmailMessage
+    from email.utils import make_msgid
+
+    from test_mail_delivery import SmtpServer
+
+    from pbem.mailin import start_listener
+    from pbem.outbox import deliver_all_due
+
+    outgoing = SmtpServer()
+    outgoing.start()
+    app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN, MAIL_BACKEND="smtp",
+                   SMTP_HOST="127.0.0.1", SMTP_PORT=outgoing.port, SMTP_SECURITY="none")
+    listener = start_listener(app, "127.0.0.1", _free_port())
+    try:
+        _, tokens = new_game(app, 3, "talk-smtp")
+        with app.app_context():
+            post_message(tokens[0], "Over the wire, Bruno: a deal?", "1")
+        deliver_all_due(app)
+        (mailed,) = [r["message"] for r in outgoing.received
+                     if "Private message" in str(r["message"]["Subject"])]
+        assert "p1@example.org" in str(mailed["To"])
+        answer = EmailMessage()
+        answer["From"], answer["To"] = "p1@example.org", str(mailed["Reply-To"])
+        answer["Subject"], answer["Message-ID"] = f"Re: {mailed['Subject']}", make_msgid()
+        quoted = "\n".join(f"> {line}" for line in text_of(mailed).splitlines())
+        answer.set_content(f"Deal, by SMTP.\n\nOn Monday Player 0 wrote:\n{quoted}\n")
+        with smtplib.SMTP("127.0.0.1", listener.port, timeout=10) as client:
+            client.send_message(answer)
+        assert _stored(app)[-1] == (1, 0, "Deal, by SMTP.", "email")
+        deliver_all_due(app)
+        back = [r for r in outgoing.received if r["to"] == ["p0@example.org"]
+                and "Private message from Player 1" in str(r["message"]["Subject"])]
+        assert len(back) == 1 and "Deal, by SMTP." in text_of(back[0]["message"])
+        assert not any("Deal, by SMTP." in text_of(r["message"]) for r in outgoing.received
+                       if r["to"] == ["p2@example.org"])
+    finally:
+        listener.stop()
+        outgoing.stop()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
