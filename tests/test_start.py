@@ -239,3 +239,28 @@ def test_a_running_game_offers_no_rematch(app, client):
     assert "Play again" not in client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
     response = post_page(client, "/new", f"/seat/{tokens[0]}/rematch")
     assert response.status_code == 409 and counts(app)["Proposal"] == 0
+
+
+def test_knights_and_castles_can_be_started_too(app, client):
+    """The page offers every game the server hosts: here the second, for two players, with a
+    variant of its rules."""
+    page = client.get("/new?game=knights-castles").get_data(as_text=True)
+    assert 'value="knights-castles"' in page and "catch-up" in page
+    box = Mailbox(app)
+    response = client.post("/new", data=form(
+        client, game="knights-castles", colour0="purple", colour1="orange", email2="",
+        name2="", variant="catch-up"))
+    assert response.status_code == 200, response.get_data(as_text=True)
+    manage = link_in(box, "anna@example.org", MANAGE)
+    post_page(client, f"/new/game/{manage}", f"/new/game/{manage}/confirm")
+    bruno = link_in(box, "bruno@example.org", INVITE)
+    post_page(client, f"/invite/{bruno}", f"/invite/{bruno}/accept", name="Bruno")
+    with app.app_context(), reading() as session:
+        (game,) = session.exec(select(Game)).all()
+        seats = session.exec(select(Seat).order_by(Seat.number)).all()
+    from pbem.games import rules_for
+
+    rules = rules_for(game.kind)
+    assert game.kind == "knights-castles"
+    assert rules.variant_of(rules.loads(game.state_json)) == "catch-up"
+    assert [(s.name, s.colour) for s in seats] == [("Anna", "purple"), ("Bruno", "orange")]
