@@ -23,3 +23,56 @@ def plural(n: int, one: str, other: str, language: str = "en") -> str:
 def count(n: int, one: str, other: str) -> str:
     """'1 point', '7 points': the number and its word in the form the number asks for."""
     return f"{n} {plural(n, one, other)}"
+
+
+class Phrase(str):
+    """A sentence of the engine: its English text (the str itself) and what it is made of, a
+    message id and its parameters, so that a server can write it in another language.
+
+    `key` is the English message with `%(name)s` placeholders, or a pair (one, other) for a
+    counted message whose number is `n`; a parameter may be a Phrase itself (a card, a
+    colour). The engine names countries and fields as the board does; those stay as they are.
+    """
+
+    key: str | tuple[str, str]
+    params: dict
+    n: int | None
+
+    def __new__(cls, key, params: dict | None = None, n: int | None = None) -> Phrase:
+        params = dict(params or {})
+        shown = {name: ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+                 for name, value in params.items()}
+        if isinstance(key, tuple):
+            template = plural(n, *key)
+            text = template % {"num": n, **shown}
+        else:
+            text = key % shown if params else key
+        self = super().__new__(cls, text)
+        self.key, self.params, self.n = key, params, n
+        return self
+
+    def __reduce__(self):
+        return (Phrase, (self.key, self.params, self.n))
+
+
+def say(key: str, **params) -> Phrase:
+    """A sentence (or part of one) with its parameters: `say("%(who)s passed.", who="red")`."""
+    return Phrase(key, params)
+
+
+def say_n(one: str, other: str, n: int, **params) -> Phrase:
+    """A counted sentence: `say_n("%(num)d card", "%(num)d cards", 2)`."""
+    return Phrase((one, other), params, n)
+
+
+def colour(name: str) -> Phrase:
+    """A player's or a card's colour, as a word a server translates ('red')."""
+    return Phrase(name)
+
+
+def both(items: list) -> Phrase | str:
+    """'red', 'red and blue', 'red and blue and green': items joined by 'and'."""
+    joined = items[0]
+    for item in items[1:]:
+        joined = say("%(first)s and %(second)s", first=joined, second=item)
+    return joined

@@ -13,6 +13,7 @@ import json
 import dataclasses
 from dataclasses import dataclass
 
+from flask_babel import gettext
 from flask import (
     Blueprint,
     current_app,
@@ -28,6 +29,7 @@ from sqlmodel import select
 
 from . import i18n, stewardship, talk
 from .db import get_row, reading, utcnow, writing
+from .i18n import N_
 from .deadlines import MAX_HOURS, MIN_HOURS, time_control
 from .games import DEFAULT_KIND, SetupProblem, game_kinds, rules_for
 from .models import (
@@ -69,22 +71,22 @@ class Action:
 
 
 ACTIONS = {
-    "resend": Action("Resend the seat's link", EVERY, seat=True),
-    "new_link": Action("Issue a new link (the old ones stop working at once)", EVERY, seat=True),
-    "email": Action("Change the seat's email address", OPEN, seat=True, fields=("email",)),
-    "hand_over": Action("Hand the seat to a new player", OPEN, seat=True,
+    "resend": Action(N_("Resend the seat's link"), EVERY, seat=True),
+    "new_link": Action(N_("Issue a new link (the old ones stop working at once)"), EVERY, seat=True),
+    "email": Action(N_("Change the seat's email address"), OPEN, seat=True, fields=("email",)),
+    "hand_over": Action(N_("Hand the seat to a new player"), OPEN, seat=True,
                         fields=("name", "email")),
-    "revoke_games": Action("Revoke the player's “my games” links", EVERY, seat=True,
-                           note="Their seat links keep working."),
-    "bot": Action("Let a computer player play the seat", OPEN, seat=True, fields=("bot",)),
-    "pause": Action("Pause the game", (RUNNING,)),
-    "resume": Action("Resume the game", (PAUSED,)),
-    "extend": Action("Extend the current deadline", (RUNNING,), fields=("hours",)),
-    "take_back": Action("Take back the last turn", (RUNNING, FINISHED),
-                        note="The whole turn of the player who moved last: the placement or "
-                             "exchange and the cards drawn after it."),
-    "absent_bot": Action("Choose who plays absent players' turns", OPEN, fields=("absent_bot",)),
-    "abort": Action("Abort the game", OPEN),
+    "revoke_games": Action(N_("Revoke the player's “my games” links"), EVERY, seat=True,
+                           note=N_("Their seat links keep working.")),
+    "bot": Action(N_("Let a computer player play the seat"), OPEN, seat=True, fields=("bot",)),
+    "pause": Action(N_("Pause the game"), (RUNNING,)),
+    "resume": Action(N_("Resume the game"), (PAUSED,)),
+    "extend": Action(N_("Extend the current deadline"), (RUNNING,), fields=("hours",)),
+    "take_back": Action(N_("Take back the last turn"), (RUNNING, FINISHED),
+                        note=N_("The whole turn of the player who moved last: the placement or "
+                                "exchange and the cards drawn after it.")),
+    "absent_bot": Action(N_("Choose who plays absent players' turns"), OPEN, fields=("absent_bot",)),
+    "abort": Action(N_("Abort the game"), OPEN),
 }
 FIELDS = ("action", "seat", "email", "name", "hours", "reason", "bot")
 
@@ -149,7 +151,7 @@ def login_post():
 def logout():
     stewardship.end_sessions(g.admin.id)
     session.clear()
-    flash("You are logged out.")
+    flash(gettext("You are logged out."))
     return redirect(url_for("admin.login"), code=303)
 
 
@@ -295,7 +297,8 @@ def new_game_post():
     except (SetupProblem, ServiceError) as exc:
         return _new_game_page(request.form, {"players": str(exc)}, 422, kind)
     wake_sender()
-    flash(f"Game {created.game_id} is created; the players' invitations are on their way.")
+    flash(gettext("Game %(id)d is created; the players' invitations are on their way.",
+                  id=created.game_id))
     return redirect(url_for("admin.game", game_id=created.game_id), code=303)
 
 
@@ -317,7 +320,8 @@ def _load_game(game_id: int):
                         .order_by(AuditEntry.id.desc())).all()
     rules = rules_for(game.kind)
     return {"game": game, "seats": seats, "rules": rules, "state": rules.loads(game.state_json),
-            "log": [(r, json.loads(r.lines_json).get("-1", [])) for r in log], "mails": mails,
+            "log": [(r, [i18n.render(line) for line in json.loads(r.lines_json).get("-1", [])])
+                    for r in log], "mails": mails,
             "audit": audit}
 
 
@@ -492,7 +496,7 @@ def do(game_id: int):
                                summary=summary, error=message, shown=_shown_fields(action),
                                label=ACTIONS[action].label), getattr(exc, "status", 422)
     wake_sender()
-    flash(f"Done: {ACTIONS[action].label}.")
+    flash(gettext("Done: %(action)s.", action=gettext(ACTIONS[action].label)))
     return redirect(url_for("admin.game", game_id=game_id), code=303)
 
 
@@ -517,7 +521,7 @@ def retry(message_id: int):
         return outbox(f"{exc.message[:1].upper()}{exc.message[1:]}; nothing was done."), \
             exc.status
     wake_sender()
-    flash(f"Mail {message_id} is queued again.")
+    flash(gettext("Mail %(id)d is queued again.", id=message_id))
     return redirect(url_for("admin.outbox"), code=303)
 
 

@@ -25,6 +25,7 @@ call, dozens of calls a move); these take about 2. Templates get the same.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from datetime import datetime
@@ -35,7 +36,10 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import NullTranslations
 from flask import Flask, current_app, g, has_request_context, request
-from flask_babel import Babel, get_locale, get_translations, refresh
+from flask_babel import Babel, LazyString, get_locale, get_translations, refresh
+from markupsafe import Markup, escape
+
+from engine.words import Phrase
 
 from . import clock
 
@@ -96,6 +100,94 @@ def npgettext(context: str, singular: str, plural: str, num: int, **variables) -
 
 
 _ = gettext
+
+
+def N_(message: str) -> str:
+    """Marks a message for extraction where it is defined; it is translated where it is shown."""
+    return message
+
+
+COLOURS = {name: name for name in (
+    N_("yellow"), N_("red"), N_("green"), N_("purple"), N_("blue"), N_("cream"), N_("orange"),
+    N_("white"), N_("black"), N_("grey"), N_("brown"), N_("pink"))}
+"""The colours of players and cards, as the engine names them (the key), in the reader's words."""
+
+STATUSES = {"running": N_("running"), "paused": N_("paused"), "finished": N_("finished"),
+            "aborted": N_("aborted")}
+ACTORS = {"player": N_("player"), "timeout": N_("timeout"), "bot": N_("computer player"),
+          "admin": N_("organiser")}
+
+
+def colour(name: str) -> str:
+    """A player's or a card's colour in the reader's language ('red' -> 'rot', 'rojo')."""
+    return gettext(COLOURS[name]) if name in COLOURS else name
+
+
+def lazy_colour(name: str) -> LazyString:
+    """`colour(name)` when shown (for a message composed before its reader is known)."""
+    return LazyString(colour, name)
+
+
+def status_word(status: str) -> str:
+    return gettext(STATUSES[status]) if status in STATUSES else status
+
+
+def actor_word(actor: str) -> str:
+    return gettext(ACTORS[actor]) if actor in ACTORS else actor
+
+
+def phrase_data(line):
+    """An engine sentence as language-neutral data for the database: its message id, its
+    parameters (themselves data) and its count; a plain string stays a string."""
+    if isinstance(line, Phrase):
+        data = {"t": list(line.key) if isinstance(line.key, tuple) else line.key,
+                "p": {name: phrase_data(value) for name, value in line.params.items()}}
+        if line.n is not None:
+            data["n"] = line.n
+        return data
+    return line
+
+
+def render(data) -> str:
+    """Stored sentence data (or a Phrase, or a plain string) in the reader's language."""
+    if isinstance(data, Phrase):
+        data = phrase_data(data)
+    if not isinstance(data, dict):
+        return data if isinstance(data, str) else str(data)
+    params = {name: render(value) if isinstance(value, (dict, str)) else value
+              for name, value in data.get("p", {}).items()}
+    key = data["t"]
+    if isinstance(key, list):
+        return ngettext(key[0], key[1], data["n"], **params)
+    return gettext(key, **params) if params else gettext(key)
+
+
+class Sentence(LazyString):
+    """Stored sentence data, written (`render`) only when shown: in the language of the mail or
+    page it is shown in. `data` is what it was made from."""
+
+    def __init__(self, data) -> None:
+        super().__init__(render, data)
+        self.data = data
+
+
+def lazy(data) -> Sentence:
+    return Sentence(data)
+
+
+def digest_lines(text: str) -> list[str]:
+    """A digest item's stored lines (a JSON list of sentence data; older ones plain text)."""
+    try:
+        stored = json.loads(text)
+    except ValueError:
+        return text.split("\n")
+    return [render(line) for line in stored] if isinstance(stored, list) else [text]
+
+
+def deadline_tag(moment: datetime, tz: str | None) -> Markup:
+    """A `<time>` element with the moment in the reader's words, for a page."""
+    return Markup('<time datetime="{}">{}</time>').format(moment.isoformat(),
+                                                          escape(format_local(moment, tz)))
 
 
 def check_language(value: str) -> str:
@@ -184,4 +276,7 @@ def init_app(app: Flask) -> None:
         newstyle=True)
     app.add_template_filter(format_local, "local")
     app.add_template_global(language, "current_language")
+    app.add_template_filter(colour, "colour")
+    for helper in (status_word, actor_word, deadline_tag, digest_lines):
+        app.add_template_global(helper)
     app.jinja_env.globals.update(LANGUAGES=LANGUAGES, LANGUAGE_NAMES=LANGUAGE_NAMES)

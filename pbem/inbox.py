@@ -25,12 +25,13 @@ from html.parser import HTMLParser
 from typing import ClassVar
 
 from flask import current_app, g
+from flask_babel import force_locale
 from flask_babel import gettext as _
 from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
-from . import mail
+from . import i18n, mail
 from .db import reading, utcnow, writing
 from .games import choices, rules_for
 from .models import PAUSED, RUNNING, TO_ALL, Game, IncomingMail, OutboxMessage, Seat, SeatKey
@@ -208,7 +209,7 @@ def _answer_revoked(key: SeatKey, message: EmailMessage) -> bool:
     A From address is easily forged, so answering it would let anyone aim the server's mail
     at a stranger (backscatter). The answer goes only to the seat's own address, only when the
     mail came from it, and at most REVOKED_ANSWERS_PER_DAY times a day per seat."""
-    _, sender = parseaddr(str(message.get("From", "")))
+    __, sender = parseaddr(str(message.get("From", "")))
     with writing() as session:
         seat = session.get(Seat, key.seat_id)
         if sender.strip().lower() != seat.email.strip().lower():
@@ -218,9 +219,10 @@ def _answer_revoked(key: SeatKey, message: EmailMessage) -> bool:
             OutboxMessage.created_at > utcnow() - timedelta(days=1))).one()
         if answered >= REVOKED_ANSWERS_PER_DAY:
             return False
-        mail.queue(session, kind="revoked", to=mail.formatted_address(seat.name, seat.email),
-                   subject="Your mail to the game server", template="revoked", seat=seat,
-                   answering=answering(message))
+        with force_locale(seat.language):
+            mail.queue(session, kind="revoked", to=mail.formatted_address(seat.name, seat.email),
+                       subject=_("Your mail to the game server"), template="revoked",
+                       seat=seat, answering=answering(message))
     return True
 
 
@@ -258,18 +260,20 @@ def _apply(key: SeatKey, message_id: str, text: str, message: EmailMessage,
         seat = session.get(Seat, key.seat_id)
         game = session.get(Game, seat.game_id)
         rules = rules_for(game.kind)
+    i18n.use(seat.language)  # the answer, and every message on the way, in the seat's words
     if game.status != RUNNING:
         outcome = Handled("finished", f"the game is {game.status}")
         if _remember(message_id, key.seat_id, outcome.outcome, outcome.detail):
             if game.status == PAUSED:
-                _answer(key.seat_id, "The game is paused", [
-                    (f"Your mail reached {game.title} #{game.id}, which an organiser has paused: "
-                     "nothing was applied. You will get a mail when it goes on; send your "
-                     "orders again then.")], message)
+                _answer(key.seat_id, _("The game is paused"), [
+                    _("Your mail reached %(game)s, which an organiser has paused: nothing was "
+                      "applied. You will get a mail when it goes on; send your orders again "
+                      "then.", game=f"{game.title} #{game.id}")], message)
             else:
-                _answer(key.seat_id, "The game is over", [
-                    (f"Your mail reached {game.title} #{game.id}, which is {game.status}: no "
-                     "more moves can be made.")], message)
+                _answer(key.seat_id, _("The game is over"), [
+                    _("Your mail reached %(game)s, which is %(status)s: no more moves can be "
+                      "made.", game=f"{game.title} #{game.id}",
+                      status=i18n.status_word(game.status))], message)
         return outcome
     try:
         result = submit_orders(None, orders, seat_id=key.seat_id, via="email")
@@ -279,26 +283,27 @@ def _apply(key: SeatKey, message_id: str, text: str, message: EmailMessage,
             return Handled("duplicate", message_id)
         state = rules_for(game.kind).loads(_state_json(game.id))
         legal = choices(rules, state) if rules.to_move(state) == seat.number else []
-        lines = [exc.message, "Nothing was changed."]
+        lines = [exc.message, _("Nothing was changed.")]
         if kind == "stale":
-            lines.append("Your orders answered an older mail: look at the newest one, or at "
-                         "your page, and reply to that.")
+            lines.append(_("Your orders answered an older mail: look at the newest one, or at "
+                           "your page, and reply to that."))
         elif legal:
-            lines += ["", "What you could play now:", *(f"  {m}" for m in legal[:40])]
+            lines += ["", _("What you could play now:"), *(f"  {m}" for m in legal[:40])]
             if len(legal) > 40:
-                lines.append(f"  … and {len(legal) - 40} more (see your page).")
-        _answer(key.seat_id, "Your orders could not be applied", lines, message)
+                lines.append("  " + _("… and %(num)d more (see your page).",
+                                      num=len(legal) - 40))
+        _answer(key.seat_id, _("Your orders could not be applied"), lines, message)
         return Handled(kind, exc.message)
     applied = [r.notation for r in result.applied]
     outcome = "partly" if result.failed else "applied"
     if not _remember(message_id, key.seat_id, outcome, "; ".join(applied)):
         return Handled("duplicate", message_id)
-    lines = ["Applied:", *(f"  {line}" for r in result.applied for line in r.lines)]
+    lines = [_("Applied:"), *(f"  {line}" for r in result.applied for line in r.lines)]
     if result.failed:
-        lines += ["", f"Stopped at '{result.failed}': {result.error}",
-                  "The moves before it were made."]
-    _answer(key.seat_id, "Your orders were applied" if not result.failed
-            else "Some of your orders were applied", lines, message)
+        lines += ["", _("Stopped at '%(order)s': %(reason)s", order=result.failed,
+                        reason=result.error), _("The moves before it were made.")]
+    _answer(key.seat_id, _("Your orders were applied") if not result.failed
+            else _("Some of your orders were applied"), lines, message)
     return Handled(outcome, "; ".join(applied))
 
 

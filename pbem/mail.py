@@ -115,7 +115,8 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
     picture_json = None
     if picture and game is not None and current_app.config["MAIL_BOARD_PICTURE"]:
         cid = make_msgid("board", domain=_domain())[1:-1]
-        picture_json = json.dumps({"kind": game.kind, "state": game.state_json, "cid": cid})
+        picture_json = json.dumps({"kind": game.kind, "state": game.state_json, "cid": cid,
+                                   "language": i18n.language()})
         context["picture_cid"] = cid
     if game is not None and seat is not None and "summary" not in context:
         rules = rules_for(game.kind)
@@ -185,7 +186,7 @@ def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
     token = mint_key(session, seat, game.turn, talk_to)
     mine = mint_player_key(session, seat.email)
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
-                 subject=_subject(game, subject), template=template, game=game, seat=seat,
+                 subject=_subject(game, str(subject)), template=template, game=game, seat=seat,
                  secrets=(token, mine), link=seat_link(token), reply_to=reply_address(token),
                  games_link=games_link(mine), picture=picture, **context)
 
@@ -201,7 +202,7 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
     to_move = rules.to_move(state)
     """The first mail of a seat: the players, the position and how to play; `taking_over` when
     it joins a game under way (the seat was handed to it), which it does not start."""
-    subject = "You take over a seat" if taking_over else "You are invited to play"
+    subject = _("You take over a seat") if taking_over else _("You are invited to play")
     return _to_seat(session, game, seat, "invitation", subject, "invitation",
                     taking_over=taking_over,
                     rules=rules, seats=seats, is_my_turn=to_move == seat.number,
@@ -220,8 +221,9 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
                                                       DigestItem.sent == false())):
         item.sent = True  # the news below covers what the digest would have said
         session.add(item)
-    subject = f"Reminder: your move is due {_deadline_text(game.deadline_at, seat, game)}" \
-        if reminder else "Your turn"
+    subject = _("Reminder: your move is due %(deadline)s",
+                deadline=_deadline_text(game.deadline_at, seat, game)) \
+        if reminder else _("Your turn")
     position = rules.position_lines(state, seat.number)
     # The legal moves are the seat to move's: listed for that seat only (they show its hand).
     legal = choices(rules, state) if rules.to_move(state) == seat.number else []
@@ -241,8 +243,8 @@ def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, s
                    bot: str | None = None) -> QueuedMail | None:
     """The server moved for the seat: its default move after a deadline, or, for an absent
     seat in a game that says so, the computer player `bot`."""
-    subject = (f"You are absent: the computer player ({bot}) moved for you" if bot
-               else "Your deadline passed: the server moved for you")
+    subject = (_("You are absent: the computer player (%(bot)s) moved for you", bot=bot) if bot
+               else _("Your deadline passed: the server moved for you"))
     return _to_seat(session, game, seat, "played_for_you", subject, "played_for_you",
                     rules=rules, lines=lines, absent=absent, bot=bot,
                     position=rules.position_lines(state, seat.number))
@@ -273,7 +275,7 @@ def to_admins(session: Session, subject: str, lines: list[str],
 @_in_seat_language
 def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lines: list[str],
           next_seat: Seat) -> QueuedMail | None:
-    return _to_seat(session, game, seat, "moved", f"{next_seat.name} is next", "moved",
+    return _to_seat(session, game, seat, "moved", _("%(name)s is next", name=next_seat.name), "moved",
                     rules=rules, lines=lines, next_seat=next_seat,
                     position=rules.position_lines(state, seat.number))
 
@@ -281,7 +283,7 @@ def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lin
 @_in_seat_language
 def digest(session: Session, game: Game, seat: Seat, rules: GameRules, state,
            items: list[DigestItem]) -> QueuedMail | None:
-    return _to_seat(session, game, seat, "digest", "What happened today", "digest",
+    return _to_seat(session, game, seat, "digest", _("What happened today"), "digest",
                     rules=rules, items=items, position=rules.position_lines(state, seat.number))
 
 
@@ -291,11 +293,12 @@ def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: Ga
     result = rules.outcome_lines(state)
     lines = [line for line in lines if line not in set(result)]  # told once, below
     table = getattr(rules, "result_table", None)
-    return _to_seat(session, game, seat, "final", "The game is over", "final", rules=rules,
+    return _to_seat(session, game, seat, "final", _("The game is over"), "final", rules=rules,
                     seats=seats, lines=lines, result=result,
                     outcome=rules.outcome(state), table=table(state) if table else None)
 
 
+@_in_seat_language
 def talk_message(session: Session, game: Game, seat: Seat, message, sender: Seat,
                  to: Seat | None) -> QueuedMail | None:
     """A message of the table talk for `seat`: a reply to it answers the same audience (every
@@ -308,6 +311,7 @@ def talk_message(session: Session, game: Game, seat: Seat, message, sender: Seat
                     sender=sender, private=private, recipient=to)
 
 
+@_in_seat_language
 def talk_digest(session: Session, game: Game, seat: Seat, messages: list,
                 names: dict[int, Seat]) -> QueuedMail | None:
     """The messages a seat that chose the digest has not read yet, in one mail; a reply to it

@@ -15,15 +15,16 @@ from sqlalchemy import Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from .db import UtcDateTime, utcnow
+from .i18n import N_
 
 RUNNING, PAUSED, FINISHED, ABORTED = "running", "paused", "finished", "aborted"
 GAME_STATUSES = (RUNNING, PAUSED, FINISHED, ABORTED)
 
 NOTIFY_EVERY, NOTIFY_TURN, NOTIFY_DIGEST = "every", "turn", "digest"
-NOTIFY_CHOICES = {
-    NOTIFY_EVERY: "a mail after every turn",
-    NOTIFY_TURN: "only when it is my turn",
-    NOTIFY_DIGEST: "a daily digest of the other turns",
+NOTIFY_CHOICES = {  # translated where shown
+    NOTIFY_EVERY: N_("a mail after every turn"),
+    NOTIFY_TURN: N_("only when it is my turn"),
+    NOTIFY_DIGEST: N_("a daily digest of the other turns"),
 }
 
 # What a seat gets by mail for the messages of its game (table talk): each message as a mail,

@@ -16,17 +16,20 @@ WIDTH = 800  # pixels; the mail shows it at 600 (sharp on high-density screens),
 
 
 @lru_cache(maxsize=16)
-def png_of(kind: str, state_json: str) -> bytes:
-    """The board of the game `kind` in the stored state, as PNG bytes (ValueError if the
-    renderer fails)."""
+def png_of(kind: str, state_json: str, language: str = "en") -> bytes:
+    """The board of the game `kind` in the stored state, its words in `language`, as PNG bytes
+    (ValueError if the renderer fails)."""
+    from flask_babel import force_locale
+
     from .games import rules_for
 
     rules = rules_for(kind)
-    svg = rules.board_picture(rules.loads(state_json), None, False)
+    with force_locale(language):
+        svg = rules.board_picture(rules.loads(state_json), None, False)
     return resvg_py.svg_to_bytes(svg_string=svg, width=WIDTH)
 
 
 def for_message(picture_json: str) -> tuple[str, bytes]:
     """(content id, PNG) for an outbox row's `picture_json`."""
     data = json.loads(picture_json)
-    return data["cid"], png_of(data["kind"], data["state"])
+    return data["cid"], png_of(data["kind"], data["state"], data.get("language", "en"))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flask import Blueprint, redirect, render_template, request, url_for
+from flask_babel import gettext
 from sqlalchemy import func, update
 from sqlmodel import Session, select
 
@@ -72,10 +73,15 @@ def _result(rules, state, seats: list[Seat], seat: Seat) -> str | None:
     mine = scores.get(seat.colour)
     rank = 1 + sum(1 for c in scores if standing(c) > standing(seat.colour))
     won = seat in winners
-    names = " and ".join(f"{w.name} ({w.colour})" for w in winners)
-    head = ("You won" + (f" together with {' and '.join(w.name for w in winners if w != seat)}"
-                         if len(winners) > 1 else "")) if won else f"Won by {names}"
-    return f"{head}. Your score: {mine}, place {rank} of {len(seats)}."
+    and_ = gettext(" and ")
+    names = and_.join(f"{w.name} ({i18n.colour(w.colour)})" for w in winners)
+    if won and len(winners) > 1:
+        head = gettext("You won together with %(names)s",
+                       names=and_.join(w.name for w in winners if w != seat))
+    else:
+        head = gettext("You won") if won else gettext("Won by %(names)s", names=names)
+    return gettext("%(head)s. Your score: %(score)s, place %(rank)d of %(players)d.", head=head,
+                   score=mine, rank=rank, players=len(seats))
 
 
 def my_games(token: str) -> tuple[str, list[Entry]]:
@@ -88,6 +94,8 @@ def my_games(token: str) -> tuple[str, list[Entry]]:
             select(Game).where(Game.id.in_([s.game_id for s in mine])))}
         every = session.exec(select(Seat).where(Seat.game_id.in_(list(games)))
                              .order_by(Seat.game_id, Seat.number)).all()
+    if mine:  # the page in the language of the player's latest game
+        i18n.use(mine[0].language)
     seats_of: dict[int, list[Seat]] = {}
     for seat in every:
         seats_of.setdefault(seat.game_id, []).append(seat)

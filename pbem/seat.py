@@ -19,7 +19,7 @@ from flask import (
 
 
 from . import talk, turnfile
-from .i18n import format_local, gettext
+from .i18n import format_local, gettext, ngettext
 from .db import utcnow
 from .games import MoveError, choices
 from .models import NOTIFY_CHOICES, TALK_CHOICES
@@ -84,8 +84,8 @@ def _load(token: str) -> SeatContext:
 def _form_turn() -> int:
     raw = request.form.get("turn", "")
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
-        raise Malformed("The form did not say which turn it was made for. Reload the page and "
-                       "make the move again.")
+        raise Malformed(gettext("The form did not say which turn it was made for. Reload the "
+                                "page and make the move again."))
     return int(raw)
 
 
@@ -127,7 +127,7 @@ def preview(token: str):
         if turn != ctx.game.turn:
             raise moved_on(ctx.game, turn)
         if ctx.rules.to_move(ctx.state) != ctx.seat.number:
-            raise NotYourTurn("It is not your move now; nothing was changed.")
+            raise NotYourTurn(gettext("It is not your move now; nothing was changed."))
         try:
             text = ctx.rules.move_from_form(ctx.state, request.form)
             move = ctx.rules.parse(ctx.state, text)
@@ -216,8 +216,8 @@ def upload_turn_file(token: str):
         request.form.get("orders", "").encode("utf-8")
     try:
         if len(raw) > MAX_TURN_FILE:
-            raise Malformed("That file is too long for a turn file; upload the one you "
-                            "downloaded, with your orders written in.")
+            raise Malformed(gettext("That file is too long for a turn file; upload the one "
+                                    "you downloaded, with your orders written in."))
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError:
@@ -230,14 +230,15 @@ def upload_turn_file(token: str):
         for line in applied.lines:
             flash(line)
     if result.failed:
-        flash(f"Stopped at '{result.failed}': {result.error} The moves before it were made.")
+        flash(gettext("Stopped at '%(order)s': %(reason)s", order=result.failed,
+                      reason=result.error) + " " + gettext("The moves before it were made."))
     return redirect(url_for("seat.page", token=token), code=303)
 
 
 @bp.post("/<token>/settings")
 def settings(token: str):
     return _seat_action(token, lambda: set_notify(token, request.form.get("notify", "")),
-                        lambda result, ctx: "Your mail setting is saved.")
+                        lambda result, ctx: gettext("Your mail setting is saved."))
 
 
 @bp.post("/<token>/language")
@@ -252,7 +253,8 @@ def language(token: str):
 def timezone(token: str):
     name = request.form.get("timezone", "").strip()[:64]
     return _seat_action(token, lambda: set_timezone(token, name),
-                        lambda result, ctx: f"Times are now shown in {name}.")
+                        lambda result, ctx: gettext("Times are now shown in %(zone)s.",
+                                                    zone=name))
 
 
 @bp.post("/<token>/vacation")
@@ -260,24 +262,25 @@ def vacation(token: str):
     raw = request.form.get("days", "")
     days = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 4 else -1
     return _seat_action(token, lambda: take_vacation(token, days),
-                        lambda until, ctx: "Your clock is paused until "
-                        f"{format_local(until, seat_zone(ctx))}.")
+                        lambda until, ctx: gettext("Your clock is paused until %(until)s.",
+                                                   until=format_local(until, seat_zone(ctx))))
 
 
 @bp.post("/<token>/vacation/end")
 def end_vacation(token: str):
     def told(days_back: int, ctx: SeatContext) -> str:
-        back = f" {days_back} unused day{'s' if days_back != 1 else ''} " \
-               f"{'are' if days_back != 1 else 'is'} given back." if days_back else ""
-        return "Your vacation is over: your clock runs again." + back
+        back = " " + ngettext("%(num)d unused day is given back.",
+                              "%(num)d unused days are given back.", days_back) \
+            if days_back else ""
+        return gettext("Your vacation is over: your clock runs again.") + back
     return _seat_action(token, lambda: end_vacation_now(token), told)
 
 
 @bp.post("/<token>/back")
 def back(token: str):
     return _seat_action(token, lambda: come_back(token),
-                        lambda result, ctx: "Welcome back: your turns wait for you again "
-                        "from your next one.")
+                        lambda result, ctx: gettext("Welcome back: your turns wait for you "
+                                                    "again from your next one."))
 
 
 @bp.post("/<token>/talk")

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from datetime import datetime, timedelta
 
 from flask import current_app
+from flask_babel import lazy_gettext as L_
 from sqlalchemy import bindparam, func, literal_column
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
@@ -41,6 +42,7 @@ from .models import (
     Seat,
     SeatKey,
 )
+from .i18n import N_, _
 from .tokens import hash_token, is_well_formed
 from .turnfile import MAX_ORDERS, Orders
 
@@ -262,11 +264,11 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
 
 # --- seats --------------------------------------------------------------------------------------
 
-UNKNOWN_LINK = ("This link is not valid: it may be mistyped, cut short by the mail program, or "
+UNKNOWN_LINK = N_("This link is not valid: it may be mistyped, cut short by the mail program, or "
                 "replaced by a newer one. Use the link in your latest mail from the game.")
 
 
-EXPIRED_LINK = ("This link has expired: the game mailed you a newer link more than {days} days "
+EXPIRED_LINK = N_("This link has expired: the game mailed you a newer link more than %(days)d days "
                 "ago, and older links stop working then. Open the newest mail you have from "
                 "the game: each one carries a fresh link. No mail at hand? The \"My games\" "
                 "link at the foot of any mail from this server lists your games, each with a "
@@ -318,14 +320,14 @@ def _seat_game_seats(session: Session, token: str | None,
     its seats in seat order, in one query; NotFound reveals nothing."""
     if seat_id is None:
         if not is_well_formed(token):
-            raise NotFound(UNKNOWN_LINK)
+            raise NotFound(_(UNKNOWN_LINK))
         rows = session.exec(_SEATS_BY_TOKEN, params={"token_hash": hash_token(token)}).all()
     else:
         rows = session.exec(_SEATS_BY_SEAT, params={"seat_id": seat_id}).all()
     if not rows:
-        raise NotFound(UNKNOWN_LINK)
+        raise NotFound(_(UNKNOWN_LINK))
     if seat_id is None and is_expired(rows[0][3]):
-        raise LinkExpired(EXPIRED_LINK.format(days=current_app.config["GAMES_OLD_LINK_DAYS"]))
+        raise LinkExpired(_(EXPIRED_LINK, days=current_app.config["GAMES_OLD_LINK_DAYS"]))
     seats = [row[0] for row in rows]
     game, keyed = rows[0][1], rows[0][2]
     seat = next(s for s in seats if s.id == keyed)
@@ -336,7 +338,7 @@ def _seat_game_seats(session: Session, token: str | None,
 
 def _seat_and_game(session: Session, token: str) -> tuple[Seat, Game]:
     """The seat a link's token opens, and its game; NotFound reveals nothing."""
-    seat, game, _ = _seat_game_seats(session, token)
+    seat, game, __ = _seat_game_seats(session, token)
     return seat, game
 
 
@@ -406,7 +408,8 @@ def _log(session: Session, game: Game, reader: int, limit: int | None,
     else:
         numbers = turns.numbered(rules, begun, [(row[0], row[2]) for row in reversed(rows)])
     key = str(reader)
-    log = [LogEntry(*row[:6], list(_readers_lines(row[6]).get(key, ())), number)
+    log = [LogEntry(*row[:6], [i18n.render(line)
+                              for line in _readers_lines(row[6]).get(key, ())], number)
            for row, number in zip(rows, reversed(numbers))]
     return (log if limit is None else log[:limit]), (numbers[-1] if numbers else 0)
 
@@ -443,9 +446,9 @@ def set_notify(token: str, choice: str) -> None:
     from .models import NOTIFY_CHOICES
 
     if choice not in NOTIFY_CHOICES:
-        raise Rejected("choose one of the offered mail settings")
+        raise Rejected(_("choose one of the offered mail settings"))
     with writing() as session:
-        seat, _ = _seat_and_game(session, token)
+        seat, __ = _seat_and_game(session, token)
         seat.notify = choice
         session.add(seat)
 
@@ -476,7 +479,7 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
     a refused move changes nothing in it either.
     """
     if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < 2 ** 53:
-        raise Malformed("the move must say which turn it was made for (a whole number)")
+        raise Malformed(_("the move must say which turn it was made for (a whole number)"))
     if not isinstance(text, str):
         raise Malformed("the move must be text in the notation, as `legal` lists them")
     now = now or utcnow()
@@ -488,27 +491,32 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
             session.refresh(game, with_for_update=True)
         if game.status != RUNNING:
             raise GameNotRunning(
-                "This game is paused by an organiser: no moves until it goes on (everyone gets "
-                "a mail then). Nothing was changed." if game.status == PAUSED else
-                f"This game is {game.status}; no more moves can be made.")
+                _("This game is paused by an organiser: no moves until it goes on (everyone "
+                  "gets a mail then). Nothing was changed.") if game.status == PAUSED else
+                _("This game is %(status)s; no more moves can be made.",
+                  status=i18n.status_word(game.status)))
         if turn != game.turn:
             raise _stale(session, game, seat, text, turn)
         rules = rules_for(game.kind)
         before = rules.loads(game.state_json)
         to_move = rules.to_move(before)
         if to_move != seat.number:
-            raise NotYourTurn(f"It is not your move: the game waits for "
-                              f"{_seat_name(session, game, to_move)}. Nothing was changed.")
+            raise NotYourTurn(_("It is not your move: the game waits for %(name)s. Nothing was "
+                                "changed.", name=_seat_name(session, game, to_move)))
         try:
             move = rules.parse(before, text)
             after = rules.apply(before, move)
         except MoveError as exc:
             raise Rejected(str(exc)) from None
-        lines = {str(r): rules.describe(before, move, after, None if r < 0 else r)
+        # Stored language-neutral (message ids and parameters), written in each reader's
+        # language when shown.
+        lines = {str(r): [i18n.phrase_data(line) for line in
+                          rules.describe(before, move, after, None if r < 0 else r)]
                  for r in range(-1, len(seats))}  # -1: a spectator's words
         if actor == "bot":  # every reader, in the log and in mail, sees who chose it
             for told in lines.values():
-                told[:1] = [f"Computer player ({_bot_of(game, seat)}): {line}"
+                told[:1] = [{"t": N_("Computer player (%(bot)s): %(line)s"),
+                             "p": {"bot": _bot_of(game, seat), "line": line}}
                             for line in told[:1]]
         notation = rules.notation(move)
         # The game's row is written once, at the commit: the reads below need only the log.
@@ -534,7 +542,8 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
             context = SeatContext(game, seat, seats, rules, after, log,
                                   turns.in_progress(rules, last, after))
         return MoveResult(game.id, seat.number, notation, game.turn,
-                          lines[str(seat.number)], game.status == FINISHED, context)
+                          [i18n.render(line) for line in lines[str(seat.number)]],
+                          game.status == FINISHED, context)
 
 
 def _bot_of(game: Game, seat: Seat) -> str | None:
@@ -545,10 +554,10 @@ def _bot_of(game: Game, seat: Seat) -> str | None:
 
 def _seat_name(session: Session, game: Game, number: int | None) -> str:
     if number is None:
-        return "nobody"
+        return _("nobody")
     seat = session.exec(select(Seat).where(Seat.game_id == game.id,
                                            Seat.number == number)).one()
-    return f"{seat.name} ({seat.colour})"
+    return f"{seat.name} ({i18n.colour(seat.colour)})"
 
 
 def _stale(session: Session, game: Game, seat: Seat, text: str, turn: int) -> ServiceError:
@@ -562,8 +571,8 @@ def _stale(session: Session, game: Game, seat: Seat, text: str, turn: int) -> Se
         except MoveError:
             same = False
         if same:
-            return StaleTurn(f"Your move '{record.notation}' was already recorded (a second "
-                             "click or a second tab?). Nothing more was changed.")
+            return StaleTurn(_("Your move '%(move)s' was already recorded (a second click or a "
+                               "second tab?). Nothing more was changed.", move=record.notation))
     return _moved_on(session, game, turn)
 
 
@@ -574,12 +583,13 @@ def _moved_on(session: Session, game: Game, turn: int) -> StaleTurn:
     now = turns.current(session, rules, game.id, rules.loads(game.state_json))
     if turn < game.turn:
         then = turns.of_move(session, rules, game.id, turn)
-        return StaleTurn(f"This move was made for turn {then} (after "
-                         f"move {turn}), but the game has moved on to turn {now} (move "
-                         f"{game.turn}). Nothing was changed; look at the position as it is now.")
-    return StaleTurn(f"This move was made for move {turn}, which the game has not reached: it "
-                     f"is at turn {now} (move {game.turn}). Nothing was changed; look at the "
-                     "position as it is now.")
+        return StaleTurn(_("This move was made for turn %(turn)d (after move %(move)d), but "
+                           "the game has moved on to turn %(now)d (move %(now_move)d). Nothing "
+                           "was changed; look at the position as it is now.",
+                           turn=then, move=turn, now=now, now_move=game.turn))
+    return StaleTurn(_("This move was made for move %(move)d, which the game has not reached: "
+                       "it is at turn %(now)d (move %(now_move)d). Nothing was changed; look at "
+                       "the position as it is now.", move=turn, now=now, now_move=game.turn))
 
 
 def moved_on(game: Game, turn: int) -> StaleTurn:
@@ -624,7 +634,7 @@ class _Recent:
 
     def lines_since(self, reader: int, after: int, actor: str | None = None) -> list[str]:
         """What happened after move `after`, in `reader`'s words (only `actor`'s moves)."""
-        return [line for n, _, lines in self.records
+        return [i18n.lazy(line) for n, _, lines in self.records
                 if n > after and actor in (None, self.actors[n]) for line in lines[str(reader)]]
 
 
@@ -666,8 +676,9 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
             if seat.notify == NOTIFY_EVERY:
                 mail.moved(session, game, seat, rules, after, lines, seats[to_move])
             elif seat.notify == NOTIFY_DIGEST:
-                insert_later(session, DigestItem, {"seat_id": seat.id, "text": "\n".join(lines),
-                                                   "created_at": now})
+                insert_later(session, DigestItem, {
+                    "seat_id": seat.id, "created_at": now, "text": json.dumps(
+                        [line.data for line in lines], ensure_ascii=False)})
 
 
 def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Seat,
@@ -723,9 +734,10 @@ def extend_deadline(game_id: int, hours: int, now: datetime | None = None,
                                  "a deadline to extend")
         game.extension_hours += hours
         reset_clock(session, game, seat, now)
-        _tell_players(session, game, "The deadline was extended",
-                      [(f"The deadline of {seat.name} ({seat.colour}) was extended by "
-                        f"{hours} hours.")])
+        _tell_players(session, game, L_("The deadline was extended"),
+                      [L_("The deadline of %(name)s (%(colour)s) was extended by %(hours)d "
+                          "hours.", name=seat.name, colour=i18n.lazy_colour(seat.colour),
+                          hours=hours)])
         if also:
             also(session)
         return game.deadline_at
@@ -736,14 +748,14 @@ def pause_game(game_id: int, now: datetime | None = None,
     """Stop the clock of a running game: no reminders, no timeouts, no moves until resumed."""
     now = now or utcnow()
     with writing() as session:
-        game, _ = _game_and_seat_to_move(session, game_id)
+        game, __ = _game_and_seat_to_move(session, game_id)
         if game.status != RUNNING:
             raise GameNotRunning(f"game {game.id} is {game.status}, not running")
         game.status, game.paused_at = PAUSED, now
         stop_clock(session, game, now)
-        _tell_players(session, game, "The game is paused", [
-            ("An organiser paused the game: no moves, reminders or deadlines until it is "
-             "resumed. You will get a mail then.")])
+        _tell_players(session, game, L_("The game is paused"), [
+            L_("An organiser paused the game: no moves, reminders or deadlines until it is "
+               "resumed. You will get a mail then.")])
         if also:
             also(session)
 
@@ -759,8 +771,9 @@ def resume_game(game_id: int, now: datetime | None = None,
         add_pause(game, game.paused_at, now)
         game.status, game.paused_at = RUNNING, None
         reset_clock(session, game, seat, now)
-        _tell_players(session, game, "The game goes on",
-                      [f"The game is running again. {seat.name} ({seat.colour}) is to move."])
+        _tell_players(session, game, L_("The game goes on"),
+                      [L_("The game is running again. %(name)s (%(colour)s) is to move.",
+                          name=seat.name, colour=i18n.lazy_colour(seat.colour))])
         if also:
             also(session)
         return game.deadline_at
@@ -774,16 +787,18 @@ def take_vacation(token: str, days: object, now: datetime | None = None) -> date
         seat, game = _seat_and_game(session, token)
         left = budget - seat.vacation_days_used
         if isinstance(days, bool) or not isinstance(days, int) or not 0 < days <= left:
-            raise Rejected(f"choose 1 to {left} days of vacation" if left > 0 else
-                           f"you have used all {budget} days of vacation of this game")
+            raise Rejected(_("choose 1 to %(left)d days of vacation", left=left) if left > 0 else
+                           _("you have used all %(budget)d days of vacation of this game",
+                             budget=budget))
         if game.status not in (RUNNING, PAUSED):
-            raise GameNotRunning(f"This game is {game.status}.")
+            raise GameNotRunning(_("This game is %(status)s.",
+                                   status=i18n.status_word(game.status)))
         active = seat.vacation_until is not None and seat.vacation_until > now
         seat.vacation_from = seat.vacation_from if active else now
         seat.vacation_until = (seat.vacation_until if active else now) + timedelta(days=days)
         seat.vacation_days_used += days
         session.add(seat)
-        _, to_move = _game_and_seat_to_move(session, game.id)
+        __, to_move = _game_and_seat_to_move(session, game.id)
         if game.status == RUNNING and to_move is not None and to_move.id == seat.id:
             reset_clock(session, game, seat, now)
         return seat.vacation_until
@@ -795,14 +810,15 @@ def end_vacation_now(token: str, now: datetime | None = None) -> int:
     with writing() as session:
         seat, game = _seat_and_game(session, token)
         if seat.vacation_until is None or seat.vacation_until <= now:
-            raise Rejected("you are not on vacation, so there is nothing to end")
+            raise Rejected(_("you are not on vacation, so there is nothing to end"))
         if game.status not in (RUNNING, PAUSED):
-            raise GameNotRunning(f"This game is {game.status}.")
+            raise GameNotRunning(_("This game is %(status)s.",
+                                   status=i18n.status_word(game.status)))
         unused = (seat.vacation_until - now) // timedelta(days=1)
         seat.vacation_until = now
         seat.vacation_days_used = max(0, seat.vacation_days_used - unused)
         session.add(seat)
-        _, to_move = _game_and_seat_to_move(session, game.id)
+        __, to_move = _game_and_seat_to_move(session, game.id)
         if game.status == RUNNING and to_move is not None and to_move.id == seat.id:
             reset_clock(session, game, seat, now)
         return unused
@@ -815,7 +831,7 @@ def set_language(token: str, code: str) -> str:
     except ValueError as exc:
         raise Rejected(str(exc)) from None
     with writing() as session:
-        seat, _ = _seat_and_game(session, token)
+        seat, __ = _seat_and_game(session, token)
         seat.language = code
         session.add(seat)
     i18n.use(code)
@@ -829,7 +845,7 @@ def set_timezone(token: str, name: str) -> None:
     except ValueError as exc:
         raise Rejected(str(exc)) from None
     with writing() as session:
-        seat, _ = _seat_and_game(session, token)
+        seat, __ = _seat_and_game(session, token)
         seat.timezone = name
         session.add(seat)
 
@@ -837,7 +853,7 @@ def set_timezone(token: str, name: str) -> None:
 def come_back(token: str) -> None:
     """An absent seat says it will play again: its turns wait for it from the next one on."""
     with writing() as session:
-        seat, _ = _seat_and_game(session, token)
+        seat, __ = _seat_and_game(session, token)
         seat.absent, seat.timeouts_in_row = False, 0
         session.add(seat)
 
@@ -861,11 +877,12 @@ def submit_orders(token: str | None, orders: Orders, *, seat_id: int | None = No
         raise Malformed("No orders found: write your moves under the ORDERS line, one per line, "
                         "as the examples in the file show.")
     if len(orders.lines) > MAX_ORDERS:
-        raise Malformed(f"A turn is at most {MAX_ORDERS} moves; this holds "
-                        f"{len(orders.lines)} lines of orders.")
+        raise Malformed(_("A turn is at most %(most)d moves; this holds %(lines)d lines of "
+                          "orders.", most=MAX_ORDERS, lines=len(orders.lines)))
     if orders.turn is None:
-        raise Malformed("The turn file lacks its 'Turn:' line, so it cannot be told apart from "
-                        "an old one. Download a new turn file and write your orders in it.")
+        raise Malformed(_("The turn file lacks its 'Turn:' line, so it cannot be told apart "
+                          "from an old one. Download a new turn file and write your orders in "
+                          "it."))
     applied: list[MoveResult] = []
     turn = orders.turn
     for line in orders.lines:

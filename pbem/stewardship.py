@@ -15,7 +15,11 @@ from limits import parse_many
 from sqlalchemy import delete, func, update
 from sqlmodel import Session, select
 
-from . import mail
+from flask_babel import force_locale
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as L_
+
+from . import i18n, mail
 from .db import get_row, one_at_a_time, utcnow, writing
 from .deadlines import reset_clock, start_clock, stop_clock
 from .games import SetupProblem, rules_for
@@ -207,8 +211,8 @@ def resend_link(admin_id: int, game_id: int, seat_number: int, reason: str) -> N
     reason = check_reason(reason)
     with writing() as session:
         game, seat = _game_and_seat(session, game_id, seat_number)
-        _send_link(session, game, seat, "Your link to the game", [
-            "An organiser sent you your link to the game again: it is below."])
+        _send_link(session, game, seat, L_("Your link to the game"), [
+            L_("An organiser sent you your link to the game again: it is below.")])
         _audit(session, admin_id, game.id, "resend link", reason, f"seat {seat_number + 1}")
 
 
@@ -220,9 +224,9 @@ def new_link(admin_id: int, game_id: int, seat_number: int, reason: str,
     with writing() as session:
         game, seat = _game_and_seat(session, game_id, seat_number)
         _revoke_links(session, seat, now)
-        _send_link(session, game, seat, "Your new link to the game", [
-            ("An organiser replaced your link to the game: your earlier links no longer work. "
-            "Use the one below from now on.")], links_revoked=True)
+        _send_link(session, game, seat, L_("Your new link to the game"), [
+            L_("An organiser replaced your link to the game: your earlier links no longer work. "
+               "Use the one below from now on.")], links_revoked=True)
         _audit(session, admin_id, game.id, "new link", reason, f"seat {seat_number + 1}")
 
 
@@ -255,9 +259,10 @@ def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reas
         seat.email = spec.email
         session.add(seat)
         _revoke_links(session, seat, now)
-        _send_link(session, game, seat, "Your address for the game was changed", [
-            (f"An organiser changed your address for this game from {old} to {seat.email}. "
-            "Links sent to the old address no longer work; use the one below.")],
+        _send_link(session, game, seat, L_("Your address for the game was changed"), [
+            L_("An organiser changed your address for this game from %(old)s to %(new)s. "
+               "Links sent to the old address no longer work; use the one below.", old=old,
+               new=seat.email)],
             links_revoked=True)
         _audit(session, admin_id, game.id, "change email", reason,
                f"seat {seat_number + 1}: {old} -> {seat.email}")
@@ -303,9 +308,11 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
 
 
 def _tell_handed_over(session: Session, game: Game, seat: Seat, new_name: str) -> None:
-    mail.queue(session, kind="handed_over", to=mail.formatted_address(seat.name, seat.email),
-               subject=f"[{game.title} #{game.id}] Your seat was handed over",
-               template="handed_over", game=game, seat=seat, new_name=new_name)
+    with force_locale(seat.language):
+        mail.queue(session, kind="handed_over",
+                   to=mail.formatted_address(seat.name, seat.email),
+                   subject=f"[{game.title} #{game.id}] " + _("Your seat was handed over"),
+                   template="handed_over", game=game, seat=seat, new_name=str(new_name))
 
 
 def hand_to_bot(admin_id: int, game_id: int, seat_number: int, bot: str, reason: str,
@@ -326,7 +333,7 @@ def hand_to_bot(admin_id: int, game_id: int, seat_number: int, bot: str, reason:
         before = f"{seat.name} <{seat.email}>" if seat.bot is None else \
             f"computer player ({seat.bot})"
         if seat.bot is None:
-            _tell_handed_over(session, game, seat, f"a computer player ({bot})")
+            _tell_handed_over(session, game, seat, L_("a computer player (%(bot)s)", bot=bot))
             _revoke_links(session, seat, now)
         seat.bot, seat.absent, seat.timeouts_in_row = bot, False, 0
         seat.vacation_from = seat.vacation_until = None
@@ -354,11 +361,12 @@ def set_absent_bot(admin_id: int, game_id: int, bot: str | None, reason: str,
         before = game.absent_bot or "default move"
         game.absent_bot = bot
         session.add(game)
-        said = (f"a computer player ({bot}) plays their turns" if bot else
-                "the server plays the default move for them (it exchanges a card)")
+        said = (L_("a computer player (%(bot)s) plays their turns", bot=bot) if bot else
+                L_("the server plays the default move for them (it exchanges a card)"))
         for seat in session.exec(select(Seat).where(Seat.game_id == game.id)):
-            mail.notice(session, game, seat, "Absent players' turns", [
-                f"An organiser changed what happens when a player is absent: from now on {said}."])
+            mail.notice(session, game, seat, L_("Absent players' turns"), [
+                L_("An organiser changed what happens when a player is absent: from now on "
+                   "%(said)s.", said=said)])
         _audit(session, admin_id, game.id, "absent bot", reason,
                f"{before} -> {bot or 'default move'}")
 
@@ -408,14 +416,16 @@ def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = N
         for seat in seats:
             moves = "; ".join(rules.notation_for(state, r.notation, r.seat, seat.number)
                               for r in undone)
-            lines = [f"An organiser took back the last turn of {who.name} ({who.colour}): "
-                     f"{moves}.", f"Reason: {reason}",
-                     f"{to_move.name} ({to_move.colour}) is to move."]
+            lines = [L_("An organiser took back the last turn of %(name)s (%(colour)s): "
+                        "%(moves)s.", name=who.name, colour=i18n.lazy_colour(who.colour),
+                        moves=moves), L_("Reason: %(reason)s", reason=reason),
+                     L_("%(name)s (%(colour)s) is to move.", name=to_move.name,
+                        colour=i18n.lazy_colour(to_move.colour))]
             if seat.id == who.id:
-                lines.append("If you drew a card from the deck in that turn, it is back on top "
-                             "of the deck: you have seen it, and you will draw it again if you "
-                             "draw from the deck.")
-            mail.notice(session, game, seat, "A turn was taken back", lines)
+                lines.append(L_("If you drew a card from the deck in that turn, it is back on "
+                                "top of the deck: you have seen it, and you will draw it again "
+                                "if you draw from the deck."))
+            mail.notice(session, game, seat, L_("A turn was taken back"), lines)
         taken = "; ".join(r.notation for r in undone)
         numbers = f"move {undone[0].number}" if len(undone) == 1 else \
             f"moves {undone[0].number}-{undone[-1].number}"
@@ -436,9 +446,9 @@ def abort_game(admin_id: int, game_id: int, reason: str, now: datetime | None = 
         game.status, game.finished_at = ABORTED, now
         stop_clock(session, game, now)
         for seat in session.exec(select(Seat).where(Seat.game_id == game.id)):
-            mail.notice(session, game, seat, "The game was called off", [
-                "An organiser called off this game; it ends here without a result.",
-                f"Reason: {reason}"])
+            mail.notice(session, game, seat, L_("The game was called off"), [
+                L_("An organiser called off this game; it ends here without a result."),
+                L_("Reason: %(reason)s", reason=reason)])
         _audit(session, admin_id, game.id, "abort", reason)
 
 

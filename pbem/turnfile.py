@@ -10,7 +10,12 @@ through `submit_move` like any other move.
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
+
+from flask_babel import gettext
+
+from . import i18n
 
 ORDERS_LINE = "=== ORDERS ==="
 # A turn file holds one turn, which in some games is many moves (buys, builds, payments, offers
@@ -39,16 +44,22 @@ def render(game_title: str, game_id: int, seat_name: str, colour: str, turn: int
     """The turn file of one seat for one turn (`turn`: the game's move counter; `turn_number`:
     the turn as players count it); `examples` are a whole turn in the game's notation (its
     rules' `order_examples`)."""
-    lines = [f"Turn file of {seat_name} ({colour}) in {game_title} #{game_id}", f"Game: {game_id}",
-             f"Seat: {seat_name} ({colour})", turn_line(turn_number, turn), "", *position, ""]
+    # The Turn and ORDERS lines are read back and stay as they are; the rest is the reader's.
+    seat = f"{seat_name} ({i18n.colour(colour)})"
+    lines = [gettext("Turn file of %(seat)s in %(game)s", seat=seat,
+                     game=f"{game_title} #{game_id}"),
+             gettext("Game: %(id)d", id=game_id), gettext("Seat: %(seat)s", seat=seat),
+             turn_line(turn_number, turn), "", *position, ""]
     if legal:
-        lines.append(f"Legal moves now ({len(legal)}), for example:")
+        lines.append(gettext("Legal moves now (%(num)d), for example:", num=len(legal)))
         lines.extend(f"#   {move}" for move in legal[:12])
         lines.append("")
     lines += [ORDERS_LINE,
-              "# Write your moves below, one per line, in the notation; lines starting with #",
-              "# are ignored. A whole turn at once is fine"
-              + (", for example:" if examples else "."),
+              *("# " + line for line in textwrap.wrap(
+                  gettext("Write your moves below, one per line, in the notation (in English, "
+                          "German or Spanish); lines starting with # are ignored.") + " " +
+                  (gettext("A whole turn at once is fine, for example:") if examples else
+                   gettext("A whole turn at once is fine.")), 90)),
               *(f"#   {example}" for example in examples),
               ""]
     return "\n".join(lines)

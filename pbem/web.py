@@ -16,15 +16,17 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter
 
+from .i18n import N_
+
 
 csrf = CSRFProtect()
 
-HINTS = {
-    400: "The request could not be read. Go back, reload the page and try again.",
-    404: "There is nothing here. Check the address, or use the link in your latest mail.",
-    405: "This address does not take that kind of request.",
-    413: "That was too much data for one request. Send a shorter move.",
-    429: "Too many attempts. Wait a minute, then try again.",
+HINTS = {  # translated where shown
+    400: N_("The request could not be read. Go back, reload the page and try again."),
+    404: N_("There is nothing here. Check the address, or use the link in your latest mail."),
+    405: N_("This address does not take that kind of request."),
+    413: N_("That was too much data for one request. Send a shorter move."),
+    429: N_("Too many attempts. Wait a minute, then try again."),
 }
 
 
@@ -166,13 +168,14 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(CSRFError)
     def _csrf(error):
-        return error_response(400, "The form had expired or came from elsewhere, so nothing was "
-                                   "done. Reload the page and try again.")
+        return error_response(400, gettext("The form had expired or came from elsewhere, so "
+                                           "nothing was done. Reload the page and try again."))
 
     @app.errorhandler(HTTPException)
     def _http(error):
         response, status = error_response(
-            error.code or 500, HINTS.get(error.code, error.description or "Something went wrong."))
+            error.code or 500, gettext(HINTS[error.code]) if error.code in HINTS else
+            error.description or gettext("Something went wrong."))
         if error.code == 405:  # keep the Allow header the original answer had
             response = make_response(response, status)
             response.headers["Allow"] = error.get_response().headers.get("Allow", "")

@@ -15,6 +15,7 @@ from sqlmodel import select
 import engine
 from pbem import stewardship
 from pbem.db import reading
+from pbem.i18n import render
 from pbem.games import SetupProblem
 from pbem.jobs import run_jobs
 from pbem.models import FINISHED, AuditEntry, Game, MoveRecord, OutboxMessage, Seat
@@ -92,7 +93,8 @@ def test_a_game_of_four_computer_players_runs_to_its_end_by_the_scheduler_alone(
     log = records(app, game_id)
     assert len(log) == state.ply > 40
     assert {(r.actor, r.via) for r in log} == {("bot", "scheduler")}
-    spectator = [__import__("json").loads(r.lines_json)["-1"][0] for r in log]
+    with app.app_context():  # stored as message ids and parameters; read here in English
+        spectator = [render(__import__("json").loads(r.lines_json)["-1"][0]) for r in log]
     assert all(line.startswith("Computer player (") for line in spectator)
     assert seat_mail(app) == []
     # the log replays to the same game: every move was a legal move of the real state

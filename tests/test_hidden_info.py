@@ -23,6 +23,7 @@ from sqlmodel import select
 from engine import from_json, to_json
 from pbem import mail
 from pbem.db import reading, writing
+from pbem.i18n import render
 from pbem.games import rules_for
 from pbem.models import DigestItem, Game, MoveRecord, OutboxMessage, Seat
 from pbem.services import create_game, parse_player, submit_move
@@ -93,7 +94,7 @@ def composed_mails(app, seat_number: int) -> list[str]:
         state = rules.loads(game.state_json)
         lines = [line for record in session.exec(select(MoveRecord).order_by(MoveRecord.number))
                  for line in json.loads(record.lines_json)[str(seat_number)]]
-        items = [DigestItem(seat_id=seat.id, text="\n".join(lines), created_at=NOW)]
+        items = [DigestItem(seat_id=seat.id, text=json.dumps(lines), created_at=NOW)]
         messages = [
             mail.invitation(session, game, seat, seats, rules, state),
             mail.your_turn(session, game, seat, rules, state, lines),
@@ -211,7 +212,9 @@ def test_the_log_names_a_drawn_card_only_to_the_seat_that_drew_it(app, client):
     assert len(draws) >= 5
     colours = ("red", "green", "cream", "orange", "purple")
     for record in draws:
-        lines = json.loads(record.lines_json)
+        with app.app_context():  # stored as message ids and parameters; read here in English
+            lines = {reader: [render(line) for line in told]
+                     for reader, told in json.loads(record.lines_json).items()}
         mover = stored_state(app).players[record.seat]
         for reader, told in lines.items():
             first = told[0]

@@ -14,7 +14,7 @@ from babel.messages.pofile import read_po
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGS = ROOT / "pbem" / "translations"
-EXTRACT = ["extract", "-F", "babel.cfg", "-k", "N_", "-k", "say", "-k", "say_n:1,2",
+EXTRACT = ["extract", "-F", "babel.cfg", "-k", "N_", "-k", "L_", "-k", "say", "-k", "say_n:1,2",
            "--no-location", "--sort-output"]
 
 

@@ -23,6 +23,7 @@ from sqlmodel import select
 import engine
 from pbem import mail, schema, stewardship
 from pbem.db import reading, writing
+from pbem.i18n import render
 from pbem.games import rules_for
 from pbem.models import Game, MoveRecord, OutboxMessage, Seat
 from pbem.services import create_game, parse_player, submit_move
@@ -171,7 +172,8 @@ def test_the_spectator_page_shows_scores_turn_face_up_cards_and_the_log(app, cli
         records = list(session.exec(select(MoveRecord).order_by(MoveRecord.number)))
     shown = html.unescape(text)
     for record in records:  # every move, in a spectator's words, linked to the board after it
-        words = " ".join(json.loads(record.lines_json)["-1"])
+        with app.app_context():  # stored as message ids and parameters, shown in English here
+            words = " ".join(render(line) for line in json.loads(record.lines_json)["-1"])
         n = record.number + 1
         assert re.search(rf'\?at={n}"( aria-current="page")?>After move {n}</a>(</strong>)?: '
                          + re.escape(words), shown), words

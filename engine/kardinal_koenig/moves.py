@@ -23,19 +23,37 @@ DECK = "deck"
 
 MAX_NOTATION_LENGTH = 200
 
-_PASS_WORDS = {"pass", "passe"}
-_EXCHANGE_WORDS = {"exchange", "swap", "discard", "trade"}
-_DRAW_WORDS = {"draw", "take"}
+# The notation's words in English, German and Spanish (docs/notation.md lists them): a turn file
+# or a reply may say `tausche R`, `cambiar R`, `ziehe Stapel` or `robar mazo` as well as
+# `exchange R` and `draw deck`. Folded (lower case, no accents) as `names.fold` leaves them.
+_PASS_WORDS = {"pass", "passe", "passen", "pasar", "paso"}
+_EXCHANGE_WORDS = {"exchange", "swap", "discard", "trade",
+                   "tausche", "tauschen", "tausch", "cambiar", "cambio", "cambia", "descartar"}
+_DRAW_WORDS = {"draw", "take", "ziehe", "ziehen", "zieh", "nimm", "nehme", "robar", "robo",
+               "roba", "tomar", "tomo", "coger", "cojo"}
 _ADVISOR_WORDS = {"advisor", "advisors", "adviser", "advisers", "adv", "a", "rat", "berater",
-                  "counsellor", "counselor", "councillor"}
-_MONASTERY_WORDS = {"monastery", "monasteries", "m", "kloster", "cloister", "abbey"}
-_DECK_WORDS = {"deck", "d", "pile", "stack"}
+                  "counsellor", "counselor", "councillor", "rate", "consejero", "consejeros"}
+_MONASTERY_WORDS = {"monastery", "monasteries", "m", "kloster", "cloister", "abbey",
+                    "monasterio", "monasterios"}
+_DECK_WORDS = {"deck", "d", "pile", "stack", "stapel", "nachziehstapel", "mazo"}
 # Words a player may write for readability; they never change what a move means.
 _FILLER_WORDS = {"and", "then", "in", "play", "plays", "played", "place", "places", "on", "at",
-                 "to", "with", "card", "cards", "the", "an", "one"}
+                 "to", "with", "card", "cards", "the", "an", "one",
+                 "und", "dann", "karte", "karten", "spiele", "setze", "ein", "eine", "einen",
+                 "y", "luego", "carta", "cartas", "juego", "jugar", "coloco", "colocar", "en",
+                 "un", "una"}
 _DRAW_FILLER_WORDS = {"from", "the", "a", "card", "one", "face", "up", "face up", "faceup", "open",
-                      "top", "of"}
-_EXCHANGE_FILLER_WORDS = {"a", "the", "card", "one", "my"}
+                      "top", "of", "vom", "von", "der", "die", "karte", "eine", "offene",
+                      "oberste", "del", "de", "la", "el", "carta", "una", "descubierta",
+                      "bocarriba"}
+_EXCHANGE_FILLER_WORDS = {"a", "the", "card", "one", "my", "eine", "die", "karte", "meine",
+                          "una", "la", "carta", "mi"}
+# Card colours in German and Spanish, for the English colour names the board gives.
+_COLOUR_WORDS = {"rot": "red", "gruen": "green", "grun": "green", "creme": "cream",
+                 "lila": "purple", "violett": "purple",
+                 "rojo": "red", "roja": "red", "verde": "green", "crema": "cream",
+                 "naranja": "orange", "morado": "purple", "morada": "purple",
+                 "purpura": "purple"}
 
 # Separators between words. '.', '-' and apostrophes stay inside words: they are part of names
 # ("St. Gallen", "Saint-Denis"), and `names.fold` treats them as spaces when matching.
@@ -258,7 +276,7 @@ def _is_piece_word(word: str) -> bool:
 
 def _card_codes(word: str, board: Board) -> list[str] | None:
     """The card codes a word stands for ("RGG", "red"), or None if it is not a card word."""
-    card = board.find_card(word)
+    card = board.find_card(_COLOUR_WORDS.get(fold(word), word))
     if card is not None:
         return [card.code]
     cards = [board.find_card(letter) for letter in word]

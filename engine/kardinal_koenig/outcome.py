@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .scoring import Breakdown, final_breakdown, intermediate_breakdown
 from .state import GameState
+from ..words import say
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ def outcome(state: GameState) -> Outcome | None:
     leaders = [s for s in state.seats if state.scores[s] == best]
     most_pieces = max(pieces[s] for s in leaders)
     winners = tuple(s for s in leaders if pieces[s] == most_pieces)
-    return Outcome(state.end_reason or "", state.scores, winners, pieces,
+    # The reason as a Phrase: its English text, and its message id for a server to translate.
+    return Outcome(say(state.end_reason) if state.end_reason else "", state.scores, winners, pieces,
                    final_breakdown(state.board, state.players, state.monasteries, state.advisors),
                    intermediate_of(state))

@@ -16,7 +16,7 @@ from ..errors import IllegalMoveError, NotationError
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place, name_order, trusted_place
 from .scoring import final_breakdown, intermediate_breakdown
 from .state import DRAW, EMPTY, FACE_UP, HAND_SIZE, OVER, PLAY, GameState, shuffled
-from ..words import count
+from ..words import Phrase, colour, count, say, say_n
 
 MAX_CARDS, MAX_PIECES = 3, 2
 
@@ -138,8 +138,10 @@ _PLACES: dict[tuple, Place] = {}
 
 # --- checking a move ------------------------------------------------------------------------
 
-def _card_words(board, codes) -> str:
-    return ", ".join(f"{c} ({board.card(c).label})" for c in codes) or "no cards"
+def _card_words(board, codes) -> Phrase:
+    if not codes:
+        return say("no cards")
+    return say("%(cards)s", cards=[f"{c} ({board.card(c).label})" for c in codes])
 
 
 def _check_place(state: GameState, move: Place) -> None:
@@ -157,14 +159,17 @@ def _check_place(state: GameState, move: Place) -> None:
         raise NotationError(f"{move.country!r} is not a country on this board; the countries are "
                             + ", ".join(c.name for c in board.countries))
     if not 1 <= len(move.cards) <= MAX_CARDS:
-        raise IllegalMoveError(f"play 1 to {MAX_CARDS} cards, not {len(move.cards)}")
+        raise IllegalMoveError(say("play 1 to %(most)d cards, not %(count)d", most=MAX_CARDS,
+                                   count=len(move.cards)))
     if not 1 <= len(move.pieces) <= MAX_PIECES:
-        raise IllegalMoveError(f"place 1 or 2 pieces a turn, not {len(move.pieces)}")
+        raise IllegalMoveError(say("place 1 or 2 pieces a turn, not %(count)d",
+                                   count=len(move.pieces)))
     hand = list(state.hands[seat])
     for code in move.cards:
         if code not in hand:
-            raise IllegalMoveError(f"you do not hold the cards {''.join(move.cards)}; your hand is "
-                                   f"{_card_words(board, state.hands[seat])}")
+            raise IllegalMoveError(say("you do not hold the cards %(cards)s; your hand is "
+                                       "%(hand)s", cards="".join(move.cards),
+                                       hand=_card_words(board, state.hands[seat])))
         hand.remove(code)
     options = pieces_options(move.cards, country.card, state.joker_anywhere)
     if not options:
@@ -192,24 +197,27 @@ def _check_place(state: GameState, move: Place) -> None:
     counts = state.monastery_counts(country.index)
     if not any(counts):
         if len(move.pieces) > 1:
-            raise IllegalMoveError(f"nobody has built in {country.name} yet, so you may place only "
-                                   f"one piece there this turn, a monastery")
+            raise IllegalMoveError(say("nobody has built in %(country)s yet, so you may place "
+                                       "only one piece there this turn, a monastery",
+                                       country=country.name))
         if move.pieces[0] == ADVISOR:
-            raise IllegalMoveError(f"{country.name} has no monastery yet, so no advisor may go there; "
-                                   f"the first piece in a country is a monastery")
+            raise IllegalMoveError(say("%(country)s has no monastery yet, so no advisor may go "
+                                       "there; the first piece in a country is a monastery",
+                                       country=country.name))
     placed = sum(state.advisors[country.index])
     monks, advs = state.monastery_supply[seat], state.advisor_supply[seat]
     taken: set[int] = set()
     for piece in move.pieces:
         if piece == ADVISOR:
             if advs == 0:
-                raise IllegalMoveError("you have no advisors left in your supply")
+                raise IllegalMoveError(say("you have no advisors left in your supply"))
             most = max(counts)
             if placed + 1 > most:
-                raise IllegalMoveError(
-                    f"{country.name} already holds {count(placed, 'advisor', 'advisors')}, "
-                    f"the most monasteries any player has there; an advisor needs one more "
-                    f"monastery of a single player in {country.name} first")
+                raise IllegalMoveError(say(
+                    "%(country)s already holds %(advisors)s, the most monasteries any player has "
+                    "there; an advisor needs one more monastery of a single player in "
+                    "%(country)s first", country=country.name,
+                    advisors=say_n("%(num)d advisor", "%(num)d advisors", placed)))
             placed += 1
             advs -= 1
             continue
@@ -217,18 +225,24 @@ def _check_place(state: GameState, move: Place) -> None:
         if not isinstance(field, Field):
             raise NotationError(f"{piece!r} is not a cloister field on this board")
         if field.country != country.name:
-            raise IllegalMoveError(f"{field.name} is in {field.country}, not in {country.name}; "
-                                   f"all pieces of a turn go to one country")
+            raise IllegalMoveError(say("%(field)s is in %(country)s, not in %(chosen)s; all "
+                                       "pieces of a turn go to one country", field=field.name,
+                                       country=field.country, chosen=country.name))
         holder = state.monasteries[field.index]
         if holder != EMPTY or field.index in taken:
-            who = state.players[holder] if holder != EMPTY else "you"
+            who = colour(state.players[holder]) if holder != EMPTY else say("you")
             free = [board.fields[f].name for f in state.free_fields(country.index) if f not in taken]
-            raise IllegalMoveError(
-                f"{field.name} already holds a monastery ({who}); only one monastery stands on a "
-                f"field" + (f"; free in {country.name}: {', '.join(free)}" if free
-                            else f", and {country.name} has no free cloister field"))
+            if free:
+                raise IllegalMoveError(say(
+                    "%(field)s already holds a monastery (%(who)s); only one monastery stands on "
+                    "a field; free in %(country)s: %(free)s", field=field.name, who=who,
+                    country=country.name, free=free))
+            raise IllegalMoveError(say(
+                "%(field)s already holds a monastery (%(who)s); only one monastery stands on a "
+                "field, and %(country)s has no free cloister field", field=field.name, who=who,
+                country=country.name))
         if monks == 0:
-            raise IllegalMoveError("you have no monasteries left in your supply")
+            raise IllegalMoveError(say("you have no monasteries left in your supply"))
         taken.add(field.index)
         counts[seat] += 1
         monks -= 1
@@ -238,38 +252,44 @@ def _check(state: GameState, move: Move) -> None:
     if not isinstance(move, (Place, Exchange, Draw, Pass)):
         raise NotationError(f"{move!r} is not a move")
     if state.phase == OVER:
-        raise IllegalMoveError("the game is over; no more moves can be made")
+        raise IllegalMoveError(say("the game is over; no more moves can be made"))
     board, seat = state.board, state.current
     if isinstance(move, Draw):
         if state.phase != DRAW:
-            raise IllegalMoveError("there is nothing to draw now: first play cards or exchange one")
+            raise IllegalMoveError(say("there is nothing to draw now: first play cards or "
+                                       "exchange one"))
         if move.source == DECK:
             if not state.deck:
-                raise IllegalMoveError("the deck is empty; take a face-up card")
+                raise IllegalMoveError(say("the deck is empty; take a face-up card"))
         elif move.source not in board.by_code:
             raise NotationError(f"draw from 'deck' or a face-up card's code, not {move.source!r}")
         elif move.source not in state.face_up:
-            raise IllegalMoveError(f"no {board.card(move.source).colour} card lies face up; the "
-                                   f"face-up cards are {_card_words(board, state.face_up)}"
-                                   + ("; or draw from the deck" if state.deck else ""))
+            said = say("no %(colour)s card lies face up; the face-up cards are %(cards)s",
+                       colour=colour(board.card(move.source).colour),
+                       cards=_card_words(board, state.face_up))
+            if state.deck:
+                said = say("%(reason)s; or draw from the deck", reason=said)
+            raise IllegalMoveError(said)
         return
     if state.phase == DRAW:
-        raise IllegalMoveError(f"you have played this turn; now draw "
-                               f"{count(state.draws_left, 'more card', 'more cards')} (from the deck or a "
-                               f"face-up card)")
+        raise IllegalMoveError(say_n("you have played this turn; now draw %(num)d more card "
+                                     "(from the deck or a face-up card)",
+                                     "you have played this turn; now draw %(num)d more cards "
+                                     "(from the deck or a face-up card)", state.draws_left))
     if isinstance(move, Place):
         _check_place(state, move)
     elif isinstance(move, Exchange):
         if move.card not in board.by_code:
             raise NotationError(f"{move.card!r} is not a card")
         if move.card not in state.hands[seat]:
-            raise IllegalMoveError(f"you hold no {board.card(move.card).colour} card to exchange; "
-                                   f"your hand is {_card_words(board, state.hands[seat])}")
+            raise IllegalMoveError(say("you hold no %(colour)s card to exchange; your hand is "
+                                       "%(hand)s", colour=colour(board.card(move.card).colour),
+                                       hand=_card_words(board, state.hands[seat])))
         if not (state.deck or state.face_up):
-            raise IllegalMoveError("no card is left to draw, so no card can be exchanged")
+            raise IllegalMoveError(say("no card is left to draw, so no card can be exchanged"))
     elif _legal_places(state) or _legal_exchanges(state):
-        raise IllegalMoveError("you may pass only when you can neither place a piece nor exchange "
-                               "a card")
+        raise IllegalMoveError(say("you may pass only when you can neither place a piece nor "
+                                   "exchange a card"))
 
 
 # --- making a move ----------------------------------------------------------------------------
@@ -323,9 +343,9 @@ class _Turn:
         self.face_up.sort()
         self.draws_left = 0
         if self.last_seat is not None and self.current == self.last_seat:
-            self.finish("the deck ran out a second time and the round is complete")
+            self.finish(say("the deck ran out a second time and the round is complete"))
         elif not anyone_can_place(self.frozen()):
-            self.finish("no player can place a piece")
+            self.finish(say("no player can place a piece"))
         else:
             self.current = (self.current + 1) % len(self.s.players)
             self.phase = PLAY

@@ -12,7 +12,7 @@ from functools import lru_cache
 from itertools import combinations
 
 from .board import Board
-from ..words import count
+from ..words import Phrase, both, colour, say, say_n
 
 EMPTY = -1
 
@@ -91,50 +91,61 @@ class Breakdown:
         data["total"] = {colour: p for colour, p in zip(colours, self.totals())}
         return data
 
-    def lines(self) -> list[str]:
+    def lines(self) -> list[Phrase]:
         """The breakdown in plain words, one line per country, alliance and chain."""
         colours = self.players
-        out = ["Final scoring" if self.final else "Intermediate scoring (monasteries only)"]
+        out = [say("Final scoring") if self.final else
+               say("Intermediate scoring (monasteries only)")]
         for c in self.monasteries:
             held = sorted((s for s in range(len(colours)) if c.counts[s]), key=lambda s: c.ranks[s])
             if not held:
-                out.append(f"  {c.country}: no monasteries")
+                out.append(say("  %(country)s: no monasteries", country=c.country))
                 continue
-            parts = [f"{colours[s]} {c.counts[s]} ({_ordinal(c.ranks[s])}) "
-                     f"{count(c.points[s], 'point', 'points')}"
+            parts = [say("%(colour)s %(count)d (%(rank)s) %(points)s", colour=colour(colours[s]),
+                         count=c.counts[s], rank=_ordinal(c.ranks[s]),
+                         points=say_n("%(num)d point", "%(num)d points", c.points[s]))
                      for s in held]
-            out.append(f"  {c.country}: " + ", ".join(parts))
+            out.append(say("  %(country)s: %(parts)s", country=c.country, parts=parts))
         for a in self.alliances:
             first, second = a.countries
-            head = f"  Alliance {a.number} {first}-{second}:"
+            head = say("  Alliance %(number)d %(first)s-%(second)s:", number=a.number,
+                       first=first, second=second)
             if not a.advisors[0] or not a.advisors[1]:
-                out.append(f"{head} no alliance (no advisors in "
-                           f"{first if not a.advisors[0] else second})")
+                out.append(say("%(head)s no alliance (no advisors in %(country)s)", head=head,
+                               country=first if not a.advisors[0] else second))
                 continue
-            scorers = [colours[s] for s, p in enumerate(a.points) if p]
+            scorers = [colour(colours[s]) for s, p in enumerate(a.points) if p]
             if scorers:
-                verb = "holds" if len(scorers) == 1 else "hold"
-                out.append(f"{head} {' and '.join(scorers)} {verb} both majorities, "
-                           f"{a.advisors[0]}+{a.advisors[1]} = "
-                           f"{count(a.advisors[0] + a.advisors[1], 'point', 'points')}")
+                out.append(say_n("%(head)s %(names)s holds both majorities, %(sum)s = %(points)s",
+                                 "%(head)s %(names)s hold both majorities, %(sum)s = %(points)s",
+                                 len(scorers), head=head, names=both(scorers),
+                                 sum=f"{a.advisors[0]}+{a.advisors[1]}",
+                                 points=say_n("%(num)d point", "%(num)d points",
+                                              a.advisors[0] + a.advisors[1])))
             else:
-                out.append(f"{head} no one holds both majorities "
-                           f"({first}: {_names(a.majorities[0], colours)}; "
-                           f"{second}: {_names(a.majorities[1], colours)})")
+                out.append(say("%(head)s no one holds both majorities (%(first)s: %(first_names)s; "
+                               "%(second)s: %(second_names)s)", head=head, first=first,
+                               first_names=_names(a.majorities[0], colours), second=second,
+                               second_names=_names(a.majorities[1], colours)))
         for chain in self.chains:
             for fields in chain.chains:
-                out.append(f"  Chain of {colours[chain.seat]}: {'-'.join(fields)} = "
-                           f"{count(len(fields), 'point', 'points')}")
-        out.append("  Total: " + ", ".join(f"{colours[s]} {p}" for s, p in enumerate(self.totals())))
+                out.append(say("  Chain of %(colour)s: %(fields)s = %(points)s",
+                               colour=colour(colours[chain.seat]), fields="-".join(fields),
+                               points=say_n("%(num)d point", "%(num)d points", len(fields))))
+        out.append(say("  Total: %(totals)s", totals=[say("%(colour)s %(points)d",
+                                                          colour=colour(colours[s]), points=p)
+                                                      for s, p in enumerate(self.totals())]))
         return out
 
 
-def _ordinal(rank: int) -> str:
-    return {1: "1st", 2: "2nd", 3: "3rd"}.get(rank, f"{rank}th")
+def _ordinal(rank: int) -> Phrase:
+    if rank in (1, 2, 3):
+        return (say("1st"), say("2nd"), say("3rd"))[rank - 1]
+    return say("%(rank)dth", rank=rank)
 
 
-def _names(seats, colours) -> str:
-    return " and ".join(colours[s] for s in seats) or "nobody"
+def _names(seats, colours) -> Phrase:
+    return both([colour(colours[s]) for s in seats]) if seats else say("nobody")
 
 
 def score_monasteries(board: Board, monasteries: tuple[int, ...], n: int) -> tuple[CountryScore, ...]:

@@ -22,13 +22,25 @@ from __future__ import annotations
 import colorsys
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from xml.sax.saxutils import escape, quoteattr
 
 from .board import Board
 from .view import SeatView
+from ..words import Phrase, both, colour, say
+
+Words = Callable[[Phrase], str]
+"""Writes one of the picture's sentences for its reader (`str`: in English)."""
+
+
+def say_list(items: list, separator: str) -> Phrase:
+    """Items joined by `separator` ("; "), each written for the reader."""
+    joined = items[0]
+    for item in items[1:]:
+        joined = say("%(first)s" + separator + "%(second)s", first=joined, second=item)
+    return joined
 
 SVG_NS = "http://www.w3.org/2000/svg"
 WIDTH = 1000.0          # viewBox width; the height follows the board's shape
@@ -706,50 +718,61 @@ def _shield(x: float, y: float) -> str:
             f"Q{_n(x - w)},{_n(y + h * 0.8)} {_n(x - w)},{_n(y + h * 0.15)} Z")
 
 
-def _describe(board: Board, view: SeatView | None) -> str:
+def _describe(board: Board, view: SeatView | None, words: Words) -> str:
     if view is None:
-        return (f"The map of {board.name}: {len(board.countries)} countries, "
-                f"{len(board.fields)} cloister fields, {len(board.roads)} roads and "
-                f"{len(board.alliances)} alliances, {sum(a.sea for a in board.alliances)} "
-                "of them across the sea.")
-    sentences = [f"{len(view.players)} players: {', '.join(view.players)}."]
+        return words(say("The map of %(board)s: %(countries)d countries, %(fields)d cloister "
+                         "fields, %(roads)d roads and %(alliances)d alliances, %(sea)d of them "
+                         "across the sea.", board=board.name, countries=len(board.countries),
+                         fields=len(board.fields), roads=len(board.roads),
+                         alliances=len(board.alliances),
+                         sea=sum(a.sea for a in board.alliances)))
+    sentences = [say("%(num)d players: %(colours)s.", num=len(view.players),
+                     colours=[colour(c) for c in view.players])]
     if view.phase == "over":
-        sentences.append("The game is over.")
+        sentences.append(say("The game is over."))
     else:
-        sentences.append(f"{view.players[view.current].capitalize()} to move.")
+        sentences.append(say("%(colour)s to move.", colour=colour(view.players[view.current])))
     owned: dict[str, list[str]] = {}
-    for field_name, colour in view.monasteries:
-        owned.setdefault(colour, []).append(field_name)
+    for field_name, owner in view.monasteries:
+        owned.setdefault(owner, []).append(field_name)
     if owned:
-        sentences.append("Monasteries: " + "; ".join(
-            f"{colour} at {', '.join(owned[colour])}" for colour in view.players
-            if colour in owned) + ".")
+        sentences.append(say("Monasteries: %(list)s.", list=say_list(
+            [say("%(colour)s at %(fields)s", colour=colour(c), fields=owned[c])
+             for c in view.players if c in owned], "; ")))
     else:
-        sentences.append("No monastery stands yet.")
-    advisors = [f"{country} " + ", ".join(f"{view.players[s]} {n}" for s, n in enumerate(counts)
-                                          if n)
+        sentences.append(say("No monastery stands yet."))
+    advisors = [say("%(country)s %(counts)s", country=country, counts=[
+                    say("%(colour)s %(count)d", colour=colour(view.players[s]), count=n)
+                    for s, n in enumerate(counts) if n])
                 for country, counts in view.advisors if any(counts)]
     if advisors:
-        sentences.append("Advisors: " + "; ".join(advisors) + ".")
-    sentences.append("Scores: " + ", ".join(f"{c} {s}" for c, s in zip(view.players, view.scores))
-                     + ".")
-    sentences.append("Face-up cards: " + (", ".join(_card_name(board, c) for c in view.face_up)
-                                          or "none") + ".")
+        sentences.append(say("Advisors: %(list)s.", list=say_list(advisors, "; ")))
+    sentences.append(say("Scores: %(scores)s.", scores=[
+        say("%(colour)s %(count)d", colour=colour(c), count=n)
+        for c, n in zip(view.players, view.scores)]))
+    sentences.append(say("Face-up cards: %(cards)s.", cards=[_card_name(board, c)
+                                                            for c in view.face_up]
+                         or say("none")))
     if view.hand is not None:
-        sentences.append(f"Your hand ({view.colour}): "
-                         + (", ".join(_card_name(board, c) for c in view.hand) or "empty") + ".")
-    return " ".join(sentences)
+        sentences.append(say("Your hand (%(colour)s): %(cards)s.", colour=colour(view.colour),
+                             cards=[_card_name(board, c) for c in view.hand] or say("empty")))
+    written = [words(sentence) for sentence in sentences]
+    return " ".join(text[:1].upper() + text[1:] for text in written)
 
 
-def _card_name(board: Board, code: str) -> str:
+def _card_name(board: Board, code: str) -> Phrase | str:
     card = board.find_card(code)
-    return code if card is None else f"{card.colour} ({card.label})"
+    return code if card is None else say("%(colour)s (%(countries)s)", colour=colour(card.colour),
+                                         countries=card.label)
 
 
 def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool = False,
               title: str | None = None, id_prefix: str | None = None,
-              marked: Iterable[str] = ()) -> str:
+              marked: Iterable[str] = (), words: Words = str) -> str:
     """The board, and the position `view` shows if given, as one `<svg>` element.
+
+    `words` writes the picture's sentences (its description, labels and titles), each an
+    `engine.words.Phrase`, in the reader's language (default: English).
 
     With `interactive`, free cloister fields and crests are focusable buttons carrying
     `data-field`/`data-country` and `data-crest`. `id_prefix` (default: derived from the board
@@ -765,15 +788,16 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
     panel_h = _panel_height(view)
     height = layout.map_height + panel_h
     if title is None:
-        title = board.name if view is None else (
-            f"{board.name}, as {'a spectator' if view.seat is None else view.colour} sees it")
+        title = board.name if view is None else words(say(
+            "%(board)s, as %(who)s sees it", board=board.name,
+            who=say("a spectator") if view.seat is None else say(view.colour)))
     out: list[str] = []
     add = out.append
     add(f'<svg xmlns="{SVG_NS}" viewBox="0 0 {_n(WIDTH)} {_n(height)}" class="kk-board"'
         f'{_attrs(role="group" if interactive else "img", id=prefix)}'
         f' aria-labelledby="{prefix}-title {prefix}-desc">')
     add(f'<title id="{prefix}-title">{escape(title)}</title>')
-    add(f'<desc id="{prefix}-desc">{escape(_describe(board, view))}</desc>')
+    add(f'<desc id="{prefix}-desc">{escape(_describe(board, view, words))}</desc>')
     add(f"<style>{STYLE.strip()}</style>")
     add(f'<rect class="sea" x="0" y="0" width="{_n(WIDTH)}" height="{_n(layout.map_height)}"/>')
 
@@ -803,12 +827,15 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
                 f' points="{line}"/>')
     for alliance, place in zip(board.alliances, layout.alliances):
         kind = "alliance sea" if alliance.sea else "alliance"
-        words = f"Alliance {alliance.number}: {' and '.join(alliance.countries)}" + (
-            ", across the sea" if alliance.sea else "")
+        countries = both(list(alliance.countries))
+        said = words(say("Alliance %(number)d: %(countries)s, across the sea",
+                         number=alliance.number, countries=countries) if alliance.sea else
+                     say("Alliance %(number)d: %(countries)s", number=alliance.number,
+                         countries=countries))
         h = ALLIANCE / 2
         attrs = _attrs(class_=kind, id=f"{prefix}-alliance-{alliance.number}",
                        data_alliance=alliance.number, data_countries="|".join(alliance.countries))
-        add(f"<g{attrs}><title>{escape(words)}</title>"
+        add(f"<g{attrs}><title>{escape(said)}</title>"
             f'<rect x="{_n(place.x - h)}" y="{_n(place.y - h)}" width="{_n(ALLIANCE)}"'
             f' height="{_n(ALLIANCE)}" rx="2"/>'
             f'<text x="{_n(place.x)}" y="{_n(place.y + 3.8)}">{alliance.number}</text></g>')
@@ -820,18 +847,22 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
         card_colour = card.colour if card else country.card
         counts = advisors.get(country.name, ())
         placed = [(players[s], n) for s, n in enumerate(counts) if n]
-        words = f"{country.name}: shown by {card_colour} cards" + (
-            "; advisors: " + ", ".join(f"{c} {n}" for c, n in placed) if placed else "")
+        said = words(say("%(country)s: shown by %(colour)s cards", country=country.name,
+                         colour=say(card_colour)))
+        if placed:
+            said += words(say("; advisors: %(list)s", list=[
+                say("%(colour)s %(count)d", colour=say(c), count=n) for c, n in placed]))
         extra = {}
         if interactive:
             extra = {"tabindex": "0", "role": "button",
-                     "aria_label": f"Place an advisor in {country.name}"}
+                     "aria_label": words(say("Place an advisor in %(country)s",
+                                             country=country.name))}
         if country.name in marked:
             extra["data_new"] = "true"
-            words += " (a new advisor)"
+            said += " " + words(say("(a new advisor)"))
         attrs = _attrs(class_="crest clickable" if interactive else "crest",
                        id=f"{prefix}-crest-{country.index}", data_crest=country.name, **extra)
-        add(f"<g{attrs}><title>{escape(words)}</title>")
+        add(f"<g{attrs}><title>{escape(said)}</title>")
         fill = _card_hex(card_colour)
         if country.name in marked:
             add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(CREST_H * 0.8)}"/>')
@@ -862,18 +893,22 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
         if colour is not None:
             attrs["class_"] = "field monastery"
             attrs["data_owner"] = colour
-            words = f"{field.name} ({field.country}): monastery of {colour}"
+            said = words(say("%(field)s (%(country)s): monastery of %(colour)s",
+                             field=field.name, country=field.country, colour=say(colour)))
         elif interactive:
             attrs.update({"class_": "field clickable", "tabindex": "0", "role": "button",
-                          "aria_label": f"Place a monastery at {field.name} ({field.country})"})
-            words = f"{field.name} ({field.country}): free"
+                          "aria_label": words(say("Place a monastery at %(field)s (%(country)s)",
+                                                  field=field.name, country=field.country))})
+            said = words(say("%(field)s (%(country)s): free", field=field.name,
+                             country=field.country))
         else:
             attrs["class_"] = "field"
-            words = f"{field.name} ({field.country}): free"
+            said = words(say("%(field)s (%(country)s): free", field=field.name,
+                             country=field.country))
         if field.name in marked:
             attrs["data_new"] = "true"
-            words += " (new)"
-        add(f"<g{_attrs(**attrs)}><title>{escape(words)}</title>")
+            said += " " + words(say("(new)"))
+        add(f"<g{_attrs(**attrs)}><title>{escape(said)}</title>")
         if field.name in marked:
             add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(MONASTERY_R + 7)}"/>')
         if colour is not None:
@@ -889,7 +924,7 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
     add("</g>")
 
     if view is not None:
-        _panel(out, board, view, layout.map_height)
+        _panel(out, board, view, layout.map_height, words)
     add("</svg>")
     return "\n".join(out)
 
@@ -905,7 +940,7 @@ def _panel_height(view: SeatView | None) -> float:
     return max(46 + 24 * len(view.players), 48 + CARD_H + 16)
 
 
-def _panel(out: list[str], board: Board, view: SeatView, top: float) -> None:
+def _panel(out: list[str], board: Board, view: SeatView, top: float, words: Words) -> None:
     add = out.append
     height = _panel_height(view)
     add(f'<g class="status"><rect class="panel" x="0" y="{_n(top)}" width="{_n(WIDTH)}"'
@@ -914,7 +949,8 @@ def _panel(out: list[str], board: Board, view: SeatView, top: float) -> None:
         ' stroke-width="2"/>')
 
     # Scores: one bar per player, with its letter and number.
-    add(f'<g class="scores"><text class="heading" x="24" y="{_n(top + 26)}">Scores</text>')
+    add(f'<g class="scores"><text class="heading" x="24" y="{_n(top + 26)}">'
+        f'{escape(words(say("Scores")))}</text>')
     bar_left, bar_right = 150.0, 420.0
     most = max([10, *view.scores])
     for seat, (colour, score) in enumerate(zip(view.players, view.scores)):
@@ -922,7 +958,7 @@ def _panel(out: list[str], board: Board, view: SeatView, top: float) -> None:
         hexc = _player_hex(colour)
         length = (bar_right - bar_left) * score / most
         moving = seat == view.current and view.phase != "over"
-        name = colour + (" (to move)" if moving else "")
+        name = words(say("%(colour)s (to move)", colour=say(colour)) if moving else say(colour))
         weight = ' font-weight="700"' if moving else ""
         add(f'<g{_attrs(class_="score", data_colour=colour, data_score=score)}>'
             f'<circle cx="32" cy="{_n(y - 4)}" r="9" fill="{hexc}" stroke="#1d1d1d"/>'
@@ -939,19 +975,21 @@ def _panel(out: list[str], board: Board, view: SeatView, top: float) -> None:
 
     # Cards: the face-up ones for everybody, the seat's own hand only in its own view.
     x = 480.0
-    x = _cards(out, board, view.face_up, x, top, "Face-up cards", "face-up")
+    x = _cards(out, board, view.face_up, x, top, words(say("Face-up cards")), "face-up", words)
     if view.hand is not None:
-        _cards(out, board, view.hand, x + 30, top, f"Your hand ({view.colour})", "hand")
+        _cards(out, board, view.hand, x + 30, top,
+               words(say("Your hand (%(colour)s)", colour=say(view.colour))), "hand", words)
     add("</g>")
 
 
 def _cards(out: list[str], board: Board, codes: tuple[str, ...], x: float, top: float,
-           heading: str, kind: str) -> float:
+           heading: str, kind: str, words: Words = str) -> float:
     add = out.append
     add(f'<g{_attrs(class_=f"cards {kind}")}>'
         f'<text class="heading" x="{_n(x)}" y="{_n(top + 26)}">{escape(heading)}</text>')
     if not codes:
-        add(f'<text class="small" x="{_n(x)}" y="{_n(top + 56)}">none</text>')
+        add(f'<text class="small" x="{_n(x)}" y="{_n(top + 56)}">'
+            f'{escape(words(say("none")))}</text>')
     for i, code in enumerate(codes):
         card = board.find_card(code)
         colour = card.colour if card else code
@@ -963,7 +1001,7 @@ def _cards(out: list[str], board: Board, codes: tuple[str, ...], x: float, top: 
             f'<rect x="{_n(cx)}" y="{_n(top + 38)}" width="{_n(CARD_W)}" height="{_n(CARD_H)}"'
             f' rx="6" fill="{fill}"/>'
             f'<text x="{_n(cx + CARD_W / 2)}" y="{_n(top + 56)}" font-size="12"'
-            f' font-weight="700" style="fill:{ink}">{escape(colour)}</text>')
+            f' font-weight="700" style="fill:{ink}">{escape(words(say(colour)))}</text>')
         for j, name in enumerate(countries):
             size = min(10.5, (CARD_W - 6) / max(1, len(name)) / 0.55)
             add(f'<text x="{_n(cx + CARD_W / 2)}" y="{_n(top + 80 + 15 * j)}"'

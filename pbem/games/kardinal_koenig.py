@@ -15,35 +15,93 @@ from engine.kardinal_koenig.moves import MAX_NOTATION_LENGTH
 from engine.kardinal_koenig.state import JOKER_ANY, JOKER_OTHER
 from engine.kardinal_koenig.svg import board_svg
 
-from ..i18n import gettext, ngettext
+from engine.words import Phrase
+
+from .. import i18n
+from ..i18n import N_, gettext, ngettext
 from . import MoveError, ResultTable, SetupProblem
 
-HOW_TO_PLAY = (
-    "Kardinal & König (Michael Schacht, 2000; in English \"Web of Power\") is played on a map "
-    "of twelfth-century Europe. On your turn you either play cards to place pieces in one "
-    "country, or exchange one card; then you draw back up to three cards, from the deck or the "
-    "face-up cards.",
-    "Each card of a country's colour places one piece there, and two cards of one colour "
-    "together are a joker that places one piece in {joker}. You play at most three cards for "
-    "at most two pieces, all in one country, and where nobody has built yet only one "
-    "monastery: so two cards of the country's colour place two pieces, and so do one such "
-    "card and a joker pair.",
-    "A monastery goes on a free cloister field. An advisor goes on the country's crest, but a "
-    "crest holds no more advisors than the most monasteries one player has in that country.",
-    "When the deck runs out the first time, monasteries are scored (intermediate scoring). "
-    "When it runs out the second time, the round is played to its end and the game is over.",
-    "Final scoring: monasteries per country by rank, the alliances between two countries where "
-    "you hold the most advisors in both, and chains of four or more of your monasteries along "
-    "the roads. The most points win; a tie goes to whoever has more pieces left.",
-)
+# The invitation's and the seat page's summary of the rules, in each language written from that
+# language's rule book (../shared/rules/kardinal-koenig.{en,de,es}.md), with its own words.
+HOW_TO_PLAY = {
+    "en": (
+        "Kardinal & König (Michael Schacht, 2000; in English \"Web of Power\") is played on a map "
+        "of twelfth-century Europe. On your turn you either play cards to place pieces in one "
+        "country, or exchange one card; then you draw back up to three cards, from the deck or the "
+        "face-up cards.",
+        "Each card of a country's colour places one piece there, and two cards of one colour "
+        "together are a joker that places one piece in {joker}. You play at most three cards for "
+        "at most two pieces, all in one country, and where nobody has built yet only one "
+        "monastery: so two cards of the country's colour place two pieces, and so do one such "
+        "card and a joker pair.",
+        "A monastery goes on a free cloister field. An advisor goes on the country's crest, but a "
+        "crest holds no more advisors than the most monasteries one player has in that country.",
+        "When the deck runs out the first time, monasteries are scored (intermediate scoring). "
+        "When it runs out the second time, the round is played to its end and the game is over.",
+        "Final scoring: monasteries per country by rank, the alliances between two countries where "
+        "you hold the most advisors in both, and chains of four or more of your monasteries along "
+        "the roads. The most points win; a tie goes to whoever has more pieces left.",
+    ),
+    "de": (
+        "Kardinal & König (Michael Schacht, 2000) spielt im Europa des 12. Jahrhunderts: Durch "
+        "das Ausspielen von Karten gründen die Spieler Klöster und bringen Räte an die Höfe der "
+        "Herrscherhäuser. Wer an der Reihe ist, spielt Karten aus und setzt Spielsteine in einem "
+        "Land ein, oder tauscht eine Karte; danach füllt er seine Hand wieder auf drei Karten "
+        "auf, vom verdeckten Nachziehstapel oder von den offen ausliegenden Karten.",
+        "Eine Karte gibt vor, in welchem Land ein Spielstein eingesetzt werden darf; pro Karte "
+        "ein Spielstein. Zwei Karten der gleichen Farbe können als Joker gespielt werden, um "
+        "einen Stein in {joker} zu setzen. Die 3-2-1-Regel: mit bis zu 3 Karten höchstens 2 "
+        "Steine in 1 Land; in einem Land, in dem noch kein Stein steht, nur einer.",
+        "Ein Kloster kommt auf ein freies Klosterfeld des Landes, ein Rat auf sein Wappen. Die "
+        "Mehrheit an Klöstern in einem Land gibt die größte Zahl an Räten dort vor.",
+        "Ist der Nachziehstapel aufgebraucht, folgt die Zwischenwertung: In jedem Land werden "
+        "die Klöster gewertet. Ist er zum zweiten Mal durchgespielt, wird die laufende Runde "
+        "zu Ende gespielt, und das Spiel endet.",
+        "Schlusswertung: die Klöster in jedem Land nach Mehrheiten, die Bündnisse zweier Länder, "
+        "in denen ein Spieler in beiden die Mehrheit der Räte hat, und Ketten von vier oder "
+        "mehr eigenen Klöstern entlang einer Straße. Es gewinnt, wer die meisten Punkte hat; "
+        "bei Gleichstand, wer die meisten Spielsteine im Vorrat hat.",
+    ),
+    "es": (
+        "Kardinal & König (Michael Schacht, 2000) se juega en la Europa central del siglo XII: "
+        "mediante el uso de cartas, los jugadores construyen monasterios y consiguen consejeros "
+        "para las cortes de los príncipes. En tu turno juegas cartas para colocar piezas en un "
+        "país, o cambias una carta; después robas hasta tener otra vez tres cartas, del mazo de "
+        "robo o de las cartas bocarriba.",
+        "Cada carta del color de un país coloca una pieza allí, y dos cartas de un mismo color "
+        "juntas son un comodín que coloca una pieza en {joker}. Juegas como mucho tres cartas "
+        "para como mucho dos piezas, todas en un mismo país, y donde nadie ha construido aún "
+        "sólo un monasterio.",
+        "Un monasterio se construye en un claustro libre; un consejero se coloca en el blasón "
+        "del país, pero un blasón no admite más consejeros que los monasterios del jugador que "
+        "más tiene en ese país.",
+        "Cuando el mazo se agota por primera vez se puntúan los monasterios (puntuación "
+        "intermedia). Cuando se agota por segunda vez, la ronda se juega hasta el final y la "
+        "partida termina.",
+        "Puntuación final: los monasterios de cada país por mayorías, las alianzas entre dos "
+        "países donde tengas la mayoría de consejeros en ambos, y las cadenas de cuatro o más "
+        "de tus monasterios a lo largo de los caminos. Gana quien tenga más puntos; en caso de "
+        "empate, quien tenga más piezas en su reserva.",
+    ),
+}
+_JOKER_WHERE = {
+    "en": ("any other country", "any country, its own colour's too"),
+    "de": ("ein beliebiges anderes Land", "ein beliebiges Land, auch eines ihrer Farbe"),
+    "es": ("cualquier otro país", "cualquier país, también uno de su propio color"),
+}
 RULES_URL = "https://boardgamegeek.com/boardgame/21/web-of-power/files"  # the rule books
 # The rule books' two readings of the joker, named after the books (docs/rules-notes.md).
 VARIANTS = {
-    "german": "German rule book: two cards of one colour are a joker for another country",
-    "english": "English (v1.3) and Spanish rule books: two cards of one colour are a joker for "
-               "any country, their own too",
+    "german": N_("German rule book: two cards of one colour are a joker for another country"),
+    "english": N_("English (v1.3) and Spanish rule books: two cards of one colour are a joker "
+                  "for any country, their own too"),
 }
 _JOKER = {"german": JOKER_OTHER, "english": JOKER_ANY}
+
+
+def _said(exc: Exception) -> str:
+    """An engine error's reason in the reader's language (a Phrase; plain English otherwise)."""
+    return i18n.render(exc.args[0]) if exc.args else str(exc)
 
 
 class KardinalKoenig:
@@ -58,8 +116,8 @@ class KardinalKoenig:
     variant_help = ("which rule book's reading to play, german (the default: a joker of two "
                     "cards of one colour places a piece in another country) or english (the "
                     "English v1.3 and Spanish books: in any country)")
-    variant_question = ("The rule books disagree on the joker; choose whose reading this game "
-                        "follows (shown on every page of the game).")
+    variant_question = N_("The rule books disagree on the joker; choose whose reading this "
+                          "game follows (shown on every page of the game).")
 
     def __init__(self, board: kk.Board | None = None):
         self.board = board or kk.default_board()
@@ -97,13 +155,13 @@ class KardinalKoenig:
 
     def how_to_play(self, state: kk.GameState) -> list[str]:
         """A few paragraphs for the invitation mail, in this game's reading of the rules."""
-        joker = ("any country, its own colour's too" if state.joker_anywhere
-                 else "any other country")
-        return [paragraph.format(joker=joker) for paragraph in HOW_TO_PLAY]
+        language = i18n.language() if i18n.language() in HOW_TO_PLAY else "en"
+        joker = _JOKER_WHERE[language][state.joker_anywhere]
+        return [paragraph.format(joker=joker) for paragraph in HOW_TO_PLAY[language]]
 
     def variant_note(self, state: kk.GameState) -> str:
         """The rules reading this game is played with, for every page and mail of the game."""
-        return f"Rules: {VARIANTS[self.variant_of(state)]}."
+        return gettext("Rules: %(variant)s.", variant=gettext(VARIANTS[self.variant_of(state)]))
 
     # --- turns ----------------------------------------------------------------------------
 
@@ -134,13 +192,13 @@ class KardinalKoenig:
         try:
             return kk.parse_move(text, self.board)
         except kk.NotationError as exc:
-            raise MoveError(str(exc)) from None
+            raise MoveError(_said(exc)) from None
 
     def apply(self, state: kk.GameState, move: kk.Move) -> kk.GameState:
         try:
             return kk.apply_move(state, move)
         except (kk.IllegalMoveError, kk.NotationError) as exc:
-            raise MoveError(str(exc)) from None
+            raise MoveError(_said(exc)) from None
 
     def replay(self, state: kk.GameState, notations: list[str]) -> kk.GameState:
         """The game `state` belongs to (same colours, seed, start seat) after `notations`."""
@@ -158,11 +216,12 @@ class KardinalKoenig:
     def notation_for(self, state, notation: str, mover: int, reader: int | None) -> str:
         return notation  # every move of this game is public
 
-    def describe(self, before, move, after, reader: int | None) -> list[str]:
+    def describe(self, before, move, after, reader: int | None) -> list[Phrase]:
+        """The engine's sentences (Phrases: English, with their message ids for the log)."""
         return kk.describe(before, move, after, reader)
 
     def foretell(self, before, move, after) -> list[str]:
-        return kk.foretell(before, move, after)
+        return [i18n.render(line) for line in kk.foretell(before, move, after)]
 
     def foretold_state(self, before, move, after):
         """The position a preview may show. A draw changes no piece on the map, but after it
@@ -217,13 +276,16 @@ class KardinalKoenig:
         and the crests are marked to be clicked (the seat page's script builds a move). With
         `move` (the one that led to `state`), the pieces it placed are ringed as new."""
         view = kk.view_for(state, seat)
-        who = "a spectator" if seat is None else view.colour
+        who = gettext("a spectator") if seat is None else i18n.colour(view.colour)
         marked: set[str] = set()
         if isinstance(move, kk.Place):
             marked.update(move.country if p == kk.ADVISOR else p for p in move.pieces)
-        title = (f"The board as it will be after your move {move}" if move is not None
-                 else f"The board after {state.ply} moves, as {who} sees it")
-        return board_svg(self.board, view, interactive=interactive, title=title, marked=marked)
+        title = (gettext("The board as it will be after your move %(move)s", move=str(move))
+                 if move is not None else
+                 gettext("The board after %(moves)d moves, as %(who)s sees it", moves=state.ply,
+                         who=who))
+        return board_svg(self.board, view, interactive=interactive, title=title, marked=marked,
+                         words=i18n.render)
 
     def scores(self, state: kk.GameState) -> dict[str, int]:
         return dict(zip(state.players, state.scores))
@@ -236,9 +298,11 @@ class KardinalKoenig:
         result = kk.outcome(state)
         if result is None:
             return []
-        names = " and ".join(state.players[s] for s in result.winners)
-        return [f"The game is over: {result.reason}.", *result.breakdown.lines(),
-                f"Winner{'s' if len(result.winners) > 1 else ''}: {names}."]
+        names = gettext(" and ").join(i18n.colour(state.players[s]) for s in result.winners)
+        return [gettext("The game is over: %(reason)s.", reason=i18n.render(result.reason)),
+                *(i18n.render(line) for line in result.breakdown.lines()),
+                ngettext("Winner: %(names)s.", "Winners: %(names)s.", len(result.winners),
+                         names=names)]
 
     def result_table(self, state: kk.GameState) -> ResultTable | None:
         """The result in one table: the intermediate scoring, the final scoring by part (each
@@ -262,15 +326,16 @@ class KardinalKoenig:
         leaders = [s for s in state.seats if state.scores[s] == best]
         tie_break = None
         if len(leaders) > 1:
-            names = " and ".join(state.players[s] for s in leaders)
-            pieces = ", ".join(f"{state.players[s]} {result.pieces_left[s]}" for s in leaders)
+            names = gettext(" and ").join(i18n.colour(state.players[s]) for s in leaders)
+            pieces = ", ".join(f"{i18n.colour(state.players[s])} {result.pieces_left[s]}"
+                               for s in leaders)
             if len(result.winners) == 1:
                 tie_break = gettext(
                     "%(names)s tie with %(points)s; the rules give the win to whoever has more "
                     "pieces (monasteries and advisors) left in their supply (%(pieces)s), so "
                     "%(winner)s wins.", names=names, pieces=pieces,
                     points=ngettext("%(num)d point", "%(num)d points", best),
-                    winner=state.players[result.winners[0]])
+                    winner=i18n.colour(state.players[result.winners[0]]))
             else:
                 tie_break = gettext(
                     "%(names)s tie with %(points)s and with the same number of pieces left in "
@@ -290,7 +355,7 @@ class KardinalKoenig:
         return ResultTable(
             colours=state.players, parts=tuple(parts), totals=state.scores,
             tie_label=gettext("Pieces left (breaks a tie)"), tie_values=result.pieces_left,
-            ranks=ranks, winners=result.winners, reason=result.reason, tie_break=tie_break,
+            ranks=ranks, winners=result.winners, reason=i18n.render(result.reason), tie_break=tie_break,
             notes=notes, rules_url=RULES_URL)
 
     def card_words(self, codes) -> str:
@@ -300,7 +365,7 @@ class KardinalKoenig:
             return gettext("none")
         return ", ".join(ngettext("%(num)d %(colour)s card (%(countries)s)",
                                   "%(num)d %(colour)s cards (%(countries)s)", n,
-                                  colour=self.board.card(c).colour,
+                                  colour=i18n.colour(self.board.card(c).colour),
                                   countries=self.board.card(c).label)
                          for c, n in sorted(counts.items()))
 
@@ -313,7 +378,7 @@ class KardinalKoenig:
         players = view.players
         lines = []
         if view.hand is not None:
-            lines.append(gettext("Your hand (%(colour)s): %(cards)s", colour=view.colour,
+            lines.append(gettext("Your hand (%(colour)s): %(cards)s", colour=i18n.colour(view.colour),
                                  cards=self.card_words(view.hand)))
         lines.append(gettext("Face-up cards: %(cards)s", cards=self.card_words(view.face_up)))
         deck = ngettext("%(num)d card", "%(num)d cards", view.deck_size)
@@ -323,8 +388,8 @@ class KardinalKoenig:
                          view.exhaustions))
         lines.append(gettext("Deck: %(deck)s; %(runs)s", deck=deck, runs=runs))
         lines.append(gettext("Scores: %(scores)s", scores=", ".join(
-            f"{p} {s}" for p, s in zip(players, view.scores))))
-        supplies = [gettext("%(colour)s %(monasteries)s, %(advisors)s", colour=p,
+            f"{i18n.colour(p)} {s}" for p, s in zip(players, view.scores))))
+        supplies = [gettext("%(colour)s %(monasteries)s, %(advisors)s", colour=i18n.colour(p),
                             monasteries=ngettext("%(num)d monastery", "%(num)d monasteries", m),
                             advisors=ngettext("%(num)d advisor", "%(num)d advisors", a))
                     for p, m, a in zip(players, view.monastery_supply, view.advisor_supply)]
@@ -335,8 +400,9 @@ class KardinalKoenig:
         empty = []
         for country, advisors in view.advisors:
             fields = [self.board.fields[f].name for f in self.board.country(country).fields]
-            held = ", ".join(f"{f} ({owners[f]})" for f in fields if f in owners)
-            crest = ", ".join(f"{players[s]} {n}" for s, n in enumerate(advisors) if n)
+            held = ", ".join(f"{f} ({i18n.colour(owners[f])})" for f in fields if f in owners)
+            crest = ", ".join(f"{i18n.colour(players[s])} {n}" for s, n in enumerate(advisors)
+                              if n)
             if not held and not crest:
                 empty.append(country)
                 continue

@@ -18,12 +18,11 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    # Seats of games made before: English, the only language there was.
-    with op.batch_alter_table('seat', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('language', sqlmodel.sql.sqltypes.AutoString(length=8),
-                                      nullable=False, server_default='en'))
+    # Seats of games made before: English, the only language there was. A plain ADD COLUMN
+    # (SQLite has it): a batch copy of the table would drop `seat`, which other tables refer to.
+    op.add_column('seat', sa.Column('language', sqlmodel.sql.sqltypes.AutoString(length=8),
+                                    nullable=False, server_default='en'))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('seat', schema=None) as batch_op:
-        batch_op.drop_column('language')
+    op.drop_column('seat', 'language')
