@@ -57,10 +57,11 @@ def upgrade() -> None:
         batch_op.create_index('ix_talkmessage_game', ['game_id', 'id'], unique=False)
         batch_op.create_index('ix_talkmessage_sender', ['sender_seat_id', 'created_at'], unique=False)
 
-    with op.batch_alter_table('seat', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('talk_notify', sqlmodel.sql.sqltypes.AutoString(length=10), server_default='each', nullable=False))
-        batch_op.add_column(sa.Column('talk_read_id', sa.Integer(), server_default='0', nullable=False))
-        batch_op.add_column(sa.Column('talk_mailed_id', sa.Integer(), server_default='0', nullable=False))
+    # Plain ADD COLUMNs (SQLite has them): a batch copy of `seat` would drop the table, which
+    # the foreign keys of other tables' rows refuse on a database with games in it.
+    op.add_column('seat', sa.Column('talk_notify', sqlmodel.sql.sqltypes.AutoString(length=10), server_default='each', nullable=False))
+    op.add_column('seat', sa.Column('talk_read_id', sa.Integer(), server_default='0', nullable=False))
+    op.add_column('seat', sa.Column('talk_mailed_id', sa.Integer(), server_default='0', nullable=False))
 
     with op.batch_alter_table('seatkey', schema=None) as batch_op:
         batch_op.add_column(sa.Column('talk_to', sa.Integer(), nullable=True))
@@ -71,10 +72,9 @@ def downgrade() -> None:
     with op.batch_alter_table('seatkey', schema=None) as batch_op:
         batch_op.drop_column('talk_to')
 
-    with op.batch_alter_table('seat', schema=None) as batch_op:
-        batch_op.drop_column('talk_mailed_id')
-        batch_op.drop_column('talk_read_id')
-        batch_op.drop_column('talk_notify')
+    op.drop_column('seat', 'talk_mailed_id')
+    op.drop_column('seat', 'talk_read_id')
+    op.drop_column('seat', 'talk_notify')
 
     with op.batch_alter_table('talkmessage', schema=None) as batch_op:
         batch_op.drop_index('ix_talkmessage_sender')
