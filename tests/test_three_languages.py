@@ -135,7 +135,7 @@ def test_three_languages_to_the_end(tmp_path, english_fragments):
                for n, lang in ((1, "de"), (2, "es"))}
     assert "Deine Befehle wurden ausgeführt" in text_of(answers["de"][-1])
     assert "Ausgeführt:" in text_of(answers["de"][-1])
-    assert "Se aplicaron tus órdenes" in text_of(answers["es"][-1])
+    assert "Se han aplicado tus órdenes" in text_of(answers["es"][-1])
 
     # The rest of the game, to its end.
     while True:

@@ -63,25 +63,28 @@ HOW_TO_PLAY = {
         "bei Gleichstand, wer die meisten Spielsteine im Vorrat hat.",
     ),
     "es": (
-        "Kardinal & König (Michael Schacht, 2000) se juega en la Europa central del siglo XII: "
-        "mediante el uso de cartas, los jugadores construyen monasterios y consiguen consejeros "
-        "para las cortes de los príncipes. En tu turno juegas cartas para colocar piezas en un "
-        "país, o cambias una carta; después robas hasta tener otra vez tres cartas, del mazo de "
-        "robo o de las cartas bocarriba.",
-        "Cada carta del color de un país coloca una pieza allí, y dos cartas de un mismo color "
-        "juntas son un comodín que coloca una pieza en {joker}. Juegas como mucho tres cartas "
-        "para como mucho dos piezas, todas en un mismo país, y donde nadie ha construido aún "
-        "sólo un monasterio.",
-        "Un monasterio se construye en un claustro libre; un consejero se coloca en el blasón "
-        "del país, pero un blasón no admite más consejeros que los monasterios del jugador que "
-        "más tiene en ese país.",
-        "Cuando el mazo se agota por primera vez se puntúan los monasterios (puntuación "
-        "intermedia). Cuando se agota por segunda vez, la ronda se juega hasta el final y la "
-        "partida termina.",
-        "Puntuación final: los monasterios de cada país por mayorías, las alianzas entre dos "
-        "países donde tengas la mayoría de consejeros en ambos, y las cadenas de cuatro o más "
-        "de tus monasterios a lo largo de los caminos. Gana quien tenga más puntos; en caso de "
-        "empate, quien tenga más piezas en su reserva.",
+        "Kardinal & König (Michael Schacht, 2000) se desarrolla en la Europa central del siglo "
+        "XII, cuando las órdenes religiosas se disputaban la supremacía en los nueve países más "
+        "importantes: mediante el uso de cartas, los jugadores construyen monasterios y "
+        "consiguen consejeros para las cortes de los príncipes. En tu turno juegas cartas para "
+        "colocar piezas en un país, o cambias una carta; después completas tu mano hasta volver "
+        "a tener tres cartas, del mazo de robo o de las cartas bocarriba.",
+        "Cada carta indica el país, o los dos países, donde puedes colocar piezas: una pieza por "
+        "carta. Dos cartas del mismo color pueden jugarse como comodín para colocar una pieza en "
+        "{joker}. La regla del 3-2-1: juegas como máximo 3 cartas para colocar como máximo 2 "
+        "piezas en 1 solo país; en un país donde aún no hay ninguna pieza, solo una, y tiene que "
+        "ser un monasterio.",
+        "Los monasterios se construyen sobre los claustros libres del país, y los consejeros se "
+        "colocan sobre su blasón. El número de consejeros de un país no puede superar nunca el "
+        "número de monasterios que tiene allí el jugador mayoritario.",
+        "Cuando el mazo de robo se agota por primera vez, se hace la puntuación intermedia: solo "
+        "se puntúan los monasterios. Cuando se agota por segunda vez, se juega la ronda hasta el "
+        "final y la partida termina.",
+        "Puntuación final: los monasterios de cada país por mayorías; las alianzas entre dos "
+        "países: quien tenga la mayoría de consejeros en ambos recibe un punto por cada "
+        "consejero de los dos países; y las cadenas de cuatro o más monasterios propios unidos "
+        "por caminos, un punto por monasterio. Gana quien tenga más puntos; en caso de empate, "
+        "quien tenga más piezas (monasterios y consejeros) en su reserva.",
     ),
 }
 _JOKER_WHERE = {
