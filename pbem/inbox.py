@@ -20,7 +20,7 @@ from datetime import timedelta
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
-from email.utils import getaddresses, parseaddr
+from email.utils import getaddresses
 from html.parser import HTMLParser
 from typing import ClassVar
 
@@ -99,10 +99,19 @@ def body_text(message: EmailMessage) -> str:
     return "".join(parser.parts)
 
 
+def addresses_in(message: EmailMessage, name: str) -> list[str]:
+    """The addresses in the headers called `name`, read from their raw text by the forgiving
+    parser of email.utils: the strict one behind `message[name]` raises on some broken
+    addresses (IndexError on 'play+key@' with nothing after the '@'); a broken address is no
+    address here, and the mail is refused for want of one, not by a crash."""
+    values = [value for key, value in message.raw_items() if key.lower() == name.lower()]
+    return [address for _, address in getaddresses(values) if address]
+
+
 def _key_in(message: EmailMessage, recipients: list[str]) -> str | None:
     addresses = list(recipients)
     for header in RECIPIENT_HEADERS:
-        addresses += [address for _, address in getaddresses(message.get_all(header, []))]
+        addresses += addresses_in(message, header)
     for address in addresses:
         match = KEY_ADDRESS.search(address or "")
         if match:
@@ -121,7 +130,7 @@ def _envelope_domain(recipients: list[str], token: str) -> str | None:
 
 
 def _message_id(message: EmailMessage, raw: bytes) -> str:
-    found = str(message.get("Message-ID", "") or "").strip()
+    found = mail.one_line(str(message.get("Message-ID", "") or ""))
     return found[:300] if found else "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
@@ -129,7 +138,7 @@ def answering(message: EmailMessage) -> mail.Answering:
     """What an answer to `message` needs to thread under it (header values made one line)."""
     def header(name: str) -> str:
         try:
-            return " ".join(str(message.get(name, "") or "").split())
+            return mail.one_line(str(message.get(name, "") or ""))
         except Exception:  # noqa: BLE001  (a header that cannot be decoded is left out)
             return ""
 
@@ -209,7 +218,7 @@ def _answer_revoked(key: SeatKey, message: EmailMessage) -> bool:
     A From address is easily forged, so answering it would let anyone aim the server's mail
     at a stranger (backscatter). The answer goes only to the seat's own address, only when the
     mail came from it, and at most REVOKED_ANSWERS_PER_DAY times a day per seat."""
-    __, sender = parseaddr(str(message.get("From", "")))
+    sender = (addresses_in(message, "From") or [""])[0]
     with writing() as session:
         seat = session.get(Seat, key.seat_id)
         if sender.strip().lower() != seat.email.strip().lower():

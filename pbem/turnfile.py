@@ -68,16 +68,25 @@ def render(game_title: str, game_id: int, seat_name: str, colour: str, turn: int
 @dataclass(frozen=True)
 class Orders:
     turn: int | None  # the turn the file was made for, when it says
-    lines: list[str]  # the moves, as written
+    lines: list[str]  # the moves, as written (but see `printable`)
+
+
+def printable(line: str) -> str:
+    """`line` with each character that is neither printable nor a space (NUL, terminal escapes,
+    direction overrides) made U+FFFD: no order or message holds one, an answer quoting the line
+    must not carry one, and PostgreSQL cannot store a NUL in text at all."""
+    if line.isprintable():
+        return line
+    return "".join(c if c.isprintable() or c.isspace() else "\ufffd" for c in line)
 
 
 def own_lines(text: str) -> list[str]:
-    """The lines a reply's writer wrote (stripped): quoted lines ('>') and the line introducing
-    them left out wherever they stand, and nothing from a signature or an original pasted
-    unquoted on."""
+    """The lines a reply's writer wrote (stripped, see `printable`): quoted lines ('>') and the
+    line introducing them left out wherever they stand, and nothing from a signature or an
+    original pasted unquoted on."""
     own = []
     for line in text.splitlines():
-        stripped = line.strip()
+        stripped = printable(line).strip()
         if STOP.match(stripped):
             break
         if stripped.startswith(">") or QUOTE_HEADER.match(stripped):

@@ -30,6 +30,8 @@ import pbem.models  # noqa: F401  (the tables, for the database snapshot)
 from pbem.db import get_engine
 from pbem.services import create_game, parse_player
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_headers_conformance, response_schema_conformance]
 EXAMPLES = 200
@@ -50,7 +52,7 @@ def _game(app, kind: str, players: int, seed: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, database):
     app = module_app(tmp_path_factory, "api-fuzz")
     tokens = _game(app, "kardinal-koenig", 3, "fuzz-kk") + _game(app, "knights-castles", 4,
                                                                   "fuzz-kc")

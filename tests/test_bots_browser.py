@@ -15,9 +15,11 @@ from pbem.db import reading
 from pbem.jobs import run_jobs
 from pbem.models import Game, MoveRecord, Seat
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, database):
     with site_with_admin(tmp_path_factory, "bots-browser") as served:
         yield served
 

@@ -27,6 +27,8 @@ from pbem.services import (
     submit_move,
 )
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 T0 = datetime(2026, 11, 24, 12, tzinfo=UTC)
 MINUTE, HOUR = timedelta(minutes=1), timedelta(hours=1)
 ADMIN, PASSWORD = "boss@example.org", "a long enough password"

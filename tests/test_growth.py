@@ -30,6 +30,8 @@ from pbem.models import (
     Timer,
 )
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 # Tables that stay small whatever the history: one row per scheduler job.
 SMALL = {"jobstate"}
 LATER = timedelta(minutes=5)
@@ -127,7 +129,7 @@ def add_history(app, game_id: int, seat_id: int, rows: int, start: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def grown(tmp_path_factory):
+def grown(tmp_path_factory, database):
     """An app with a game under way (its mail sent); `grow(rows)` tops its history up to
     `rows` rows in each growing table."""
     app = make_app(tmp_path_factory.mktemp("growth") / "instance")

@@ -35,15 +35,17 @@ GAME_TABLES = ("game", "seat", "moverecord", "timer")
 FUZZ = settings(max_examples=120, derandomize=True, database=None, deadline=None,
                 suppress_health_check=list(HealthCheck))
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
-def database(app) -> dict:
+
+def every_row(app) -> dict:
     with get_engine(app).connect() as conn:
         return {t.name: [tuple(row) for row in conn.execute(select(t).order_by(*t.primary_key))]
                 for t in SQLModel.metadata.sorted_tables}
 
 
 @pytest.fixture(scope="module")
-def started(tmp_path_factory):
+def started(tmp_path_factory, database):
     """An app with replies on, a 3-player game at its first move, and seat 0's reply key."""
     app = module_app(tmp_path_factory, "input-fuzz")
     app.config["MAIL_REPLY_DOMAIN"] = DOMAIN
@@ -148,9 +150,9 @@ def test_hostile_mail_is_refused_and_changes_nothing(started):
     @given(mail=hostile_mail(key), route=st.sampled_from(["direct", "direct", "cli"]))
     def run(mail, route):
         raw, carries = mail
-        before = database(app)
+        before = every_row(app)
         outcome, detail = ingest(app, raw, route)
-        after = database(app)
+        after = every_row(app)
         seen[outcome] = seen.get(outcome, 0) + 1
         assert outcome not in ("applied", "partly"), (outcome, detail)
         assert detail, "every refusal says why"
@@ -180,6 +182,45 @@ def test_hostile_mail_is_refused_and_changes_nothing(started):
     assert {"unknown", "refused"} <= set(seen), seen
 
 
+
+@pytest.mark.parametrize("route", ["direct", "cli"])
+def test_a_mail_cut_off_after_an_at_sign_is_refused_and_changes_nothing(started, route):
+    """Python's mail parser fails on an address with nothing after its '@' (IndexError, found
+    by the fuzzing above): such a recipient or sender is no address, not a crash."""
+    app, _, key = started
+    for raw in (f"To: judge@{DOMAIN}, play+{key}@".encode(),
+                f"To: play+{key}@{DOMAIN}\r\nMessage-ID: <cut-{route}@x.org>\r\nFrom: P <p0@".encode()):
+        before = every_row(app)
+        outcome, detail = ingest(app, raw, route)
+        assert outcome in ("unknown", "refused"), (outcome, detail)
+        assert detail
+        for table in GAME_TABLES:
+            assert every_row(app)[table] == before[table]
+
+
+
+@pytest.mark.parametrize("route", ["direct", "cli"])
+def test_nul_and_control_characters_in_a_reply_are_answered_and_never_stored(started, route):
+    """PostgreSQL cannot store a NUL in text (found by the fuzzing above on PostgreSQL): a reply
+    with NULs and terminal escapes in its orders and headers is refused with an answer, and no
+    stored row holds a NUL or an escape."""
+    app, _, key = started
+    raw = (f"To: play+{key}@{DOMAIN}\r\nMessage-ID: <nul\x00{route}@x.org>\r\n"
+           f"From: P0 <{SEAT_ADDRESS}>\r\nSubject: Re: \x00turn\x1b[31m\r\n"
+           f"References: <a\x00b@x.org>\r\n\r\nR Franken:\x00 Mainz\r\n\x1b[2Jdraw deck\r\n"
+           ).encode()
+    before = every_row(app)
+    outcome, detail = ingest(app, raw, route)
+    assert outcome == "refused", (outcome, detail)
+    after = every_row(app)
+    for table in GAME_TABLES:
+        assert after[table] == before[table]
+    added = {t: [r for r in rows if r not in before[t]] for t, rows in after.items()}
+    assert added["incomingmail"] and added["outboxmessage"], "read, remembered and answered"
+    texts = [v for rows in added.values() for row in rows for v in row if isinstance(v, str)]
+    assert not [t for t in texts if "\x00" in t or "\x1b" in t]
+
+
 # --- turn files ------------------------------------------------------------------------------------
 
 turn_file = st.one_of(
@@ -201,7 +242,7 @@ def test_hostile_turn_files_are_refused_and_change_nothing(started):
     @FUZZ
     @given(data=turn_file, pasted=st.booleans())
     def run(data, pasted):
-        before = database(app)
+        before = every_row(app)
         if pasted:  # the same text pasted into the form's box
             form = {"csrf_token": csrf, "orders": data.decode("utf-8", "replace")}
             response = client.post(f"/seat/{tokens[0]}/turnfile", data=form)
@@ -214,7 +255,7 @@ def test_hostile_turn_files_are_refused_and_change_nothing(started):
         html = response.get_data(as_text=True)
         said = re.search(r'role="alert"[^>]*>\s*(?:<p>)?([^<]+)', html)
         assert said and len(said.group(1).strip()) > 10, "the page says why"
-        assert database(app) == before
+        assert every_row(app) == before
 
     run()
     assert {400, 422} <= set(seen), seen

@@ -20,9 +20,11 @@ from pbem.services import submit_move
 
 RULES = rules_for("knights-castles")
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, database):
     with site_with_admin(tmp_path_factory, "kc-browser") as served:
         yield served
 

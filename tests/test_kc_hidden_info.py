@@ -24,6 +24,8 @@ from pbem.games import rules_for
 from pbem.models import Game
 from pbem.services import create_game, parse_player, submit_move
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 PLAYERS = 4
 RULES = rules_for("knights-castles")
 ME = re.compile(r"/me/[A-Za-z0-9_-]{32}")  # the "all your games" link, new in every mail
@@ -39,7 +41,7 @@ def stored(app) -> kc.GameState:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
+def app(tmp_path_factory, database):
     app = make_app(tmp_path_factory.mktemp("kc-hidden") / "instance")
     with app.app_context():
         created = create_game([parse_player(f"P{i} <p{i}@example.org>") for i in range(PLAYERS)],

@@ -9,6 +9,7 @@ import json
 import random
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from server import LINK, Mailbox, field, legal_in, make_app, new_game, text_of
 from sqlmodel import select
 
@@ -18,6 +19,8 @@ from pbem.db import reading
 from pbem.games import rules_for
 from pbem.jobs import run_jobs
 from pbem.models import Game, MoveRecord
+
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 T0 = datetime(2026, 11, 24, 12, tzinfo=UTC)
 HARMFUL = {k.id for k in KINDS if k.type in (DISASTER, INVASION)}

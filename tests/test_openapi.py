@@ -18,6 +18,8 @@ from server import finish_game, module_app
 
 from pbem.services import create_game, parse_player
 
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text(encoding="utf-8"))
 API_DOC = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
@@ -35,7 +37,7 @@ def check(name: str, value) -> None:
 
 
 @pytest.fixture(scope="module")
-def shared_app(tmp_path_factory):
+def shared_app(tmp_path_factory, database):
     return module_app(tmp_path_factory, "openapi")
 
 
