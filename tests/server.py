@@ -15,6 +15,7 @@ from pathlib import Path
 from pbem import create_app, schema
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlmodel import select
 
 from pbem.db import get_engine
 from pbem.outbox import deliver_all_due
@@ -224,3 +225,68 @@ def finish_game(app, game_id: int, seed: str) -> None:
         game.state_json, game.status = rules.dumps(state), FINISHED
         game.turn, game.deadline_at = rules.ply(state), None
         session.add(game)
+
+
+# --- what the scheduler's timeouts leave (tests/test_processes.py, tests/test_scheduler_race.py)
+
+def rows(app, model, *where, order=None) -> list:
+    """The rows of `model` matching `where`, by id (or by `order`)."""
+    from pbem.db import reading
+
+    with reading(app) as session:
+        query = select(model).where(*where) if where else select(model)
+        return list(session.exec(query.order_by(order if order is not None else model.id)))
+
+
+def default_turn(rules, state) -> tuple[list[str], object]:
+    """The moves the server plays for the seat to move that missed its deadline, and the
+    state after them."""
+    seat, moves = rules.to_move(state), []
+    while rules.to_move(state) == seat and len(moves) < 8:
+        move = rules.parse(state, rules.default_move(state))
+        moves.append(rules.notation(move))
+        state = rules.apply(state, move)
+    return moves, state
+
+
+def check_timed_out_logs(app, games: list[int] | None = None) -> dict[int, list[list]]:
+    """Every move of `games` (of every game when None; Kardinal & König) was the scheduler's
+    timeout, each timed-out turn was the default turn played once, and each stored state is
+    the replay of the log. Returns each game's turns (runs of consecutive moves of one seat)."""
+    import engine
+    from pbem.games import rules_for
+    from pbem.models import Game, MoveRecord, Seat
+
+    rules = rules_for("kardinal-koenig")
+
+    def of_games(column) -> list:
+        return [] if games is None else [column.in_(games)]
+
+    records: dict[int, list[MoveRecord]] = {}
+    for record in rows(app, MoveRecord, *of_games(MoveRecord.game_id), order=MoveRecord.number):
+        records.setdefault(record.game_id, []).append(record)
+    colours: dict[int, list[str]] = {}
+    for seat in rows(app, Seat, *of_games(Seat.game_id), order=Seat.number):
+        colours.setdefault(seat.game_id, []).append(seat.colour)
+    turns: dict[int, list[list[MoveRecord]]] = {}
+    for game in rows(app, Game, *of_games(Game.id)):
+        log = records.get(game.id, [])
+        assert [r.number for r in log] == list(range(game.turn)), f"game {game.id}"
+        assert all(r.actor == "timeout" and r.via == "scheduler" for r in log)
+        state = rules.new_state(colours[game.id], game.seed, None)
+        assert rules.start_seat(state) == game.start_seat
+        replayed = engine.replay(state.players, game.seed, [r.notation for r in log],
+                                 start=game.start_seat)
+        assert game.state_json == engine.to_json(replayed), f"game {game.id}"
+        turns[game.id] = []
+        position = 0
+        while position < len(log):
+            moves, after = default_turn(rules, state)
+            played = log[position:position + len(moves)]
+            assert [r.notation for r in played] == moves, f"game {game.id}, move {position}"
+            assert {r.seat for r in played} == {rules.to_move(state)}
+            turns[game.id].append(played)
+            position += len(moves)
+            state = after
+    assert games is None or sorted(turns) == sorted(games), "a game is missing"
+    return turns

@@ -25,18 +25,15 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from datetime import timedelta
-from email import policy
-from email.parser import BytesParser
 from pathlib import Path
 
 import pytest
-from server import make_app, new_game
+from server import check_timed_out_logs, make_app, new_game, rows
 from sqlmodel import select
 from test_mail_delivery import SmtpServer, free_port
 
 import engine
 from pbem.db import reading, utcnow
-from pbem.games import rules_for
 from pbem.models import (
     DONE,
     PENDING,
@@ -229,17 +226,12 @@ def _games_due_at(app, count: int, due, prefix: str) -> list[int]:
             for i in range(count)]
 
 
-def _rows(app, model, *where):
-    with reading(app) as session:
-        return list(session.exec(select(model).where(*where).order_by(model.id)))
-
-
 def _wait_until_settled(cluster, games: list[int]) -> None:
     """Until every first-turn timer of `games` is done and their mail is sent."""
     deadline = time.monotonic() + WAIT
     while True:
-        timers = _rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.clock_version == 1)
-        mail = _rows(cluster.app, OutboxMessage, OutboxMessage.game_id.in_(games))
+        timers = rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.clock_version == 1)
+        mail = rows(cluster.app, OutboxMessage, OutboxMessage.game_id.in_(games))
         if timers and all(t.status == DONE for t in timers) and \
                 all(m.status == SENT for m in mail):
             return
@@ -250,15 +242,6 @@ def _wait_until_settled(cluster, games: list[int]) -> None:
         time.sleep(0.2)
 
 
-def _default_turn(rules, state) -> list[str]:
-    seat, moves = rules.to_move(state), []
-    while rules.to_move(state) == seat and len(moves) < 8:
-        move = rules.parse(state, rules.default_move(state))
-        moves.append(rules.notation(move))
-        state = rules.apply(state, move)
-    return moves
-
-
 def _check_each_once(cluster, games: list[int], interrupted: int = 0) -> None:
     """Each game: its reminder sent once, its timeout played once (the default turn, as the
     log's replay shows), every mail of it handed to the SMTP server exactly once.
@@ -266,31 +249,23 @@ def _check_each_once(cluster, games: list[int], interrupted: int = 0) -> None:
     Up to `interrupted` timeouts may be marked obsolete instead of timed out: a scheduler
     killed after playing a timeout but before marking it done leaves it claimed; whoever takes
     it over finds the turn played already, and so plays nothing."""
-    rules = rules_for("kardinal-koenig")
-    seats = {s.id: s for s in _rows(cluster.app, Seat, Seat.game_id.in_(games))}
-    for game_id in games:
-        game, state, records = _state(cluster.app, game_id)
-        colours = [s.colour for s in sorted((s for s in seats.values()
-                                             if s.game_id == game_id), key=lambda s: s.number)]
-        start = rules.new_state(colours, game.seed, None)
-        assert [r.notation for r in records] == _default_turn(rules, start), game_id
-        assert all(r.actor == "timeout" for r in records)
-        assert game.state_json == engine.to_json(engine.replay(
-            start.players, game.seed, [r.notation for r in records], start=game.start_seat))
-        assert game.clock_version == 2
-    timers = _rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.clock_version == 1)
+    seats = {s.id: s for s in rows(cluster.app, Seat, Seat.game_id.in_(games))}
+    turns = check_timed_out_logs(cluster.app, games)
+    assert all(len(turns[game_id]) == 1 for game_id in games), "one default turn each"
+    assert all(g.clock_version == 2 for g in rows(cluster.app, Game, Game.id.in_(games)))
+    timers = rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.clock_version == 1)
     outcomes = Counter((t.kind, t.outcome) for t in timers)
     assert outcomes[REMINDER, "sent"] == len(games)
     assert outcomes[TIMEOUT, "obsolete"] <= interrupted
     assert outcomes[TIMEOUT, "timed out"] + outcomes[TIMEOUT, "obsolete"] == len(games)
     assert sum(outcomes.values()) == 2 * len(games)
-    later = _rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.clock_version == 2)
+    later = rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.clock_version == 2)
     assert all(t.status == PENDING for t in later)
 
-    mail = _rows(cluster.app, OutboxMessage, OutboxMessage.game_id.in_(games))
+    mail = rows(cluster.app, OutboxMessage, OutboxMessage.game_id.in_(games))
     kinds = Counter((m.game_id, seats[m.seat_id].number, m.kind) for m in mail)
     for game_id in games:
-        start = _state(cluster.app, game_id)[2][0].seat
+        start = turns[game_id][0][0].seat
         assert kinds[(game_id, start, "reminder")] == 1
         assert kinds[(game_id, start, "played_for_you")] == 1
     assert all(m.status == SENT and m.attempts == 1 for m in mail)
@@ -315,7 +290,7 @@ def test_a_scheduler_killed_mid_work_loses_nothing_and_repeats_nothing(cluster):
     # Wait until one scheduler is in the middle of the timeouts, then kill it.
     deadline = time.monotonic() + WAIT
     while True:
-        timeouts = _rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.kind == TIMEOUT)
+        timeouts = rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.kind == TIMEOUT)
         done = sum(t.status == DONE for t in timeouts)
         claimed = {t.claim.split("@", 1)[0] for t in timeouts if t.status == "claimed"}
         if done >= 3 and claimed:
@@ -325,7 +300,7 @@ def test_a_scheduler_killed_mid_work_loses_nothing_and_repeats_nothing(cluster):
     pids = {name: p.pid for name, p in cluster.processes.items()}
     victim = next(name for name, pid in pids.items() if str(pid) in claimed)
     cluster.kill(victim)
-    timeouts = _rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.kind == TIMEOUT)
+    timeouts = rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.kind == TIMEOUT)
     left = [t for t in timeouts if t.status == "claimed"]
     assert left, "the killed scheduler had finished its work: make more games"
 

@@ -39,10 +39,17 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from server import assert_intact, database_url, make_app, new_game
+from server import (
+    assert_intact,
+    check_timed_out_logs,
+    database_url,
+    default_turn,
+    make_app,
+    new_game,
+    rows,
+)
 from sqlmodel import select
 
-import engine
 from pbem import jobs, outbox
 from pbem.db import get_engine, reading, utcnow
 from pbem.games import rules_for
@@ -230,60 +237,11 @@ def _games(instance: Path, config: dict, count: int, t0):
     return app
 
 
-def _rows(app, model, order=None) -> list:
-    with reading(app) as session:
-        return list(session.exec(select(model).order_by(order or model.id)))
-
-
-def _default_turn(rules, state) -> tuple[list[str], object]:
-    """The moves the server plays for the seat to move that missed its deadline."""
-    seat, moves = rules.to_move(state), []
-    while rules.to_move(state) == seat and len(moves) < 8:
-        move = rules.parse(state, rules.default_move(state))
-        moves.append(rules.notation(move))
-        state = rules.apply(state, move)
-    return moves, state
-
-
-def _check_games_replay_their_logs(app) -> dict[int, list[list[MoveRecord]]]:
-    """Every move was the scheduler's, each timed-out turn was the default turn played once,
-    and each stored state is the replay of the log. Returns each game's turns (runs of
-    consecutive moves of one seat)."""
-    rules = rules_for("kardinal-koenig")
-    records: dict[int, list[MoveRecord]] = {}
-    for record in _rows(app, MoveRecord, MoveRecord.number):
-        records.setdefault(record.game_id, []).append(record)
-    colours: dict[int, list[str]] = {}
-    for seat in _rows(app, Seat, Seat.number):
-        colours.setdefault(seat.game_id, []).append(seat.colour)
-    turns: dict[int, list[list[MoveRecord]]] = {}
-    for game in _rows(app, Game):
-        log = records.get(game.id, [])
-        assert [r.number for r in log] == list(range(game.turn)), f"game {game.id}"
-        assert all(r.actor == "timeout" and r.via == "scheduler" for r in log)
-        state = rules.new_state(colours[game.id], game.seed, None)
-        assert rules.start_seat(state) == game.start_seat
-        replayed = engine.replay(state.players, game.seed, [r.notation for r in log],
-                                 start=game.start_seat)
-        assert game.state_json == engine.to_json(replayed), f"game {game.id}"
-        turns[game.id] = []
-        position = 0
-        while position < len(log):
-            moves, after = _default_turn(rules, state)
-            played = log[position:position + len(moves)]
-            assert [r.notation for r in played] == moves, f"game {game.id}, move {position}"
-            assert {r.seat for r in played} == {rules.to_move(state)}
-            turns[game.id].append(played)
-            position += len(moves)
-            state = after
-    return turns
-
-
 def _check_timers_settled(app, now) -> list[Timer]:
     """No timer is left claimed, and every timer due at `now` is done. (Not so with absent
     seats: the last run writes their timeouts due at once, for the next run.)"""
-    assert not any(s.absent for s in _rows(app, Seat))
-    timers = _rows(app, Timer)
+    assert not any(s.absent for s in rows(app, Seat))
+    timers = rows(app, Timer)
     assert not [t for t in timers if t.status == CLAIMED], "a timer is left claimed"
     late = [t for t in timers if t.status == PENDING and t.due_at <= now]
     assert not late, f"due timers left pending: {late}"
@@ -291,20 +249,20 @@ def _check_timers_settled(app, now) -> list[Timer]:
 
 
 def _check_delivered_once(app, instance: Path, parties: int) -> list[OutboxMessage]:
-    rows = _rows(app, OutboxMessage)
-    assert rows
-    for row in rows:
+    sent = rows(app, OutboxMessage)
+    assert sent
+    for row in sent:
         assert (row.status, row.attempts, row.claim) == (SENT, 1, None), row
-    assert len({r.message_id for r in rows}) == len(rows)
+    assert len({r.message_id for r in sent}) == len(sent)
     handed = Counter()
     for i in range(parties):
         path = instance / f"handed-{i}.log"
         if path.exists():
             handed.update(int(line) for line in path.read_text().split())
-    assert handed == Counter(r.id for r in rows), "a mail was handed to a backend twice"
-    assert len(list(Path(app.config["MAIL_FOLDER"]).glob("*.eml"))) == len(rows)
+    assert handed == Counter(r.id for r in sent), "a mail was handed to a backend twice"
+    assert len(list(Path(app.config["MAIL_FOLDER"]).glob("*.eml"))) == len(sent)
     assert_intact(app)
-    return rows
+    return sent
 
 
 def _totals(reports: list[dict], step: int) -> Counter:
@@ -333,8 +291,8 @@ def test_schedulers_started_together_send_each_reminder_and_play_each_timeout_on
     t0 = utcnow().replace(microsecond=0)  # mail is queued due at the real time: keep now after
     app = _games(instance, SINGLE, GAMES, t0)
     rules = rules_for("kardinal-koenig")
-    before = {g.id: rules.loads(g.state_json) for g in _rows(app, Game)}
-    seats = {(s.game_id, s.number): s for s in _rows(app, Seat)}
+    before = {g.id: rules.loads(g.state_json) for g in rows(app, Game)}
+    seats = {(s.game_id, s.number): s for s in rows(app, Seat)}
     reminder_at, timeout_at = t0 + timedelta(hours=49), t0 + timedelta(hours=73)
 
     reports = schedulers.run(instance, SINGLE, [reminder_at, timeout_at], parties, batches)
@@ -354,15 +312,15 @@ def test_schedulers_started_together_send_each_reminder_and_play_each_timeout_on
     assert all(t.status == PENDING and t.due_at > timeout_at and t.clock_version == 2
                for t in following)
 
-    turns = _check_games_replay_their_logs(app)
+    turns = check_timed_out_logs(app)
     numbers = {s.id: s.number for s in seats.values()}
-    rows = _check_delivered_once(app, instance, parties)
-    assert all(r.seat_id is not None for r in rows)  # no admin mail: nobody is absent yet
-    mails = Counter((r.game_id, numbers[r.seat_id], r.kind) for r in rows)
-    games = {g.id: g for g in _rows(app, Game)}
+    sent = _check_delivered_once(app, instance, parties)
+    assert all(r.seat_id is not None for r in sent)  # no admin mail: nobody is absent yet
+    mails = Counter((r.game_id, numbers[r.seat_id], r.kind) for r in sent)
+    games = {g.id: g for g in rows(app, Game)}
     for game_id, state in before.items():
         mover = rules.to_move(state)
-        expected_moves, after = _default_turn(rules, state)
+        expected_moves, after = default_turn(rules, state)
         nxt = rules.to_move(after)
         assert [[r.notation for r in turn] for turn in turns[game_id]] == [expected_moves]
         game = games[game_id]
@@ -389,14 +347,14 @@ def _summary(app) -> dict:
     (fresh tokens, message ids, claim ids, real-time stamps)."""
     return {
         "games": [(g.id, g.status, g.turn, g.state_json, g.clock_version, g.deadline_at)
-                  for g in _rows(app, Game)],
-        "seats": [(s.id, s.timeouts_in_row, s.absent) for s in _rows(app, Seat)],
+                  for g in rows(app, Game)],
+        "seats": [(s.id, s.timeouts_in_row, s.absent) for s in rows(app, Seat)],
         "moves": sorted((m.game_id, m.number, m.seat, m.notation, m.actor, m.lines_json)
-                        for m in _rows(app, MoveRecord)),
+                        for m in rows(app, MoveRecord)),
         "timers": sorted((t.game_id, t.seat_id, t.kind, t.due_at, t.clock_version, t.status,
-                          t.outcome, t.done_at) for t in _rows(app, Timer)),
+                          t.outcome, t.done_at) for t in rows(app, Timer)),
         "mail": sorted((r.game_id or 0, r.seat_id or 0, r.kind, r.to_addr, r.subject)
-                       for r in _rows(app, OutboxMessage)),
+                       for r in rows(app, OutboxMessage)),
     }
 
 
@@ -415,17 +373,17 @@ def test_schedulers_looping_over_many_times_do_what_one_scheduler_does(tmp_path,
     assert all(len(report["counts"]) == len(nows) for report in reports)
 
     timers = _check_timers_settled(app, nows[-1])
-    rows = _check_delivered_once(app, instance, WORKERS)
-    turns = _check_games_replay_their_logs(app)
+    sent = _check_delivered_once(app, instance, WORKERS)
+    turns = check_timed_out_logs(app)
     assert _summary(app) == _summary(reference)
 
     # Each reminder timer that fired made one reminder mail, each timeout one turn.
-    reminders = Counter(r.seat_id for r in rows if r.kind == "reminder")
+    reminders = Counter(r.seat_id for r in sent if r.kind == "reminder")
     assert reminders == Counter(t.seat_id for t in timers
                                 if t.kind == REMINDER and t.outcome == "sent")
     timed_out = [t for t in sorted(timers, key=lambda t: (t.game_id, t.due_at))
                  if t.kind == TIMEOUT and t.outcome == "timed out"]
-    numbers = {s.id: s.number for s in _rows(app, Seat)}
+    numbers = {s.id: s.number for s in rows(app, Seat)}
     for game_id, game_turns in turns.items():
         assert [turn[0].seat for turn in game_turns] == \
             [numbers[t.seat_id] for t in timed_out if t.game_id == game_id]
