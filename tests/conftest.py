@@ -38,7 +38,7 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(scope="session")
 def postgres_server():
     """The session's PostgreSQL server (per xdist worker), started on first use."""
-    from databases import MISSING, PostgresServer, find_binaries
+    from databases import MISSING, PostgresServer, find_binaries, migrate_template
 
     binaries = find_binaries()
     if binaries is None:
@@ -46,23 +46,10 @@ def postgres_server():
     server = PostgresServer(binaries)
     try:
         server.start()
-        server.make_template(_migrate)
+        server.make_template(migrate_template)
         yield server
     finally:
         server.stop()
-
-
-def _migrate(url: str) -> None:
-    import tempfile
-
-    from pbem import create_app, schema
-    from pbem.db import get_engine
-
-    with tempfile.TemporaryDirectory() as folder:
-        app = create_app({"INSTANCE_PATH": folder, "SECRET_KEY": "template",
-                          "DATABASE_URL": url, "TESTING": True})
-        schema.upgrade(app)
-        get_engine(app).dispose()
 
 
 @pytest.fixture(scope="module")

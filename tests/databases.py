@@ -1,5 +1,9 @@
 """The databases the tests run on: SQLite files, and a throwaway PostgreSQL server.
 
+On both, the migrations run once per test session (per xdist worker), into a template; each
+test instance gets a copy of it, which takes a fraction of running the migrations again (the
+migrations themselves are tested in tests/test_schema.py, from an empty database up).
+
 The PostgreSQL server is started once per test session (per xdist worker) from the installed
 server binaries (`initdb`, `pg_ctl`: on PATH, or Debian's /usr/lib/postgresql/<version>/bin) in
 a temporary folder, listening on a free port of 127.0.0.1, without durability (fsync off: a
@@ -155,3 +159,40 @@ def database_name(instance: Path) -> str:
     in every process of the test."""
     digest = hashlib.sha1(str(Path(instance).resolve()).encode()).hexdigest()[:24]
     return f"t_{digest}"
+
+
+_sqlite_template: Path | None = None
+
+
+def copy_sqlite_template(path: Path) -> None:
+    """A new SQLite database file at `path`, a copy of one the migrations made (once per
+    process), private as the server makes its own (pbem.db.create_private)."""
+    global _sqlite_template
+    from pbem.db import create_private
+
+    if _sqlite_template is None:
+        import atexit
+        import sqlite3
+
+        folder = Path(tempfile.mkdtemp(prefix="pbem-sqlite-template-"))
+        atexit.register(shutil.rmtree, folder, True)
+        template = folder / "pbem.sqlite3"
+        migrate_template(f"sqlite:///{template}")
+        with sqlite3.connect(template) as connection:  # everything in the file, no -wal left
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        connection.close()
+        _sqlite_template = template
+    create_private(path)
+    shutil.copyfile(_sqlite_template, path)
+
+
+def migrate_template(url: str) -> None:
+    """The schema of the migrations in the (empty) database at `url`."""
+    from pbem import create_app, schema
+    from pbem.db import get_engine
+
+    with tempfile.TemporaryDirectory() as folder:
+        app = create_app({"INSTANCE_PATH": folder, "SECRET_KEY": "template",
+                          "DATABASE_URL": url, "TESTING": True})
+        schema.upgrade(app)
+        get_engine(app).dispose()

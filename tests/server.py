@@ -30,21 +30,33 @@ class Databases:
     backend = "sqlite"
     postgres = None  # databases.PostgresServer while a module runs on PostgreSQL
     scopes: list[dict] = []  # per open scope (module, test): {"engines": {...}, "names": [...]}
+    migrated: set[str] = set()  # URLs of databases just copied from a migrated template
 
     @classmethod
     def url(cls, instance: Path, empty: bool = False) -> str:
-        """The database URL of a test instance folder for the current backend; on PostgreSQL
-        a copy of the migrated template, or `empty` (what `init-db` finds on a new server)."""
+        """The database URL of a test instance folder for the current backend: a copy of the
+        migrated template when the folder has no database yet (an SQLite file, or a
+        PostgreSQL database), or `empty` (what `init-db` finds on a new server)."""
         if cls.backend == "postgresql":
             from databases import database_name
 
             name = database_name(instance)
             known = name in cls.postgres.created
             url = cls.postgres.create(name, empty)
-            if cls.scopes and not known:
-                cls.scopes[-1]["names"].append(name)
+            if not known:
+                if cls.scopes:
+                    cls.scopes[-1]["names"].append(name)
+                if not empty:
+                    cls.migrated.add(url)
             return url
-        return f"sqlite:///{Path(instance) / 'pbem.sqlite3'}"
+        path = Path(instance) / "pbem.sqlite3"
+        url = f"sqlite:///{path}"
+        if not empty and not path.exists():
+            from databases import copy_sqlite_template
+
+            copy_sqlite_template(path)
+            cls.migrated.add(url)
+        return url
 
     @classmethod
     def open_scope(cls) -> None:
@@ -88,7 +100,10 @@ def make_app(instance: Path, **config):
     if "DATABASE_URL" not in settings:
         settings["DATABASE_URL"] = database_url(instance)
     app = create_app(settings)
-    schema.upgrade(app)
+    if settings["DATABASE_URL"] in Databases.migrated:
+        Databases.migrated.discard(settings["DATABASE_URL"])  # a copy of the migrated template
+    else:
+        schema.upgrade(app)
     return app
 
 

@@ -184,7 +184,8 @@ def mode(path: Path) -> int:
 @pytest.mark.only_sqlite  # the database file
 def test_the_database_mail_and_secret_are_readable_by_the_owner_only(tmp_path):
     instance = tmp_path / "fresh" / "instance"
-    app = make_app(instance, SECRET_KEY="")
+    # The app makes the folder and the file here (not the tests' copy of a migrated template).
+    app = make_app(instance, SECRET_KEY="", DATABASE_URL=f"sqlite:///{instance / 'pbem.sqlite3'}")
     from server import Mailbox
 
     new_game(app, 3, "modes")
