@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from server import make_app
+from server import database_url, make_app
 from test_pbem_cli import environment, free_port
 
 from pbem import stewardship
@@ -316,10 +316,10 @@ def test_the_scheduler_stops_cleanly_when_its_parents_pipe_closes(tmp_path):
 
 # --- found on the way: processes migrating one new database together ---------------------------
 
-def _migrate(instance: str, barrier, results) -> None:
+def _migrate(instance: str, url: str, barrier, results) -> None:
     try:
         barrier.wait(60)
-        make_app(Path(instance), SECRET_KEY="x")
+        make_app(Path(instance), SECRET_KEY="x", DATABASE_URL=url)  # migrates: an explicit URL
         results.put("ok")
     except BaseException as exc:  # noqa: BLE001 - reported to the test
         results.put(f"{type(exc).__name__}: {exc}"[:300])
@@ -337,8 +337,11 @@ def test_processes_migrating_one_new_database_together_each_find_it_up_to_date(t
     context = multiprocessing.get_context("spawn")
     for round_ in range(2):
         instance = tmp_path / f"instance-{round_}"
+        # The test's database, empty (a spawned process would otherwise open SQLite).
+        url = database_url(instance, empty=True)
         barrier, results = context.Barrier(6), context.Queue()
-        processes = [context.Process(target=_migrate, args=(str(instance), barrier, results))
+        processes = [context.Process(target=_migrate,
+                                     args=(str(instance), url, barrier, results))
                      for _ in range(6)]
         for process in processes:
             process.start()
@@ -346,4 +349,4 @@ def test_processes_migrating_one_new_database_together_each_find_it_up_to_date(t
         for process in processes:
             process.join(30)
         assert outcomes == ["ok"] * 6
-        assert schema.problem(make_app(instance, SECRET_KEY="x")) is None
+        assert schema.problem(make_app(instance, SECRET_KEY="x", DATABASE_URL=url)) is None
