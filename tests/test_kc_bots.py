@@ -128,6 +128,7 @@ def test_the_arena_command_line_for_knights_and_castles():
     assert report["game"] == "knights-castles" and len(report["entries"]) == 2
 
 
+@pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL (the rest is engine only)
 def test_computer_players_take_seats_and_play_a_game_to_its_end(tmp_path):
     """Server seats: a 3-player game with a greedy and a random computer player and one person
     who never moves plays to its end through the scheduler, each bot move logged as a bot's."""
