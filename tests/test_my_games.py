@@ -104,6 +104,9 @@ def test_open_is_a_post_that_mints_a_fresh_seat_link(app, client, mailbox):
 
 def test_a_finished_game_shows_its_result(app, client, mailbox):
     """Once a game is over the page says who won, the player's score and place."""
+    # A board picture for each of the game's hundreds of mails (test_mail_content covers
+    # them) was most of this test's time.
+    app.config["MAIL_BOARD_PICTURE"] = False
     game_id, tokens = _game(app, [ANNA, "Bruno <b@example.org>", "Chiara <c@example.org>"],
                             "mine-4", "Short game")
     play_moves(app, tokens, 5000, game_id=game_id)
