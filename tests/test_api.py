@@ -65,6 +65,7 @@ def api_move(client, token, body, **kwargs):
 
 @pytest.mark.parametrize("players,seed", [(3, "api-3"), (5, "api-5")])
 def test_whole_game_through_the_api(app, client, mailbox, players, seed):
+    app.config["MAIL_BOARD_PICTURE"] = False  # no picture is read here (test_mail_content's)
     with app.app_context():
         create_game(_players(players), seed)
     tokens = invitations(mailbox, players)

@@ -568,6 +568,7 @@ def test_an_outage_moves_the_deadlines_on_instead_of_timing_out(tmp_path):
 def test_a_game_where_every_seat_only_times_out_reaches_its_final_scoring(tmp_path):
     """Run at each deadline (absent seats at once): the game ends, scored, everyone mailed."""
     app, _, mailbox = started(tmp_path)
+    app.config["MAIL_BOARD_PICTURE"] = False  # no picture is read here (test_mail_content's)
     moment = T0
     for _ in range(300):
         game, state = game_state(app)
