@@ -230,10 +230,12 @@ def timeouts_done(app) -> int:
 
 def test_sigterm_lets_the_scheduler_finish_the_turn_in_hand_and_give_back_the_rest(tmp_path):
     instance = tmp_path / "instance"
-    app = make_app(instance)
+    # No board pictures: no mail is read here, and rendering them was most of the time.
+    app = make_app(instance, MAIL_BOARD_PICTURE=False)
     overdue_games(app, 30)
     scheduler = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler"], cwd=tmp_path,
-                                 env=environment(instance), stdout=subprocess.PIPE,
+                                 env=environment(instance, PBEM_MAIL_BOARD_PICTURE="false"),
+                                 stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: timeouts_done(app) >= 1 or scheduler.poll() is not None, 120,
