@@ -64,7 +64,8 @@ def _settings(smtp_port: int) -> dict:
     return {"SECRET_KEY": SECRET, "BASE_URL": "http://127.0.0.1", "MAIL_BACKEND": "smtp",
             "SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtp_port, "SMTP_SECURITY": "none",
             "SCHEDULER_TICK_SECONDS": 1, "SCHEDULER_CLAIM_SECONDS": CLAIM_SECONDS,
-            "SCHEDULER_OUTAGE_MINUTES": 100000, "GAMES_REMINDER_HOURS": "24"}
+            "SCHEDULER_OUTAGE_MINUTES": 100000, "GAMES_REMINDER_HOURS": "24",
+            "MAIL_BOARD_PICTURE": False}  # no picture is read here; rendering one is slow
 
 
 class Cluster:
