@@ -211,7 +211,7 @@ def test_killing_the_server_and_a_scheduler_mid_moves_and_mail_loses_and_repeats
     smtp = SmtpServer()
     smtp.handler = sink = Sink()
     smtp.start()
-    app = make_app(tmp_path / "instance", MAIL_BOARD_PICTURE=False, **_settings(smtp.port))
+    app = make_app(tmp_path / "instance", **_settings(smtp.port))  # no board pictures either
     cluster = CrashCluster(app, smtp, tmp_path)
     stop = threading.Event()
     players: list[Player] = []
