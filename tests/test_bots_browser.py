@@ -68,4 +68,4 @@ def test_an_admin_seats_a_computer_player_and_hands_it_a_seat(site, page):
         played = db.exec(select(MoveRecord)).all()
     assert played and {(r.seat, r.actor, r.via) for r in played} == {(0, "bot", "scheduler")}
     page.reload()
-    expect(page.get_by_text("bot via scheduler").first).to_be_visible()
+    expect(page.get_by_text("computer player via scheduler").first).to_be_visible()
