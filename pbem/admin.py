@@ -13,7 +13,7 @@ import json
 import dataclasses
 from dataclasses import dataclass
 
-from flask_babel import gettext
+from .i18n import gettext
 from flask import (
     Blueprint,
     current_app,

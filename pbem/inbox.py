@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from flask import current_app, g
 from flask_babel import force_locale
-from flask_babel import gettext as _
+from .i18n import gettext as _
 from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select

@@ -18,7 +18,7 @@ from email.utils import getaddresses, make_msgid, parseaddr
 
 from flask import current_app, g, render_template
 from flask_babel import force_locale
-from flask_babel import gettext as _
+from .i18n import gettext as _
 from sqlalchemy import false
 from sqlmodel import Session, select
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flask import Blueprint, redirect, render_template, request, url_for
-from flask_babel import gettext
+from .i18n import gettext
 from sqlalchemy import func, update
 from sqlmodel import Session, select
 

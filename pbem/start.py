@@ -32,7 +32,7 @@ from flask import (
     request,
     url_for,
 )
-from flask_babel import gettext as _
+from .i18n import gettext as _
 from sqlalchemy import func, update
 from sqlmodel import Session, select
 

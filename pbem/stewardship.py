@@ -16,7 +16,7 @@ from sqlalchemy import delete, func, update
 from sqlmodel import Session, select
 
 from flask_babel import force_locale
-from flask_babel import gettext as _
+from .i18n import gettext as _
 from flask_babel import lazy_gettext as L_
 
 from . import i18n, mail

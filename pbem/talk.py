@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import current_app
-from flask_babel import gettext as _
-from flask_babel import ngettext
+from .i18n import gettext as _
+from .i18n import ngettext
 from limits import parse_many
 from sqlalchemy import func, or_, update
 from sqlmodel import Session, select

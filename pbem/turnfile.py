@@ -13,7 +13,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from flask_babel import gettext
+from .i18n import gettext
 
 from . import i18n
 

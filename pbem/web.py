@@ -11,7 +11,7 @@ import re
 import orjson
 from flask import Flask, current_app, jsonify, make_response, render_template, request
 from flask.json.provider import DefaultJSONProvider
-from flask_babel import gettext
+from .i18n import gettext
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter
