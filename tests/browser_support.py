@@ -25,10 +25,27 @@ def require_browser():
                                reason="playwright is missing (pip install -e '.[test]')")
 
 
+def _closing_at_once(app):
+    """`app`, with each response read whole and closed before werkzeug writes it.
+
+    werkzeug's server closes a response only after reading what is left of the request, and
+    that read raises when the browser has already hung up (a page closed at the end of a test
+    while its favicon was answered): the response's open static file is then left to the
+    garbage collector, whose ResourceWarning the suite treats as an error."""
+    def wsgi(environ, start_response):
+        body = app(environ, start_response)
+        try:
+            return [b"".join(body)]
+        finally:
+            if hasattr(body, "close"):
+                body.close()
+    return wsgi
+
+
 @contextmanager
 def live_server(app) -> Iterator[str]:
     """Serve `app` on a free port; yields its base URL, which BASE_URL is set to."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    server = make_server("127.0.0.1", 0, _closing_at_once(app), threaded=True)
     base = f"http://127.0.0.1:{server.server_port}"
     app.config["BASE_URL"] = base
     thread = threading.Thread(target=server.serve_forever, daemon=True)
