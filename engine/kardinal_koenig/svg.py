@@ -768,7 +768,7 @@ def _card_name(board: Board, code: str) -> Phrase | str:
 
 def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool = False,
               title: str | None = None, id_prefix: str | None = None,
-              marked: Iterable[str] = (), words: Words = str) -> str:
+              marked: Iterable[str] = (), words: Words = str, room_below: float = 0.0) -> str:
     """The board, and the position `view` shows if given, as one `<svg>` element.
 
     `words` writes the picture's sentences (its description, labels and titles), each an
@@ -777,7 +777,8 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
     With `interactive`, free cloister fields and crests are focusable buttons carrying
     `data-field`/`data-country` and `data-crest`. `id_prefix` (default: derived from the board
     and view) keeps the ids of two pictures on one page apart. `marked` names cloister fields
-    and countries (their crests) to ring as new, as a move's preview does.
+    and countries (their crests) to ring as new, as a move's preview does. `room_below` leaves
+    that much empty height under the map (where `board_pieces` draws a position's panel).
     """
     marked = frozenset(marked)
     layout = _layout(board)
@@ -786,7 +787,7 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
     owner_of = dict(view.monasteries) if view is not None else {}
     advisors = dict(view.advisors) if view is not None else {}
     panel_h = _panel_height(view)
-    height = layout.map_height + panel_h
+    height = layout.map_height + panel_h + room_below
     if title is None:
         title = board.name if view is None else words(say(
             "%(board)s, as %(who)s sees it", board=board.name,
@@ -872,16 +873,7 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
         add(f'<text class="crest-name" x="{_n(x)}" y="{_n(y + CREST_H / 2 + 13)}">'
             f"{escape(country.name)}</text>")
         if placed:
-            step = 28.0
-            left = x - step * (len(placed) - 1) / 2
-            for i, (colour, n) in enumerate(placed):
-                ax, ay = left + i * step, y + CREST_H / 2 + 25
-                hexc = _player_hex(colour)
-                add(f'<g{_attrs(class_="advisor", data_colour=colour, data_count=n)}>'
-                    f'<rect x="{_n(ax - 12)}" y="{_n(ay - 7)}" width="24" height="14" rx="7"'
-                    f' fill="{hexc}" stroke="#1d1d1d" stroke-width="1"/>'
-                    f'<text x="{_n(ax)}" y="{_n(ay + 3.4)}" style="fill:{_ink(hexc)}">'
-                    f"{escape(player_letter(colour))}{n}</text></g>")
+            add(_advisor_pills(x, y, placed)[1])
         add("</g>")
     add("</g>")
 
@@ -912,11 +904,7 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
         if field.name in marked:
             add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(MONASTERY_R + 7)}"/>')
         if colour is not None:
-            hexc = _player_hex(colour)
-            add(f'<circle class="dot" cx="{_n(x)}" cy="{_n(y)}" r="{_n(MONASTERY_R)}"'
-                f' style="fill:{hexc}"/>'
-                f'<text class="mark" x="{_n(x)}" y="{_n(y + 3.5)}" style="fill:{_ink(hexc)}">'
-                f"{escape(player_letter(colour))}</text>")
+            add(_monastery(x, y, colour))
         else:
             add(f'<circle class="dot" cx="{_n(x)}" cy="{_n(y)}" r="{_n(FIELD_R)}"/>')
         add(f'<text class="label" x="{_n(lx)}" y="{_n(ly)}"'
@@ -927,6 +915,109 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
         _panel(out, board, view, layout.map_height, words)
     add("</svg>")
     return "\n".join(out)
+
+
+def _advisor_pills(x: float, y: float, placed: list[tuple[str, int]]) -> tuple[Box, str]:
+    """The advisors under the crest at (`x`, `y`): one pill per (colour, count); with the box
+    they cover."""
+    step = 28.0
+    left = x - step * (len(placed) - 1) / 2
+    ay = y + CREST_H / 2 + 25
+    out = []
+    for i, (colour, n) in enumerate(placed):
+        ax = left + i * step
+        hexc = _player_hex(colour)
+        out.append(f'<g{_attrs(class_="advisor", data_colour=colour, data_count=n)}>'
+                   f'<rect x="{_n(ax - 12)}" y="{_n(ay - 7)}" width="24" height="14" rx="7"'
+                   f' fill="{hexc}" stroke="#1d1d1d" stroke-width="1"/>'
+                   f'<text x="{_n(ax)}" y="{_n(ay + 3.4)}" style="fill:{_ink(hexc)}">'
+                   f"{escape(player_letter(colour))}{n}</text></g>")
+    return (left - 12, ay - 7, left + step * (len(placed) - 1) + 12, ay + 7), "\n".join(out)
+
+
+def _monastery(x: float, y: float, colour: str) -> str:
+    """The dot of `colour`'s monastery at (`x`, `y`), with the player's letter."""
+    hexc = _player_hex(colour)
+    return (f'<circle class="dot" cx="{_n(x)}" cy="{_n(y)}" r="{_n(MONASTERY_R)}"'
+            f' style="fill:{hexc}"/>'
+            f'<text class="mark" x="{_n(x)}" y="{_n(y + 3.5)}" style="fill:{_ink(hexc)}">'
+            f"{escape(player_letter(colour))}</text>")
+
+
+# --- a still picture in layers ------------------------------------------------------------------
+
+Piece = tuple[int, int, int, int, str]
+"""One piece of a still picture: its left and top pixel, its width and height in pixels, and
+the `<svg>` that draws it (transparent around it) at that size."""
+
+PIECE_MARGIN = 4.0  # viewBox units around a piece's box: strokes and anti-aliasing reach out
+
+
+def board_pieces(board: Board, view: SeatView, pixels_per_unit: float,
+                 words: Words = str) -> list[Piece]:
+    """What a still picture of `view` draws over the bare board (`board_svg(board,
+    room_below=panel_height(view))` rendered `pixels_per_unit` pixels a viewBox unit): the
+    advisors, the monasteries and the panel of scores and cards, each as a small `<svg>` of its
+    own, placed on whole pixels so that it draws each pixel as the whole picture does.
+
+    A renderer that keeps the bare board of each size draws only these for a new position,
+    and may keep each piece's pixels by its `<svg>`: the same piece (a monastery of a colour on
+    a field, the same advisors under a crest, a score, a card in a slot) is the same text. No
+    title or description goes with them (the whole picture is for pages, this is for pixels).
+    """
+    layout = _layout(board)
+    pieces: list[tuple[Box, str]] = []
+    advisors = dict(view.advisors)
+    for country, (x, y) in zip(board.countries, layout.crests):
+        placed = [(view.players[s], n) for s, n in enumerate(advisors.get(country.name, ())) if n]
+        if placed:
+            pieces.append(_advisor_pills(x, y, placed))
+    owner_of = dict(view.monasteries)
+    for field, (x, y), (lx, ly, anchor) in zip(board.fields, layout.points, layout.labels):
+        colour = owner_of.get(field.name)
+        if colour is None:
+            continue
+        dot = _around(x, y, MONASTERY_R + 1)
+        label = _label_box(lx, ly, anchor, field.name)
+        markup = _monastery(x, y, colour)
+        box = dot
+        if _overlap(dot, label):  # the name is drawn over the dot, as in the whole picture
+            markup += (f'<text class="label" x="{_n(lx)}" y="{_n(ly)}"'
+                       f' text-anchor="{anchor}">{escape(field.name)}</text>')
+            box = (min(dot[0], label[0] - 4), min(dot[1], label[1] - 4),
+                   max(dot[2], label[2] + 4), max(dot[3], label[3] + 4))
+        pieces.append((box, f'<g class="field monastery">{markup}</g>'))
+    # The panel: its ground with every heading, then each score and each card on their own.
+    (ground, scores_heading), rows, cards = _panel_parts(board, view, layout.map_height, words)
+    pieces.append(((0.0, layout.map_height, WIDTH, layout.map_height + _panel_height(view)),
+                   ground + scores_heading + "".join(heading for heading, _, _ in cards)))
+    pieces += rows
+    for _, _, drawn_cards in cards:
+        pieces += drawn_cards
+    full_w = round(WIDTH * pixels_per_unit)
+    full_h = math.ceil((layout.map_height + _panel_height(view)) * pixels_per_unit)
+    drawn = []
+    for (x0, y0, x1, y1), markup in pieces:
+        left = max(0, math.floor((x0 - PIECE_MARGIN) * pixels_per_unit))
+        top = max(0, math.floor((y0 - PIECE_MARGIN) * pixels_per_unit))
+        right = min(full_w, math.ceil((x1 + PIECE_MARGIN) * pixels_per_unit))
+        bottom = min(full_h, math.ceil((y1 + PIECE_MARGIN) * pixels_per_unit))
+        # Exact, not _n's one decimal: a pixel edge must fall on a pixel edge.
+        box = " ".join(f"{v / pixels_per_unit:.6f}".rstrip("0").rstrip(".")
+                       for v in (left, top, right - left, bottom - top))
+        drawn.append((left, top, right - left, bottom - top,
+                      f'<svg xmlns="{SVG_NS}" viewBox="{box}" class="kk-board">'
+                      f"<style>{STYLE.strip()}</style>{markup}</svg>"))
+    return drawn
+
+
+def panel_height(view: SeatView | None) -> float:
+    """The height of the panel of scores and cards under the map of `view` (viewBox units)."""
+    return _panel_height(view)
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 # --- scores and cards under the map -----------------------------------------------------------
@@ -942,15 +1033,33 @@ def _panel_height(view: SeatView | None) -> float:
 
 def _panel(out: list[str], board: Board, view: SeatView, top: float, words: Words) -> None:
     add = out.append
-    height = _panel_height(view)
-    add(f'<g class="status"><rect class="panel" x="0" y="{_n(top)}" width="{_n(WIDTH)}"'
-        f' height="{_n(height)}"/>')
-    add(f'<line x1="0" y1="{_n(top)}" x2="{_n(WIDTH)}" y2="{_n(top)}" stroke="{SEA_EDGE}"'
-        ' stroke-width="2"/>')
+    frame, rows, cards = _panel_parts(board, view, top, words)
+    add(f'<g class="status">{frame[0]}')
+    add(f'<g class="scores">{frame[1]}')
+    out.extend(markup for _, markup in rows)
+    add("</g>")
+    for heading, kind, drawn in cards:
+        add(f'<g{_attrs(class_=f"cards {kind}")}>{heading}')
+        out.extend(markup for _, markup in drawn)
+        add("</g>")
+    add("</g>")
 
+
+def _panel_parts(board: Board, view: SeatView, top: float, words: Words
+                 ) -> tuple[tuple[str, str], list[tuple[Box, str]],
+                            list[tuple[str, str, list[tuple[Box, str]]]]]:
+    """The panel in parts: (its ground, the scores' heading); each score's row with its box;
+    and per row of cards (the face-up ones, the seat's own hand only in its own view) its
+    heading, kind and cards with their boxes."""
+    height = _panel_height(view)
+    ground = (f'<rect class="panel" x="0" y="{_n(top)}" width="{_n(WIDTH)}"'
+              f' height="{_n(height)}"/>\n'
+              f'<line x1="0" y1="{_n(top)}" x2="{_n(WIDTH)}" y2="{_n(top)}" stroke="{SEA_EDGE}"'
+              ' stroke-width="2"/>')
+    heading = (f'<text class="heading" x="24" y="{_n(top + 26)}">'
+               f'{escape(words(say("Scores")))}</text>')
     # Scores: one bar per player, with its letter and number.
-    add(f'<g class="scores"><text class="heading" x="24" y="{_n(top + 26)}">'
-        f'{escape(words(say("Scores")))}</text>')
+    rows = []
     bar_left, bar_right = 150.0, 420.0
     most = max([10, *view.scores])
     for seat, (colour, score) in enumerate(zip(view.players, view.scores)):
@@ -960,36 +1069,39 @@ def _panel(out: list[str], board: Board, view: SeatView, top: float, words: Word
         moving = seat == view.current and view.phase != "over"
         name = words(say("%(colour)s (to move)", colour=say(colour)) if moving else say(colour))
         weight = ' font-weight="700"' if moving else ""
-        add(f'<g{_attrs(class_="score", data_colour=colour, data_score=score)}>'
-            f'<circle cx="32" cy="{_n(y - 4)}" r="9" fill="{hexc}" stroke="#1d1d1d"/>'
-            f'<text class="mark" x="32" y="{_n(y - 0.5)}" style="fill:{_ink(hexc)}">'
-            f"{escape(player_letter(colour))}</text>"
-            f'<text class="small" x="48" y="{_n(y)}"{weight}>{escape(name)}</text>'
-            f'<rect x="{_n(bar_left)}" y="{_n(y - 11)}" width="{_n(bar_right - bar_left)}"'
-            f' height="14" fill="#e6ddcc" rx="3"/>'
-            f'<rect x="{_n(bar_left)}" y="{_n(y - 11)}" width="{_n(max(length, 0))}"'
-            f' height="14" fill="{hexc}" stroke="#1d1d1d" stroke-width="0.8" rx="3"/>'
-            f'<text class="small" x="{_n(bar_right + 8)}" y="{_n(y)}" font-weight="700">'
-            f"{score}</text></g>")
-    add("</g>")
-
-    # Cards: the face-up ones for everybody, the seat's own hand only in its own view.
-    x = 480.0
-    x = _cards(out, board, view.face_up, x, top, words(say("Face-up cards")), "face-up", words)
+        rows.append(((22.0, y - 14, bar_right + 8 + _text_width(str(score), 11, True), y + 6),
+                     f'<g{_attrs(class_="score", data_colour=colour, data_score=score)}>'
+                     f'<circle cx="32" cy="{_n(y - 4)}" r="9" fill="{hexc}" stroke="#1d1d1d"/>'
+                     f'<text class="mark" x="32" y="{_n(y - 0.5)}" style="fill:{_ink(hexc)}">'
+                     f"{escape(player_letter(colour))}</text>"
+                     f'<text class="small" x="48" y="{_n(y)}"{weight}>{escape(name)}</text>'
+                     f'<rect x="{_n(bar_left)}" y="{_n(y - 11)}" width="{_n(bar_right - bar_left)}"'
+                     f' height="14" fill="#e6ddcc" rx="3"/>'
+                     f'<rect x="{_n(bar_left)}" y="{_n(y - 11)}" width="{_n(max(length, 0))}"'
+                     f' height="14" fill="{hexc}" stroke="#1d1d1d" stroke-width="0.8" rx="3"/>'
+                     f'<text class="small" x="{_n(bar_right + 8)}" y="{_n(y)}" font-weight="700">'
+                     f"{score}</text></g>"))
+    cards = []
+    x, drawn = _cards(board, view.face_up, 480.0, top, words(say("Face-up cards")),
+                      "face-up", words)
+    cards.append((drawn[0], "face-up", drawn[1]))
     if view.hand is not None:
-        _cards(out, board, view.hand, x + 30, top,
-               words(say("Your hand (%(colour)s)", colour=say(view.colour))), "hand", words)
-    add("</g>")
+        _, drawn = _cards(board, view.hand, x + 30, top,
+                          words(say("Your hand (%(colour)s)", colour=say(view.colour))), "hand",
+                          words)
+        cards.append((drawn[0], "hand", drawn[1]))
+    return (ground, heading), rows, cards
 
 
-def _cards(out: list[str], board: Board, codes: tuple[str, ...], x: float, top: float,
-           heading: str, kind: str, words: Words = str) -> float:
-    add = out.append
-    add(f'<g{_attrs(class_=f"cards {kind}")}>'
-        f'<text class="heading" x="{_n(x)}" y="{_n(top + 26)}">{escape(heading)}</text>')
+def _cards(board: Board, codes: tuple[str, ...], x: float, top: float, heading: str,
+           kind: str, words: Words = str) -> tuple[float, tuple[str, list[tuple[Box, str]]]]:
+    """A row of cards from `x` under `heading`: where the next row may begin, and the heading
+    (or "none" under it) and each card with its box."""
+    title = f'<text class="heading" x="{_n(x)}" y="{_n(top + 26)}">{escape(heading)}</text>'
     if not codes:
-        add(f'<text class="small" x="{_n(x)}" y="{_n(top + 56)}">'
-            f'{escape(words(say("none")))}</text>')
+        title += (f'\n<text class="small" x="{_n(x)}" y="{_n(top + 56)}">'
+                  f'{escape(words(say("none")))}</text>')
+    drawn = []
     for i, code in enumerate(codes):
         card = board.find_card(code)
         colour = card.colour if card else code
@@ -997,15 +1109,15 @@ def _cards(out: list[str], board: Board, codes: tuple[str, ...], x: float, top: 
         cx = x + i * (CARD_W + 8)
         fill = _card_hex(colour)
         ink = _ink(fill)
-        add(f'<g{_attrs(class_=f"card {kind}", data_card=code)}>'
-            f'<rect x="{_n(cx)}" y="{_n(top + 38)}" width="{_n(CARD_W)}" height="{_n(CARD_H)}"'
-            f' rx="6" fill="{fill}"/>'
-            f'<text x="{_n(cx + CARD_W / 2)}" y="{_n(top + 56)}" font-size="12"'
-            f' font-weight="700" style="fill:{ink}">{escape(words(say(colour)))}</text>')
+        markup = (f'<g{_attrs(class_=f"card {kind}", data_card=code)}>'
+                  f'<rect x="{_n(cx)}" y="{_n(top + 38)}" width="{_n(CARD_W)}"'
+                  f' height="{_n(CARD_H)}" rx="6" fill="{fill}"/>'
+                  f'<text x="{_n(cx + CARD_W / 2)}" y="{_n(top + 56)}" font-size="12"'
+                  f' font-weight="700" style="fill:{ink}">{escape(words(say(colour)))}</text>')
         for j, name in enumerate(countries):
             size = min(10.5, (CARD_W - 6) / max(1, len(name)) / 0.55)
-            add(f'<text x="{_n(cx + CARD_W / 2)}" y="{_n(top + 80 + 15 * j)}"'
-                f' font-size="{_n(size)}" style="fill:{ink}">{escape(name)}</text>')
-        add("</g>")
-    add("</g>")
-    return x + max(max(len(codes), 1) * (CARD_W + 8), _text_width(heading, 13, True))
+            markup += (f'\n<text x="{_n(cx + CARD_W / 2)}" y="{_n(top + 80 + 15 * j)}"'
+                       f' font-size="{_n(size)}" style="fill:{ink}">{escape(name)}</text>')
+        drawn.append(((cx, top + 38, cx + CARD_W, top + 38 + CARD_H), markup + "\n</g>"))
+    return x + max(max(len(codes), 1) * (CARD_W + 8), _text_width(heading, 13, True)), \
+        (title, drawn)

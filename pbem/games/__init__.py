@@ -102,6 +102,10 @@ class GameRules(Protocol):
     # The board as one <svg> element as `seat` (None: a spectator) may see it; `interactive`
     # marks what can be clicked to build a move. Never in mail: mail programs do not show SVG.
     def board_picture(self, state: Any, seat: int | None, interactive: bool) -> str: ...
+    # Optional, for the mail's PNG (pbem.picture), which then renders the bare board once per
+    # size and language and draws only a position's pieces over a copy of it:
+    # picture_pieces(state, pixels_per_unit) -> (room_below, [(left, top, width, height,
+    # svg)]) and picture_board(room_below) -> svg, together the spectator's board_picture.
 
 
 def choices(rules: GameRules, state: Any) -> list[str]:

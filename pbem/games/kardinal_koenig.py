@@ -13,7 +13,7 @@ import engine.kardinal_koenig as kk
 from engine.kardinal_koenig.bots import BOT_NAMES, choose_move
 from engine.kardinal_koenig.moves import MAX_NOTATION_LENGTH
 from engine.kardinal_koenig.state import JOKER_ANY, JOKER_OTHER
-from engine.kardinal_koenig.svg import board_svg
+from engine.kardinal_koenig.svg import board_pieces, board_svg, panel_height
 
 from engine.words import Phrase
 
@@ -289,6 +289,19 @@ class KardinalKoenig:
                          who=who))
         return board_svg(self.board, view, interactive=interactive, title=title, marked=marked,
                          words=i18n.render)
+
+    def picture_pieces(self, state: kk.GameState, pixels_per_unit: float
+                       ) -> tuple[float, list[tuple[int, int, int, int, str]]]:
+        """The spectator's still picture of `state` in layers: the room under the map its panel
+        needs (for `picture_board`) and the pieces drawn over that board (`board_pieces`)."""
+        view = kk.view_for(state, None)
+        return panel_height(view), board_pieces(self.board, view, pixels_per_unit,
+                                                words=i18n.render)
+
+    def picture_board(self, room_below: float) -> str:
+        """The bare board of the still picture (no piece, no panel), `room_below` left under
+        the map: the same for every position with that panel."""
+        return board_svg(self.board, None, words=i18n.render, room_below=room_below)
 
     def scores(self, state: kk.GameState) -> dict[str, int]:
         return dict(zip(state.players, state.scores))

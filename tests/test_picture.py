@@ -1,0 +1,93 @@
+"""The mail's board picture (pbem.picture): the bare board rendered once per language and size,
+a position's pieces drawn over a copy of it, the same to the eye as rendering the whole SVG."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+import resvg_py
+from flask_babel import force_locale
+from PIL import Image, ImageChops
+
+from pbem import create_app, picture
+from pbem.games import rules_for
+
+KIND = "kardinal-koenig"
+COLOURS = ["yellow", "red", "green", "blue", "purple"]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    app = create_app({"INSTANCE_PATH": str(tmp_path_factory.mktemp("instance")),
+                      "SECRET_KEY": "picture"})
+    with app.app_context():
+        yield app
+
+
+def position(players: int, plies: int, seed: int):
+    """A seeded game after `plies` random legal moves (monasteries, advisors, scores)."""
+    rules = rules_for(KIND)
+    state = rules.new_state(COLOURS[:players], f"picture-{seed}", None)
+    chooser = random.Random(seed)
+    for _ in range(plies):
+        if rules.to_move(state) is None:
+            break
+        state = rules.apply(state, rules.parse(state, chooser.choice(rules.legal(state))))
+    return state
+
+
+def whole(state, language: str) -> Image.Image:
+    """The picture as it was made before it came in layers: the whole SVG through resvg."""
+    rules = rules_for(KIND)
+    with force_locale(language):
+        svg = rules.board_picture(state, None, False)
+    return Image.open(io.BytesIO(resvg_py.svg_to_bytes(svg_string=svg,
+                                                       width=picture.WIDTH))).convert("RGB")
+
+
+@pytest.mark.parametrize("players, plies, seed, language", [
+    (3, 0, 1, "en"), (3, 60, 2, "en"), (4, 90, 3, "de"), (5, 45, 4, "es"), (4, 140, 5, "en")])
+def test_the_layered_picture_looks_like_the_whole_one(app, players, plies, seed, language):
+    """Pixel by pixel against the whole SVG rendered at once: the same size, and only the
+    anti-aliasing of a few edges differs (text is placed on whole pixels per piece)."""
+    state = position(players, plies, seed)
+    png = picture.png_of(KIND, rules_for(KIND).dumps(state), language)
+    layered = Image.open(io.BytesIO(png))
+    assert layered.format == "PNG"
+    layered = layered.convert("RGB")
+    expected = whole(state, language)
+    assert layered.size == expected.size
+    histogram = ImageChops.difference(layered, expected).convert("L").histogram()
+    pixels = expected.size[0] * expected.size[1]
+    assert sum(histogram[33:]) < pixels * 0.01, "more than 1% of the pixels look different"
+    assert sum(level * count for level, count in enumerate(histogram)) / pixels < 1.0
+
+
+def test_a_position_costs_only_its_pieces(app):
+    """The bare board is rendered once for every position with the same panel and language;
+    the pieces of a position (a monastery, advisors, a score, a card) are kept and shared."""
+    picture._board.cache_clear()
+    picture._piece.cache_clear()
+    rules = rules_for(KIND)
+    states = [position(4, plies, 10 + plies) for plies in (20, 40, 60)]
+    pngs = {picture.png_of(KIND, rules.dumps(state), "en") for state in states}
+    assert len(pngs) == 3, "three positions, three pictures"
+    assert picture._board.cache_info().misses == 1
+    pieces = picture._piece.cache_info()
+    assert pieces.hits > 0, "the same piece is not drawn twice"
+    with force_locale("de"):
+        german = picture.png_of(KIND, rules.dumps(position(4, 30, 7)), "de")
+    assert picture._board.cache_info().misses == 2, "the board's words are German"
+    assert german not in pngs
+
+
+def test_a_game_without_layers_is_rendered_whole(app):
+    """Knights & Castles draws its tableaus in one SVG: its picture is that SVG, rendered."""
+    rules = rules_for("knights-castles")
+    state = rules.new_state(list(rules.colours[:3]), "picture-kc", None)
+    png = picture.png_of("knights-castles", rules.dumps(state), "en")
+    expected = resvg_py.svg_to_bytes(svg_string=rules.board_picture(state, None, False),
+                                     width=picture.WIDTH)
+    assert png == expected
