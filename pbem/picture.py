@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import io
 import json
+import struct
+import zlib
 from functools import lru_cache
 
 import resvg_py
@@ -21,8 +23,7 @@ from PIL import Image
 
 WIDTH = 800  # pixels; the mail shows it at 600 (sharp on high-density screens), scaled down
 BOARD_UNITS = 1000  # the width of a board picture's viewBox
-PNG_LEVEL = 1  # zlib's fastest: the picture of a position is 4% larger than at level 6 (163
-               # against 157 KB), in 2/3 of the time
+PNG_LEVEL = 1  # zlib's fastest
 
 
 @lru_cache(maxsize=16)
@@ -42,21 +43,42 @@ def png_of(kind: str, state_json: str, language: str = "en") -> bytes:
         room_below, pieces = rules.picture_pieces(state, WIDTH / BOARD_UNITS)
         image = _board(kind, language, room_below).copy()
         for left, top, width, height, svg in pieces:
-            image.alpha_composite(_piece(svg, width, height), (left, top))
-    out = io.BytesIO()
-    # Opaque everywhere (the sea and the panel cover it): RGB is a quarter less to compress.
-    image.convert("RGB").save(out, "PNG", compress_level=PNG_LEVEL)
-    return out.getvalue()
+            piece = _piece(svg, width, height)
+            image.paste(piece, (left, top), piece)  # over the board, by the piece's alpha
+    return _png(image)
+
+
+def _png(image: Image.Image) -> bytes:
+    """An RGB `image` as PNG, every row unfiltered and deflated at zlib's fastest level. A board
+    is mostly flat colour, which deflate packs best unfiltered: a quarter smaller than Pillow's
+    PNG (which filters every row, at any level) in half the time (126 KB in 11 ms against
+    163 KB in 27 ms at level 1)."""
+    width, height = image.size
+    raw = image.tobytes()
+    stride = 3 * width
+    rows = b"".join(b"\0" + raw[i:i + stride] for i in range(0, len(raw), stride))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data)))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows, PNG_LEVEL)) + chunk(b"IEND", b""))
 
 
 @lru_cache(maxsize=8)
 def _board(kind: str, language: str, room_below: float) -> Image.Image:
     """The bare board of `kind` with `room_below` under its map, rendered once (per process)
-    for each language and panel height. Called inside `force_locale(language)`."""
+    for each language and panel height, in RGB (the panel drawn over it covers the room).
+    Called inside `force_locale(language)`."""
     from .games import rules_for
 
     svg = rules_for(kind).picture_board(room_below)
-    return _decoded(resvg_py.svg_to_bytes(svg_string=svg, width=WIDTH))
+    board = _decoded(resvg_py.svg_to_bytes(svg_string=svg, width=WIDTH))
+    # White where nothing is drawn: the last row, which the panel covers only in part (a
+    # transparent pixel of the whole picture shows on the mail's white).
+    return Image.alpha_composite(Image.new("RGBA", board.size, "white"), board).convert("RGB")
 
 
 @lru_cache(maxsize=4096)
