@@ -7,8 +7,9 @@
 The database is a SQLite file in a fresh temporary folder, set up as `pbem.db` sets it up (WAL,
 synchronous=NORMAL, BEGIN IMMEDIATE for writes) and migrated by `pbem.schema`. Its rows are
 written straight with SQLAlchemy Core (executemany), not through the services: N running games
-of three seats (a few real initial states from the engine, reused), each with the timers of its
-current turn (clock version 1 on game and timers): a reminder 24 hours before the deadline and
+of three seats (a few real initial states from the engine, reused; each game that is due in a
+position of its own, 10 to 69 random legal moves in, so that every timeout mails a board picture
+of its own, as in a real burst), each with the timers of its current turn (clock version 1 on game and timers): a reminder 24 hours before the deadline and
 the timeout. 1% of the games have their deadline in the ten minutes before NOW (their reminder
 already sent, so only the timeout is due); all the other deadlines lie 25 to 72 hours after NOW,
 so nothing else is due. Optionally (--history K) the outbox also holds K sent mails per game,
@@ -41,6 +42,7 @@ import io
 import os
 import platform
 import pstats
+import random
 import re
 import shutil
 import sqlite3
@@ -107,15 +109,35 @@ def make_app(folder: Path):
     return app
 
 
-def _states() -> list[tuple[str, str, int]]:
-    """(seed, state JSON, seat to move) of a few new games."""
+def _states() -> list[tuple[str, str, int, int, int]]:
+    """(seed, state JSON, seat to move, moves played, start seat) of a few new games."""
     rules = rules_for(KIND)
     states = []
     for i in range(STATES):
         seed = f"bench-{i}"
         state = rules.new_state(COLOURS, seed, None)
-        states.append((seed, rules.dumps(state), rules.to_move(state)))
+        states.append((seed, rules.dumps(state), rules.to_move(state), 0, rules.to_move(state)))
     return states
+
+
+def _played(game_id: int) -> tuple[str, str, int, int, int]:
+    """(seed, state JSON, seat to move, moves played, start seat) of a game of its own, 10 to 69 random
+    legal moves in: each due game times out in a position (and so a board picture) no other
+    game has, as in a real burst."""
+    rules = rules_for(KIND)
+    seed = f"bench-due-{game_id}"
+    state = rules.new_state(COLOURS, seed, None)
+    chooser = random.Random(seed)
+    plies = 10 + game_id * 7 % 60
+    for ply in range(plies):
+        legal = rules.legal(state)
+        after = rules.apply(state, rules.parse(state, chooser.choice(legal)))
+        if rules.to_move(after) is None:  # over: stop before the end
+            break
+        state = after
+    else:
+        ply = plies
+    return seed, rules.dumps(state), rules.to_move(state), ply, rules.start_seat(state)
 
 
 def _chunks(rows, size=CHUNK):
@@ -145,8 +167,12 @@ def sent_mail(mail_id: int, game_id: int | None, seat_id: int | None, lines: int
 def fill(app, games: int, history: int) -> tuple[int, float]:
     """Write the games, seats, timers (and outbox history); returns (due games, seconds)."""
     started = time.perf_counter()
-    states = _states()
+    shared = _states()
     due_games = games // DUE_SHARE
+    own = {game_id: _played(game_id) for game_id in range(DUE_SHARE, games + 1, DUE_SHARE)}
+
+    def state_of(game_id: int) -> tuple[str, str, int, int, int]:
+        return own.get(game_id) or shared[game_id % STATES]
     due_step = timedelta(minutes=9) / max(due_games, 1)
     horizon = timedelta(hours=47)  # deadlines from NOW + 25 h to NOW + 72 h
 
@@ -157,11 +183,12 @@ def fill(app, games: int, history: int) -> tuple[int, float]:
 
     def game_rows():
         for game_id in range(1, games + 1):
-            seed, state_json, to_move = states[game_id % STATES]
+            seed, state_json, to_move, played, start = state_of(game_id)
             due = deadline(game_id)
             begun = due - timedelta(hours=72)
             yield {"id": game_id, "kind": KIND, "title": f"Bench {game_id}", "status": RUNNING,
-                   "seed": seed, "start_seat": to_move, "turn": 0, "state_json": state_json,
+                   "seed": seed, "start_seat": start, "turn": played,
+                   "state_json": state_json,
                    "created_at": begun, "updated_at": begun, "turn_started_at": begun,
                    "deadline_at": due, "finished_at": None, "deadline_hours": 72,
                    "reminder_hours": "24", "weekend_pause": False, "timezone": "UTC",
@@ -180,7 +207,7 @@ def fill(app, games: int, history: int) -> tuple[int, float]:
 
     def timer_rows():
         for game_id in range(1, games + 1):
-            to_move = states[game_id % STATES][2]
+            to_move = state_of(game_id)[2]
             seat_id = 3 * (game_id - 1) + to_move + 1
             due = deadline(game_id)
             reminded = due - timedelta(hours=24) <= NOW
