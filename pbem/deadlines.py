@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import current_app
-from sqlalchemy import update
+from sqlalchemy import bindparam, update
 from sqlmodel import Session
 
 from . import clock
-from .db import insert_later
+from .db import insert_later, insert_pending
 from .games import SetupProblem
 from .models import DONE, PENDING, REMINDER, TIMEOUT, Game, Seat, Timer
 
@@ -91,12 +91,20 @@ def deadline_of(game: Game, seat: Seat) -> datetime:
         tz=game.timezone, weekend_pause=game.weekend_pause, pauses=_pauses(game, seat))
 
 
+# Built once and run on the session's connection: every move that ends a turn runs it, and
+# building it (and the ORM's bookkeeping of a bulk UPDATE) cost more than running it. No Timer
+# object is kept in a session for its status, so none needs to learn of it.
+_OBSOLETE = (update(Timer)
+             .where(Timer.game_id == bindparam("of_game"), Timer.status == PENDING)
+             .values(status=DONE, done_at=bindparam("now"), outcome="obsolete"))
+
+
 def stop_clock(session: Session, game: Game, now: datetime) -> None:
     """No deadline any more (the game ended or is paused): every waiting timer is obsolete."""
     game.clock_version += 1
     game.deadline_at = None
-    session.exec(update(Timer).where(Timer.game_id == game.id, Timer.status == PENDING)
-                 .values(status=DONE, done_at=now, outcome="obsolete"))
+    insert_pending(session)  # timers written earlier in this transaction are waiting too
+    session.connection().execute(_OBSOLETE, {"of_game": game.id, "now": now})
     session.add(game)
 
 
