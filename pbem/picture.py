@@ -93,8 +93,11 @@ def _piece(svg: str, width: int, height: int) -> Image.Image:
 
 
 def _decoded(png: bytes) -> Image.Image:
-    image = Image.open(io.BytesIO(png))
-    return image.convert("RGBA") if image.mode != "RGBA" else image
+    """PNG bytes as a loaded RGBA image: the kept ones are shared by the threads that send mail,
+    and a lazily decoded image must not be decoded by two of them at once."""
+    with Image.open(io.BytesIO(png)) as image:
+        image.load()
+        return image.convert("RGBA")
 
 
 def for_message(picture_json: str) -> tuple[str, bytes]:

@@ -91,3 +91,31 @@ def test_a_game_without_layers_is_rendered_whole(app):
     expected = resvg_py.svg_to_bytes(svg_string=rules.board_picture(state, None, False),
                                      width=picture.WIDTH)
     assert png == expected
+
+
+def test_kept_pictures_are_decoded_before_threads_share_them(app):
+    """Senders in several threads share the kept board and pieces: each is decoded once, when
+    kept (a lazily decoded PNG read by two threads at once failed an assertion in Pillow)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from PIL import ImageFile
+
+    picture._board.cache_clear()
+    picture._piece.cache_clear()
+    picture.png_of.cache_clear()
+    state_json = rules_for(KIND).dumps(position(3, 50, 21))
+    start = Barrier(4)
+
+    def render() -> bytes:
+        start.wait(10)
+        with app.app_context():
+            return picture.png_of.__wrapped__(KIND, state_json, "en")
+
+    with ThreadPoolExecutor(4) as pool:
+        pngs = [future.result(60) for future in [pool.submit(render) for _ in range(4)]]
+    assert len(set(pngs)) == 1
+    room, pieces = rules_for(KIND).picture_pieces(rules_for(KIND).loads(state_json),
+                                                   picture.WIDTH / picture.BOARD_UNITS)
+    kept = [picture._piece(svg, width, height) for _, _, width, height, svg in pieces]
+    assert not any(isinstance(image, ImageFile.ImageFile) for image in kept)
