@@ -66,6 +66,7 @@ from sqlmodel import select
 import pbem.jobs
 import pbem.mail
 import pbem.outbox
+import pbem.picture
 import pbem.services
 import results_file
 from pbem import create_app, schema
@@ -323,6 +324,7 @@ PHASES = [  # (module, attribute, label); labels are indented under what calls t
     (pbem.outbox, "_claim", "  outbox _claim (claim a batch of mails)"),
     (pbem.outbox, "_still_ours", "    _still_ours (is the mail still claimed, before it goes)"),
     (pbem.outbox, "build_message", "    build_message (the MIME message)"),
+    (pbem.picture, "png_of", "      png_of (the board picture; made once a position)"),
     (pbem.outbox, "_record", "  _record (one delivery written down)"),
 ]
 
@@ -579,6 +581,14 @@ def growth(app, sent_now: int, runs: int) -> list[dict]:
     return levels
 
 
+def load_average() -> str:
+    """The machine's load average (1, 5 and 15 minutes), to read a figure by."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--games", type=int, default=100_000)
@@ -598,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     if games < DUE_SHARE:
         parser.error(f"--games must be at least {DUE_SHARE}")
 
+    load_before = load_average()
+    print(f"load average (1, 5, 15 minutes; 2 cores shared): {load_before}")
     print(f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
           f"SQLAlchemy {sqlalchemy.__version__}, {platform.machine()}")
     with tempfile.TemporaryDirectory(prefix="pbem-scheduler-bench-") as tmp:
@@ -619,10 +631,11 @@ def main(argv: list[str] | None = None) -> int:
         with statements(app) as due_statements:
             seconds, counts, phases = due_run(app, due_games)
         cpu_seconds = counts.pop("cpu_seconds")
-        print(f"\n(b) run_jobs with {due_games:,} timeouts due: {seconds:.2f} s "
-              f"({seconds / due_games * 1000:.1f} ms a timeout, all included; target "
-              f"{TARGET_SECONDS:g} s): {counts['timeouts']:,} timeouts, "
-              f"{counts['mail_sent']:,} mails sent")
+        load_burst = load_average()
+        print(f"\n(b) run_jobs with {due_games:,} timeouts due: {seconds:.2f} s, CPU "
+              f"{cpu_seconds:.2f} s ({seconds / due_games * 1000:.1f} ms a timeout, all "
+              f"included; target {TARGET_SECONDS:g} s): {counts['timeouts']:,} timeouts, "
+              f"{counts['mail_sent']:,} mails sent; load average after it {load_burst}")
         print("    where the time went (inclusive; nested parts indented under their caller):")
         order = [label for _, _, label in PHASES]
         order.insert(order.index("    _still_ours (is the mail still claimed, before it goes)"),
@@ -701,6 +714,7 @@ def main(argv: list[str] | None = None) -> int:
                 "games": games, "due_timeouts": due_games, "mails": counts["mail_sent"],
                 "idle_median_ms": idle_ms,
                 "burst_seconds": seconds, "burst_cpu_seconds": cpu_seconds,
+                "load_average_before": load_before, "load_average_after_burst": load_burst,
                 "floor_seconds": floor_seconds, "ratio_floor_over_pbem": floor_seconds / seconds,
                 "limit_seconds": limit, "target_seconds": target,
                 "phases": {label.strip(): phases.seconds[label] for _, _, label in PHASES
