@@ -97,10 +97,13 @@ NOW = datetime(2030, 1, 7, 12, 0, tzinfo=UTC)  # mail queued now is due at once:
 
 # --- the database -----------------------------------------------------------------------------
 
+PICTURES = True  # --no-picture: mail without the board picture ([mail] board_picture = false)
+
+
 def make_app(folder: Path):
     app = create_app({"INSTANCE_PATH": str(folder), "SECRET_KEY": "bench",
                       "BASE_URL": "http://localhost", "MAIL_BACKEND": "local",
-                      "SCHEDULER_OUTAGE_MINUTES": 60})
+                      "SCHEDULER_OUTAGE_MINUTES": 60, "MAIL_BOARD_PICTURE": PICTURES})
     schema.upgrade(app)
     # Compile the mail templates now, as a scheduler process has long done by the time a
     # deadline burst comes: compiling them is once per process, not part of a burst.
@@ -601,15 +604,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="profile lines to print")
     parser.add_argument("--no-growth", action="store_true",
                         help="skip (g), the idle runs at 10 and 100 times the sent mail")
+    parser.add_argument("--no-picture", action="store_true",
+                        help="mail without the board picture, to see what the rest costs")
     parser.add_argument("--no-save", action="store_true",
                         help="do not write the figures to bench/results/")
     args = parser.parse_args(argv)
     games = 10_000 if args.quick else args.games
+    global PICTURES
+    PICTURES = not args.no_picture
     if games < DUE_SHARE:
         parser.error(f"--games must be at least {DUE_SHARE}")
 
     load_before = load_average()
-    print(f"load average (1, 5, 15 minutes; 2 cores shared): {load_before}")
+    print(f"load average (1, 5, 15 minutes; 2 cores shared): {load_before}; board pictures "
+          f"{'on' if PICTURES else 'off'}")
     print(f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
           f"SQLAlchemy {sqlalchemy.__version__}, {platform.machine()}")
     with tempfile.TemporaryDirectory(prefix="pbem-scheduler-bench-") as tmp:
@@ -712,6 +720,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_save:
             saved = results_file.save("scheduler_bench", {
                 "games": games, "due_timeouts": due_games, "mails": counts["mail_sent"],
+                "board_pictures": PICTURES,
                 "idle_median_ms": idle_ms,
                 "burst_seconds": seconds, "burst_cpu_seconds": cpu_seconds,
                 "load_average_before": load_before, "load_average_after_burst": load_burst,
