@@ -3,6 +3,14 @@
 Composing a mail only adds a row to the outbox in the caller's transaction; `pbem.outbox`
 delivers it later. Every mail to a seat carries a fresh seat key in its link, remembered in
 the row's `secrets_json` so the stored copy can be blanked once the mail is out.
+
+The mails a move causes (your turn, a move was made, the game is over, the server moved for
+you) are queued as intents (`later=True`): the row gets its address, subject, links and
+Message-ID at once, and what the text is written from (the mail, its seat, its news as sentence
+data, and the game and seats as they were after that move) in `intent_json`. The sender writes
+the text once, with `render_later`, before it first sends the mail, and stores it in the row; so
+the move's transaction does not render mail, and a mail delivered after later moves still shows
+the position after its own move.
 """
 
 from __future__ import annotations
@@ -19,11 +27,11 @@ from email.utils import getaddresses, make_msgid, parseaddr
 from flask import current_app, g, render_template
 from flask_babel import force_locale
 from .i18n import gettext as _
-from sqlalchemy import false
+from sqlalchemy import bindparam, false, update
 from sqlmodel import Session, select
 
 from . import i18n, turnfile, turns
-from .db import insert_later, locked, utcnow
+from .db import insert_later, insert_pending, locked, utcnow
 from .games import GameRules, choices, rules_for
 from .models import TO_ALL, DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
 from .tokens import hash_token, new_token
@@ -48,6 +56,7 @@ class QueuedMail:
     in_reply_to: str | None = None
     references: str | None = None
     picture_json: str | None = None
+    intent_json: str | None = None  # a mail written when delivered (see `later`)
 
 
 REPLY_PREFIX = re.compile(r"^(re|aw|sv|antw|wg|r)(\[\d+\])?\s*:", re.IGNORECASE)
@@ -111,13 +120,17 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
 
     With `picture`, the HTML part shows the game's board as a PNG attached inline (rendered
     when the mail is built, from the game as it is now). `answering` threads the mail under
-    a player's own mail."""
+    a player's own mail. While `render_later` writes a queued intent, nothing is queued: the
+    row's text is returned, written with its own picture."""
+    rendering = session.info.get(_RENDERING)
     picture_json = None
-    if picture and game is not None and current_app.config["MAIL_BOARD_PICTURE"]:
-        cid = make_msgid("board", domain=_domain())[1:-1]
-        picture_json = json.dumps({"kind": game.kind, "state": game.state_json, "cid": cid,
-                                   "language": i18n.language()})
-        context["picture_cid"] = cid
+    if rendering is not None:
+        if rendering.picture_json:
+            context["picture_cid"] = json.loads(rendering.picture_json)["cid"]
+    elif picture and game is not None:
+        picture_json = _picture(game)
+        if picture_json is not None:
+            context["picture_cid"] = json.loads(picture_json)["cid"]
     if game is not None and seat is not None and "summary" not in context:
         rules = rules_for(game.kind)
         summary = getattr(rules, "position_summary", rules.position_lines)
@@ -135,9 +148,20 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
         reply_to=reply_to, created_at=now, next_attempt_at=now,
         in_reply_to=answering.message_id if answering else None,
         references=answering.references if answering else None, picture_json=picture_json)
-    # A row, not an ORM object: building an OutboxMessage costs more than rendering the mail.
-    insert_later(session, OutboxMessage, dict(vars(message)))
+    if rendering is None:
+        # A row, not an ORM object: building an OutboxMessage costs more than rendering it.
+        insert_later(session, OutboxMessage, dict(vars(message)))
     return message
+
+
+def _picture(game: Game) -> str | None:
+    """The board picture of a mail about `game` as it is now (made when the mail is built),
+    with the Content-ID its HTML shows it by; None when pictures are off."""
+    if not current_app.config["MAIL_BOARD_PICTURE"]:
+        return None
+    cid = make_msgid("board", domain=_domain())[1:-1]
+    return json.dumps({"kind": game.kind, "state": game.state_json, "cid": cid,
+                       "language": i18n.language()})
 
 
 @dataclass(frozen=True)
@@ -181,10 +205,14 @@ def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
     """Queue a mail to a seat with a fresh link, its HTML part showing the board (`picture`);
     None for a computer player's seat, which has neither mail nor links. `talk_to`: a reply
     to it is a message to that audience (see `mint_key`)."""
-    if seat.bot is not None:
+    rendering = session.info.get(_RENDERING)
+    if rendering is not None:  # an intent written: with the links it was queued with
+        token, mine = json.loads(rendering.secrets_json)
+    elif seat.bot is not None:
         return None
-    token = mint_key(session, seat, game.turn, talk_to)
-    mine = mint_player_key(session, seat.email)
+    else:
+        token = mint_key(session, seat, game.turn, talk_to)
+        mine = mint_player_key(session, seat.email)
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
                  subject=_subject(game, str(subject)), template=template, game=game, seat=seat,
                  secrets=(token, mine), link=seat_link(token), reply_to=reply_address(token),
@@ -212,22 +240,34 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
                     how_to_play=rules.how_to_play(state), rules_note=rules.variant_note(state))
 
 
+_DIGEST_COVERED = (update(DigestItem)
+                   .where(DigestItem.seat_id == bindparam("of_seat"), DigestItem.sent == false())
+                   .values(sent=True))
+
+
 @_in_seat_language
 def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-              news: list[str], reminder: bool = False,
-              first_turn: bool = False) -> QueuedMail | None:
-    """`news`: what happened since the seat last moved (since the start, in its `first_turn`)."""
-    for item in session.exec(select(DigestItem).where(DigestItem.seat_id == seat.id,
-                                                      DigestItem.sent == false())):
-        item.sent = True  # the news below covers what the digest would have said
-        session.add(item)
+              news: list[str], reminder: bool = False, first_turn: bool = False,
+              later: bool = False) -> QueuedMail | None:
+    """`news`: what happened since the seat last moved (since the start, in its `first_turn`).
+    `later`: queued as an intent (see the module's docstring)."""
+    if _RENDERING not in session.info and seat.bot is None:
+        # The news below covers what the digest would have said.
+        insert_pending(session)
+        session.connection().execute(_DIGEST_COVERED, {"of_seat": seat.id})
     subject = _("Reminder: your move is due %(deadline)s",
                 deadline=_deadline_text(game.deadline_at, seat, game)) \
         if reminder else _("Your turn")
+    if later:
+        return _intent(session, game, seat, "reminder" if reminder else "your_turn", subject,
+                       "your_turn", news=news, reminder=reminder, first_turn=first_turn)
     position = rules.position_lines(state, seat.number)
     # The legal moves are the seat to move's: listed for that seat only (they show its hand).
     legal = choices(rules, state) if rules.to_move(state) == seat.number else []
-    turn_number = turns.current(session, rules, game.id, state)
+    # The turn in progress after the game's latest move (counted in the log up to it, which
+    # later moves do not change).
+    turn_number = turns.in_progress(rules, turns.of_move(session, rules, game.id,
+                                                         game.turn - 1), state)
     turn_file = turnfile.render(game.title, game.id, seat.name, seat.colour, game.turn, position,
                                 legal, rules.order_examples, turn_number=turn_number)
     return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,
@@ -239,12 +279,15 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
 
 @_in_seat_language
 def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-                   lines: list[str], absent: bool,
-                   bot: str | None = None) -> QueuedMail | None:
+                   lines: list[str], absent: bool, bot: str | None = None,
+                   later: bool = False) -> QueuedMail | None:
     """The server moved for the seat: its default move after a deadline, or, for an absent
     seat in a game that says so, the computer player `bot`."""
     subject = (_("You are absent: the computer player (%(bot)s) moved for you", bot=bot) if bot
                else _("Your deadline passed: the server moved for you"))
+    if later:
+        return _intent(session, game, seat, "played_for_you", subject, "played_for_you",
+                       lines=lines, absent=absent, bot=bot)
     return _to_seat(session, game, seat, "played_for_you", subject, "played_for_you",
                     rules=rules, lines=lines, absent=absent, bot=bot,
                     position=rules.position_lines(state, seat.number))
@@ -274,8 +317,12 @@ def to_admins(session: Session, subject: str, lines: list[str],
 
 @_in_seat_language
 def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lines: list[str],
-          next_seat: Seat) -> QueuedMail | None:
-    return _to_seat(session, game, seat, "moved", _("%(name)s is next", name=next_seat.name), "moved",
+          next_seat: Seat, later: bool = False) -> QueuedMail | None:
+    subject = _("%(name)s is next", name=next_seat.name)
+    if later:
+        return _intent(session, game, seat, "moved", subject, "moved", lines=lines,
+                       next_seat=next_seat)
+    return _to_seat(session, game, seat, "moved", subject, "moved",
                     rules=rules, lines=lines, next_seat=next_seat,
                     position=rules.position_lines(state, seat.number))
 
@@ -289,13 +336,134 @@ def digest(session: Session, game: Game, seat: Seat, rules: GameRules, state,
 
 @_in_seat_language
 def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules, state,
-          lines: list[str]) -> QueuedMail | None:
+          lines: list[str], later: bool = False) -> QueuedMail | None:
+    if later:
+        return _intent(session, game, seat, "final", _("The game is over"), "final",
+                       lines=lines, seats=seats)
     result = rules.outcome_lines(state)
     lines = [line for line in lines if line not in set(result)]  # told once, below
     table = getattr(rules, "result_table", None)
     return _to_seat(session, game, seat, "final", _("The game is over"), "final", rules=rules,
                     seats=seats, lines=lines, result=result,
                     outcome=rules.outcome(state), table=table(state) if table else None)
+
+
+# --- mails written when they are delivered -----------------------------------------------------
+
+_RENDERING = "pbem_mail_rendering"  # session.info: the outbox row `render_later` writes
+# What of the game and its seats a mail is written from, as it was when it was queued.
+_GAME_AT = ("state_json", "turn", "status", "title", "timezone")
+_SEAT_AT = ("name", "colour", "timezone", "language")
+
+
+def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, compose: str,
+            **args) -> QueuedMail | None:
+    """Queue mail `compose(session, game, seat, ..., **args)` as an intent: its address,
+    subject, links and Message-ID now, its text when it is delivered (`render_later`).
+    `args` are sentences, seats (a list of all of them, or one), and plain values."""
+    if seat.bot is not None:
+        return None
+    named = {seat.number: seat}  # the seats the mail names, as they are now
+    for value in args.values():
+        for other in value if isinstance(value, list) else [value]:
+            if isinstance(other, Seat):
+                named[other.number] = other
+    token = mint_key(session, seat, game.turn)
+    mine = mint_player_key(session, seat.email)
+    now = utcnow()
+    intent = {"mail": compose, "seat": seat.number,
+              "game": {**{name: getattr(game, name) for name in _GAME_AT},
+                       "deadline_at": game.deadline_at.isoformat() if game.deadline_at else None},
+              "seats": {str(n): [getattr(s, name) for name in _SEAT_AT]
+                        for n, s in named.items()},
+              "args": {name: _encoded(value) for name, value in args.items()}}
+    message = QueuedMail(
+        game_id=game.id, seat_id=seat.id, kind=kind,
+        to_addr=formatted_address(seat.name, seat.email),
+        subject=one_line(_subject(game, str(subject))), text_body="", html_body="",
+        message_id=make_msgid(domain=_domain()), secrets_json=json.dumps([token, mine]),
+        reply_to=reply_address(token), created_at=now, next_attempt_at=now,
+        picture_json=_picture(game),
+        intent_json=json.dumps(intent, ensure_ascii=False))
+    insert_later(session, OutboxMessage, dict(vars(message)))
+    return message
+
+
+def _seats_of(session: Session, game: Game) -> list[Seat]:
+    """The game's seats in seat order."""
+    return list(session.exec(select(Seat).where(Seat.game_id == game.id)
+                             .order_by(Seat.number)))
+
+
+def _encoded(value):
+    if isinstance(value, i18n.Sentence):
+        return {"sentence": value.data}
+    if isinstance(value, Seat):
+        return {"seat": value.number}
+    if isinstance(value, list):
+        if value and all(isinstance(v, Seat) for v in value):
+            return {"seats": True}
+        return [_encoded(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"a mail written later cannot keep {type(value).__name__}")
+
+
+def _decoded(value, seats: list):
+    if isinstance(value, list):
+        return [_decoded(v, seats) for v in value]
+    if isinstance(value, dict):
+        if "sentence" in value:
+            return i18n.lazy(value["sentence"])
+        if "seat" in value:
+            return seats[value["seat"]]
+        if "seats" in value:
+            return seats
+    return value
+
+
+class _As:
+    """A game or seat as it was when a mail was queued: the stored values, the rest read
+    from the row as it is (its id, kind and the like, which do not change)."""
+
+    def __init__(self, row, values: dict):
+        self._row = row
+        self.__dict__.update(values)
+
+    def __getattr__(self, name):
+        return getattr(self._row, name)
+
+
+_COMPOSERS = {}  # filled below: the mails that may be queued as intents
+
+
+def render_later(session: Session, row: OutboxMessage) -> tuple[str, str, str]:
+    """The subject, text and HTML of an outbox row queued as an intent, written as they would
+    have been when it was queued: from the game and seats as they were then, with the row's own
+    links and picture. Needs the app's context; reads only."""
+    intent = json.loads(row.intent_json)
+    game_row = session.get(Game, row.game_id)
+    if game_row is None:
+        raise LookupError(f"game {row.game_id} does not exist any more")
+    at = dict(intent["game"])
+    deadline = at.pop("deadline_at")
+    game = _As(game_row, {**at, "deadline_at": datetime.fromisoformat(deadline)
+                          if deadline else None})
+    named = intent["seats"]
+    seats = [_As(s, dict(zip(_SEAT_AT, named[str(s.number)]))) if str(s.number) in named else s
+             for s in _seats_of(session, game_row)]
+    seat = seats[intent["seat"]]
+    if seat.id != row.seat_id:
+        raise LookupError(f"seat {intent['seat']} of game {row.game_id} is not the mail's")
+    rules = rules_for(game_row.kind)
+    args = {name: _decoded(value, seats) for name, value in intent["args"].items()}
+    session.info[_RENDERING] = row
+    try:
+        message = _COMPOSERS[intent["mail"]](session, game, seat, rules=rules,
+                                             state=rules.loads(game.state_json), **args)
+    finally:
+        session.info.pop(_RENDERING, None)
+    return message.subject, message.text_body, message.html_body
 
 
 @_in_seat_language
@@ -319,6 +487,9 @@ def talk_digest(session: Session, game: Game, seat: Seat, messages: list,
     return _to_seat(session, game, seat, "talk_digest", _("Messages in the game"),
                     "talk_digest", picture=False, talk_to=TO_ALL, messages=messages,
                     names=names)
+
+
+_COMPOSERS.update(your_turn=your_turn, moved=moved, final=final, played_for_you=played_for_you)
 
 
 def due_digests(session: Session, now: datetime) -> int:

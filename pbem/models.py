@@ -202,6 +202,10 @@ class OutboxMessage(SQLModel, table=True):
     # transaction): {"kind", "state", "cid"}; cleared once the mail is sent.
     picture_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     secrets_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
+    # A mail a move caused is queued as an intent: which mail, for which seat, and the game as
+    # it was after that move (pbem.mail.later). Its text is written once, when it is first
+    # delivered, into the bodies above, and this is cleared in the same transaction.
+    intent_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     status: str = Field(default=QUEUED, max_length=10)
     attempts: int = 0
     last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))

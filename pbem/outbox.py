@@ -48,6 +48,7 @@ from . import picture
 from .db import claim_rows, is_status, new_claim, reading, utcnow, writing
 from .models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
 
+logger = logging.getLogger(__name__)
 BATCH = 10  # claimed at a time: what a sender killed mid-batch leaves behind
 STUCK_AFTER = timedelta(minutes=15)  # at least; see stuck_after()
 MAX_BACKOFF = timedelta(hours=6)
@@ -470,6 +471,32 @@ _PROGRESS = (update(OutboxMessage)
              .values(claimed_at=bindparam("progress")))
 
 
+_WRITTEN = (update(OutboxMessage)
+            .where(OutboxMessage.id == bindparam("row_id"),
+                   OutboxMessage.claim == bindparam("of_claim"),
+                   is_status(OutboxMessage.status, SENDING),
+                   OutboxMessage.intent_json.is_not(None))
+            .values(subject=bindparam("new_subject"), text_body=bindparam("text"),
+                    html_body=bindparam("html"), intent_json=None))
+
+
+def _write(app: Flask, row: OutboxMessage, claim: str) -> bool:
+    """Write a mail queued as an intent (pbem.mail.render_later) and store its text in the row,
+    once, while the row is still ours; False when it is not (another sender has it now).
+    Raises when it cannot be written; the row is unchanged then."""
+    from .mail import render_later
+
+    with app.app_context(), reading(app) as session:
+        subject, text, html = render_later(session, row)
+    with writing(app) as session:
+        stored = session.connection().execute(_WRITTEN, {
+            "row_id": row.id, "of_claim": claim, "new_subject": subject, "text": text,
+            "html": html}).rowcount == 1
+    if stored:
+        row.subject, row.text_body, row.html_body, row.intent_json = subject, text, html, None
+    return stored
+
+
 def _still_ours(app: Flask, row_id: int, claim: str) -> bool:
     with reading(app) as session:
         return session.connection().execute(
@@ -504,7 +531,8 @@ def _record(app: Flask, row_id: int, claim: str, error: str | None, now: datetim
                            reply_to=None,
                            picture_json=None)  # a copy of the game's state: not kept once sent
             outcome = "sent"
-        elif attempts >= app.config["MAIL_MAX_ATTEMPTS"] or error.startswith(UNBUILDABLE):
+        elif error.startswith(UNBUILDABLE) or (attempts >= app.config["MAIL_MAX_ATTEMPTS"]
+                                               and not error.startswith(UNWRITTEN)):
             changes.update(status=FAILED, last_error=error)
             outcome = "failed"
         else:
@@ -517,6 +545,7 @@ def _record(app: Flask, row_id: int, claim: str, error: str | None, now: datetim
 
 
 UNBUILDABLE = "cannot build this mail: "
+UNWRITTEN = "cannot write this mail's text (it stays queued and is tried again): "
 
 
 def deliver_queued(app: Flask, now: datetime | None = None, limit: int = BATCH) -> dict[str, int]:
@@ -531,9 +560,21 @@ def deliver_queued(app: Flask, now: datetime | None = None, limit: int = BATCH) 
     sender, stop = app.config["MAIL_FROM"], stop_event(app)
 
     def built():
-        """The claimed mails, built one at a time, each only while it is still ours."""
+        """The claimed mails, built one at a time, each only while it is still ours (a mail
+        queued as an intent is written first, once, and its text stored)."""
         for row in rows:
-            if stop.is_set() or not _still_ours(app, row.id, claim):
+            if stop.is_set():
+                continue
+            if row.intent_json is not None:
+                try:
+                    if not _write(app, row, claim):
+                        continue
+                except Exception as exc:  # a bug or a vanished game: the mail waits, logged
+                    logger.exception("mail %s to %s could not be written; it stays queued and "
+                                     "is tried again", row.id, row.to_addr)
+                    unbuildable.append((row.id, f"{UNWRITTEN}{type(exc).__name__}: {exc}"))
+                    continue
+            elif not _still_ours(app, row.id, claim):
                 continue
             try:
                 yield row, build_message(row, sender)

@@ -363,6 +363,14 @@ def _readers_lines(lines_json: str) -> dict[str, tuple[str, ...]]:
     return {reader: tuple(lines) for reader, lines in json.loads(lines_json).items()}
 
 
+@functools.lru_cache(maxsize=16384)
+def _rendered_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...]:
+    """A log entry's lines for `reader` written in `language`, once per process: a page or an
+    API answer shows the same fifty entries again after every move, and writing them was most
+    of its time (`language` is the one in use when this is called; it is part of the key)."""
+    return tuple(i18n.render(line) for line in _readers_lines(lines_json).get(reader, ()))
+
+
 _LOG_COLUMNS = (MoveRecord.number, MoveRecord.seat, MoveRecord.notation, MoveRecord.actor,
                 MoveRecord.via, MoveRecord.created_at, MoveRecord.lines_json)
 
@@ -407,9 +415,8 @@ def _log(session: Session, game: Game, reader: int, limit: int | None,
         numbers = [counted[row[0]] for row in reversed(rows)]
     else:
         numbers = turns.numbered(rules, begun, [(row[0], row[2]) for row in reversed(rows)])
-    key = str(reader)
-    log = [LogEntry(*row[:6], [i18n.render(line)
-                              for line in _readers_lines(row[6]).get(key, ())], number)
+    key, language = str(reader), i18n.language()
+    log = [LogEntry(*row[:6], list(_rendered_lines(row[6], key, language)), number)
            for row, number in zip(rows, reversed(numbers))]
     return (log if limit is None else log[:limit]), (numbers[-1] if numbers else 0)
 
@@ -640,7 +647,9 @@ class _Recent:
 
 def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, before, after,
             mover: Seat, actor: str, now: datetime) -> None:
-    """Queue the mails a move causes: the end of the game, or the end of a turn."""
+    """Queue the mails a move causes: the end of the game, or the end of a turn. They are
+    queued as intents (pbem.mail, `later`): written when they are delivered, not in the move's
+    transaction, from the game as it is after this move."""
     to_move = rules.to_move(after)
     if to_move is not None and to_move == rules.to_move(before):
         return  # the same seat goes on (its draws): nobody needs a mail yet
@@ -651,13 +660,13 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
     elif actor == "bot" and mover.bot is None:  # an absent person's turn, played by the bot
         lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number), "bot")
         mail.played_for_you(session, game, mover, rules, after, lines, absent=True,
-                            bot=game.absent_bot)
+                            bot=game.absent_bot, later=True)
     if to_move is None:
         game.status, game.finished_at = FINISHED, now
         stop_clock(session, game, now)
         for seat in seats:
             lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
-            mail.final(session, game, seat, seats, rules, after, lines)
+            mail.final(session, game, seat, seats, rules, after, lines, later=True)
         return
     start_clock(session, game, seats[to_move], now)
     # The turn that just ended: every move since someone other than the mover last moved.
@@ -668,13 +677,13 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
             news = recent.lines_since(seat.number, last)
             first = last < 0 and session.exec(select(MoveRecord.id).where(
                 MoveRecord.game_id == game.id, MoveRecord.seat == seat.number)).first() is None
-            mail.your_turn(session, game, seat, rules, after, news, first_turn=first)
+            mail.your_turn(session, game, seat, rules, after, news, first_turn=first, later=True)
         elif seat.number in (mover.number, to_move):
             continue
         else:
             lines = recent.lines_since(seat.number, turn_began)
             if seat.notify == NOTIFY_EVERY:
-                mail.moved(session, game, seat, rules, after, lines, seats[to_move])
+                mail.moved(session, game, seat, rules, after, lines, seats[to_move], later=True)
             elif seat.notify == NOTIFY_DIGEST:
                 insert_later(session, DigestItem, {
                     "seat_id": seat.id, "created_at": now, "text": json.dumps(
@@ -697,7 +706,8 @@ def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Sea
              "until they make a move again."),
         ], game=game)
     session.add(mover)
-    mail.played_for_you(session, game, mover, rules, after, lines, absent=mover.absent)
+    mail.played_for_you(session, game, mover, rules, after, lines, absent=mover.absent,
+                        later=True)
 
 
 # --- the clock: admins' controls and the players' own ------------------------------------------

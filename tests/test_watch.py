@@ -26,6 +26,7 @@ from pbem.db import reading, writing
 from pbem.i18n import render
 from pbem.games import rules_for
 from pbem.models import Game, MoveRecord, OutboxMessage, Seat
+from pbem.outbox import deliver_all_due
 from pbem.services import create_game, parse_player, submit_move
 from pbem.tokens import TOKEN_PATTERN
 
@@ -371,6 +372,7 @@ def expected_rows(state) -> dict[str, tuple[str, str]]:
 
 def test_html_mails_carry_a_board_summary_and_the_spectator_link_but_no_svg(app):
     link = f'<a href="http://localhost/watch/{app.watch_id}">See the board</a>'
+    deliver_all_due(app)  # a move's mails are written when they are delivered
     with app.app_context(), reading() as session:
         sent = session.exec(select(OutboxMessage).where(OutboxMessage.game_id == 1)).all()
     assert {m.kind for m in sent} >= {"invitation", "your_turn", "moved"}

@@ -1,0 +1,174 @@
+"""The mails a move causes are queued as intents and written when they are delivered.
+
+A move's transaction stores which mail, for which seat, and the game as it was after that move;
+the sender writes the text once, stores it in the row and sends it. So a mail delivered after
+later moves still shows the position after its own move, in the seat's words of then, and a
+mail that cannot be written waits in the queue (logged) instead of being lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from datetime import timedelta
+
+import pytest
+from server import Mailbox, game_state, make_app, new_game, play_moves, text_of, token_in
+from sqlmodel import select
+
+from pbem import mail
+from pbem.db import reading, utcnow
+from pbem.models import QUEUED, SENT, OutboxMessage
+from pbem.outbox import REDACTED, UNWRITTEN, deliver_all_due
+from pbem.services import set_language
+
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
+
+def _rows(app, kind: str | None = None) -> list[OutboxMessage]:
+    with reading(app) as session:
+        query = select(OutboxMessage).order_by(OutboxMessage.id)
+        if kind is not None:
+            query = query.where(OutboxMessage.kind == kind)
+        return list(session.exec(query))
+
+
+def _card_line(state, seat: int) -> str:
+    from pbem.games import rules_for
+
+    rules = rules_for("kardinal-koenig")
+    return f"Your hand ({state.players[seat]}): {rules.card_words(state.hands[seat])}"
+
+
+def _one_turn(app, tokens):
+    """Play until the seat to move changes; returns the state before and after."""
+    _, before = game_state(app)
+    play_moves(app, tokens, 10, until=lambda s: s.current != before.current)
+    return before, game_state(app)[1]
+
+
+def test_a_move_queues_its_mails_unwritten_and_delivery_writes_each_once(app, mailbox):
+    _, tokens = new_game(app, 3, "intent")
+    mailbox.deliver()  # the invitations
+    _, after = _one_turn(app, tokens)
+    queued = [r for r in _rows(app) if r.status == QUEUED]
+    assert sorted(r.kind for r in queued) == ["moved", "your_turn"]
+    for row in queued:  # addressed, with subject and links, but not written in the move
+        assert row.intent_json is not None and row.text_body == row.html_body == ""
+        assert row.subject.startswith("[Kardinal & König #1] ")
+        assert len(json.loads(row.secrets_json)) == 2
+    mailbox.deliver()
+    (your_turn,) = [m for m in mailbox.to(f"p{after.current}@example.org")
+                    if str(m["Subject"]).endswith("Your turn")]
+    row = next(r for r in _rows(app) if r.message_id == your_turn["Message-ID"])
+    assert row.status == SENT and row.intent_json is None
+    # The stored text is the text that was sent, its links hidden.
+    assert _unlinked(text_of(your_turn)) == _unlinked(row.text_body)
+    assert token_in(your_turn) not in row.text_body and REDACTED in row.text_body
+    assert _card_line(after, after.current) in row.text_body
+
+
+def test_a_mail_delivered_after_later_moves_shows_the_position_after_its_own_move(app,
+                                                                                 mailbox):
+    _, tokens = new_game(app, 3, "later")
+    mailbox.deliver()
+    _, first = _one_turn(app, tokens)  # nobody delivers the mails of this turn yet
+    seat = first.current
+    game_then, _ = game_state(app)
+    play_moves(app, tokens, 10, until=lambda s: s.current != seat)  # that seat plays its turn
+    _, now = game_state(app)
+    assert _card_line(now, seat) != _card_line(first, seat), "its hand changed since"
+    mailbox.deliver()
+    (mine,) = [m for m in mailbox.to(f"p{seat}@example.org")
+               if str(m["Subject"]).endswith("Your turn")]
+    text = text_of(mine)
+    assert _card_line(first, seat) in text and _card_line(now, seat) not in text
+    assert f"(move {game_then.turn})\n" in text, "the turn file of its own move"
+    # Every seat's mail shows its own hand only.
+    for message in mailbox.messages():
+        reader = int(str(message["To"]).split("@")[0].rsplit("p", 1)[1])
+        for other in range(3):
+            if other != reader:
+                assert f"Your hand ({first.players[other]})" not in text_of(message)
+
+
+def test_a_mail_is_written_in_the_seat_s_language_of_when_it_was_queued(app, mailbox):
+    _, tokens = new_game(app, 3, "language")
+    mailbox.deliver()
+    _, after = _one_turn(app, tokens)
+    with app.test_request_context():
+        set_language(tokens[after.current], "de")  # after the move, before the delivery
+    (mine,) = [m for m in mailbox.to(f"p{after.current}@example.org")
+               if not str(m["Subject"]).endswith("You are invited to play")]
+    assert str(mine["Subject"]).endswith("] Your turn")
+    assert "it is your turn" in text_of(mine)
+
+
+def test_a_mail_that_cannot_be_written_stays_queued_logged_and_goes_later(tmp_path, monkeypatch,
+                                                                         caplog):
+    app = make_app(tmp_path / "instance", MAIL_MAX_ATTEMPTS=1, MAIL_RETRY_SECONDS=60)
+    mailbox = Mailbox(app)
+    _, tokens = new_game(app, 3, "broken")
+    mailbox.deliver()
+    _, after = _one_turn(app, tokens)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("template exploded")
+
+    monkeypatch.setitem(mail._COMPOSERS, "your_turn", broken)
+    now = utcnow()
+    with caplog.at_level(logging.ERROR, logger="pbem.outbox"):
+        counts = deliver_all_due(app, now)
+    assert counts == {"sent": 1, "retry": 1, "failed": 0, "unknown": 0}  # "moved" went
+    (row,) = _rows(app, "your_turn")
+    assert (row.status, row.attempts, row.intent_json is not None) == (QUEUED, 1, True)
+    assert row.last_error.startswith(UNWRITTEN) and "template exploded" in row.last_error
+    assert row.text_body == "" and row.next_attempt_at > now
+    assert f"mail {row.id} to " in caplog.text and "could not be written" in caplog.text
+    # Past its attempts it still waits (MAIL_MAX_ATTEMPTS is 1): nothing is lost.
+    assert deliver_all_due(app, row.next_attempt_at)["retry"] == 1
+    (row,) = _rows(app, "your_turn")
+    assert (row.status, row.attempts) == (QUEUED, 2)
+    monkeypatch.undo()
+    assert deliver_all_due(app, row.next_attempt_at)["sent"] == 1
+    mails = [m for m in mailbox.to(f"p{after.current}@example.org")
+             if str(m["Subject"]).endswith("Your turn")]
+    assert len(mails) == 1 and _card_line(after, after.current) in text_of(mails[0])
+
+
+def test_a_mail_is_written_once_and_sent_again_from_its_stored_text(tmp_path, monkeypatch):
+    from test_mail_delivery import SmtpServer, smtp_app
+
+    smtp = SmtpServer()
+    smtp.start()
+    try:
+        app = smtp_app(tmp_path, smtp)
+        _, tokens = new_game(app, 3, "once")
+        deliver_all_due(app)
+        _one_turn(app, tokens)
+        smtp.handler.refuse_next = 2  # both mails of the turn: written, then refused
+        now = utcnow()
+        assert deliver_all_due(app, now)["retry"] == 2
+        written = {r.id: r.text_body for r in _rows(app) if r.status == QUEUED}
+        assert len(written) == 2 and all(written.values())
+        assert all(r.intent_json is None for r in _rows(app))
+
+        def never(*args, **kwargs):
+            raise AssertionError("written twice")
+
+        for name in list(mail._COMPOSERS):
+            monkeypatch.setitem(mail._COMPOSERS, name, never)
+        assert deliver_all_due(app, now + timedelta(hours=1))["sent"] == 2
+        for got in smtp.received[-2:]:
+            message = got["message"]
+            row = next(r for r in _rows(app) if r.message_id == message["Message-ID"])
+            assert _unlinked(text_of(message)) == _unlinked(written[row.id])
+    finally:
+        smtp.stop()
+
+
+def _unlinked(text: str) -> str:
+    """A mail's text with its links' keys (or where they were hidden) made alike."""
+    text = text.replace(REDACTED, "KEY").replace("\r\n", "\n")
+    return re.sub(r"(/seat/|/me/)\S+", r"\1KEY", text).strip()
