@@ -272,8 +272,13 @@ def insert_later(session: OrmSession, model: type[SQLModel], row: dict) -> None:
     session.info.setdefault(_LATER, {}).setdefault(model.__table__, []).append(row)
 
 
-def insert_pending(session: OrmSession) -> None:
-    """Write the rows `insert_later` holds for `session` now."""
+def insert_pending(session: OrmSession, model: type[SQLModel] | None = None) -> None:
+    """Write the rows `insert_later` holds for `session` now (only `model`'s, when given)."""
+    if model is not None:
+        rows = session.info.get(_LATER, {}).pop(model.__table__, None)
+        if rows:
+            session.connection().execute(insert(model.__table__), rows)
+        return
     batches: dict[Table, list[dict]] | None = session.info.pop(_LATER, None)
     if batches:
         connection = session.connection()

@@ -270,7 +270,7 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
     `later`: queued as an intent (see the module's docstring)."""
     if _RENDERING not in session.info and seat.bot is None:
         # The news below covers what the digest would have said.
-        insert_pending(session)
+        insert_pending(session, DigestItem)
         session.connection().execute(_DIGEST_COVERED, {"of_seat": seat.id})
     subject = _("Reminder: your move is due %(deadline)s",
                 deadline=_deadline_text(game.deadline_at, seat, game)) \

@@ -675,8 +675,9 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
         if seat.number == to_move and not seat.absent:
             last = recent.last_move_of(seat.number, this_move)
             news = recent.lines_since(seat.number, last)
-            first = last < 0 and session.exec(select(MoveRecord.id).where(
-                MoveRecord.game_id == game.id, MoveRecord.seat == seat.number)).first() is None
+            # Its first turn when it has no move in `recent`, which reaches back to the first
+            # move while a seat has not moved (and this seat is not the mover).
+            first = last < 0
             mail.your_turn(session, game, seat, rules, after, news, first_turn=first, later=True)
         elif seat.number in (mover.number, to_move):
             continue
