@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 from alembic.util import CommandError
 from flask import current_app
-from .i18n import ngettext
+from .i18n import gettext as _, ngettext
 from flask.cli import FlaskGroup, with_appcontext
 from sqlalchemy import func
 from sqlalchemy.exc import DBAPIError
@@ -124,10 +124,12 @@ def _languages(players: tuple[str, ...], languages: tuple[str, ...]) -> list[str
     chosen: list[str | None] = [None] * len(players)
     for index, code in zip(after, languages, strict=True):
         if index < 0:
-            raise SetupProblem(f"--lang {code}: put it right after the --player it is for")
+            raise SetupProblem(_("--lang %(code)s: put it right after the --player it is for",
+                                 code=code))
         if chosen[index] is not None:
-            raise SetupProblem(f"--lang {code}: the player {players[index]!r} already has "
-                               f"--lang {chosen[index]}; give each --player one --lang")
+            raise SetupProblem(_("--lang %(code)s: the player %(player)s already has --lang "
+                                 "%(chosen)s; give each --player one --lang", code=code,
+                                 player=repr(players[index]), chosen=chosen[index]))
         try:
             chosen[index] = i18n.check_language(code)
         except ValueError as exc:
@@ -182,14 +184,15 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
                  for p, code in zip(players, _languages(players, languages), strict=True)]
         specs += [bot_player(b, rules.kind) for b in bots]
         if not specs:
-            raise SetupProblem("give the players (--player \"Name <email>\") and any computer "
-                               "players (--bot strong)")
+            raise SetupProblem(_("give the players (--player \"Name <email>\") and any computer "
+                                 "players (--bot strong)"))
         if colours and len(colours) != len(specs):
-            raise SetupProblem(f"give one --colour per player ({len(specs)}), or none")
+            raise SetupProblem(_("give one --colour per player (%(count)d), or none",
+                                 count=len(specs)))
         if start is not None and not 1 <= start <= len(specs):
-            raise SetupProblem(f"--start must be a seat from 1 to {len(specs)}")
+            raise SetupProblem(_("--start must be a seat from 1 to %(count)d", count=len(specs)))
         if title is not None and not 0 < len(title) <= 200:
-            raise SetupProblem("--title must be 1 to 200 characters")
+            raise SetupProblem(_("--title must be 1 to 200 characters"))
         time = time_control(deadline_hours, reminders, weekend_pause, timezone)
         created = create_game(specs, seed, kind=rules.kind, colours=list(colours) or None,
                               start=None if start is None else start - 1, title=title,

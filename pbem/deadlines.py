@@ -21,6 +21,7 @@ from sqlmodel import Session
 from . import clock
 from .db import insert_later, insert_pending
 from .games import SetupProblem
+from .i18n import gettext as _
 from .models import DONE, PENDING, REMINDER, TIMEOUT, Game, Seat, Timer
 
 MIN_HOURS, MAX_HOURS = 12, 14 * 24
@@ -41,8 +42,8 @@ class TimeControl:
 def parse_hours(text: str) -> tuple[int, ...]:
     parts = [p.strip() for p in str(text).split(",") if p.strip()]
     if not all(p.isascii() and p.isdigit() for p in parts):
-        raise SetupProblem("reminders are whole numbers of hours before the deadline, separated "
-                           "by commas, like 24,2")
+        raise SetupProblem(_("reminders are whole numbers of hours before the deadline, "
+                             "separated by commas, like 24,2"))
     return tuple(sorted({int(p) for p in parts}, reverse=True))
 
 
@@ -53,18 +54,20 @@ def time_control(deadline_hours: int | None = None, reminder_hours: str | None =
     hours = config["GAMES_MOVE_DEADLINE_HOURS"] if deadline_hours is None else deadline_hours
     if isinstance(hours, bool) or not isinstance(hours, int) or \
             not MIN_HOURS <= hours <= MAX_HOURS:
-        raise SetupProblem(f"the move deadline must be {MIN_HOURS} hours to 14 days "
-                           f"({MAX_HOURS} hours), not {hours!r}")
+        raise SetupProblem(_("the move deadline must be %(least)d hours to 14 days "
+                             "(%(most)d hours), not %(hours)s", least=MIN_HOURS,
+                             most=MAX_HOURS, hours=repr(hours)))
     reminders = parse_hours(config["GAMES_REMINDER_HOURS"] if reminder_hours is None
                             else reminder_hours)
     if any(not 0 < h < hours for h in reminders):
-        raise SetupProblem(f"each reminder must come 1 to {hours - 1} hours before the "
-                           "deadline")
+        raise SetupProblem(_("each reminder must come 1 to %(most)d hours before the "
+                             "deadline", most=hours - 1))
     zone = config["GAMES_TIMEZONE"] if timezone is None else timezone
     try:
         clock.zone(zone)
-    except ValueError as exc:
-        raise SetupProblem(str(exc)) from None
+    except ValueError:
+        raise SetupProblem(_("unknown time zone %(name)s; use a name like Europe/Berlin or UTC",
+                             name=repr(zone))) from None
     pause = config["GAMES_WEEKEND_PAUSE"] if weekend_pause is None else bool(weekend_pause)
     return TimeControl(hours, reminders, pause, zone)
 

@@ -141,7 +141,8 @@ def phrase_data(line):
     parameters (themselves data) and its count; a plain string stays a string."""
     if isinstance(line, Phrase):
         data = {"t": list(line.key) if isinstance(line.key, tuple) else line.key,
-                "p": {name: phrase_data(value) for name, value in line.params.items()}}
+                "p": {name: [phrase_data(v) for v in value] if isinstance(value, (list, tuple))
+                      else phrase_data(value) for name, value in line.params.items()}}
         if line.n is not None:
             data["n"] = line.n
         return data
@@ -154,12 +155,19 @@ def render(data) -> str:
         data = phrase_data(data)
     if not isinstance(data, dict):
         return data if isinstance(data, str) else str(data)
-    params = {name: render(value) if isinstance(value, (dict, str)) else value
-              for name, value in data.get("p", {}).items()}
+    params = {name: _parameter(value) for name, value in data.get("p", {}).items()}
     key = data["t"]
     if isinstance(key, list):
         return ngettext(key[0], key[1], data["n"], **params)
     return gettext(key, **params) if params else gettext(key)
+
+
+def _parameter(value):
+    """A sentence's parameter as it is put in: a list (of cards, say) joined by commas, as the
+    engine's English joins it."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_parameter(v) for v in value)
+    return render(value) if isinstance(value, (dict, str)) else value
 
 
 class Sentence(LazyString):
@@ -194,7 +202,8 @@ def check_language(value: str) -> str:
     """`value` as a language code this server speaks; ValueError saying which ones it does."""
     code = (value or "").strip().lower()
     if code not in LANGUAGES:
-        raise ValueError(f"unknown language {value!r}; use one of {', '.join(LANGUAGES)}")
+        raise ValueError(gettext("unknown language %(value)s; use one of %(codes)s",
+                                  value=repr(value), codes=", ".join(LANGUAGES)))
     return code
 
 

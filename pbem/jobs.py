@@ -17,6 +17,8 @@ from flask import Flask, current_app
 from sqlalchemy import update
 from sqlmodel import select
 
+from flask_babel import lazy_gettext as L_
+
 from . import mail
 from .db import (
     claim_rows,
@@ -101,19 +103,17 @@ def guard_outage(now: datetime) -> int:
                                                    Seat.number == to_move)).one()
             add_pause(game, last, now)
             reset_clock(session, game, seat, now)
-            moved.append(f"{game.title} #{game.id}: {seat.name}'s deadline is now "
-                         f"{game.deadline_at:%Y-%m-%d %H:%M} UTC")
+            moved.append(L_("%(game)s: the deadline of %(name)s is now %(when)s UTC",
+                            game=f"{game.title} #{game.id}", name=seat.name,
+                            when=f"{game.deadline_at:%Y-%m-%d %H:%M}"))
         if moved:
-            mail.to_admins(session, "the scheduler was not running", [
-                (f"The scheduler did not run from {last:%Y-%m-%d %H:%M} to "
-                 f"{now:%Y-%m-%d %H:%M} UTC ({_hours(now - last)})."),
-                "No one was timed out for that gap: these deadlines moved on by its length:",
+            mail.to_admins(session, L_("the scheduler was not running"), [
+                L_("The scheduler did not run from %(start)s to %(end)s UTC (%(hours)s hours).",
+                   start=f"{last:%Y-%m-%d %H:%M}", end=f"{now:%Y-%m-%d %H:%M}",
+                   hours=f"{(now - last).total_seconds() / 3600:.1f}"),
+                L_("No one was timed out for that gap: these deadlines moved on by its length:"),
                 *moved])
     return len(moved)
-
-
-def _hours(span: timedelta) -> str:
-    return f"{span.total_seconds() / 3600:.1f} hours"
 
 
 def start_missing_clocks(now: datetime) -> int:

@@ -325,9 +325,11 @@ def notice(session: Session, game: Game, seat: Seat, subject: str, lines: list[s
 def to_admins(session: Session, subject: str, lines: list[str],
               game: Game | None = None) -> list[QueuedMail]:
     """A message to every address in MAIL_ADMINS (logged too, so it is never lost)."""
-    current_app.logger.warning("%s: %s", subject, " ".join(lines))
     addresses = [a for _, a in getaddresses([current_app.config["MAIL_ADMINS"]]) if a]
+    # In the default language: `subject` and `lines` may be lazy strings (flask_babel's
+    # lazy_gettext), written now.
     with force_locale(current_app.config["GAMES_LANGUAGE"]):
+        current_app.logger.warning("%s: %s", subject, " ".join(map(str, lines)))
         return [queue(session, kind="admin", to=address, subject=f"[pbem] {subject}",
                       template="admin", game=game, lines=lines) for address in addresses]
 

@@ -24,6 +24,7 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from .db import reading
+from .i18n import gettext
 from .models import SENT, OutboxMessage
 
 bp = Blueprint("mailbox", __name__, url_prefix="/mailbox")
@@ -66,7 +67,7 @@ def _only_when_local():
     if not is_enabled():
         abort(404)
     if not current_app.config["MAIL_MAILBOX_REMOTE"] and not _from_this_machine():
-        return render_template("error.html", status=403, message=(
+        return render_template("error.html", status=403, message=gettext(
             "The mailbox page shows every seat's secret link, so it answers only on the "
             "machine the server runs on (open it there, at 127.0.0.1). To show it to other "
             "machines, set [mail] mailbox_remote = true; never on a public server.")), 403

@@ -101,16 +101,19 @@ def bot_player(bot: str, kind: str = DEFAULT_KIND, name: str | None = None) -> P
     name = (name or "").strip() or f"Computer ({bot})"
     bad = unsafe_character(name)
     if bad or len(name) > MAX_NAME or any(c in "<>\"@" for c in name):
-        raise SetupProblem(f"the name {name[:MAX_NAME]!r} must be one line of at most {MAX_NAME} "
-                           "characters, without <, >, \", @ or control characters")
+        raise SetupProblem(_("the name %(name)s must be one line of at most %(most)d "
+                             "characters, without <, >, \", @ or control characters",
+                             name=repr(name[:MAX_NAME]), most=MAX_NAME))
     return PlayerSpec(name, "", bot)
 
 
 def check_bot(bot: object, kind: str = DEFAULT_KIND) -> str:
     rules = rules_for(kind)
     if bot not in rules.bots:
-        raise SetupProblem(f"there is no computer player {str(bot)[:40]!r}; {rules.title} has "
-                           + (", ".join(rules.bots) if rules.bots else "no computer players"))
+        raise SetupProblem(_("there is no computer player %(name)s; %(game)s has %(bots)s",
+                             name=repr(str(bot)[:40]), game=rules.title,
+                             bots=", ".join(rules.bots) if rules.bots
+                             else _("no computer players")))
     return bot
 
 
@@ -129,9 +132,9 @@ def unsafe_character(text: str) -> str | None:
     for c in text:
         category = unicodedata.category(c)
         if category in ("Zl", "Zp") or c == "\x85":
-            return f"a line or paragraph separator (U+{ord(c):04X})"
+            return _("a line or paragraph separator (U+%(code)s)", code=f"{ord(c):04X}")
         if category in ("Cc", "Cs", "Co", "Cn") or category == "Cf" and c not in JOINERS:
-            return f"a control or invisible character (U+{ord(c):04X})"
+            return _("a control or invisible character (U+%(code)s)", code=f"{ord(c):04X}")
     return None
 
 
@@ -141,11 +144,12 @@ def parse_player(text: str) -> PlayerSpec:
     text = text or ""
     bad = unsafe_character(text)
     if bad:
-        raise SetupProblem(f"{text[:80]!r} contains {bad}; write each player as one line "
-                           "'Name <email>'")
+        raise SetupProblem(_("%(text)s contains %(bad)s; write each player as one line "
+                             "'Name <email>'", text=repr(text[:80]), bad=bad))
     match = PLAYER.fullmatch(text)
     if match is None:
-        raise SetupProblem(f"write each player as 'Name <email>', not {text[:80]!r}")
+        raise SetupProblem(_("write each player as 'Name <email>', not %(text)s",
+                             text=repr(text[:80])))
     name = match["name"]
     if len(name) >= 2 and name[0] == name[-1] == '"':
         name = name[1:-1]
@@ -156,16 +160,20 @@ def check_player(name: str, email: str, shown: str | None = None) -> PlayerSpec:
     shown = shown if shown is not None else f"{name} <{email}>"
     name, email = (name or "").strip(), (email or "").strip()
     if not name or not email:
-        raise SetupProblem(f"write each player as 'Name <email>', not {shown!r}")
+        raise SetupProblem(_("write each player as 'Name <email>', not %(text)s",
+                             text=repr(shown)))
     bad = unsafe_character(name)
     if bad:
-        raise SetupProblem(f"the name {name[:MAX_NAME]!r} contains {bad}; write it on one line "
-                           "without control characters")
+        raise SetupProblem(_("the name %(name)s contains %(bad)s; write it on one line "
+                             "without control characters", name=repr(name[:MAX_NAME]),
+                             bad=bad))
     if len(name) > MAX_NAME or any(c in "<>\"@" for c in name):
-        raise SetupProblem(f"the name {name[:MAX_NAME]!r} must be at most {MAX_NAME} characters, "
-                           "without <, >, \", @ or control characters")
+        raise SetupProblem(_("the name %(name)s must be at most %(most)d characters, "
+                             "without <, >, \", @ or control characters",
+                             name=repr(name[:MAX_NAME]), most=MAX_NAME))
     if len(email) > 254 or not EMAIL_PATTERN.fullmatch(email):
-        raise SetupProblem(f"{email[:80]!r} is not an email address like anna@example.org")
+        raise SetupProblem(_("%(email)s is not an email address like anna@example.org",
+                             email=repr(email[:80])))
     return PlayerSpec(name, email)
 
 
@@ -174,9 +182,10 @@ def check_title(title: str) -> str:
     title = (title or "").strip()
     bad = unsafe_character(title)
     if bad:
-        raise SetupProblem(f"the game's title contains {bad}; write it on one line")
+        raise SetupProblem(_("the game's title contains %(bad)s; write it on one line", bad=bad))
     if not 0 < len(title) <= 100 or not title.isprintable():
-        raise SetupProblem("the game's title must be one line of 1 to 100 printable characters")
+        raise SetupProblem(_("the game's title must be one line of 1 to 100 printable "
+                             "characters"))
     return title
 
 
@@ -214,8 +223,9 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
     (None: the default move)."""
     rules = rules_for(kind)
     if not rules.min_players <= len(players) <= rules.max_players:
-        raise SetupProblem(f"{rules.title} is for {rules.min_players} to {rules.max_players} "
-                           f"players, not {len(players)}")
+        raise SetupProblem(_("%(game)s is for %(least)d to %(most)d players, not %(count)d",
+                             game=rules.title, least=rules.min_players,
+                             most=rules.max_players, count=len(players)))
     for p in players:
         if p.bot is not None:
             check_bot(p.bot, kind)
@@ -223,7 +233,7 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
         check_bot(absent_bot, kind)
     emails = [p.email.lower() for p in players if p.bot is None]
     if len(set(emails)) != len(emails):
-        raise SetupProblem("each player needs their own email address")
+        raise SetupProblem(_("each player needs their own email address"))
     for p in players:
         if p.language is not None:
             try:
@@ -233,7 +243,7 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
     colours = list(colours or rules.colours[:len(players)])
     seed = seed if seed is not None else secrets.token_hex(16)
     if not isinstance(seed, str) or not 0 < len(seed) <= 100 or not seed.isprintable():
-        raise SetupProblem("the seed must be 1 to 100 printable characters")
+        raise SetupProblem(_("the seed must be 1 to 100 printable characters"))
     seed = game_seed(seed)
     title = check_title(title) if title is not None else rules.title
     time = time or time_control()
@@ -488,7 +498,7 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
     if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < 2 ** 53:
         raise Malformed(_("the move must say which turn it was made for (a whole number)"))
     if not isinstance(text, str):
-        raise Malformed("the move must be text in the notation, as `legal` lists them")
+        raise Malformed(_("the move must be text in the notation, as `legal` lists them"))
     now = now or utcnow()
     with writing() if session is None else nullcontext(session) as session:
         seat, game, seats = _seat_game_seats(session, token, seat_id)
@@ -700,11 +710,13 @@ def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Sea
     newly_absent = mover.timeouts_in_row >= limit and not mover.absent
     if newly_absent:
         mover.absent = True
-        mail.to_admins(session, f"{mover.name} is absent from {game.title} #{game.id}", [
-            (f"{mover.name} <{mover.email}> ({mover.colour}) missed {mover.timeouts_in_row} "
-             "deadlines in a row."),
-            ("From now on the server plays the default move at once at each of their turns, "
-             "until they make a move again."),
+        mail.to_admins(session, L_("%(name)s is absent from %(game)s", name=mover.name,
+                                   game=f"{game.title} #{game.id}"), [
+            L_("Deadlines %(player)s (%(colour)s) missed in a row: %(count)d.",
+               player=f"{mover.name} <{mover.email}>", colour=i18n.lazy_colour(mover.colour),
+               count=mover.timeouts_in_row),
+            L_("From now on the server plays the default move at once at each of their turns, "
+               "until they make a move again."),
         ], game=game)
     session.add(mover)
     mail.played_for_you(session, game, mover, rules, after, lines, absent=mover.absent,
@@ -885,8 +897,8 @@ def submit_orders(token: str | None, orders: Orders, *, seat_id: int | None = No
     Raises when the first order cannot be applied (nothing changed); when a later one fails, the
     earlier ones stand and the result says which line failed and why."""
     if not orders.lines:
-        raise Malformed("No orders found: write your moves under the ORDERS line, one per line, "
-                        "as the examples in the file show.")
+        raise Malformed(_("No orders found: write your moves under the ORDERS line, one per line, "
+                          "as the examples in the file show."))
     if len(orders.lines) > MAX_ORDERS:
         raise Malformed(_("A turn is at most %(most)d moves; this holds %(lines)d lines of "
                           "orders.", most=MAX_ORDERS, lines=len(orders.lines)))

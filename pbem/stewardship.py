@@ -61,7 +61,7 @@ hasher = PasswordHasher()
 
 def check_password(password: str) -> str:
     if not isinstance(password, str) or not 12 <= len(password) <= 200:
-        raise SetupProblem("the password must be 12 to 200 characters long")
+        raise SetupProblem(_("the password must be 12 to 200 characters long"))
     return password
 
 

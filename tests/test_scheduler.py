@@ -316,7 +316,7 @@ def test_three_timeouts_in_a_row_make_a_seat_absent_and_tell_the_admin_once(tmp_
     assert seat.timeouts_in_row == 3 and seat.absent
     told = mails(mailbox, ADMIN, "absent")
     assert [str(m["Subject"]) for m in told] == [f"[pbem] Player 0 is absent from {TITLE}"]
-    assert "missed 3 deadlines in a row" in text_of(told[0])
+    assert "missed in a row: 3." in text_of(told[0])
     assert "marked absent" in text_of(mails(mailbox, "p0@", "the server moved for you")[-1])
 
     # its next turn: no 'Your turn' mail, no reminders, and the default move at the next run

@@ -17,6 +17,7 @@ from functools import cache, lru_cache
 from .board import Board, Country, Field
 from ..errors import NotationError
 from ..names import fold
+from ..words import Phrase, colour, say
 
 ADVISOR = "advisor"
 DECK = "deck"
@@ -149,23 +150,24 @@ Move = Place | Exchange | Draw | Pass
 def parse_move(text: str, board: Board) -> Move:
     """Read one move in the notation; raise NotationError saying what to write instead."""
     if not isinstance(text, str):
-        raise NotationError("a move must be text, for example 'pass' or 'draw deck'")
+        raise NotationError(say("a move must be text, for example 'pass' or 'draw deck'"))
     if len(text) > MAX_NOTATION_LENGTH:
-        raise NotationError(f"a move is at most {MAX_NOTATION_LENGTH} characters long; "
-                            "write one move at a time")
+        raise NotationError(say("a move is at most %(most)d characters long; write one move at a "
+                                "time", most=MAX_NOTATION_LENGTH))
     parts = [p for p in _MOVE_BREAK.split(text) if p.strip()]
     if len(parts) > 1:
-        raise NotationError(f"write one move here; this is {len(parts)} moves: "
-                            + "; ".join(f"'{_shown(p.strip())}'" for p in parts[:4]))
+        raise NotationError(say("write one move here; this is %(count)d moves: %(moves)s",
+                                count=len(parts),
+                                moves="; ".join(f"'{_shown(p.strip())}'" for p in parts[:4])))
     words = _SPLIT.split(text)
     words = [w for w in words if w and fold(w)]
     if not words:
-        raise NotationError("the move is empty; write for example "
-                            f"'{_example(board)}', 'draw deck' or 'pass'")
+        raise NotationError(say("the move is empty; write for example '%(example)s', 'draw deck' "
+                                "or 'pass'", example=_example(board)))
     verb, rest = fold(words[0]), words[1:]
     if verb in _PASS_WORDS:
         if rest:
-            raise NotationError("'pass' takes nothing after it")
+            raise NotationError(say("'pass' takes nothing after it"))
         return Pass()
     if verb in _EXCHANGE_WORDS:
         return Exchange(_parse_one_card(rest, board, "exchange", _EXCHANGE_FILLER_WORDS))
@@ -177,7 +179,7 @@ def parse_move(text: str, board: Board) -> Move:
 def parse_moves(text: str, board: Board) -> list[Move]:
     """Read several moves separated by ';' or new lines (a whole turn in one message)."""
     if not isinstance(text, str):
-        raise NotationError("moves must be text, for example 'R Franken: Mainz; draw deck'")
+        raise NotationError(say("moves must be text, for example 'R Franken: Mainz; draw deck'"))
     parts = [p.strip() for p in _MOVE_BREAK.split(text) if p.strip()]
     moves = []
     for number, part in enumerate(parts, 1):
@@ -186,15 +188,16 @@ def parse_moves(text: str, board: Board) -> list[Move]:
         except NotationError as exc:
             if len(parts) == 1:
                 raise
-            raise NotationError(f"move {number} ('{_shown(part)}'): {exc}") from None
+            raise NotationError(say("move %(number)d ('%(move)s'): %(reason)s", number=number,
+                                        move=_shown(part), reason=exc.args[0])) from None
     return moves
 
 
 def _parse_draw(words: list[str], board: Board) -> Draw:
     words = [w for w in words if fold(w) not in _DRAW_FILLER_WORDS]
     if not words:
-        raise NotationError("say where to draw from: 'draw deck', or a face-up card such as "
-                            f"'draw {board.cards[0].code}'")
+        raise NotationError(say("say where to draw from: 'draw deck', or a face-up card such as "
+                                "'draw %(card)s'", card=board.cards[0].code))
     # A card beats a deck word, so that a board with a card coded D still reads 'draw D'.
     if len(words) == 1 and board.find_card(words[0]) is None and fold(words[0]) in _DECK_WORDS:
         return Draw(DECK)
@@ -203,22 +206,29 @@ def _parse_draw(words: list[str], board: Board) -> Draw:
 
 def _parse_one_card(words: list[str], board: Board, verb: str, fillers: set[str]) -> str:
     words = [w for w in words if fold(w) not in fillers]
-    example = f"'{verb} {board.cards[0].code}'" + (" or 'draw deck'" if verb == "draw" else "")
+    code = board.cards[0].code
+    example = (say("'draw %(card)s' or 'draw deck'", card=code) if verb == "draw"
+               else say("'exchange %(card)s'", card=code))
     if not words:
-        raise NotationError(f"say which card to {verb}, for example {example} "
-                            f"(cards: {_card_list(board)})")
+        raise NotationError(
+            say("say which card to draw, for example %(example)s (cards: %(cards)s)",
+                example=example, cards=_card_list(board)) if verb == "draw" else
+            say("say which card to exchange, for example %(example)s (cards: %(cards)s)",
+                example=example, cards=_card_list(board)))
     codes: list[str] = []
     for word in words:
         found = _card_codes(word, board)
         if found is None:
-            raise NotationError(f"'{_shown(word)}' is not a card; write {example} "
-                                f"(cards: {_card_list(board)})")
+            raise NotationError(say("'%(word)s' is not a card; write %(example)s (cards: "
+                                    "%(cards)s)", word=_shown(word), example=example,
+                                    cards=_card_list(board)))
         codes.extend(found)
     if len(codes) > 1:
         if verb == "draw":
-            raise NotationError("draw one card per move, for example '"
-                                + "; ".join(f"draw {c}" for c in codes[:3]) + "'")
-        raise NotationError(f"exchange exactly one card, for example '{verb} {codes[0]}'")
+            raise NotationError(say("draw one card per move, for example '%(moves)s'",
+                                    moves="; ".join(f"draw {c}" for c in codes[:3])))
+        raise NotationError(say("exchange exactly one card, for example 'exchange %(card)s'",
+                                card=codes[0]))
     return codes[0]
 
 
@@ -243,8 +253,9 @@ def _parse_place(words: list[str], board: Board) -> Place:
         found, used = _longest_name(words[i:], board)
         if isinstance(found, Country):
             if country is not None and found != country:
-                raise NotationError(f"a placement goes to one country, not both {country.name} "
-                                    f"and {found.name}; write a second placement next turn")
+                raise NotationError(say("a placement goes to one country, not both %(first)s "
+                                        "and %(second)s; write a second placement next turn",
+                                        first=country.name, second=found.name))
             country = found
         elif isinstance(found, Field):
             pieces.append(found.name)
@@ -257,15 +268,18 @@ def _parse_place(words: list[str], board: Board) -> Place:
     if country is None:
         fields = [board.find_field(p) for p in pieces if p != ADVISOR]
         if not fields:
-            raise NotationError(f"say in which country to place, for example "
-                                f"'{''.join(sorted(cards))} {_example_country(cards, board)}: "
-                                f"{', '.join(pieces) or ADVISOR}'")
+            raise NotationError(say("say in which country to place, for example '%(move)s'",
+                                    move=f"{''.join(sorted(cards))} "
+                                    f"{_example_country(cards, board)}: "
+                                    f"{', '.join(pieces) or ADVISOR}"))
         country = board.country(fields[0].country)
     if not pieces:
-        raise NotationError(f"say what to place in {country.name}: the name of a cloister field "
-                            f"for a monastery ({_field_list(country, board)}), or 'advisor', "
-                            f"for example '{''.join(sorted(cards))} {country.name}: "
-                            f"{board.fields[country.fields[0]].name}'")
+        raise NotationError(say("say what to place in %(country)s: the name of a cloister "
+                                "field for a monastery (%(fields)s), or 'advisor', for example "
+                                "'%(move)s'", country=country.name,
+                                fields=_field_list(country, board),
+                                move=f"{''.join(sorted(cards))} {country.name}: "
+                                f"{board.fields[country.fields[0]].name}"))
     return Place(tuple(cards), country.name, tuple(pieces))
 
 
@@ -310,8 +324,9 @@ def _shown(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _card_list(board: Board) -> str:
-    return ", ".join(f"{c.code} ({c.colour}: {c.label})" for c in board.cards)
+def _card_list(board: Board) -> list[Phrase]:
+    return [say("%(code)s (%(colour)s: %(countries)s)", code=c.code, colour=colour(c.colour),
+                countries=c.label) for c in board.cards]
 
 
 def _field_list(country: Country, board: Board) -> str:
@@ -328,11 +343,11 @@ def _example_country(cards: list[str], board: Board) -> str:
     return (shown or board.countries)[0].name
 
 
-def _suggestion(word: str, names: list[str]) -> str:
+def _suggestion(word: str, names: list[str]) -> Phrase | str:
     """' (did you mean X?)' for a near miss among `names`, else ''."""
     by_key = {fold(name): name for name in names}
     close = difflib.get_close_matches(fold(word), list(by_key), n=1, cutoff=0.75)
-    return f" (did you mean {by_key[close[0]]}?)" if close else ""
+    return say(" (did you mean %(name)s?)", name=by_key[close[0]]) if close else ""
 
 
 def _not_a_move(words: list[str], board: Board) -> NotationError:
@@ -344,32 +359,37 @@ def _not_a_move(words: list[str], board: Board) -> NotationError:
         else:
             country = found if isinstance(found, Country) else board.countries[0]
             field = board.fields[country.fields[0]]
-        return NotationError(f"a placement starts with the cards you play, for example "
-                             f"'{country.card} {country.name}: {field.name}' "
-                             f"(cards: {_card_list(board)})")
+        return NotationError(say("a placement starts with the cards you play, for example "
+                                 "'%(move)s' (cards: %(cards)s)",
+                                 move=f"{country.card} {country.name}: {field.name}",
+                                 cards=_card_list(board)))
     if word.isalpha() and len(word) <= 3 and any(board.find_card(ch) for ch in word):
         bad = "".join(ch for ch in word if board.find_card(ch) is None)
-        return NotationError(f"'{_shown(bad)}' in '{_shown(word)}' is not a card; the cards are "
-                             f"{_card_list(board)}")
+        return NotationError(say("'%(bad)s' in '%(word)s' is not a card; the cards are "
+                                 "%(cards)s", bad=_shown(bad), word=_shown(word),
+                                 cards=_card_list(board)))
     verbs = ["pass", "exchange", "draw"]
     hint = _suggestion(word, verbs + [n for n in board.by_name])
-    return NotationError(f"'{_shown(word)}' is not a move{hint}; write a placement such as "
-                         f"'{_example(board)}' (the cards you play, the country, then a cloister "
-                         f"field or 'advisor'), or 'exchange {board.cards[0].code}', 'draw deck', "
-                         f"'draw {board.cards[0].code}' or 'pass'")
+    return NotationError(say("'%(word)s' is not a move%(hint)s; write a placement such as "
+                             "'%(example)s' (the cards you play, the country, then a cloister "
+                             "field or 'advisor'), or 'exchange %(card)s', 'draw deck', "
+                             "'draw %(card)s' or 'pass'", word=_shown(word), hint=hint,
+                             example=_example(board), card=board.cards[0].code))
 
 
 def _not_a_piece(word: str, country: Country | None, board: Board) -> NotationError:
     if _card_codes(word, board) is not None:
-        return NotationError(f"write all the cards first, before the country: "
-                             f"'{_shown(word)}' comes too late")
+        return NotationError(say("write all the cards first, before the country: '%(word)s' "
+                                 "comes too late", word=_shown(word)))
     if fold(word) in _DRAW_WORDS | _EXCHANGE_WORDS | _PASS_WORDS:
-        return NotationError(f"'{_shown(word)}' starts a new move; separate moves with ';' or "
-                             "a new line")
+        return NotationError(say("'%(word)s' starts a new move; separate moves with ';' or a "
+                                 "new line", word=_shown(word)))
     if country is None:
-        return NotationError(f"'{_shown(word)}' is not a country, a cloister field or 'advisor'"
-                             f"{_suggestion(word, list(board.by_name))}")
+        return NotationError(say("'%(word)s' is not a country, a cloister field or "
+                                 "'advisor'%(hint)s", word=_shown(word),
+                                 hint=_suggestion(word, list(board.by_name))))
     names = [board.fields[f].name for f in country.fields]
-    return NotationError(f"'{_shown(word)}' is not a cloister field in {country.name} or "
-                         f"'advisor'{_suggestion(word, names)}; the fields in {country.name} are "
-                         f"{_field_list(country, board)}")
+    return NotationError(say("'%(word)s' is not a cloister field in %(country)s or "
+                             "'advisor'%(hint)s; the fields in %(country)s are %(fields)s",
+                             word=_shown(word), country=country.name,
+                             hint=_suggestion(word, names), fields=_field_list(country, board)))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .board import Board, default_board
 from ..errors import SetupError
+from ..words import say
 
 PLAYER_COLOURS = ("yellow", "red", "green", "purple", "blue")
 MONASTERIES_EACH = 20
@@ -129,18 +130,20 @@ def new_game(players: int | tuple[str, ...] | list[str], seed: int | str,
     board = board or default_board()
     if isinstance(players, int) and not isinstance(players, bool):
         if not MIN_PLAYERS <= players <= MAX_PLAYERS:
-            raise SetupError(f"Kardinal & König is for 3 to 5 players, not {players}")
+            raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
+                                 game="Kardinal & König", least=3, most=5, count=players))
         colours = PLAYER_COLOURS[:players]
     else:
         colours = tuple(players)
         if not MIN_PLAYERS <= len(colours) <= MAX_PLAYERS:
-            raise SetupError(f"Kardinal & König is for 3 to 5 players, not {len(colours)}")
+            raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
+                                 game="Kardinal & König", least=3, most=5, count=len(colours)))
         unknown = [c for c in colours if c not in PLAYER_COLOURS]
         if unknown:
-            raise SetupError(f"unknown player colour {unknown[0]!r}; "
-                                   f"choose from {', '.join(PLAYER_COLOURS)}")
+            raise SetupError(say("unknown player colour %(colour)s; choose from %(colours)s",
+                                 colour=repr(unknown[0]), colours=", ".join(PLAYER_COLOURS)))
         if len(set(colours)) != len(colours):
-            raise SetupError("each player needs a different colour")
+            raise SetupError(say("each player needs a different colour"))
     if not isinstance(seed, (int, str)) or isinstance(seed, bool):
         raise SetupError("the seed must be a whole number or a text")
     n = len(colours)

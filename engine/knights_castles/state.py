@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass, field
 
 from ..errors import SetupError
+from ..words import say
 from .cards import DECK_SIZE, KINDS, N_KINDS
 from .moves import COLOURS, Offer
 
@@ -132,20 +133,22 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
     With `start` given (an organiser's choice) nobody rolls for the start seat."""
     if isinstance(players, int) and not isinstance(players, bool):
         if not MIN_PLAYERS <= players <= MAX_PLAYERS:
-            raise SetupError(f"Knights & Castles is for {MIN_PLAYERS} to {MAX_PLAYERS} players, "
-                             f"not {players}")
+            raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
+                                 game="Knights & Castles", least=MIN_PLAYERS, most=MAX_PLAYERS,
+                                 count=players))
         colours = COLOURS[:players]
     else:
         colours = tuple(players)
         if not MIN_PLAYERS <= len(colours) <= MAX_PLAYERS:
-            raise SetupError(f"Knights & Castles is for {MIN_PLAYERS} to {MAX_PLAYERS} players, "
-                             f"not {len(colours)}")
+            raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
+                                 game="Knights & Castles", least=MIN_PLAYERS, most=MAX_PLAYERS,
+                                 count=len(colours)))
         unknown = [c for c in colours if c not in COLOURS]
         if unknown:
-            raise SetupError(f"unknown player colour {unknown[0]!r}; choose from "
-                             f"{', '.join(COLOURS)}")
+            raise SetupError(say("unknown player colour %(colour)s; choose from %(colours)s",
+                                 colour=repr(unknown[0]), colours=", ".join(COLOURS)))
         if len(set(colours)) != len(colours):
-            raise SetupError("each player needs a different colour")
+            raise SetupError(say("each player needs a different colour"))
     if not isinstance(seed, (int, str)) or isinstance(seed, bool):
         raise SetupError("the seed must be a whole number or a text")
     unknown = [v for v in variants if v not in VARIANTS]

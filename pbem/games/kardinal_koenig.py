@@ -133,12 +133,13 @@ class KardinalKoenig:
                   variant: str | None = None) -> kk.GameState:
         variant = variant or next(iter(VARIANTS))
         if variant not in VARIANTS:
-            raise SetupProblem(f"the rules variant must be one of {', '.join(VARIANTS)}, "
-                               f"not {variant!r}")
+            raise SetupProblem(gettext("the rules variant must be one of %(variants)s, not "
+                                       "%(variant)s", variants=", ".join(VARIANTS),
+                                       variant=repr(variant)))
         try:
             return kk.new_game(tuple(colours), seed, self.board, start, joker=_JOKER[variant])
         except kk.SetupError as exc:
-            raise SetupProblem(str(exc)) from None
+            raise SetupProblem(_said(exc)) from None
 
     def dumps(self, state: kk.GameState) -> str:
         return kk.to_json(state)
@@ -260,7 +261,7 @@ class KardinalKoenig:
         """The move computer player `bot` makes for the seat to move. It is handed that seat's
         view only (`kk.view_for`), never the state, so it knows no hidden card."""
         if state.is_over:
-            raise MoveError("the game is over; no more moves can be made")
+            raise MoveError(gettext("the game is over; no more moves can be made"))
         view = kk.view_for(state, state.current)
         return str(choose_move(bot, view, random.Random(seed), self.board))
 
@@ -442,42 +443,44 @@ class KardinalKoenig:
         if action == "text":
             text = str(form.get("notation", "")).strip()
             if not text:
-                raise MoveError("type a move in the box, for example 'draw deck'")
+                raise MoveError(gettext("type a move in the box, for example 'draw deck'"))
             return text[:MAX_NOTATION_LENGTH + 1]
         if action == "pass":
             return "pass"
         if action == "exchange":
             card = str(form.get("exchange", ""))
             if card not in {c.code for c in self.board.cards}:
-                raise MoveError("choose the card to exchange")
+                raise MoveError(gettext("choose the card to exchange"))
             return f"exchange {card}"
         if action == "draw":
             source = str(form.get("source", ""))
             if source != kk.DECK and source not in {c.code for c in self.board.cards}:
-                raise MoveError("choose where to draw from: the deck or a face-up card")
+                raise MoveError(gettext("choose where to draw from: the deck or a face-up card"))
             return f"draw {source}"
         if action != "place":
-            raise MoveError("choose what to do: place pieces, exchange a card, or pass")
+            raise MoveError(gettext("choose what to do: place pieces, exchange a card, or pass"))
         cards = []
         for card in self.board.cards:
             raw = str(form.get(f"cards_{card.code}", "0") or "0").strip()
             if not (raw.isascii() and raw.isdigit()) or int(raw) > 3:
-                raise MoveError(f"the number of {card.colour} cards must be 0, 1, 2 or 3")
+                raise MoveError(gettext("the number of %(colour)s cards must be 0, 1, 2 or 3",
+                                        colour=i18n.colour(card.colour)))
             cards.extend([card.code] * int(raw))
         if not cards:
-            raise MoveError("choose the cards to play: one to three")
+            raise MoveError(gettext("choose the cards to play: one to three"))
         country = str(form.get("country", ""))
         if country not in {c.name for c in self.board.countries}:
-            raise MoveError("choose the country to place in")
+            raise MoveError(gettext("choose the country to place in"))
         pieces = []
         for key in ("piece1", "piece2"):
             piece = str(form.get(key, ""))
             if not piece:
                 continue
             if piece != kk.ADVISOR and piece not in {f.name for f in self.board.fields}:
-                raise MoveError("choose each piece from the list: an advisor or a cloister field")
+                raise MoveError(gettext("choose each piece from the list: an advisor or a cloister "
+                                        "field"))
             pieces.append(piece)
         if not pieces:
-            raise MoveError(f"choose what to place in {country}: a monastery on a free "
-                            "cloister field, or an advisor")
+            raise MoveError(gettext("choose what to place in %(country)s: a monastery on a free "
+                                    "cloister field, or an advisor", country=country))
         return f"{''.join(sorted(cards))} {country}: {', '.join(pieces)}"
