@@ -3,7 +3,7 @@
 import re
 import unicodedata
 
-_UMLAUTS = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
+UMLAUTS = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
 _SEPARATORS = re.compile(r"[\s.\-'’_]+")
 
 
@@ -16,4 +16,4 @@ def fold(text: str) -> str:
 
 def keys(name: str) -> set[str]:
     """Every key a name answers to: its folded form and its German transliteration (Wuerzburg)."""
-    return {fold(name), fold(name.casefold().translate(_UMLAUTS))}
+    return {fold(name), fold(name.casefold().translate(UMLAUTS))}

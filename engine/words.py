@@ -55,6 +55,14 @@ class Phrase(str):
         return (Phrase, (self.key, self.params, self.n))
 
 
+def term(text: str, key: str) -> Phrase:
+    """A word the engine writes as `text` (a card's id in the notation, 'trade-route') and a
+    server shows as the message `key` (its printed name, 'Trade Route', translated)."""
+    self = str.__new__(Phrase, text)
+    self.key, self.params, self.n = key, {}, None
+    return self
+
+
 def say(key: str, **params) -> Phrase:
     """A sentence (or part of one) with its parameters: `say("%(who)s passed.", who="red")`."""
     return Phrase(key, params)

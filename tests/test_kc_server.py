@@ -344,7 +344,8 @@ def test_your_turn_mails_tell_everything_since_the_seats_last_move(tmp_path, mon
     original = mail.your_turn
 
     def recording(session, game, seat, rules, state, news, *args, **kwargs):
-        sent.append((seat.number, game.turn, list(news)))
+        # The news as stored (message ids and parameters), each written when the mail is.
+        sent.append((seat.number, game.turn, [getattr(line, "data", line) for line in news]))
         return original(session, game, seat, rules, state, news, *args, **kwargs)
 
     monkeypatch.setattr(mail, "your_turn", recording)

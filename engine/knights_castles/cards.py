@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..words import Phrase, say
+
 RESOURCE, LEADER, ADVANCE, INVASION, DISASTER, EVENT = (
     "resource", "leader", "advance", "invasion", "disaster", "event")
 
@@ -19,7 +21,7 @@ class Kind:
     how many the deck holds, and for resources and leaders revenue, DP and what supports it."""
 
     id: str
-    name: str
+    name: Phrase  # its English name, which a server translates
     type: str
     count: int = 1
     revenue: int = 0
@@ -28,41 +30,41 @@ class Kind:
 
 
 KINDS: tuple[Kind, ...] = (
-    Kind("village", "Village", RESOURCE, 30, 0, 1),
-    Kind("town", "Town", RESOURCE, 9, 1, 2, "village"),
-    Kind("mine", "Mine", RESOURCE, 6, 2, 1, "village"),
-    Kind("castle", "Castle", RESOURCE, 9, 0, 3, "village"),
-    Kind("city", "City", RESOURCE, 6, 3, 3, "town"),
-    Kind("knights", "Knights", RESOURCE, 9, 0, 3, "castle"),
-    Kind("ships", "Ships", RESOURCE, 6, 1, 3, "city"),
-    Kind("trade-route", "Trade Route", RESOURCE, 4, 4, 1, "ships"),
-    Kind("bishop", "Bishop", LEADER, 1, 2, 0, "city"),
-    Kind("prince", "Prince", LEADER, 1, 2, 1, "city"),
-    Kind("duke", "Duke", LEADER, 1, 1, 2, "city"),
-    Kind("artist", "Artist", LEADER, 1, 1, 0, "city"),
-    Kind("inventor", "Inventor", LEADER, 1, 1, 1, "city"),
-    Kind("crop-rotation", "Crop Rotation", ADVANCE),
-    Kind("cartography", "Cartography", ADVANCE),
-    Kind("printing-press", "Printing Press", ADVANCE),
-    Kind("gun-powder", "Gun Powder", ADVANCE),
-    Kind("masonry", "Masonry", ADVANCE),
-    Kind("irrigation", "Irrigation", ADVANCE),
-    Kind("scholastics", "Scholastics", ADVANCE),
-    Kind("mongols", "Mongols", INVASION),
-    Kind("vikings", "Vikings", INVASION),
-    Kind("saracens", "Saracens", INVASION),
-    Kind("moors", "Moors", INVASION),
-    Kind("celts", "Celts", INVASION),
-    Kind("plague", "Plague", DISASTER),
-    Kind("pestilence", "Pestilence", DISASTER),
-    Kind("famine", "Famine", DISASTER),
-    Kind("epidemic", "Epidemic", DISASTER),
-    Kind("volcanic-eruption", "Volcanic Eruption", DISASTER),
-    Kind("caravan", "Caravan", EVENT),
-    Kind("storm-at-sea", "Storm at Sea", EVENT),
-    Kind("untimely-end", "Untimely End", EVENT),
-    Kind("crusades", "Crusades", EVENT),
-    Kind("mined-out", "Mined Out", EVENT),
+    Kind("village", say("Village"), RESOURCE, 30, 0, 1),
+    Kind("town", say("Town"), RESOURCE, 9, 1, 2, "village"),
+    Kind("mine", say("Mine"), RESOURCE, 6, 2, 1, "village"),
+    Kind("castle", say("Castle"), RESOURCE, 9, 0, 3, "village"),
+    Kind("city", say("City"), RESOURCE, 6, 3, 3, "town"),
+    Kind("knights", say("Knights"), RESOURCE, 9, 0, 3, "castle"),
+    Kind("ships", say("Ships"), RESOURCE, 6, 1, 3, "city"),
+    Kind("trade-route", say("Trade Route"), RESOURCE, 4, 4, 1, "ships"),
+    Kind("bishop", say("Bishop"), LEADER, 1, 2, 0, "city"),
+    Kind("prince", say("Prince"), LEADER, 1, 2, 1, "city"),
+    Kind("duke", say("Duke"), LEADER, 1, 1, 2, "city"),
+    Kind("artist", say("Artist"), LEADER, 1, 1, 0, "city"),
+    Kind("inventor", say("Inventor"), LEADER, 1, 1, 1, "city"),
+    Kind("crop-rotation", say("Crop Rotation"), ADVANCE),
+    Kind("cartography", say("Cartography"), ADVANCE),
+    Kind("printing-press", say("Printing Press"), ADVANCE),
+    Kind("gun-powder", say("Gun Powder"), ADVANCE),
+    Kind("masonry", say("Masonry"), ADVANCE),
+    Kind("irrigation", say("Irrigation"), ADVANCE),
+    Kind("scholastics", say("Scholastics"), ADVANCE),
+    Kind("mongols", say("Mongols"), INVASION),
+    Kind("vikings", say("Vikings"), INVASION),
+    Kind("saracens", say("Saracens"), INVASION),
+    Kind("moors", say("Moors"), INVASION),
+    Kind("celts", say("Celts"), INVASION),
+    Kind("plague", say("Plague"), DISASTER),
+    Kind("pestilence", say("Pestilence"), DISASTER),
+    Kind("famine", say("Famine"), DISASTER),
+    Kind("epidemic", say("Epidemic"), DISASTER),
+    Kind("volcanic-eruption", say("Volcanic Eruption"), DISASTER),
+    Kind("caravan", say("Caravan"), EVENT),
+    Kind("storm-at-sea", say("Storm at Sea"), EVENT),
+    Kind("untimely-end", say("Untimely End"), EVENT),
+    Kind("crusades", say("Crusades"), EVENT),
+    Kind("mined-out", say("Mined Out"), EVENT),
 )
 N_KINDS = len(KINDS)
 DECK_SIZE = sum(k.count for k in KINDS)

@@ -11,10 +11,13 @@ Whether a move is legal is for `rules` to say. docs/notation.md is the players' 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import ClassVar
 
 from ..errors import NotationError
+from ..names import UMLAUTS
+from ..words import say
 from .cards import INDEX, KINDS
 
 COLOURS = ("yellow", "red", "green", "purple", "blue", "orange")
@@ -204,20 +207,96 @@ def _items(gold: int, cards: tuple[str, ...]) -> str:
 
 # --- reading --------------------------------------------------------------------------------
 
+# The cards' German and Spanish names (docs/notation.md lists them; the catalogs use the same),
+# and a few plurals: a turn file or a reply may name a card in any of the three languages.
+CARD_NAMES = {
+    "village": ("Dorf", "Aldea"), "town": ("Stadt", "Pueblo"), "mine": ("Mine", "Mina"),
+    "castle": ("Burg", "Castillo"), "city": ("Großstadt", "Ciudad"),
+    "knights": ("Ritter", "Caballeros"), "ships": ("Schiffe", "Barcos"),
+    "trade-route": ("Handelsroute", "Ruta comercial"), "bishop": ("Bischof", "Obispo"),
+    "prince": ("Prinz", "Príncipe"), "duke": ("Herzog", "Duque"),
+    "artist": ("Künstler", "Artista"), "inventor": ("Erfinder", "Inventor"),
+    "crop-rotation": ("Fruchtwechsel", "Rotación de cultivos"),
+    "cartography": ("Kartografie", "Cartografía"), "printing-press": ("Buchdruck", "Imprenta"),
+    "gun-powder": ("Schießpulver", "Pólvora"), "masonry": ("Maurerkunst", "Cantería"),
+    "irrigation": ("Bewässerung", "Regadío"), "scholastics": ("Scholastik", "Escolástica"),
+    "mongols": ("Mongolen", "Mongoles"), "vikings": ("Wikinger", "Vikingos"),
+    "saracens": ("Sarazenen", "Sarracenos"), "moors": ("Mauren", "Moros"),
+    "celts": ("Kelten", "Celtas"), "plague": ("Pest", "Peste"),
+    "pestilence": ("Seuche", "Pestilencia"), "famine": ("Hungersnot", "Hambruna"),
+    "epidemic": ("Epidemie", "Epidemia"), "volcanic-eruption": ("Vulkanausbruch",
+                                                                "Erupción volcánica"),
+    "caravan": ("Karawane", "Caravana"), "storm-at-sea": ("Seesturm", "Tormenta en el mar"),
+    "untimely-end": ("Jäher Tod", "Muerte prematura"), "crusades": ("Kreuzzüge", "Cruzadas"),
+    "mined-out": ("Erschöpfte Mine", "Mina agotada"),
+}
+_FOREIGN_PLURALS = {
+    "doerfer": "village", "dorfer": "village", "staedte": "town", "stadte": "town",
+    "minen": "mine", "burgen": "castle", "grossstaedte": "city", "grossstadte": "city",
+    "handelsrouten": "trade-route", "kreuzzug": "crusades",
+    "aldeas": "village", "pueblos": "town", "minas": "mine", "castillos": "castle",
+    "ciudades": "city", "caballero": "knights", "barco": "ships", "cruzada": "crusades",
+    "caravanas": "caravan",
+}
+# The notation's words in German and Spanish, each read as the English word (folded: lower
+# case, no accents, ä as a or ae).
+_FOREIGN_WORDS = {
+    "buy": ("kaufe", "kaufen", "kauf", "comprar", "compro", "compra"),
+    "build": ("baue", "bauen", "bau", "construir", "construyo", "construye"),
+    "done": ("fertig", "weiter", "ende", "listo", "hecho", "terminar", "termino", "paso",
+             "pasar"),
+    "keep": ("behalte", "behalten", "quedarse", "quedar", "quedo", "guardar", "guardo"),
+    "pay": ("zahle", "zahlen", "bezahle", "bezahlen", "pagar", "pago", "paga"),
+    "abandon": ("aufgeben", "abandonar", "abandono"),
+    "research": ("erforsche", "erforschen", "forsche", "investigar", "investigo"),
+    "share": ("teile", "teilen", "compartir", "comparto"),
+    "play": ("spiele", "spielen", "spiel", "jugar", "juego", "juega"),
+    "war": ("krieg", "angriff", "guerra", "atacar", "ataque"),
+    "lose": ("verliere", "verlieren", "perder", "pierdo"),
+    "offer": ("biete", "bieten", "angebot", "ofrecer", "ofrezco", "oferta"),
+    "accept": ("annehmen", "ja", "aceptar", "acepto", "si"),
+    "decline": ("ablehnen", "lehne", "rechazar", "rechazo"),
+    "discard": ("abwerfen", "wirf", "werfe", "descartar", "descarto"),
+    "at": ("auf", "gegen", "contra"),
+    "for": ("fuer", "fur", "por"),
+    "gold": ("oro",),
+    "nothing": ("nichts", "nada"),
+    "and": ("und", "y"),
+    "the": ("der", "die", "das", "den", "ein", "eine", "einen", "karte", "karten", "meine",
+            "el", "la", "los", "las", "un", "una", "carta", "cartas", "mi", "de"),
+    "yellow": ("gelb", "amarillo"), "red": ("rot", "rojo"), "green": ("gruen", "grun", "verde"),
+    "purple": ("lila", "violett", "morado", "purpura"), "blue": ("blau", "azul"),
+    "orange": ("naranja",),
+}
+_FOREIGN = {word: english for english, words in _FOREIGN_WORDS.items() for word in words}
+_FROM_HAND = re.compile(r"\b(?:aus\s+der\s+hand|desde\s+la\s+mano|de\s+la\s+mano)\b")
+_OFFER_WORDS = {"offer", *_FOREIGN_WORDS["offer"]}
+
+
+def _plain(text: str) -> str:
+    """Lower case without accents ('Großstadt' -> 'grossstadt', 'Pólvora' -> 'polvora')."""
+    text = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(ch for ch in text if not unicodedata.combining(ch))
+
+
 _ALIASES: dict[str, str] = {}
 for _i, _k in enumerate(KINDS):
-    for _form in {_k.id, _k.name.lower(), _k.id.replace("-", "")}:
+    for _form in {_k.id, _k.name.lower(), _k.id.replace("-", ""), *map(_plain, CARD_NAMES[_k.id]),
+                  *(_plain(n.casefold().translate(UMLAUTS)) for n in CARD_NAMES[_k.id])}:
         _ALIASES[_form.replace(" ", "-")] = _k.id
 for _plural, _id in {"villages": "village", "towns": "town", "mines": "mine",
                      "castles": "castle", "cities": "city", "knight": "knights",
                      "ship": "ships", "trade-routes": "trade-route", "traderoutes": "trade-route",
                      "crusade": "crusades", "caravans": "caravan",
-                     "gunpowder": "gun-powder"}.items():
+                     "gunpowder": "gun-powder", **_FOREIGN_PLURALS}.items():
     _ALIASES[_plural] = _id
-# Names of more than one word, read with any spacing: "Trade Route", "storm at  sea".
+# Names of more than one word, read with any spacing: "Trade Route", "storm at  sea",
+# "Ruta comercial".
 _MULTI = re.compile("|".join(
-    r"\b" + r"[\s_-]+".join(map(re.escape, k.name.lower().split())) + r"s?\b"
-    for k in sorted(KINDS, key=lambda k: -len(k.name)) if " " in k.name))
+    r"\b" + r"[\s_-]+".join(map(re.escape, _plain(n).split())) + r"s?\b"
+    for n in sorted({*(k.name for k in KINDS), *(n for pair in CARD_NAMES.values()
+                                                 for n in pair)}, key=lambda n: -len(n))
+    if " " in n))
 _SPLIT = re.compile(r"[\s,;:+&()]+")
 _BREAK = re.compile(r"[;\r\n]+")
 _GOLD = re.compile(r"^(\d{1,6})\s*(?:g|gold|gp)$")
@@ -226,44 +305,51 @@ _COUNT = re.compile(r"^(\d{1,2})x?$")
 _DONE = {"done", "end", "next", "pass", "finish", "skip"}
 _CARD_VERBS = {kind.verb: kind for kind in (Keep, Build, Pay, Abandon, Research, Share, Discard)}
 _FILLER = {"a", "an", "the", "one", "card", "my", "for", "1", "gold"}
-EXAMPLES = "'buy', 'build village', 'play plague at red', 'offer red: 5 gold for town' or 'done'"
+EXAMPLES = say("'buy', 'build village', 'play plague at red', 'offer red: 5 gold for town' or "
+                "'done'")
 
 
 def _card(word: str) -> str:
     card = _ALIASES.get(word)
     if card is None:
-        raise NotationError(f"'{word[:40]}' is not a card; cards are written like village, "
-                            "trade-route, storm-at-sea (see the card list)")
+        raise NotationError(say("'%(word)s' is not a card; cards are written like village, "
+                                "trade-route, storm-at-sea (see the card list)", word=word[:40]))
     return card
 
 
 def _colour(word: str | None) -> str:
     if word not in COLOURS:
-        raise NotationError(f"'{(word or '')[:40]}' is not a player; name a player by colour "
-                            f"({', '.join(COLOURS)})")
+        raise NotationError(say("'%(word)s' is not a player; name a player by colour "
+                                "(%(colours)s)", word=(word or "")[:40],
+                                colours=", ".join(COLOURS)))
     return word
 
 
 def _words(text: str) -> list[str]:
-    text = _MULTI.sub(lambda m: "-".join(m.group(0).split()).replace("_", "-"), text.lower())
-    return [w for w in _SPLIT.split(text) if w]
+    """The words of `text` in lower case, a card name of several words as one, and German or
+    Spanish words of the notation read as the English ones."""
+    text = _FROM_HAND.sub(" from hand ", _plain(text))
+    text = _MULTI.sub(lambda m: "-".join(m.group(0).split()).replace("_", "-"), text)
+    return [_FOREIGN.get(w, w) for w in _SPLIT.split(text) if w]
 
 
 def parse_move(text: str) -> Move:
     """Read one move in the notation; raise NotationError saying what to write instead."""
     if not isinstance(text, str):
-        raise NotationError(f"a move must be text, for example {EXAMPLES}")
+        raise NotationError(say("a move must be text, for example %(examples)s",
+                                examples=EXAMPLES))
     if len(text) > MAX_NOTATION_LENGTH:
-        raise NotationError(f"a move is at most {MAX_NOTATION_LENGTH} characters long; "
-                            "write one move a line")
+        raise NotationError(say("a move is at most %(most)d characters long; write one move "
+                                "a line", most=MAX_NOTATION_LENGTH))
     if len([p for p in _BREAK.split(text) if p.strip()]) > 1:
-        raise NotationError("write one move here; several moves go on separate lines")
-    if ":" in text and not text.strip().lower().startswith("offer"):
+        raise NotationError(say("write one move here; several moves go on separate lines"))
+    if ":" in text and (_words(text.partition(":")[0]) or [""])[0] not in _OFFER_WORDS:
         text = text.replace(":", " ")
     head, _, rest = text.partition(":")
     words = _words(head)
     if not words:
-        raise NotationError(f"the move is empty; write for example {EXAMPLES}")
+        raise NotationError(say("the move is empty; write for example %(examples)s",
+                                examples=EXAMPLES))
     verb, args = words[0], words[1:]
     if verb == "offer":
         return _parse_offer(args, rest)
@@ -278,13 +364,15 @@ def parse_move(text: str) -> Move:
         return Decline()
     if verb == "buy":
         if [w for w in args if w not in _FILLER]:
-            raise NotationError("'buy' buys one card for 5 gold; write it once per card")
+            raise NotationError(say("'buy' buys one card for 5 gold; write it once per card"))
         return Buy()
     if verb in _CARD_VERBS:
         cards = [w for w in args if w not in _FILLER]
         if len(cards) != 1:
-            raise NotationError(f"'{verb}' takes one card, for example '{verb} "
-                                f"{'irrigation' if verb in ('research', 'share') else 'village'}'")
+            raise NotationError(say("'%(verb)s' takes one card, for example '%(example)s'",
+                                    verb=verb, example=f"{verb} " + (
+                                        "irrigation" if verb in ("research", "share")
+                                        else "village")))
         return _CARD_VERBS[verb](_card(cards[0]))
     if verb == "play":
         return _parse_play(args)
@@ -292,22 +380,25 @@ def parse_move(text: str) -> Move:
         from_hand = args[-2:] == ["from", "hand"]
         if from_hand:
             args = args[:-2]
-        args = [w for w in args if w not in ("at", "on", "against", "knights", "with")]
+        args = [w for w in args if w not in ("at", "on", "against", "knights", "with", "a",
+                                             "the")]
         if len(args) != 1:
-            raise NotationError("write an act of war as 'war at red' (a Knights card in play) "
-                                "or 'war at red from hand'")
+            raise NotationError(say("write an act of war as 'war at red' (a Knights card in "
+                                    "play) or 'war at red from hand'"))
         return War(_colour(args[0]), from_hand)
     if verb == "lose":
         gold, cards = _parse_items(args, "lose")
         if gold:
-            raise NotationError("losses are cards in play, not gold; write 'lose village, town'")
+            raise NotationError(say("losses are cards in play, not gold; write 'lose village, "
+                                    "town'"))
         return Lose(tuple(cards))
-    raise NotationError(f"'{verb[:40]}' is not a move; write for example {EXAMPLES}")
+    raise NotationError(say("'%(word)s' is not a move; write for example %(examples)s",
+                            word=verb[:40], examples=EXAMPLES))
 
 
 def _nothing_after(verb: str, args: list[str]) -> None:
     if args:
-        raise NotationError(f"'{verb}' takes nothing after it")
+        raise NotationError(say("'%(verb)s' takes nothing after it", verb=verb))
 
 
 def _parse_play(args: list[str]) -> Play:
@@ -320,8 +411,8 @@ def _parse_play(args: list[str]) -> Play:
         args = args[:-1]
     cards = [w for w in args if w not in _FILLER]
     if len(cards) != 1:
-        raise NotationError("write 'play caravan' or 'play plague at red': one card, and the "
-                            "player it targets")
+        raise NotationError(say("write 'play caravan' or 'play plague at red': one card, and "
+                                "the player it targets"))
     return Play(_card(cards[0]), target)
 
 
@@ -351,7 +442,8 @@ def _parse_items(words: list[str], what: str) -> tuple[int, list[str]]:
         if m and i + 1 < len(words):
             count = int(m.group(1))
             if count == 0:
-                raise NotationError(f"'{what}': a count of 0 cards means nothing; leave it out")
+                raise NotationError(say("'%(verb)s': a count of 0 cards means nothing; leave "
+                                        "it out", verb=what))
             cards.extend([_card(words[i + 1])] * count)
             i += 2
             continue
@@ -361,8 +453,8 @@ def _parse_items(words: list[str], what: str) -> tuple[int, list[str]]:
 
 
 def _parse_offer(args: list[str], rest: str) -> Offer:
-    usage = ("write an offer as 'offer red: 5 gold, village for town' "
-             "(what you give for what you ask)")
+    usage = say("write an offer as 'offer red: 5 gold, village for town' (what you give for "
+                "what you ask)")
     if len(args) != 1 or not rest.strip():
         raise NotationError(usage)
     target = _colour(args[0])
@@ -378,5 +470,6 @@ def _parse_offer(args: list[str], rest: str) -> Offer:
 def parse_moves(text: str) -> list[Move]:
     """Read several moves separated by ';' or new lines (a whole turn in one message)."""
     if not isinstance(text, str):
-        raise NotationError(f"moves must be text, for example {EXAMPLES}")
+        raise NotationError(say("moves must be text, for example %(examples)s",
+                                examples=EXAMPLES))
     return [parse_move(part) for part in _BREAK.split(text) if part.strip()]

@@ -11,99 +11,156 @@ from __future__ import annotations
 from .cards import ID, KINDS, counts_to_ids
 from .moves import Accept, Buy, Decline, Done, Keep, Lose, Move, Offer, Pay, Play, War
 from .state import OVER, PHASE_OF, GameState
+from ..words import Phrase, both, colour, say, say_n
 
-_ASKS = {"keep": "keep one of two cards", "buy": "buy cards or end the draw phase",
-         "build": "build", "upkeep": "pay for or give up unsupported cards",
-         "research": "research", "event": "play an event", "loss": "choose losses",
-         "trade": "trade", "answer": "answer an offer", "end": "discard down to 7 cards"}
+_ASKS = {"keep": say("keep one of two cards"), "buy": say("buy cards or end the draw phase"),
+         "build": say("build"), "upkeep": say("pay for or give up unsupported cards"),
+         "research": say("research"), "event": say("play an event"),
+         "loss": say("choose losses"), "trade": say("trade"), "answer": say("answer an offer"),
+         "end": say("discard down to 7 cards")}
+PHASES = {"draw": say("draw phase"), "tax": say("tax phase"), "build": say("build phase"),
+          "research": say("research phase"), "event": say("event phase"),
+          "trade": say("trade phase"), "end": say("end phase"), "over": say("game over")}
+"""Each phase's name, as the position lines and the pages say it."""
 
 
-def name(card: str) -> str:
-    """A card id as printed: 'trade-route' -> 'Trade Route'."""
+def name(card: str) -> Phrase | str:
+    """A card id as printed: 'trade-route' -> 'Trade Route' (a Phrase a server translates)."""
     from .cards import INDEX
 
     return KINDS[INDEX[card]].name if card in INDEX else card
 
 
-def _names(cards) -> str:
-    return ", ".join(name(c) for c in cards) or "nothing"
+def phase(step_phase: str) -> Phrase | str:
+    """A phase ('draw') by its name ('draw phase')."""
+    return PHASES.get(step_phase, step_phase)
 
 
-def _side(gold: int, cards) -> str:
+def names(cards) -> Phrase:
+    """Cards by their printed names, joined by commas; 'nothing' for none."""
+    shown = [name(c) for c in cards]
+    return say("%(cards)s", cards=shown) if shown else say("nothing")
+
+
+def _side(gold: int, cards) -> Phrase:
     """'5 gold and Town, Mine', '5 gold', 'Town' (one side of an offer)."""
-    parts = ([f"{gold} gold"] if gold else []) + ([_names(cards)] if cards else [])
-    return " and ".join(parts) or "nothing"
+    parts = ([say_n("%(num)d gold", "%(num)d gold", gold)] if gold else []) \
+        + ([names(cards)] if cards else [])
+    return both(parts) if parts else say("nothing")
 
 
-def describe(before: GameState, move: Move, after: GameState, reader: int | None) -> list[str]:
+def describe(before: GameState, move: Move, after: GameState, reader: int | None) -> list[Phrase]:
     """What `move` did and what followed by itself, in `reader`'s words."""
-    p = before.players
+    p = [colour(c) for c in before.players]
     mover = before.to_move
-    who = "You" if reader == mover else p[mover]
-    lines = [_line(before, move, after, reader, who)]
+    lines = [_line(before, move, after, reader, reader == mover, p[mover])]
     rolled = after.dice[len(before.dice):]
     if rolled:
-        lines.append("The die shows " + ", ".join(map(str, rolled)) + ".")
+        lines.append(say("The die shows %(dice)s.", dice=", ".join(map(str, rolled))))
     if isinstance(move, (Play, War)) and after.loss is None:
         target = before.players.index(move.target) if move.target else None
         if target is not None:
             lost = [ID[k] for k in range(len(KINDS))
                     for _ in range(max(0, before.tableau[target][k] - after.tableau[target][k]))]
-            lines.append(f"{'You lose' if reader == target else p[target] + ' loses'} "
-                         f"{_names(lost)}.")
+            lines.append(say("You lose %(cards)s.", cards=names(lost)) if reader == target
+                         else say("%(who)s loses %(cards)s.", who=p[target], cards=names(lost)))
     if after.turn > before.turn:
-        lines.append(f"Turn {after.turn}: {p[after.current]} draws and collects tax.")
+        lines.append(say("Turn %(turn)d: %(who)s draws and collects tax.", turn=after.turn,
+                         who=p[after.current]))
     if after.step == OVER:
         best = max(after.gold)
         winners = [p[s] for s in after.seats if after.gold[s] == best]
-        lines.append(f"The last card is drawn: the game is over. Most gold ({best}): "
-                     f"{' and '.join(winners)}.")
+        lines.append(say("The last card is drawn: the game is over. Most gold (%(gold)d): "
+                         "%(winners)s.", gold=best, winners=both(winners)))
     elif after.to_move != mover or after.step != before.step:
-        lines.append(f"Now {'you' if reader == after.to_move else p[after.to_move]}: "
-                     f"{_ASKS[after.step]} ({PHASE_OF[after.step]} phase).")
+        asks, where = _ASKS[after.step], phase(PHASE_OF[after.step])
+        lines.append(say("Now you: %(asks)s (%(phase)s).", asks=asks, phase=where)
+                     if reader == after.to_move else
+                     say("Now %(who)s: %(asks)s (%(phase)s).", who=p[after.to_move], asks=asks,
+                         phase=where))
     return lines
 
 
-def _line(before: GameState, move: Move, after: GameState, reader, who: str) -> str:
-    p, seat = before.players, before.current
+def _line(before: GameState, move: Move, after: GameState, reader, mine: bool,
+          who: Phrase) -> Phrase:
+    """The move itself: `mine` when the reader made it ("You ..."), else by `who`."""
+    p, seat = [colour(c) for c in before.players], before.current
     if isinstance(move, Done):
-        return f"{who} ended the {before.phase} phase."
+        where = phase(before.phase)
+        return (say("You ended the %(phase)s.", phase=where) if mine else
+                say("%(who)s ended the %(phase)s.", who=who, phase=where))
     if isinstance(move, Buy):
-        return f"{who} bought a card for 5 gold."
+        return (say("You bought a card for 5 gold.") if mine else
+                say("%(who)s bought a card for 5 gold.", who=who))
     if isinstance(move, Keep):
         a, b = (ID[k] for k in before.choice)
-        other = b if move.card == a else a
+        other = name(b if move.card == a else a)
         if reader == seat:
-            return f"You kept {name(move.card)} and discarded {name(other)}."
-        return f"{who} kept one of two cards drawn and discarded {name(other)}."
+            return say("You kept %(card)s and discarded %(other)s.", card=name(move.card),
+                       other=other)
+        return say("%(who)s kept one of two cards drawn and discarded %(other)s.", who=who,
+                   other=other)
     if isinstance(move, Lose):
-        return f"{who} lost {_names(move.cards)}."
+        cards = names(move.cards)
+        return (say("You lost %(cards)s.", cards=cards) if mine else
+                say("%(who)s lost %(cards)s.", who=who, cards=cards))
     if isinstance(move, Pay):
-        return f"{who} paid 1 gold to keep the unsupported {name(move.card)}."
+        card = name(move.card)
+        return (say("You paid 1 gold to keep the unsupported %(card)s.", card=card) if mine else
+                say("%(who)s paid 1 gold to keep the unsupported %(card)s.", who=who, card=card))
     if isinstance(move, Offer):
-        target = p.index(move.target)
-        if reader in (seat, target):
-            return (f"{who} offered {move.target} {_side(move.give_gold, move.give)} for "
-                    f"{_side(move.ask_gold, move.ask)}.")
-        return f"{who} made {move.target} an offer."
+        target = p[before.players.index(move.target)]
+        if reader in (seat, before.players.index(move.target)):
+            give, ask = _side(move.give_gold, move.give), _side(move.ask_gold, move.ask)
+            return (say("You offered %(target)s %(give)s for %(ask)s.", target=target, give=give,
+                        ask=ask) if mine else
+                    say("%(who)s offered %(target)s %(give)s for %(ask)s.", who=who,
+                        target=target, give=give, ask=ask))
+        return say("%(who)s made %(target)s an offer.", who=who, target=target)
     if isinstance(move, Accept):
         offer = before.offer
         if reader in (seat, before.to_move):
-            return (f"{who} accepted: {p[seat]} gave {_side(offer.give_gold, offer.give)} for "
-                    f"{_side(offer.ask_gold, offer.ask)}.")
-        return f"{who} accepted {p[seat]}'s offer."
+            give, ask = _side(offer.give_gold, offer.give), _side(offer.ask_gold, offer.ask)
+            return (say("You accepted: %(offerer)s gave %(give)s for %(ask)s.", offerer=p[seat],
+                        give=give, ask=ask) if mine else
+                    say("%(who)s accepted: %(offerer)s gave %(give)s for %(ask)s.", who=who,
+                        offerer=p[seat], give=give, ask=ask))
+        return say("%(who)s accepted %(offerer)s's offer.", who=who, offerer=p[seat])
     if isinstance(move, Decline):
-        return f"{who} declined {p[seat]}'s offer."
+        return (say("You declined %(offerer)s's offer.", offerer=p[seat]) if mine else
+                say("%(who)s declined %(offerer)s's offer.", who=who, offerer=p[seat]))
     if isinstance(move, War):
-        return f"{who} discarded a Knights card as an act of war on {move.target}."
+        target = colour(move.target)
+        return (say("You discarded a Knights card as an act of war on %(target)s.",
+                    target=target) if mine else
+                say("%(who)s discarded a Knights card as an act of war on %(target)s.", who=who,
+                    target=target))
     if isinstance(move, Play):
-        target = f" on {move.target}" if move.target else ""
-        return f"{who} played {name(move.card)}{target}."
-    verb = {"build": "built", "abandon": "gave up", "research": "researched",
-            "share": "paid 10 gold to share", "discard": "discarded"}[str(move).split()[0]]
-    return f"{who} {verb} {name(move.card)}."
+        card = name(move.card)
+        if move.target:
+            target = colour(move.target)
+            return (say("You played %(card)s on %(target)s.", card=card, target=target) if mine
+                    else say("%(who)s played %(card)s on %(target)s.", who=who, card=card,
+                             target=target))
+        return (say("You played %(card)s.", card=card) if mine else
+                say("%(who)s played %(card)s.", who=who, card=card))
+    verb, card = str(move).split()[0], name(move.card)
+    if verb == "build":
+        return (say("You built %(card)s.", card=card) if mine else
+                say("%(who)s built %(card)s.", who=who, card=card))
+    if verb == "abandon":
+        return (say("You gave up %(card)s.", card=card) if mine else
+                say("%(who)s gave up %(card)s.", who=who, card=card))
+    if verb == "research":
+        return (say("You researched %(card)s.", card=card) if mine else
+                say("%(who)s researched %(card)s.", who=who, card=card))
+    if verb == "share":
+        return (say("You paid 10 gold to share %(card)s.", card=card) if mine else
+                say("%(who)s paid 10 gold to share %(card)s.", who=who, card=card))
+    return (say("You discarded %(card)s.", card=card) if mine else
+            say("%(who)s discarded %(card)s.", who=who, card=card))
 
 
-def hand_words(counts: tuple[int, ...]) -> str:
+def hand_words(counts: tuple[int, ...]) -> Phrase:
     """A hand as printed names, for text mails."""
-    return _names(counts_to_ids(counts))
+    return names(counts_to_ids(counts))

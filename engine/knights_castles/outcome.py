@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..words import say
 from .state import GameState
 
 
@@ -31,7 +32,7 @@ def outcome(state: GameState) -> Outcome | None:
         return None
     best = max(state.gold)
     return Outcome(state.gold, tuple(s for s in state.seats if state.gold[s] == best),
-                   "the last card was drawn from the deck; the most gold wins")
+                   say("the last card was drawn from the deck; the most gold wins"))
 
 
 def score(state: GameState) -> dict[str, int]:

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from math import comb
 
 from ..errors import IllegalMoveError
+from ..words import Phrase, colour, say, term
 from .cards import (ADVANCES, BUILDABLE, CARAVAN, CARTOGRAPHY, CROP_ROTATION, DISCARD_ONE,
                     EVENT_CARDS, GROUP_OF, GROUPS, GUN_POWDER, ID, INDEX, IRRIGATION, KINDS,
                     KNIGHTS, MASONRY, N_KINDS, PRINTING_PRESS, SCHOLASTICS, capacity, dp_of,
@@ -356,7 +357,7 @@ def new_game(players, seed: int | str, variants=(), start: int | None = None) ->
 def apply_move(state: GameState, move: Move) -> GameState:
     """The position after `move`; IllegalMoveError says why a move cannot be played now."""
     if state.step == OVER:
-        raise IllegalMoveError("the game is over; no more moves can be played")
+        raise IllegalMoveError(say("the game is over; no more moves can be played"))
     if move not in legal_moves(state):
         raise IllegalMoveError(why_illegal(state, move))
     after = _settle(_apply(state, move))
@@ -538,17 +539,17 @@ def _apply(state: GameState, move: Move) -> GameState:
 # --- why a move is not legal ------------------------------------------------------------------
 
 _STEP_ASKS = {
-    KEEP: "to keep one of the two cards Scholastics drew ('keep village')",
-    BUY: "the draw phase: 'buy' a card for 5 gold or 'done'",
-    BUILD: "the build phase: 'build village' and so on, or 'done'",
-    UPKEEP: "to pay 1 gold for each unsupported card in play or abandon it ('pay town', "
-            "'abandon town')",
-    RESEARCH: "the research phase: 'research irrigation' (5 gold) or 'done'",
-    EVENT: "the event phase: 'play plague at red', 'war at red' or 'done'",
-    LOSS: "the target's choice of losses ('lose village, town')",
-    TRADE: "the trade phase: 'offer red: 5 gold for town' or 'done'",
-    ANSWER: "the answer to an offer: 'accept' or 'decline'",
-    END: "the end phase: 'discard village' down to 7 cards",
+    KEEP: say("to keep one of the two cards Scholastics drew ('keep village')"),
+    BUY: say("the draw phase: 'buy' a card for 5 gold or 'done'"),
+    BUILD: say("the build phase: 'build village' and so on, or 'done'"),
+    UPKEEP: say("to pay 1 gold for each unsupported card in play or abandon it ('pay town', "
+                "'abandon town')"),
+    RESEARCH: say("the research phase: 'research irrigation' (5 gold) or 'done'"),
+    EVENT: say("the event phase: 'play plague at red', 'war at red' or 'done'"),
+    LOSS: say("the target's choice of losses ('lose village, town')"),
+    TRADE: say("the trade phase: 'offer red: 5 gold for town' or 'done'"),
+    ANSWER: say("the answer to an offer: 'accept' or 'decline'"),
+    END: say("the end phase: 'discard village' down to 7 cards"),
 }
 _MOVE_STEPS = {Keep: (KEEP,), Buy: (BUY,), Build: (BUILD,), Pay: (UPKEEP,), Abandon: (UPKEEP,),
                Research: (RESEARCH,), Share: SHARE_STEPS, Play: (EVENT,), War: (EVENT,),
@@ -556,86 +557,113 @@ _MOVE_STEPS = {Keep: (KEEP,), Buy: (BUY,), Build: (BUILD,), Pay: (UPKEEP,), Aban
                Discard: (END,), Done: (BUY, BUILD, RESEARCH, EVENT, TRADE)}
 
 
-def why_illegal(state: GameState, move) -> str:
+def _card_term(card: str) -> Phrase:
+    """A card as the notation writes it ('village'), shown by a server as its printed name."""
+    return term(card, KINDS[INDEX[card]].name)
+
+
+def _opponents(state: GameState, seat: int) -> Phrase:
+    return say("%(players)s", players=[colour(c) for c in state.players
+                                       if c != state.players[seat]])
+
+
+def why_illegal(state: GameState, move) -> Phrase:
     """A sentence saying why `move` cannot be played now and what can."""
     steps = _MOVE_STEPS.get(type(move))
-    now = f"now it is {state.players[state.to_move]}'s turn for {_STEP_ASKS[state.step]}"
+    now = say("now it is %(player)s's turn for %(asks)s",
+              player=colour(state.players[state.to_move]), asks=_STEP_ASKS[state.step])
     if steps is None:
-        return f"{move!r} is not a Knights & Castles move"
+        return say("%(move)s is not a Knights & Castles move", move=repr(move))
     if state.step not in steps:
-        return f"'{move}' cannot be played now; {now}"
+        return say("'%(move)s' cannot be played now; %(now)s", move=str(move), now=now)
     seat = state.current
     hand, gold, name = state.hands[seat], state.gold[seat], getattr(move, "card", None)
     k = INDEX.get(name) if isinstance(name, str) else None
     if name is not None and k is None:
-        return f"{name!r} is not a card"
+        return say("%(card)s is not a card", card=repr(name))
+    card = _card_term(name) if name is not None else None
     if isinstance(move, (Build, Research, Discard, Play)) and not hand[k]:
-        return f"there is no {name} in your hand"
+        return say("there is no %(card)s in your hand", card=card)
     if isinstance(move, Buy):
         if "no-buying" in state.variants:
-            return "this game is played without buying cards (the no-buying variant)"
-        return f"a card costs {CARD_PRICE} gold and you have {gold}"
+            return say("this game is played without buying cards (the no-buying variant)")
+        return say("a card costs %(price)d gold and you have %(gold)d", price=CARD_PRICE,
+                   gold=gold)
     if isinstance(move, Build):
         if KINDS[k].type not in ("resource", "leader"):
-            return f"only resources and leaders are built; {name} is not one"
-        return (f"{name} would be unsupported: it needs a {KINDS[k].needs} in play with room "
-                f"for it (see the support rules)")
+            return say("only resources and leaders are built; %(card)s is not one", card=card)
+        return say("%(card)s would be unsupported: it needs a %(needs)s in play with room for it "
+                   "(see the support rules)", card=card, needs=_card_term(KINDS[k].needs))
     if isinstance(move, Research):
         if KINDS[k].type != "advance":
-            return f"{name} is not an advance"
-        return f"an advance costs {ADVANCE_PRICE} gold and you have {gold}"
+            return say("%(card)s is not an advance", card=card)
+        return say("an advance costs %(price)d gold and you have %(gold)d", price=ADVANCE_PRICE,
+                   gold=gold)
     if isinstance(move, Share):
         if k not in ADVANCES:
-            return f"{name} is not an advance"
+            return say("%(card)s is not an advance", card=card)
         if state.has(seat, k):
-            return f"you already have {name}"
+            return say("you already have %(card)s", card=card)
         if not any(state.tableau[o][k] for o in state.seats if o != seat):
-            return f"no other player has {name} in play"
-        return f"sharing an advance costs {SHARE_PRICE} gold and you have {gold}"
+            return say("no other player has %(card)s in play", card=card)
+        return say("sharing an advance costs %(price)d gold and you have %(gold)d",
+                   price=SHARE_PRICE, gold=gold)
     if isinstance(move, (Pay, Abandon)):
-        return (f"{name} is not one of your unsupported cards; "
-                f"legal now: {', '.join(map(str, legal_moves(state).moves))}")
+        return say("%(card)s is not one of your unsupported cards; legal now: %(moves)s",
+                   card=card, moves=", ".join(map(str, legal_moves(state).moves)))
     if isinstance(move, (Play, War)):
         target = move.target
         if isinstance(move, Play) and k not in EVENT_CARDS:
-            return f"{name} is not an event, disaster or invasion card"
+            return say("%(card)s is not an event, disaster or invasion card", card=card)
         if isinstance(move, Play) and k == CARAVAN:
-            return "Caravan targets yourself: write 'play caravan'"
+            return say("Caravan targets yourself: write 'play caravan'")
         if target not in state.players or target == state.players[seat]:
-            return "name the opponent it targets: " + ", ".join(
-                c for c in state.players if c != state.players[seat])
+            return say("name the opponent it targets: %(players)s",
+                       players=_opponents(state, seat))
         if isinstance(move, War):
             if move.from_hand:
                 if "knights-from-hand" not in state.variants:
-                    return "knights act of war only from play in this game ('war at red')"
-                return "there is no knights card in your hand"
-            return "an act of war needs a knights card of yours in play"
+                    return say("knights act of war only from play in this game ('war at red')")
+                return say("there is no knights card in your hand")
+            return say("an act of war needs a knights card of yours in play")
     if isinstance(move, Lose):
         choices = loss_choices(state)
         loss = state.loss
-        what = (f"{loss.roll} DP" if not loss.kinds else "one " + " or ".join(
-            ID[k] for k in loss.kinds))
-        return (f"'{move}' does not cover the loss of {what} exactly (cards in play, none that "
-                f"could be left out); choose one of: " + "; ".join(map(str, choices[:8])))
+        what = (say("%(roll)d DP", roll=loss.roll) if not loss.kinds else
+                say("one %(cards)s", cards=_either([_card_term(ID[k]) for k in loss.kinds])))
+        return say("'%(move)s' does not cover the loss of %(what)s exactly (cards in play, none "
+                   "that could be left out); choose one of: %(choices)s", move=str(move),
+                   what=what, choices="; ".join(map(str, choices[:8])))
     if isinstance(move, Offer):
         if move.target not in state.players or move.target == state.players[seat]:
-            return "offer a trade to an opponent: " + ", ".join(
-                c for c in state.players if c != state.players[seat])
+            return say("offer a trade to an opponent: %(players)s",
+                       players=_opponents(state, seat))
         if state.players.index(move.target) in state.offered:
-            return f"you already made {move.target} an offer this turn"
+            return say("you already made %(player)s an offer this turn",
+                       player=colour(move.target))
         if not (move.give_gold or move.give) or not (move.ask_gold or move.ask):
-            return "an offer gives something and asks for something"
+            return say("an offer gives something and asks for something")
         if move.give_gold > gold:
-            return f"you have only {gold} gold"
+            return say("you have only %(gold)d gold", gold=gold)
         if not _holds(hand, move.give):
-            return "you do not hold all the cards you offer"
+            return say("you do not hold all the cards you offer")
         target = state.players.index(move.target)
         if move.ask_gold > state.gold[target]:
-            return f"{move.target} has only {state.gold[target]} gold"
-        return f"{move.target} holds only {sum(state.hands[target])} cards"
+            return say("%(player)s has only %(gold)d gold", player=colour(move.target),
+                       gold=state.gold[target])
+        return say("%(player)s holds only %(count)d cards", player=colour(move.target),
+                   count=sum(state.hands[target]))
     if isinstance(move, Accept):
-        return "you do not have all that the offer asks for; you can only 'decline'"
-    return f"'{move}' cannot be played now; {now}"
+        return say("you do not have all that the offer asks for; you can only 'decline'")
+    return say("'%(move)s' cannot be played now; %(now)s", move=str(move), now=now)
+
+
+def _either(items: list) -> Phrase:
+    """'a', 'a or b', 'a or b or c'."""
+    joined = items[0]
+    for item in items[1:]:
+        joined = say("%(first)s or %(second)s", first=joined, second=item)
+    return joined
 
 
 # --- the default move for a seat that missed its deadline ------------------------------------

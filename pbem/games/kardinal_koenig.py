@@ -163,9 +163,13 @@ class KardinalKoenig:
         joker = _JOKER_WHERE[language][state.joker_anywhere]
         return [paragraph.format(joker=joker) for paragraph in HOW_TO_PLAY[language]]
 
+    def variant_label(self, variant: str) -> str:
+        """A rules reading in the reader's words."""
+        return gettext(VARIANTS[variant])
+
     def variant_note(self, state: kk.GameState) -> str:
         """The rules reading this game is played with, for every page and mail of the game."""
-        return gettext("Rules: %(variant)s.", variant=gettext(VARIANTS[self.variant_of(state)]))
+        return gettext("Rules: %(variant)s.", variant=self.variant_label(self.variant_of(state)))
 
     # --- turns ----------------------------------------------------------------------------
 

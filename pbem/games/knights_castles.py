@@ -20,10 +20,11 @@ from engine.errors import IllegalMoveError, NotationError, SetupError
 from engine.knights_castles.bots import BOT_NAMES, choose_move
 from engine.knights_castles.cards import INDEX, KINDS
 from engine.knights_castles.moves import MAX_NOTATION_LENGTH
-from engine.knights_castles.narrate import describe, hand_words, name
+from engine.knights_castles.narrate import describe, hand_words, name, phase
 from engine.knights_castles.svg import tableau_svg
 
-from ..i18n import gettext
+from .. import i18n
+from ..i18n import N_, gettext, ngettext
 from . import MoveError, SetupProblem
 
 MOVE_LOG_LENGTH = 200  # the move log's notation column (pbem.models.MoveRecord.notation)
@@ -32,30 +33,78 @@ MOVE_LOG_LENGTH = 200  # the move log's notation column (pbem.models.MoveRecord.
 RULES_URL = ("https://boardgamegeek.com/geeksearch.php?action=search&objecttype=boardgame"
              "&q=Knights+%26+Castles")
 SWITCHES = {
-    "catch-up": "a player who collected less revenue than an opponent in the last tax phase "
-                "draws one more card",
-    "no-buying": "extra cards cannot be bought",
-    "knights-from-hand": "a Knights card in the hand may be discarded as an act of war",
+    "catch-up": N_("a player who collected less revenue than an opponent in the last tax phase "
+                   "draws one more card"),
+    "no-buying": N_("extra cards cannot be bought"),
+    "knights-from-hand": N_("a Knights card in the hand may be discarded as an act of war"),
 }
+STANDARD = N_("the rule page as our readings referee it, no variant")
 # A game is created with any set of the variant switches, named by joining them with '+'.
-VARIANTS = {"standard": "the rule page as our readings referee it, no variant"}
+VARIANTS = {"standard": STANDARD}
 for _n in range(1, len(SWITCHES) + 1):
     for _combo in itertools.combinations(SWITCHES, _n):
         VARIANTS["+".join(_combo)] = "; ".join(SWITCHES[s] for s in _combo)
 
-HOW_TO_PLAY = (
-    "Knights & Castles is a card game of villages, towns, castles, gold, dice, disasters and "
-    "trades. The player with the most gold when the last card is drawn from the deck wins.",
-    "A turn has seven phases. Draw: one card (buy more for 5 gold each). Tax: your cards in "
-    "play pay their revenue. Build: put resources and leaders into play, each supported "
-    "(a village supports a town, mine or castle; a town a city; a castle two knights; a city "
-    "two ships and a leader; a ship a trade route). Research: advances for 5 gold. Event: play "
-    "one event, disaster or invasion card. Trade: offer other players gold and cards. End: "
-    "keep at most 7 cards.",
-    "When a disaster or invasion hits you, you choose which cards in play to lose; when a "
-    "player offers you a trade, you accept or decline: these decisions are yours, and the "
-    "server asks you for them like a turn.",
-)
+# The invitation's and the seat page's summary of the rules, in each language: the English one
+# written from the rule page (../shared/rules/knights-and-castles.en.md) and its readings; there
+# is no German or Spanish rule book, so those are faithful translations of it, in the card names
+# the catalogs and docs/notation.md use.
+HOW_TO_PLAY = {
+    "en": (
+        "Knights & Castles is a card game of villages, towns, castles, gold, dice, disasters "
+        "and trades. The player with the most gold when the last card is drawn from the deck "
+        "wins.",
+        "A turn has seven phases. Draw: one card (buy more for 5 gold each). Tax: your cards in "
+        "play pay their revenue. Build: put resources and leaders into play, each supported "
+        "(a village supports a town, mine or castle; a town a city; a castle two knights; a "
+        "city two ships and a leader; a ship a trade route). Research: advances for 5 gold. "
+        "Event: play one event, disaster or invasion card. Trade: offer other players gold and "
+        "cards. End: keep at most 7 cards.",
+        "When a disaster or invasion hits you, you choose which cards in play to lose; when a "
+        "player offers you a trade, you accept or decline: these decisions are yours, and the "
+        "server asks you for them like a turn.",
+    ),
+    "de": (
+        "Knights & Castles ist ein Kartenspiel um Dörfer, Städte, Burgen, Gold, Würfel, "
+        "Katastrophen und Handel. Wer am meisten Gold hat, wenn die letzte Karte vom Stapel "
+        "gezogen wird, gewinnt.",
+        "Ein Zug hat sieben Phasen. Ziehen: eine Karte (weitere kosten je 5 Gold). Steuern: "
+        "deine ausliegenden Karten bringen ihren Ertrag. Bauen: Ressourcen und Anführer "
+        "auslegen, jede Karte muss versorgt sein (ein Dorf versorgt eine Stadt, Mine oder "
+        "Burg; eine Stadt eine Großstadt; eine Burg zwei Ritter; eine Großstadt zwei Schiffe "
+        "und einen Anführer; Schiffe eine Handelsroute). Forschen: Fortschritte für 5 Gold. "
+        "Ereignis: "
+        "eine Ereignis-, Katastrophen- oder Invasionskarte ausspielen. Handel: anderen Spielern "
+        "Gold und Karten anbieten. Ende: höchstens 7 Karten behalten.",
+        "Trifft dich eine Katastrophe oder Invasion, wählst du, welche ausliegenden Karten du "
+        "verlierst; bietet dir ein Spieler einen Handel an, nimmst du an oder lehnst ab: diese "
+        "Entscheidungen triffst du, und der Server fragt dich danach wie nach einem Zug.",
+    ),
+    "es": (
+        "Knights & Castles es un juego de cartas de aldeas, pueblos, castillos, oro, dados, "
+        "catástrofes y comercio. Gana quien tenga más oro cuando se roba la última carta del "
+        "mazo.",
+        "Un turno tiene siete fases. Robo: una carta (puedes comprar más por 5 de oro cada "
+        "una). Impuestos: tus cartas en juego rinden sus ingresos. Construcción: pones en juego "
+        "recursos y líderes, cada uno con su sustento (una aldea sustenta un pueblo, una mina o "
+        "un castillo; un pueblo, una ciudad; un castillo, dos caballeros; una ciudad, dos barcos "
+        "y un líder; los barcos, una ruta comercial). Investigación: avances por 5 de oro. "
+        "Evento: juegas una carta de evento, catástrofe o invasión. Comercio: ofreces oro y "
+        "cartas a los demás jugadores. Final: te quedas con 7 cartas como máximo.",
+        "Cuando te golpea una catástrofe o una invasión, eliges qué cartas en juego pierdes; "
+        "cuando un jugador te ofrece un trato, lo aceptas o lo rechazas: esas decisiones son "
+        "tuyas, y el servidor te las pide como si fueran un turno.",
+    ),
+}
+
+
+def _said(exc: Exception) -> str:
+    """An engine error's reason in the reader's language (a Phrase; plain English otherwise)."""
+    return i18n.render(exc.args[0]) if exc.args else str(exc)
+
+
+def _names(cards) -> str:
+    return ", ".join(i18n.render(name(c)) for c in cards)
 
 
 class KnightsCastles:
@@ -67,8 +116,8 @@ class KnightsCastles:
     variants = VARIANTS
     rules_url = RULES_URL
     order_examples = ("buy", "build village", "done", "play plague at red")
-    variant_question = ("The rule page's notes offer three variants, each a switch; choose the "
-                        "ones this game plays with (shown on every page of the game).")
+    variant_question = N_("The rule page's notes offer three variants, each a switch; choose "
+                          "the ones this game plays with (shown on every page of the game).")
     variant_help = ("the variant switches joined by '+', like catch-up+no-buying (also "
                     "knights-from-hand; default: standard)")
 
@@ -85,13 +134,14 @@ class KnightsCastles:
                   variant: str | None = None) -> kc.GameState:
         variant = variant or "standard"
         if variant not in VARIANTS:
-            raise SetupProblem(f"the variant must be one of {', '.join(VARIANTS)}, "
-                               f"not {variant!r}")
+            raise SetupProblem(gettext("the variant must be one of %(variants)s, not "
+                                       "%(variant)s", variants=", ".join(VARIANTS),
+                                       variant=repr(variant)))
         switches = () if variant == "standard" else tuple(variant.split("+"))
         try:
             return kc.new_game(tuple(colours), seed, switches, start)
         except SetupError as exc:
-            raise SetupProblem(str(exc)) from None
+            raise SetupProblem(_said(exc)) from None
 
     def dumps(self, state: kc.GameState) -> str:
         return kc.to_json(state)
@@ -103,10 +153,18 @@ class KnightsCastles:
         return "+".join(state.variants) or "standard"
 
     def how_to_play(self, state: kc.GameState) -> list[str]:
-        return list(HOW_TO_PLAY)
+        """A few paragraphs for the invitation mail and the seat page, in the reader's
+        language."""
+        return list(HOW_TO_PLAY.get(i18n.language(), HOW_TO_PLAY["en"]))
+
+    def variant_label(self, variant: str) -> str:
+        """A variant (a set of switches) in the reader's words."""
+        if variant == "standard" or variant not in VARIANTS:
+            return gettext(STANDARD)
+        return "; ".join(gettext(SWITCHES[s]) for s in variant.split("+"))
 
     def variant_note(self, state: kc.GameState) -> str:
-        return f"Rules: {VARIANTS[self.variant_of(state)]}."
+        return gettext("Rules: %(variant)s.", variant=self.variant_label(self.variant_of(state)))
 
     # --- turns ----------------------------------------------------------------------------
 
@@ -129,21 +187,21 @@ class KnightsCastles:
         """One pattern an opponent the seat may make an offer to now."""
         if state.is_over:
             return []
-        return [f"offer {colour}: <gold and/or cards> for <gold and/or cards>"
-                for colour in kc.legal_moves(state).offers_to()]
+        return [gettext("offer %(colour)s: <gold and/or cards> for <gold and/or cards>",
+                        colour=colour) for colour in kc.legal_moves(state).offers_to()]
 
     def parse(self, state: kc.GameState, text: str) -> kc.Move:
         try:
             return kc.parse_move(text)
         except NotationError as exc:
-            raise MoveError(str(exc)) from None
+            raise MoveError(_said(exc)) from None
 
     def apply(self, state: kc.GameState, move: kc.Move) -> kc.GameState:
         self.apply_limit(move)
         try:
             return kc.apply_move(state, move)
         except (IllegalMoveError, NotationError) as exc:
-            raise MoveError(str(exc)) from None
+            raise MoveError(_said(exc)) from None
 
     def replay(self, state: kc.GameState, notations: list[str]) -> kc.GameState:
         """The game `state` belongs to (same seats, seed, variants) after `notations`."""
@@ -173,10 +231,12 @@ class KnightsCastles:
     def apply_limit(self, move: kc.Move) -> None:
         """The move log stores at most MOVE_LOG_LENGTH characters of notation."""
         if len(str(move)) > MOVE_LOG_LENGTH:
-            raise MoveError(f"this offer is {len(str(move))} characters long in the notation; "
-                            f"the log keeps at most {MOVE_LOG_LENGTH}: offer fewer kinds of card")
+            raise MoveError(gettext("this offer is %(length)d characters long in the notation; "
+                                    "the log keeps at most %(most)d: offer fewer kinds of card",
+                                    length=len(str(move)), most=MOVE_LOG_LENGTH))
 
-    def describe(self, before, move, after, reader: int | None) -> list[str]:
+    def describe(self, before, move, after, reader: int | None) -> list:
+        """The engine's sentences (Phrases: English, with their message ids for the log)."""
         return describe(before, move, after, reader)
 
     def default_move(self, state: kc.GameState) -> str:
@@ -189,7 +249,7 @@ class KnightsCastles:
         """The move computer player `bot` makes for the seat to move (the turn's player, or the
         seat a loss or an offer asks): it is handed that seat's view only, never the state."""
         if state.is_over:
-            raise MoveError("the game is over; no more moves can be made")
+            raise MoveError(gettext("the game is over; no more moves can be made"))
         return str(choose_move(bot, kc.view_for(state, state.to_move), random.Random(seed)))
 
     # --- what a seat sees -----------------------------------------------------------------
@@ -204,10 +264,12 @@ class KnightsCastles:
                       interactive: bool = False, move: kc.Move | None = None) -> str:
         """Every tableau as one <svg>, from `seat`'s view (None: a spectator's)."""
         view = kc.view_for(state, seat)
-        who = "a spectator" if seat is None else state.players[seat]
-        title = (f"The tableaus as they will be after your move {move}" if move is not None
-                 else f"Every player's cards in play after {state.ply} moves, as {who} sees them")
-        return tableau_svg(view, title)
+        who = gettext("a spectator") if seat is None else i18n.colour(state.players[seat])
+        title = (gettext("The tableaus as they will be after your move %(move)s", move=str(move))
+                 if move is not None else
+                 gettext("Every player's cards in play after %(moves)d moves, as %(who)s sees "
+                         "them", moves=state.ply, who=who))
+        return tableau_svg(view, title, words=i18n.render)
 
     def scores(self, state: kc.GameState) -> dict[str, int]:
         return kc.score(state)
@@ -223,46 +285,73 @@ class KnightsCastles:
         result = kc.outcome(state)
         if result is None:
             return []
-        names = " and ".join(state.players[s] for s in result.winners)
-        return [f"The game is over: {result.reason}.",
-                "Gold: " + ", ".join(f"{p} {g}" for p, g in zip(state.players, state.gold)),
-                f"Winner{'s' if len(result.winners) > 1 else ''}: {names}."]
+        winners = gettext(" and ").join(i18n.colour(state.players[s]) for s in result.winners)
+        return [gettext("The game is over: %(reason)s.", reason=i18n.render(result.reason)),
+                gettext("Gold: %(gold)s", gold=", ".join(
+                    f"{i18n.colour(p)} {g}" for p, g in zip(state.players, state.gold))),
+                ngettext("Winner: %(names)s.", "Winners: %(names)s.", len(result.winners),
+                         names=winners)]
 
     def position_lines(self, state: kc.GameState, seat: int | None) -> list[str]:
-        """The position as plain text for `seat`: what a mail or a turn file shows."""
+        """The position as plain text for `seat`, in the reader's language: what a mail or a
+        turn file shows."""
         view = kc.view_for(state, seat)
+        colour = i18n.colour
         lines = []
         if view.hand is not None:
-            lines.append(f"Your hand ({state.players[seat]}): "
-                         f"{hand_words(state.hands[seat])}")
+            lines.append(gettext("Your hand (%(colour)s): %(cards)s",
+                                 colour=colour(state.players[seat]),
+                                 cards=i18n.render(hand_words(state.hands[seat]))))
         if view.choice:
-            lines.append(f"Scholastics drew {', '.join(map(name, view.choice))}: keep one.")
+            lines.append(gettext("Scholastics drew %(cards)s: keep one.",
+                                 cards=_names(view.choice)))
         if not state.is_over:
-            lines.append(f"Turn {view.turn} of {state.players[view.current]}, {view.phase} "
-                         f"phase; to move: {state.players[view.to_move]}.")
-        lines.append(f"Deck: {view.deck_size} cards. Discard pile: {len(view.discard)} cards"
-                     + (f", the latest {', '.join(map(name, view.discard[-5:]))}"
-                        if view.discard else "") + ".")
+            lines.append(gettext("Turn %(turn)d of %(player)s, %(phase)s; to move: %(mover)s.",
+                                 turn=view.turn, player=colour(state.players[view.current]),
+                                 phase=i18n.render(phase(view.phase)),
+                                 mover=colour(state.players[view.to_move])))
+        deck = ngettext("Deck: %(num)d card.", "Deck: %(num)d cards.", view.deck_size)
+        if view.discard:
+            pile = ngettext("Discard pile: %(num)d card, the latest %(cards)s.",
+                            "Discard pile: %(num)d cards, the latest %(cards)s.",
+                            len(view.discard), cards=_names(view.discard[-5:]))
+        else:
+            pile = gettext("Discard pile: empty.")
+        lines.append(f"{deck} {pile}")
         if view.dice:
-            lines.append(f"Dice so far: {' '.join(map(str, view.dice[-10:]))}"
-                         f"{' (latest last)' if len(view.dice) > 1 else ''}.")
+            lines.append(gettext("Dice so far: %(dice)s (latest last).",
+                                 dice=" ".join(map(str, view.dice[-10:])))
+                         if len(view.dice) > 1 else
+                         gettext("Dice so far: %(dice)s.", dice=view.dice[-1]))
         if view.loss:
             loss = view.loss
-            what = (f"{loss['roll']} DP of cards in play" if not loss["kinds"]
-                    else "one " + " or ".join(map(name, loss["kinds"])))
-            lines.append(f"{loss['target']} must lose {what} ({name(loss['card'])} by "
-                         f"{loss['by']}).")
+            what = (gettext("%(roll)d DP of cards in play", roll=loss["roll"])
+                    if not loss["kinds"] else
+                    gettext("one %(cards)s", cards=gettext(" or ").join(
+                        i18n.render(name(k)) for k in loss["kinds"])))
+            lines.append(gettext("%(target)s must lose %(what)s (%(card)s by %(by)s).",
+                                 target=colour(loss["target"]), what=what,
+                                 card=i18n.render(name(loss["card"])), by=colour(loss["by"])))
         if view.offer:
             offer = view.offer
-            shown = offer.get("notation") or f"{offer['from']} to {offer['to']}"
-            lines.append(f"Open offer: {shown}.")
-        for s, colour in enumerate(state.players):
-            in_play = ", ".join(f"{name(c)} x{view.tableau[s].count(c)}"
+            lines.append(gettext("Open offer: %(offer)s.", offer=offer["notation"])
+                         if offer.get("notation") else
+                         gettext("Open offer from %(giver)s to %(taker)s.",
+                                 giver=colour(offer["from"]), taker=colour(offer["to"])))
+        for s, player in enumerate(state.players):
+            in_play = ", ".join(f"{i18n.render(name(c))} x{view.tableau[s].count(c)}"
                                 for c in sorted(set(view.tableau[s]), key=INDEX.__getitem__))
-            shared = f"; shared {', '.join(map(name, view.shared[s]))}" if view.shared[s] else ""
-            lines.append(f"{colour}: gold {view.gold[s]}, DP {view.dp[s]}, revenue "
-                         f"{view.revenue[s]}, {view.hand_sizes[s]} cards in hand; in play: "
-                         f"{in_play or 'nothing'}{shared}")
+            line = ngettext("%(colour)s: gold %(gold)d, DP %(dp)d, revenue %(revenue)d, "
+                            "%(num)d card in hand; in play: %(cards)s",
+                            "%(colour)s: gold %(gold)d, DP %(dp)d, revenue %(revenue)d, "
+                            "%(num)d cards in hand; in play: %(cards)s",
+                            view.hand_sizes[s], colour=colour(player), gold=view.gold[s],
+                            dp=view.dp[s], revenue=view.revenue[s],
+                            cards=in_play or gettext("nothing"))
+            if view.shared[s]:
+                line = gettext("%(line)s; shared %(cards)s", line=line,
+                               cards=_names(view.shared[s]))
+            lines.append(line)
         return lines
 
     # --- the seat page's move form ----------------------------------------------------------
@@ -273,18 +362,21 @@ class KnightsCastles:
         if action in ("text", "move"):
             text = str(form.get("notation" if action == "text" else "move", "")).strip()
             if not text:
-                raise MoveError("type a move in the box, for example 'done'")
+                raise MoveError(gettext("type a move in the box, for example 'done'"))
             return text[:MAX_NOTATION_LENGTH + 1]
         if action != "offer":
-            raise MoveError("choose a move from the list, make an offer, or type a move")
+            raise MoveError(gettext("choose a move from the list, make an offer, or type a "
+                                    "move"))
         target = str(form.get("target", ""))
         if target not in state.players:
-            raise MoveError("choose the player to make the offer to")
+            raise MoveError(gettext("choose the player to make the offer to"))
         sides = []
         for side in ("give", "ask"):
             raw = str(form.get(f"{side}_gold", "0") or "0").strip()
             if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:
-                raise MoveError(f"the gold you {side} must be a whole number")
+                raise MoveError(gettext("the gold you give must be a whole number")
+                                if side == "give" else
+                                gettext("the gold you ask for must be a whole number"))
             cards = str(form.get(f"{side}_cards", "")).strip()[:MAX_NOTATION_LENGTH]
             parts = ([f"{int(raw)} gold"] if int(raw) else []) + ([cards] if cards else [])
             sides.append(", ".join(parts) or "nothing")
@@ -294,21 +386,28 @@ class KnightsCastles:
 
     @staticmethod
     def card_name(card: str) -> str:
-        return name(card)
+        """A card's printed name in the reader's language."""
+        return i18n.render(name(card))
 
     @staticmethod
     def card_names(cards) -> list[str]:
-        return [name(c) for c in cards]
+        return [i18n.render(name(c)) for c in cards]
+
+    @staticmethod
+    def phase_name(step_phase: str) -> str:
+        """A phase ('draw') as the reader says it ('draw phase')."""
+        return i18n.render(phase(step_phase))
 
     @staticmethod
     def hand_words(state: kc.GameState, seat: int) -> str:
         """A seat's hand in words: for the admin's page only (it shows every secret)."""
-        return hand_words(state.hands[seat])
+        return i18n.render(hand_words(state.hands[seat]))
 
     @staticmethod
     def tableau_words(state: kc.GameState, seat: int) -> str:
-        return hand_words(state.tableau[seat])
+        return i18n.render(hand_words(state.tableau[seat]))
 
     @staticmethod
     def deck_words(state: kc.GameState) -> str:
-        return ", ".join(KINDS[k].name for k in reversed(state.deck)) or "empty"
+        return (", ".join(i18n.render(KINDS[k].name) for k in reversed(state.deck))
+                or gettext("empty"))
