@@ -13,6 +13,7 @@ from email.parser import BytesParser
 from pathlib import Path
 
 from pbem import create_app, schema
+from jinja2 import BytecodeCache
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import select
@@ -111,10 +112,36 @@ def seed_catalogs(instance: Path) -> None:
     shutil.copytree(_catalogs, target)
 
 
+class _CompiledTemplates(BytecodeCache):
+    """Templates compiled once per test process and shared by its apps, as one server process
+    compiles each template once: every test makes a new app, and with it a new Jinja
+    environment that would compile every template it renders again (most of a short page
+    test's time). Jinja checks each template's source against the stored code's checksum."""
+
+    def __init__(self):
+        self.code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket) -> None:
+        if bucket.key in self.code:
+            bucket.bytecode_from_string(self.code[bucket.key])
+
+    def dump_bytecode(self, bucket) -> None:
+        self.code[bucket.key] = bucket.bytecode_to_string()
+
+
+_templates = _CompiledTemplates()
+
+
+def _test_app(settings: dict):
+    app = create_app(settings)
+    app.jinja_env.bytecode_cache = _templates
+    return app
+
+
 def bare_app(instance: Path):
     """An app on a database nobody has set up yet (what `pbem` sees before `init-db`)."""
     seed_catalogs(instance)
-    return create_app({"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
+    return _test_app({"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
                        "BASE_URL": "http://localhost", "TESTING": True,
                        "DATABASE_URL": database_url(instance, empty=True)})
 
@@ -128,7 +155,7 @@ def make_app(instance: Path, **config):
     if "DATABASE_URL" not in settings:
         settings["DATABASE_URL"] = database_url(instance)
     seed_catalogs(instance)
-    app = create_app(settings)
+    app = _test_app(settings)
     if settings["DATABASE_URL"] in Databases.migrated:
         Databases.migrated.discard(settings["DATABASE_URL"])  # a copy of the migrated template
     else:
