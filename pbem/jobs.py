@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app
-from sqlalchemy import update
+from sqlalchemy import bindparam, update
 from sqlmodel import select
 
 from flask_babel import lazy_gettext as L_
@@ -173,23 +173,37 @@ def handle_due_timers(now: datetime) -> dict[str, int]:
     return counts
 
 
+# Statements built once: a burst of timeouts runs them for every timer, and building them
+# (the ORM's `get` with a lock builds its SELECT anew each time) cost more than running them.
+# A timer and its game are read with populate_existing, as `session.get(..., with_for_update)`
+# reads them: what is in the session is refreshed from the locked row.
+_TIMER = (select(Timer).where(Timer.id == bindparam("timer_id")).with_for_update()
+          .execution_options(populate_existing=True))
+_GAME = (select(Game).where(Game.id == bindparam("game_id")).with_for_update()
+         .execution_options(populate_existing=True))
+_HELD = (Timer.claim == bindparam("of_claim"), is_status(Timer.status, CLAIMED))
+_RENEW = update(Timer).where(*_HELD).values(claimed_at=bindparam("moment"))
+_RELEASE = update(Timer).where(*_HELD).values(status=PENDING, claim=None, claimed_at=None)
+_FINISH = (update(Timer).where(Timer.id == bindparam("timer_id"),
+                               Timer.claim == bindparam("of_claim"))
+           .values(status=DONE, done_at=bindparam("now"), outcome=bindparam("outcome")))
+
+
 def _renew(claim: str, moment: datetime) -> None:
     """Mark the rest of a claim as held at `moment`: a long run is not taken for a dead one."""
     with writing() as session:
-        session.exec(update(Timer).where(Timer.claim == claim, is_status(Timer.status, CLAIMED))
-                     .values(claimed_at=moment))
+        session.connection().execute(_RENEW, {"of_claim": claim, "moment": moment})
 
 
 def _release(claim: str) -> None:
     with writing() as session:
-        session.exec(update(Timer).where(Timer.claim == claim, is_status(Timer.status, CLAIMED))
-                     .values(status=PENDING, claim=None, claimed_at=None))
+        session.connection().execute(_RELEASE, {"of_claim": claim})
 
 
 def _finish(timer_id: int, claim: str, now: datetime, outcome: str) -> None:
     with writing() as session:
-        session.exec(update(Timer).where(Timer.id == timer_id, Timer.claim == claim)
-                     .values(status=DONE, done_at=now, outcome=outcome))
+        session.connection().execute(_FINISH, {"timer_id": timer_id, "of_claim": claim,
+                                               "now": now, "outcome": outcome})
 
 
 def _current(session, timer: Timer):
@@ -213,10 +227,10 @@ def _handle(timer_id: int, claim: str, now: datetime) -> str:
     search never holds up the other writers."""
     with writing() as session:
         # Locked: a scheduler taking this claim over (it looked dead) waits for this one.
-        timer = session.get(Timer, timer_id, with_for_update=True)
+        timer = session.exec(_TIMER, params={"timer_id": timer_id}).first()
         if timer is None or timer.claim != claim or timer.status != CLAIMED:
             return "obsolete"
-        session.get(Game, timer.game_id, with_for_update=True)  # no move meanwhile
+        session.exec(_GAME, params={"game_id": timer.game_id}).first()  # no move meanwhile
         current = _current(session, timer)
         if current is None:
             outcome, counted = "obsolete", "obsolete"
