@@ -326,6 +326,8 @@ PHASES = [  # (module, attribute, label); labels are indented under what calls t
     (pbem.jobs, "deliver_all_due", "deliver_all_due"),
     (pbem.outbox, "_claim", "  outbox _claim (claim a batch of mails)"),
     (pbem.outbox, "_still_ours", "    _still_ours (is the mail still claimed, before it goes)"),
+    (pbem.outbox, "_write", "    _write (a mail queued as an intent written and stored)"),
+    (pbem.mail, "render_later", "      render_later (its text and HTML, by Jinja)"),
     (pbem.outbox, "build_message", "    build_message (the MIME message)"),
     (pbem.picture, "png_of", "      png_of (the board picture; made once a position)"),
     (pbem.outbox, "_record", "  _record (one delivery written down)"),
