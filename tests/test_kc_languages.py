@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from server import Mailbox, field, html_of, make_app, text_of
+from server import Mailbox, field, make_app, text_of
 from sqlmodel import select
-from test_three_languages import GREETING, _newest_key, _reply, _unwanted
+from test_three_languages import _newest_key, _reply, _unwanted, mails_in_own_language
 from test_three_languages import english_fragments  # noqa: F401  (a fixture)
 
 import engine.knights_castles as kc
@@ -125,15 +125,7 @@ def test_knights_and_castles_in_three_languages(tmp_path, english_fragments):  #
     # Every mail to each seat greets in its language and, for German and Spanish, holds no
     # English piece of any message whose translation differs.
     for seat, player in enumerate(PLAYERS):
-        mails = box.to(player.email)
-        assert len(mails) > 5
-        for message in mails:
-            for body in (text_of(message), html_of(message)):
-                assert GREETING[player.language] in body, (player.language, message["Subject"])
-                if player.language != "en":
-                    left = _unwanted(body, english_fragments[player.language])
-                    assert not left, (player.language, str(message["Subject"]), left)
-        final = text_of(mails[-1])
+        final = text_of(mails_in_own_language(box, player, english_fragments)[-1])
         assert {"en": "Winner: red.", "de": "Sieger: Rot.",
                 "es": "Ganador: rojo."}[player.language] in final
         assert {"en": "the most gold wins", "de": "das meiste Gold gewinnt",
@@ -168,6 +160,7 @@ def test_a_spanish_turn_file_and_a_german_typo(tmp_path):
     orders = _a_turn(state, 0)
     text = client.get(f"/seat/{tokens[0]}/turnfile").get_data(as_text=True)
     assert "Tu mano (amarillo)" in text
+    assert "#   construir aldea\n#   listo\n" in text  # the examples in Spanish words
     page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
     filled = text + "\n" + "\n".join(in_words(o, "es") for o in orders) + "\n"
     done = client.post(f"/seat/{tokens[0]}/turnfile",
@@ -190,3 +183,24 @@ def test_a_spanish_turn_file_and_a_german_typo(tmp_path):
     body = answer.get_data(as_text=True)
     assert answer.status_code == 422
     assert "&#39;schloss&#39; ist keine Karte; Karten schreibt man wie Dorf" in body, body[-3000:]
+
+
+@pytest.mark.parametrize("kind", ["kardinal-koenig", "knights-castles"])
+def test_the_turn_files_examples_read_in_every_language(kind):
+    """The whole-turn example a turn file shows, in each language's words, reads as the English
+    example's moves."""
+    from pbem.games import rules_for
+
+    rules = rules_for(kind)
+    english = rules._order_examples["en"]
+    for language in ("de", "es"):
+        examples = rules._order_examples[language]
+        assert examples != english
+        if kind == "knights-castles":
+            assert [str(kc.parse_move(e)) for e in examples] == list(english)
+        else:
+            import engine
+
+            board = rules.board
+            assert [engine.parse_move(e, board) for e in examples] == \
+                [engine.parse_move(e, board) for e in english]

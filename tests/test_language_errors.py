@@ -11,13 +11,13 @@ from email.utils import make_msgid
 import pytest
 from server import Mailbox, field, make_app, text_of
 from sqlmodel import select
+from test_languages import new_game_form
 
 from pbem.db import reading
 from pbem.inbox import KEY_ADDRESS, handle_incoming
 from pbem.jobs import run_jobs
 from pbem.models import Game
 from pbem.services import PlayerSpec, create_game
-from pbem.stewardship import create_admin
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -78,13 +78,7 @@ def test_a_typo_on_a_spanish_seat_page_is_answered_in_spanish(tmp_path):
 def test_a_bad_address_in_the_admin_form_is_refused_in_the_browsers_language(app, client):
     """The create-game form's setup errors (here a bad address and a bad seed) are in the
     language the organiser's browser prefers."""
-    with app.app_context():
-        create_admin("boss@example.org", "a long enough password")
-    page = client.get("/admin/login").get_data(as_text=True)
-    client.post("/admin/login", data={"email": "boss@example.org",
-                                      "password": "a long enough password",
-                                      "csrf_token": field(page, "csrf_token")})
-    page = client.get("/admin/games/new").get_data(as_text=True)
+    page = new_game_form(app, client)
     data = {"csrf_token": field(page, "csrf_token"), "game": "kardinal-koenig", "start": "0",
             "deadline_hours": "72", "reminders": "24", "timezone": "UTC"}
     for i, (name, colour) in enumerate((("Anna", "yellow"), ("Bernd", "red"),

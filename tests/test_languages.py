@@ -60,15 +60,20 @@ def test_default_language_from_the_settings(tmp_path):
     assert _languages(app, 1) == ["de", "de", "de"]
 
 
-def test_admin_form_takes_each_players_language(app, client):
-    """The create-game form has a language for each player, which the seats get."""
+def new_game_form(app, client) -> str:
+    """The admin's create-game form, logged in as a new organiser."""
     with app.app_context():
         create_admin("boss@example.org", "a long enough password")
     page = client.get("/admin/login").get_data(as_text=True)
     client.post("/admin/login", data={"email": "boss@example.org",
                                       "password": "a long enough password",
                                       "csrf_token": field(page, "csrf_token")})
-    page = client.get("/admin/games/new").get_data(as_text=True)
+    return client.get("/admin/games/new").get_data(as_text=True)
+
+
+def test_admin_form_takes_each_players_language(app, client):
+    """The create-game form has a language for each player, which the seats get."""
+    page = new_game_form(app, client)
     assert 'name="language2"' in page and ">Español</option>" in page
     data = {"csrf_token": field(page, "csrf_token"), "game": "kardinal-koenig", "start": "0",
             "deadline_hours": "72", "reminders": "24", "timezone": "UTC"}

@@ -104,6 +104,20 @@ def _unwanted(text: str, fragments: set[str]) -> list[str]:
     return sorted(f for f in fragments if f in text)
 
 
+def mails_in_own_language(box: Mailbox, player: PlayerSpec, fragments) -> list:
+    """Every mail to `player` (more than five), each part greeting in the player's language and,
+    for German and Spanish, holding none of that language's English `fragments`."""
+    mails = box.to(player.email)
+    assert len(mails) > 5, " ".join(str(m["Subject"]) for m in mails)
+    for message in mails:
+        for body in (text_of(message), html_of(message)):
+            assert GREETING[player.language] in body, (player.language, message["Subject"])
+            if player.language != "en":
+                left = _unwanted(body, fragments[player.language])
+                assert not left, (player.language, str(message["Subject"]), left)
+    return mails
+
+
 def test_three_languages_to_the_end(tmp_path, english_fragments):
     app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN, MAIL_BOARD_PICTURE=False)
     box = Mailbox(app)
@@ -156,15 +170,7 @@ def test_three_languages_to_the_end(tmp_path, english_fragments):
 
     # Every mail to each seat is in its language, invitation to final scoring.
     for seat, player in enumerate(PLAYERS):
-        mails = box.to(player.email)
-        kinds = " ".join(str(m["Subject"]) for m in mails)
-        assert len(mails) > 5, kinds
-        for message in mails:
-            for body in (text_of(message), html_of(message)):
-                assert GREETING[player.language] in body, (player.language, message["Subject"])
-                if player.language != "en":
-                    left = _unwanted(body, english_fragments[player.language])
-                    assert not left, (player.language, str(message["Subject"]), left)
+        mails = mails_in_own_language(box, player, english_fragments)
         final = mails[-1]
         assert {"en": "The game is over", "de": "Das Spiel ist zu Ende",
                 "es": "La partida ha terminado"}[player.language] in str(final["Subject"])

@@ -38,6 +38,12 @@ def test_extraction_finds_the_pages_mails_and_engine(template):
     ids = {m.id if isinstance(m.id, str) else m.id[0] for m in template if m.id}
     assert "So far in this game" in ids  # templates/email/your_turn.txt
     assert "%(num)d card" in ids  # pbem/games/kardinal_koenig.py, a plural
+    # Knights & Castles: its engine's card names, sentences and errors, its templates and its
+    # server module.
+    assert {"Trade Route", "%(who)s built %(card)s.", "there is no %(card)s in your hand",
+            "'%(word)s' is not a player; name a player by colour (%(colours)s)"} <= ids
+    assert "The tableaus" in ids  # templates/games/knights-castles/
+    assert "Gold: %(gold)s" in ids  # pbem/games/knights_castles.py
     assert len(ids) > 40
 
 

@@ -144,21 +144,21 @@ def _line(before: GameState, move: Move, after: GameState, reader, mine: bool,
                              target=target))
         return (say("You played %(card)s.", card=card) if mine else
                 say("%(who)s played %(card)s.", who=who, card=card))
-    verb, card = str(move).split()[0], name(move.card)
-    if verb == "build":
-        return (say("You built %(card)s.", card=card) if mine else
-                say("%(who)s built %(card)s.", who=who, card=card))
-    if verb == "abandon":
-        return (say("You gave up %(card)s.", card=card) if mine else
-                say("%(who)s gave up %(card)s.", who=who, card=card))
-    if verb == "research":
-        return (say("You researched %(card)s.", card=card) if mine else
-                say("%(who)s researched %(card)s.", who=who, card=card))
-    if verb == "share":
-        return (say("You paid 10 gold to share %(card)s.", card=card) if mine else
-                say("%(who)s paid 10 gold to share %(card)s.", who=who, card=card))
-    return (say("You discarded %(card)s.", card=card) if mine else
-            say("%(who)s discarded %(card)s.", who=who, card=card))
+    yours, theirs = _CARD_MOVES[str(move).split()[0]]
+    card = name(move.card)
+    return say(yours.key, card=card) if mine else say(theirs.key, who=who, card=card)
+
+
+# The sentences of the moves that name one card, by the move's verb: the mover's own words and
+# everyone else's (message ids; the card goes in when told).
+_CARD_MOVES = {
+    "build": (say("You built %(card)s."), say("%(who)s built %(card)s.")),
+    "abandon": (say("You gave up %(card)s."), say("%(who)s gave up %(card)s.")),
+    "research": (say("You researched %(card)s."), say("%(who)s researched %(card)s.")),
+    "share": (say("You paid 10 gold to share %(card)s."),
+              say("%(who)s paid 10 gold to share %(card)s.")),
+    "discard": (say("You discarded %(card)s."), say("%(who)s discarded %(card)s.")),
+}
 
 
 def hand_words(counts: tuple[int, ...]) -> Phrase:

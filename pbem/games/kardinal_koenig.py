@@ -115,7 +115,14 @@ class KardinalKoenig:
     colours = kk.PLAYER_COLOURS
     variants = VARIANTS
     rules_url = RULES_URL  # the first is the default
-    order_examples = ("GG Franken: Mainz", "draw deck", "draw G")
+    # A whole turn for the turn file, in the reader's words (the notation reads all three).
+    _order_examples = {"en": ("GG Franken: Mainz", "draw deck", "draw G"),
+                       "de": ("GG Franken: Mainz", "ziehe Stapel", "ziehe G"),
+                       "es": ("GG Franken: Mainz", "robar mazo", "robar G")}
+
+    @property
+    def order_examples(self) -> tuple[str, ...]:
+        return self._order_examples.get(i18n.language(), self._order_examples["en"])
     variant_help = ("which rule book's reading to play, german (the default: a joker of two "
                     "cards of one colour places a piece in another country) or english (the "
                     "English v1.3 and Spanish books: in any country)")

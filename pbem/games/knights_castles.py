@@ -115,7 +115,14 @@ class KnightsCastles:
     colours = kc.COLOURS
     variants = VARIANTS
     rules_url = RULES_URL
-    order_examples = ("buy", "build village", "done", "play plague at red")
+    # A whole turn for the turn file, in the reader's words (the notation reads all three).
+    _order_examples = {"en": ("buy", "build village", "done", "play plague at red"),
+                       "de": ("kaufe", "baue Dorf", "fertig", "spiele Pest gegen rot"),
+                       "es": ("comprar", "construir aldea", "listo", "jugar peste a rojo")}
+
+    @property
+    def order_examples(self) -> tuple[str, ...]:
+        return self._order_examples.get(i18n.language(), self._order_examples["en"])
     variant_question = N_("The rule page's notes offer three variants, each a switch; choose "
                           "the ones this game plays with (shown on every page of the game).")
     variant_help = ("the variant switches joined by '+', like catch-up+no-buying (also "
