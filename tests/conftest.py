@@ -35,6 +35,17 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("database", chosen, indirect=True, scope="module")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """The longest test files first (tests/file_times.py says why), each file's tests in
+    their own order."""
+    from file_times import longest_first
+
+    files = list(dict.fromkeys(item.nodeid.split("::", 1)[0] for item in items))
+    rank = {path: i for i, path in enumerate(longest_first(files))}
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
+
+
 @pytest.fixture(scope="session")
 def postgres_server():
     """The session's PostgreSQL server (per xdist worker), started on first use."""
