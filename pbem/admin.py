@@ -218,30 +218,29 @@ def _read_new_game(form, rules) -> tuple[dict, dict]:
         except ValueError as exc:  # a language the form did not offer
             errors[f"language{i}"] = str(exc)
         if row["colour"] not in rules.colours:
-            errors[f"colour{i}"] = f"choose one of {', '.join(rules.colours)}"
+            errors[f"colour{i}"] = gettext("choose one of %(colours)s",
+                                           colours=", ".join(map(i18n.colour, rules.colours)))
         elif row["colour"] in colours:
-            errors[f"colour{i}"] = "another player already has this colour"
+            errors[f"colour{i}"] = gettext("another player already has this colour")
         colours.append(row["colour"])
     if not rules.min_players <= len(colours) <= rules.max_players:
-        errors["players"] = (f"{rules.title} is for {rules.min_players} to {rules.max_players} "
-                             f"players; you filled in {len(colours)}")
+        errors["players"] = gettext("%(game)s is for %(least)d to %(most)d players; you filled "
+                                    "in %(count)d", game=rules.title, least=rules.min_players,
+                                    most=rules.max_players, count=len(colours))
     emails = [p.email.lower() for p in players if p.bot is None]
     if len(set(emails)) != len(emails):
-        errors["players"] = "each player needs their own email address"
+        errors["players"] = gettext("each player needs their own email address")
     start = form.get("start", "random")
     if start != "random" and not (start.isascii() and start.isdigit()
                                   and 0 <= int(start) < len(colours)):
-        errors["start"] = "choose a player who is in the game, or random"
+        errors["start"] = gettext("choose a player who is in the game, or random")
     raw_hours = form.get("deadline_hours", "").strip()
     hours = int(raw_hours) if raw_hours.isascii() and raw_hours.isdigit() else -1
     try:
         time = time_control(hours, form.get("reminders", ""), form.get("weekend_pause") == "on",
                             form.get("timezone", "").strip() or "UTC")
     except SetupProblem as exc:
-        text = str(exc)
-        field = ("deadline_hours" if "deadline" in text and "reminder" not in text
-                 else "reminders" if "reminder" in text else "timezone")
-        errors[field] = text
+        errors[getattr(exc, "field", "timezone")] = str(exc)
         time = None
     title = form.get("title", "").strip()
     try:
@@ -250,13 +249,14 @@ def _read_new_game(form, rules) -> tuple[dict, dict]:
         errors["title"] = str(exc)
     seed = form.get("seed", "").strip() or None
     if seed is not None and (len(seed) > 100 or not seed.isprintable()):
-        errors["seed"] = "the seed must be 1 to 100 printable characters"
+        errors["seed"] = gettext("the seed must be 1 to 100 printable characters")
     variant = form.get("variant") or next(iter(rules.variants))
     if variant not in rules.variants:
-        errors["variant"] = "choose one of the rules offered"
+        errors["variant"] = gettext("choose one of the rules offered")
     absent_bot = form.get("absent_bot", "") or None
     if absent_bot is not None and absent_bot not in rules.bots:
-        errors["absent_bot"] = "choose the default move or one of the computer players offered"
+        errors["absent_bot"] = gettext("choose the default move or one of the computer players "
+                                       "offered")
     return {"players": players, "colours": colours, "time": time, "title": title, "seed": seed,
             "variant": variant, "absent_bot": absent_bot,
             "start": None if start == "random" or "start" in errors else int(start)}, errors

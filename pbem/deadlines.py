@@ -39,11 +39,18 @@ class TimeControl:
         return ",".join(str(h) for h in self.reminder_hours)
 
 
+def _problem(field: str, message: str) -> SetupProblem:
+    """A SetupProblem that names the setting it is about (`field`: the create form's input)."""
+    problem = SetupProblem(message)
+    problem.field = field
+    return problem
+
+
 def parse_hours(text: str) -> tuple[int, ...]:
     parts = [p.strip() for p in str(text).split(",") if p.strip()]
     if not all(p.isascii() and p.isdigit() for p in parts):
-        raise SetupProblem(_("reminders are whole numbers of hours before the deadline, "
-                             "separated by commas, like 24,2"))
+        raise _problem("reminders", _("reminders are whole numbers of hours before the "
+                                      "deadline, separated by commas, like 24,2"))
     return tuple(sorted({int(p) for p in parts}, reverse=True))
 
 
@@ -54,20 +61,20 @@ def time_control(deadline_hours: int | None = None, reminder_hours: str | None =
     hours = config["GAMES_MOVE_DEADLINE_HOURS"] if deadline_hours is None else deadline_hours
     if isinstance(hours, bool) or not isinstance(hours, int) or \
             not MIN_HOURS <= hours <= MAX_HOURS:
-        raise SetupProblem(_("the move deadline must be %(least)d hours to 14 days "
-                             "(%(most)d hours), not %(hours)s", least=MIN_HOURS,
-                             most=MAX_HOURS, hours=repr(hours)))
+        raise _problem("deadline_hours", _("the move deadline must be %(least)d hours to 14 "
+                                           "days (%(most)d hours), not %(hours)s",
+                                           least=MIN_HOURS, most=MAX_HOURS, hours=repr(hours)))
     reminders = parse_hours(config["GAMES_REMINDER_HOURS"] if reminder_hours is None
                             else reminder_hours)
     if any(not 0 < h < hours for h in reminders):
-        raise SetupProblem(_("each reminder must come 1 to %(most)d hours before the "
-                             "deadline", most=hours - 1))
+        raise _problem("reminders", _("each reminder must come 1 to %(most)d hours before the "
+                                      "deadline", most=hours - 1))
     zone = config["GAMES_TIMEZONE"] if timezone is None else timezone
     try:
         clock.zone(zone)
     except ValueError:
-        raise SetupProblem(_("unknown time zone %(name)s; use a name like Europe/Berlin or UTC",
-                             name=repr(zone))) from None
+        raise _problem("timezone", _("unknown time zone %(name)s; use a name like "
+                                     "Europe/Berlin or UTC", name=repr(zone))) from None
     pause = config["GAMES_WEEKEND_PAUSE"] if weekend_pause is None else bool(weekend_pause)
     return TimeControl(hours, reminders, pause, zone)
 

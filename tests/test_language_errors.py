@@ -94,6 +94,13 @@ def test_a_bad_address_in_the_admin_form_is_refused_in_the_browsers_language(app
                           headers={"Accept-Language": "es"})
     assert spanish.status_code == 422
     assert "zona horaria desconocida &#39;Mars/Olympus&#39;" in spanish.get_data(as_text=True)
+    # Each error at its own field, whatever the language says: a deadline, a taken colour.
+    german = client.post("/admin/games/new", data={**data, "deadline_hours": "5",
+                                                   "colour2": "red"},
+                         headers={"Accept-Language": "de"}).get_data(as_text=True)
+    assert ('id="deadline_hours-error" role="alert">die Frist für einen Zug muss 12 Stunden bis '
+            '14 Tage') in german, german
+    assert 'id="colour2-error" role="alert">ein anderer Spieler hat diese Farbe schon' in german
     with app.app_context(), reading() as session:
         assert session.exec(select(Game)).first() is None
 
