@@ -239,7 +239,7 @@ def _handle(timer_id: int, claim: str, now: datetime) -> str:
             mail.your_turn(session, game, seat, rules, state, [], reminder=True)
             outcome, counted = "sent", "reminders"
         elif _bot_of(current[0], current[1]) is None:
-            played = _default_moves(session, timer, now)
+            played = _default_moves(session, timer, now, current)
             outcome, counted = ("timed out", "timeouts") if played else ("obsolete", "obsolete")
         else:
             outcome = None
@@ -255,12 +255,14 @@ def _bot_of(game: Game, seat: Seat) -> str | None:
     return seat.bot or (game.absent_bot if seat.absent else None)
 
 
-def _default_moves(session, timer: Timer, now: datetime) -> int:
+def _default_moves(session, timer: Timer, now: datetime, current) -> int:
     """Play the seat's turn with default moves in the caller's transaction, each through
-    `submit_move`; returns how many were played."""
+    `submit_move`, from `current` (what `_current` just gave: nothing has moved since);
+    returns how many were played."""
     played = 0
     for _ in range(MAX_DEFAULT_MOVES):
-        current = _current(session, timer)
+        if played:
+            current = _current(session, timer)
         if current is None:
             break
         game, seat, rules, state = current
