@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 from flask import current_app
 from flask_babel import lazy_gettext as L_
-from sqlalchemy import bindparam, func, literal_column
+from sqlalchemy import bindparam, case, func, literal_column
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
@@ -615,13 +615,18 @@ def moved_on(game: Game, turn: int) -> StaleTurn:
         return _moved_on(session, game, turn)
 
 
-_LATEST_BY_SEAT = (select(MoveRecord.seat, func.max(MoveRecord.number))
+# The latest move of each seat before move `:before`; the oldest of them is where the moves
+# `_Recent` needs begin (move 0 while a seat of the `:seats` has not moved yet).
+_LATEST_BY_SEAT = (select(func.max(MoveRecord.number).label("latest"))
                    .where(MoveRecord.game_id == bindparam("game_id"),
                           MoveRecord.number < bindparam("before"))
-                   .group_by(MoveRecord.seat))
+                   .group_by(MoveRecord.seat).subquery())
+_FIRST_NEEDED = (select(case((func.count() < bindparam("seats"), 0),
+                             else_=func.min(_LATEST_BY_SEAT.c.latest)))
+                 .select_from(_LATEST_BY_SEAT).scalar_subquery())
 _RECENT = (select(MoveRecord.number, MoveRecord.seat, MoveRecord.lines_json, MoveRecord.actor)
            .where(MoveRecord.game_id == bindparam("game_id"),
-                  MoveRecord.number >= bindparam("first"))
+                  MoveRecord.number >= _FIRST_NEEDED)
            .order_by(MoveRecord.number))
 
 
@@ -634,10 +639,8 @@ class _Recent:
     """
 
     def __init__(self, session: Session, game: Game, seats: int, before: int):
-        latest = dict(session.exec(_LATEST_BY_SEAT,
-                                   params={"game_id": game.id, "before": before}).all())
-        first = min(latest.get(seat, 0) for seat in range(seats))
-        rows = session.exec(_RECENT, params={"game_id": game.id, "first": first}).all()
+        rows = session.exec(_RECENT, params={"game_id": game.id, "before": before,
+                                             "seats": seats}).all()
         self.records = [(number, seat, _readers_lines(lines)) for number, seat, lines, _ in rows]
         self.actors = {number: actor for number, _, _, actor in rows}
 
