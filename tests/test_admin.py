@@ -530,7 +530,7 @@ def test_the_game_page_shows_every_hand_the_deck_the_log_and_the_mail(app, admin
                         r"<td>([^<]*)</td>", page)
         assert row and row.group(1) == (hand or "none"), number
     deck = ", ".join(board.card(code).colour for code in reversed(state.deck))
-    assert f"Deck, top first ({len(state.deck)} cards): {deck}." in page
+    assert f"Deck ({len(state.deck)} cards), top first: {deck}." in page
 
     with reading(app) as db:
         records = db.exec(select(MoveRecord).order_by(MoveRecord.number)).all()

@@ -5,12 +5,15 @@ The extraction is the one docs/translations.md gives, run with `pybabel` as a de
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
+from jinja2 import Environment
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGS = ROOT / "pbem" / "translations"
@@ -45,6 +48,73 @@ def test_extraction_finds_the_pages_mails_and_engine(template):
     assert "The tableaus" in ids  # templates/games/knights-castles/
     assert "Gold: %(gold)s" in ids  # pbem/games/knights_castles.py
     assert len(ids) > 40
+
+
+MESSAGE_CALLS = {"_", "gettext", "ngettext", "lazy_gettext", "N_", "L_", "say", "say_n"}
+
+
+def test_no_message_is_written_inside_an_f_string():
+    """The extraction does not look inside f-strings: a message written there never reaches the
+    catalogs and shows in English on every German and Spanish page (the board picture's
+    "Scores" did)."""
+    found = set()
+    for path in sorted([*(ROOT / "pbem").rglob("*.py"), *(ROOT / "engine").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.JoinedStr):
+                continue
+            for call in ast.walk(node):
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                        and call.func.id in MESSAGE_CALLS and call.args
+                        and isinstance(call.args[0], ast.Constant)):
+                    found.add(f"{path.relative_to(ROOT)}:{call.lineno} {call.args[0].value!r}")
+    assert not found, "messages inside f-strings: " + "; ".join(sorted(found))
+
+
+# Words a template may write outside {{ _() }} and {% trans %}: a time zone's name, the HTML
+# mail's title, a link's path, a class name split from its tag by a block, the turn-file
+# header line (the notation's own words, read in every language).
+RAW_WORDS_ALLOWED = {
+    "templates/admin/dashboard.html": {"UTC"},
+    "templates/admin/game.html": {"UTC"},
+    "templates/admin/messages.html": {"UTC"},
+    "templates/email/admin.html": {"pbem"},
+    "templates/email/final.txt": {"rematch"},
+    "templates/seat/page.html": {"class", "wide", "Turn", "move"},
+    "templates/seat/preview.html": {"class", "wide"},
+}
+
+
+def _raw_words(source: str) -> list[str]:
+    """The words a template writes as text (not markup, not inside a Jinja tag or {% trans %})."""
+    parts, in_trans = [], 0
+    for _line, kind, value in Environment(extensions=["jinja2.ext.i18n"]).lex(source):
+        if kind == "name" and value in ("trans", "pluralize", "endtrans"):
+            in_trans += {"trans": 1, "endtrans": -1}.get(value, 0)
+        if kind == "data" and not in_trans:
+            parts.append(value)
+        elif not parts or parts[-1] != "\0":
+            parts.append("\0")  # a Jinja expression or tag: text on both sides stays apart
+    text = re.sub(r"<(script|style)\b.*?</\1\s*>", " ", "".join(parts), flags=re.S)
+    text = re.sub(r"<!--.*?-->|<[^<>]*>|&#?\w+;", " ", text, flags=re.S)
+    return re.findall(r"[A-Za-zÄÖÜäöüß][A-Za-zÄÖÜäöüß']+", text)
+
+
+def test_templates_write_no_words_outside_a_message():
+    """Text typed straight into a template is never extracted, so a German page shows it in
+    English (the seat page's "Save" buttons and the admin's state table did)."""
+    untranslated = {}
+    for path in sorted((ROOT / "templates").rglob("*")):
+        if path.is_file() and path.suffix in (".html", ".txt"):
+            name = str(path.relative_to(ROOT))
+            words = set(_raw_words(path.read_text(encoding="utf-8")))
+            if words - RAW_WORDS_ALLOWED.get(name, set()):
+                untranslated[name] = sorted(words - RAW_WORDS_ALLOWED.get(name, set()))
+    assert not untranslated
+
+
+def test_the_raw_word_check_finds_typed_text():
+    assert _raw_words('<p class="x">{{ _("Hello") }} <b>Save</b> {% trans %}Fine{% endtrans %}'
+                      '</p>') == ["Save"]
 
 
 @pytest.mark.parametrize("language", ["de", "es"])

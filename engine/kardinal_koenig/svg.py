@@ -1056,8 +1056,8 @@ def _panel_parts(board: Board, view: SeatView, top: float, words: Words
               f' height="{_n(height)}"/>\n'
               f'<line x1="0" y1="{_n(top)}" x2="{_n(WIDTH)}" y2="{_n(top)}" stroke="{SEA_EDGE}"'
               ' stroke-width="2"/>')
-    heading = (f'<text class="heading" x="24" y="{_n(top + 26)}">'
-               f'{escape(words(say("Scores")))}</text>')
+    title = words(say("Scores"))  # not inside the f-string: the extraction cannot see it there
+    heading = f'<text class="heading" x="24" y="{_n(top + 26)}">{escape(title)}</text>'
     # Scores: one bar per player, with its letter and number.
     rows = []
     bar_left, bar_right = 150.0, 420.0
@@ -1099,8 +1099,8 @@ def _cards(board: Board, codes: tuple[str, ...], x: float, top: float, heading: 
     (or "none" under it) and each card with its box."""
     title = f'<text class="heading" x="{_n(x)}" y="{_n(top + 26)}">{escape(heading)}</text>'
     if not codes:
-        title += (f'\n<text class="small" x="{_n(x)}" y="{_n(top + 56)}">'
-                  f'{escape(words(say("none")))}</text>')
+        none = words(say("none"))
+        title += f'\n<text class="small" x="{_n(x)}" y="{_n(top + 56)}">{escape(none)}</text>'
     drawn = []
     for i, code in enumerate(codes):
         card = board.find_card(code)
@@ -1109,11 +1109,12 @@ def _cards(board: Board, codes: tuple[str, ...], x: float, top: float, heading: 
         cx = x + i * (CARD_W + 8)
         fill = _card_hex(colour)
         ink = _ink(fill)
+        colour_word = words(say(colour))
         markup = (f'<g{_attrs(class_=f"card {kind}", data_card=code)}>'
                   f'<rect x="{_n(cx)}" y="{_n(top + 38)}" width="{_n(CARD_W)}"'
                   f' height="{_n(CARD_H)}" rx="6" fill="{fill}"/>'
                   f'<text x="{_n(cx + CARD_W / 2)}" y="{_n(top + 56)}" font-size="12"'
-                  f' font-weight="700" style="fill:{ink}">{escape(words(say(colour)))}</text>')
+                  f' font-weight="700" style="fill:{ink}">{escape(colour_word)}</text>')
         for j, name in enumerate(countries):
             size = min(10.5, (CARD_W - 6) / max(1, len(name)) / 0.55)
             markup += (f'\n<text x="{_n(cx + CARD_W / 2)}" y="{_n(top + 80 + 15 * j)}"'
