@@ -536,11 +536,17 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
                              "p": {"bot": _bot_of(game, seat), "line": line}}
                             for line in told[:1]]
         notation = rules.notation(move)
+        lines_json = json.dumps(lines, ensure_ascii=False)
+        # Written now for every reader, in the language in use (the mover's): each seat's page
+        # and API answer show this entry after every move from now on (`_log`).
+        language = i18n.language()
+        for reader in lines:
+            _rendered_lines(lines_json, reader, language)
         # The game's row is written once, at the commit: the reads below need only the log.
         with session.no_autoflush:
             insert_later(session, MoveRecord, {
                 "game_id": game.id, "number": game.turn, "seat": seat.number, "notation": notation,
-                "actor": actor, "via": via, "lines_json": json.dumps(lines, ensure_ascii=False),
+                "actor": actor, "via": via, "lines_json": lines_json,
                 "created_at": now})
             game.state_json = rules.dumps(after)
             game.turn += 1
@@ -559,7 +565,7 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
             context = SeatContext(game, seat, seats, rules, after, log,
                                   turns.in_progress(rules, last, after))
         return MoveResult(game.id, seat.number, notation, game.turn,
-                          [i18n.render(line) for line in lines[str(seat.number)]],
+                          list(_rendered_lines(lines_json, str(seat.number), language)),
                           game.status == FINISHED, context)
 
 
