@@ -109,7 +109,13 @@ def seed_catalogs(instance: Path) -> None:
         atexit.register(shutil.rmtree, folder, True)
         _catalogs = compile_catalogs(folder / "translations")
     Path(instance).mkdir(mode=0o700, parents=True, exist_ok=True)  # as the app makes it
-    shutil.copytree(_catalogs, target)
+    # Whole or not at all: several processes of one test may make apps on one folder at once.
+    copy = Path(tempfile.mkdtemp(prefix=".translations-", dir=instance))
+    shutil.copytree(_catalogs, copy, dirs_exist_ok=True)
+    try:
+        copy.rename(target)
+    except OSError:  # another process put its copy there first
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 class _CompiledTemplates(BytecodeCache):
