@@ -83,9 +83,9 @@ def _board(kind: str, language: str, room_below: float) -> Image.Image:
 
 @lru_cache(maxsize=4096)
 def _piece(svg: str, width: int, height: int) -> Image.Image:
-    """A piece of a position, rendered once: positions share most of their pieces (a monastery
-    on a field, the advisors under a crest, a score, a card), and resvg's cost is mostly the
-    fonts it loads for each picture it renders, however small (a few KB each)."""
+    """A piece of a position, rendered once: positions share most of their pieces (a piece on
+    a field, a score, a card), and resvg's cost is mostly the fonts it loads for each picture it
+    renders, however small (a few KB each)."""
     piece = _decoded(resvg_py.svg_to_bytes(svg_string=svg, width=width))
     if piece.size != (width, height):  # resvg rounds the height up, by a pixel
         piece = piece.crop((0, 0, width, height))
