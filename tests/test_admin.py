@@ -13,7 +13,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from argon2 import PasswordHasher
 from server import (
     Mailbox, field, game_state, html_of, make_app, new_game, play_moves, text_of, token_in,
 )
@@ -40,13 +39,6 @@ REASON = "asked for it by mail"
 def app(tmp_path):
     """Jumping the clock to a deadline must not be taken for a scheduler outage."""
     return make_app(tmp_path / "instance", SCHEDULER_OUTAGE_MINUTES=10**6)
-
-
-@pytest.fixture(autouse=True)
-def _quick_hashes(monkeypatch):
-    """argon2 with the real cost takes ~0.3 s a hash; the tests log in often."""
-    monkeypatch.setattr(stewardship, "hasher",
-                        PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
 
 
 def add_admin(app, email: str = ADMIN, password: str = PASSWORD) -> int:

@@ -8,7 +8,6 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from argon2 import PasswordHasher
 from server import Mailbox, field, game_state, make_app, text_of
 from sqlmodel import select
 
@@ -261,9 +260,7 @@ def test_create_game_command_seats_computer_players(app):
 
 
 @pytest.fixture
-def admin_client(app, monkeypatch):
-    monkeypatch.setattr(stewardship, "hasher",
-                        PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+def admin_client(app):
     with app.app_context():
         stewardship.create_admin(ADMIN, PASSWORD)
     client = app.test_client()

@@ -27,14 +27,6 @@ from pbem.services import check_title, parse_player
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 
-@pytest.fixture(autouse=True)
-def _quick_hashes(monkeypatch):
-    from argon2 import PasswordHasher
-
-    monkeypatch.setattr(stewardship, "hasher",
-                        PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
-
-
 @pytest.fixture
 def admin(app, client):
     add_admin(app)
