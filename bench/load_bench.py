@@ -11,8 +11,11 @@ its own games and checks only those). Every process gets its settings from PBEM_
 only. Mail goes over SMTP to an aiosmtpd server in this process, on loopback, which counts each
 message by its Message-ID.
 
-The players sit at tables of three (one game each); a thread per table plays every seat of
-it as fast as the server answers, each seat through its own token. A move is made through the
+The players sit at tables of three; a thread per table plays every seat of its game as fast
+as the server answers, each seat through its own token, and when the game ends begins the next
+of the table's games, made beforehand (`--games-per-table`; a table alone on an idle server
+plays a game in about 2.5 s). A table that runs out of games before the end fails the run: its
+idle time would be counted as the server's. A move is made through the
 JSON API (`GET /api/v1/seat/<token>`, then `POST .../move` with a legal move and the move
 count) or through the web form as a browser sends it (`GET /seat/<token>`, the page's CSRF token
 and turn, then `POST /seat/<token>/move`, answered 303), chosen at random per move
@@ -43,6 +46,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import math
 import os
 import random
 import re
@@ -76,6 +80,7 @@ TARGET_RATE = 100  # moves a second
 WORKERS = 4
 SCHEDULERS = 2
 SEATS = 3
+GAME_SECONDS = 2  # a table alone on an idle server plays a game of three (~120 moves) in 2.5 s
 LOCKED = "database is locked"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 TURN = re.compile(r'name="turn" value="(\d+)"')
@@ -115,33 +120,47 @@ class Sink:
 
 
 class Table(threading.Thread):
-    """One game of three seats played through HTTP until `stop` is set."""
+    """Three players at a table, playing its games one after the other through HTTP until
+    `stop` is set: when a game ends, the next one begins at once. A table that runs out of
+    games before `stop` says so (`ran_out`): the run then measured idle tables, not the server.
+    """
 
-    def __init__(self, base: str, game_id: int, tokens: list[str], form_share: float,
+    def __init__(self, base: str, games: list[tuple[int, list[str]]], form_share: float,
                  seed: str, stop: threading.Event):
-        super().__init__(daemon=True, name=f"table-{game_id}")
-        self.base, self.game_id, self.tokens = base, game_id, tokens
+        super().__init__(daemon=True, name=f"table-{games[0][0]}")
+        self.base, self.games = base, games
         self.form_share, self.stop = form_share, stop
         self.random = random.Random(seed)
-        self.moved: list[tuple[int, str]] = []  # (move number, notation), answered as made
+        # game id -> (move number, notation) of each move answered as made
+        self.moved: dict[int, list[tuple[int, str]]] = {game_id: [] for game_id, _ in games}
         self.latency = {"api": [], "form": []}  # seconds per move POST
         self.refused = Counter()  # 4xx answers to moves, by status (a stale turn: 409)
         self.server_errors: list[str] = []
         self.locked = 0
         self.unanswered = 0
         self.waiting_for: int | None = None
+        self.playing = 0  # the index in `games` of the game being played
+        self.finished = 0  # games played to their end
+        self.ran_out = False
 
     def run(self) -> None:
         with requests.Session() as http:
             while not self.stop.is_set():
+                game_id, tokens = self.games[self.playing]
                 try:
                     if self.waiting_for is None:
-                        self.waiting_for = self.get(http, f"/api/v1/seat/{self.tokens[0]}",
+                        self.waiting_for = self.get(http, f"/api/v1/seat/{tokens[0]}",
                                                     json=True)["waiting_for"]
-                    if self.random.random() < self.form_share:
-                        self.by_form(http, self.tokens[self.waiting_for])
+                    if self.waiting_for is None:  # the game is over: the next one
+                        self.finished += 1
+                        self.playing += 1
+                        if self.playing == len(self.games):
+                            self.ran_out = True
+                            return
+                    elif self.random.random() < self.form_share:
+                        self.by_form(http, game_id, tokens[self.waiting_for])
                     else:
-                        self.by_api(http, self.tokens[self.waiting_for])
+                        self.by_api(http, game_id, tokens[self.waiting_for])
                 except requests.RequestException:
                     self.unanswered += 1
                     self.waiting_for = None
@@ -160,7 +179,7 @@ class Table(threading.Thread):
         answer.raise_for_status()
         return answer.json() if json else answer.text
 
-    def by_api(self, http, token: str) -> None:
+    def by_api(self, http, game_id: int, token: str) -> None:
         document = self.get(http, f"/api/v1/seat/{token}", json=True)
         legal = [m for m in document["legal"] if "<" not in m]
         if not legal:
@@ -174,13 +193,13 @@ class Table(threading.Thread):
         self.answered(answer)
         if answer.status_code == 200:
             self.latency["api"].append(elapsed)
-            self.moved.append((number, answer.json()["applied"]["move"]))
+            self.moved[game_id].append((number, answer.json()["applied"]["move"]))
             self.waiting_for = answer.json()["waiting_for"]
         else:
             self.refused[answer.status_code] += 1
             self.waiting_for = None
 
-    def by_form(self, http, token: str) -> None:
+    def by_form(self, http, game_id: int, token: str) -> None:
         page = self.get(http, f"/seat/{token}")
         legal = [html.unescape(m) for m in LEGAL.findall(page) if "<" not in m]
         csrf, turn = CSRF.search(page), TURN.search(page)
@@ -195,7 +214,7 @@ class Table(threading.Thread):
         self.answered(answer)
         if answer.status_code == 303:
             self.latency["form"].append(elapsed)
-            self.moved.append((number, move))
+            self.moved[game_id].append((number, move))
         else:
             self.refused[answer.status_code] += 1
         self.waiting_for = None  # the redirect does not say who moves next
@@ -276,15 +295,21 @@ def settings(folder: Path, database_url: str, smtp_port: int, web_port: int,
             "MAIL_BOARD_PICTURE": board_picture}
 
 
-def make_games(app, tables: int, seed: str) -> dict[int, list[str]]:
-    games = {}
+def make_games(app, tables: int, per_table: int,
+               seed: str) -> list[list[tuple[int, list[str]]]]:
+    """`per_table` new games for each table, each as (game id, its seats' tokens)."""
+    made = []
     with app.app_context():
         for t in range(tables):
             players = [parse_player(f"Player {t}-{s} <load{t}-{s}@example.org>")
                        for s in range(SEATS)]
-            created = create_game(players, f"{seed}-{t}", title=f"load {seed} {t}")
-            games[created.game_id] = [link.rsplit("/", 1)[1] for _, _, link in created.links]
-    return games
+            games = []
+            for g in range(per_table):
+                created = create_game(players, f"{seed}-{t}-{g}", title=f"load {seed} {t}.{g}")
+                games.append((created.game_id,
+                              [link.rsplit("/", 1)[1] for _, _, link in created.links]))
+            made.append(games)
+    return made
 
 
 def drain(app, games: list[int], seconds: float) -> float | None:
@@ -305,17 +330,18 @@ def check_moves(app, tables: list[Table]) -> dict:
     lost = twice = untold = 0
     with reading(app) as session:
         for table in tables:
-            game = session.get(Game, table.game_id)
-            log = session.exec(select(MoveRecord).where(MoveRecord.game_id == table.game_id)
-                               .order_by(MoveRecord.number)).all()
-            logged = Counter((r.number, r.notation) for r in log)
-            told = Counter(table.moved)
-            twice += sum(n - 1 for n in logged.values() if n > 1)
-            twice += sum(n - 1 for n in told.values() if n > 1)  # one number answered twice
-            lost += sum(1 for key in told if key not in logged)
-            untold += sum(1 for key in logged if key not in told)
-            if [r.number for r in log] != list(range(game.turn)):
-                twice += 1  # a gap or a repeat in the log's numbers
+            for game_id, moved in table.moved.items():
+                game = session.get(Game, game_id)
+                log = session.exec(select(MoveRecord).where(MoveRecord.game_id == game_id)
+                                   .order_by(MoveRecord.number)).all()
+                logged = Counter((r.number, r.notation) for r in log)
+                told = Counter(moved)
+                twice += sum(n - 1 for n in logged.values() if n > 1)
+                twice += sum(n - 1 for n in told.values() if n > 1)  # one number answered twice
+                lost += sum(1 for key in told if key not in logged)
+                untold += sum(1 for key in logged if key not in told)
+                if [r.number for r in log] != list(range(game.turn)):
+                    twice += 1  # a gap or a repeat in the log's numbers
     return {"lost": lost, "twice": twice, "applied_without_answer": untold}
 
 
@@ -360,6 +386,9 @@ def main() -> int:
                              "do (slow; see above)")
     parser.add_argument("--drain-seconds", type=float, default=600,
                         help="how long the mail may take to drain afterwards")
+    parser.add_argument("--games-per-table", type=int, default=None, metavar="K",
+                        help="games made for each table, played one after the other "
+                             f"(default: 2 + one per {GAME_SECONDS} s of --seconds)")
     parser.add_argument("--seed", default="load")
     parser.add_argument("--no-save", action="store_true", help="do not write bench/results/")
     args = parser.parse_args()
@@ -374,15 +403,17 @@ def main() -> int:
     config = settings(folder, database_url, smtp.port, port, args.board_picture)
     app = create_app({**config, "TESTING": False})
     schema.upgrade(app)
-    games = make_games(app, tables_count, f"{args.seed}-{int(time.time())}")
+    per_table = args.games_per_table or 2 + math.ceil(args.seconds / GAME_SECONDS)
+    made = make_games(app, tables_count, per_table, f"{args.seed}-{int(time.time())}")
+    games = [game_id for table_games in made for game_id, _ in table_games]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PBEM_", "FLASK_"))}
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH")] if p)
     env.update({f"PBEM_{k}": str(v).lower() if isinstance(v, bool) else str(v)
                 for k, v in config.items()})
     processes = Processes(folder, env, port)
     stop = threading.Event()
-    tables = [Table(f"http://127.0.0.1:{port}", game_id, tokens, args.form_share,
-                    f"{args.seed}-{game_id}", stop) for game_id, tokens in games.items()]
+    tables = [Table(f"http://127.0.0.1:{port}", table_games, args.form_share,
+                    f"{args.seed}-{table_games[0][0]}", stop) for table_games in made]
     print(f"{len(tables) * SEATS} players at {len(tables)} tables for {args.seconds:g} s; "
           f"gunicorn -w {WORKERS} and {SCHEDULERS} schedulers on {database_url.split(':')[0]}; "
           f"logs in {folder}", flush=True)
@@ -408,7 +439,7 @@ def main() -> int:
         smtp.stop()
 
     logs = "".join(processes.log(name) for name in processes.running)
-    moves = sum(len(t.moved) for t in tables)
+    moves = sum(len(moved) for t in tables for moved in t.moved.values())
     api = [s for t in tables for s in t.latency["api"]]
     form = [s for t in tables for s in t.latency["form"]]
     figures = {
@@ -416,6 +447,8 @@ def main() -> int:
         "workers": WORKERS, "schedulers": SCHEDULERS, "form_share": args.form_share,
         "board_picture": args.board_picture, **database_figures(app),
         "moves": moves, "moves_per_second": round(moves / ran, 1),
+        "games": {"made": len(games), "finished": sum(t.finished for t in tables),
+                  "tables_out_of_games": sum(t.ran_out for t in tables)},
         "latency": {"all": latency(api + form), "api": latency(api), "form": latency(form)},
         "refused": dict(sum((t.refused for t in tables), Counter())),
         "server_errors": sum(len(t.server_errors) for t in tables),
@@ -459,6 +492,9 @@ def main() -> int:
     if mail["not_sent"] or mail["lost"] or mail["twice"] or mail["unknown_at_server"]:
         problems.append(f"mail not sent {mail['not_sent']}, lost {mail['lost']}, twice "
                         f"{mail['twice']}, unknown {mail['unknown_at_server']}")
+    if figures["games"]["tables_out_of_games"]:
+        problems.append(f"{figures['games']['tables_out_of_games']} tables ran out of games "
+                        f"before the end (more with --games-per-table)")
     if figures["moves_per_second"] < TARGET_RATE:
         problems.append(f"{figures['moves_per_second']} moves/s, under the target of "
                         f"{TARGET_RATE}")
