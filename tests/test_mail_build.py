@@ -129,3 +129,26 @@ def test_the_bytes_are_the_library_generators_bytes():
     parts = [part.get_content_type() for part in read_back(message).walk()]
     assert parts == ["multipart/alternative", "text/plain", "multipart/related", "text/html",
                      "image/png"]
+
+
+def test_message_ids_owe_nothing_to_the_global_random(tmp_path, monkeypatch):
+    """Two mails queued in the same instant, with `random` seeded the same way before each (as
+    a test framework seeds it for every example), still get different Message-IDs, and so do
+    the pictures' Content-IDs: the outbox refuses a second row with the same id."""
+    import random
+    import time
+
+    from server import make_app
+
+    from pbem.mail import new_message_id
+
+    app = make_app(tmp_path / "instance", MAIL_FROM="Judge <judge@games.example.org>")
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    with app.app_context():
+        made = []
+        for prefix in ("", "", "board.", "board."):
+            random.seed(2026)
+            made.append(new_message_id(prefix))
+    assert len(set(made)) == 4
+    assert all(m.startswith("<") and m.endswith("@games.example.org>") for m in made)
+    assert made[2].startswith("<board.")
