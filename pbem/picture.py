@@ -19,11 +19,12 @@ import zlib
 from functools import lru_cache
 
 import resvg_py
+from isal import isal_zlib
 from PIL import Image
 
 WIDTH = 800  # pixels; the mail shows it at 600 (sharp on high-density screens), scaled down
 BOARD_UNITS = 1000  # the width of a board picture's viewBox
-PNG_LEVEL = 1  # zlib's fastest
+PNG_LEVEL = 1  # ISA-L's level 1: a fifth of zlib's level-1 time, 7% larger
 
 
 @lru_cache(maxsize=16)
@@ -49,10 +50,11 @@ def png_of(kind: str, state_json: str, language: str = "en") -> bytes:
 
 
 def _png(image: Image.Image) -> bytes:
-    """An RGB `image` as PNG, every row unfiltered and deflated at zlib's fastest level. A board
-    is mostly flat colour, which deflate packs best unfiltered: a quarter smaller than Pillow's
-    PNG (which filters every row, at any level) in half the time (126 KB in 11 ms against
-    163 KB in 27 ms at level 1)."""
+    """An RGB `image` as PNG, every row unfiltered and deflated by ISA-L (a zlib stream, as
+    PNG wants, made by Intel's storage library: 0.7 ms for a board where zlib's fastest level
+    takes 3.8 ms, 132 KB against 123 KB). A board is mostly flat colour, which deflate packs
+    best unfiltered: a quarter smaller than Pillow's PNG (which filters every row, at any level)
+    in a fraction of the time (Pillow: 163 KB in 27 ms at level 1)."""
     width, height = image.size
     raw = image.tobytes()
     stride = 3 * width
@@ -64,7 +66,7 @@ def _png(image: Image.Image) -> bytes:
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(rows, PNG_LEVEL)) + chunk(b"IEND", b""))
+            + chunk(b"IDAT", isal_zlib.compress(rows, PNG_LEVEL)) + chunk(b"IEND", b""))
 
 
 @lru_cache(maxsize=8)
