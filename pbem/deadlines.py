@@ -6,6 +6,10 @@ admin added) of running clock after the turn began, where the clock stands still
 scheduler's outages in this turn. Whenever an input changes, `start_clock` or `reset_clock`
 computes it anew, bumps the game's clock version (older timers become obsolete) and writes
 fresh timers. The scheduler (`pbem.jobs`) only acts on timers that are due and still current.
+
+The functions here change the game they are given and add rows to the session; they do not add
+the game to it. An ORM game belongs to the caller's session already, which writes its changes;
+the move path's plain row (pbem.rows) is written by its caller (`pbem.services.submit_move`).
 """
 
 from __future__ import annotations
@@ -115,7 +119,6 @@ def stop_clock(session: Session, game: Game, now: datetime) -> None:
     game.deadline_at = None
     insert_pending(session)  # timers written earlier in this transaction are waiting too
     session.connection().execute(_OBSOLETE, {"of_game": game.id, "now": now})
-    session.add(game)
 
 
 def start_clock(session: Session, game: Game, seat: Seat, now: datetime) -> None:
@@ -141,7 +144,6 @@ def reset_clock(session: Session, game: Game, seat: Seat, now: datetime) -> None
             if due > now:
                 _add_timer(session, game, seat, REMINDER, due)
     _add_timer(session, game, seat, TIMEOUT, game.deadline_at)
-    session.add(game)
 
 
 def _add_timer(session: Session, game: Game, seat: Seat, kind: str, due: datetime) -> None:

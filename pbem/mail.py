@@ -22,19 +22,19 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from email.headerregistry import Address
-from dataclasses import dataclass
 from email.utils import getaddresses, parseaddr
 
 from flask import current_app, g, render_template
 from flask_babel import force_locale
-from .i18n import gettext as _
 from sqlalchemy import bindparam, false, update
 from sqlmodel import Session, select
 
 from . import i18n, turnfile, turns
 from .db import insert_later, insert_pending, locked, utcnow
 from .games import GameRules, choices, rules_for
+from .i18n import gettext as _
 from .models import TO_ALL, DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
+from .rows import SeatRow
 from .tokens import hash_token, new_token
 
 
@@ -384,6 +384,10 @@ _GAME_AT = ("state_json", "turn", "status", "title", "timezone")
 _SEAT_AT = ("name", "colour", "timezone", "language")
 
 
+# A seat named in an intent: an ORM object, or the plain row the move path reads (pbem.rows).
+SEATS = (Seat, SeatRow)
+
+
 def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, compose: str,
             **args) -> QueuedMail | None:
     """Queue mail `compose(session, game, seat, ..., **args)` as an intent: its address,
@@ -394,7 +398,7 @@ def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, c
     named = {seat.number: seat}  # the seats the mail names, as they are now
     for value in args.values():
         for other in value if isinstance(value, list) else [value]:
-            if isinstance(other, Seat):
+            if isinstance(other, SEATS):
                 named[other.number] = other
     token = mint_key(session, seat, game.turn)
     mine = mint_player_key(session, seat.email)
@@ -426,10 +430,10 @@ def _seats_of(session: Session, game: Game) -> list[Seat]:
 def _encoded(value):
     if isinstance(value, i18n.Sentence):
         return {"sentence": value.data}
-    if isinstance(value, Seat):
+    if isinstance(value, SEATS):
         return {"seat": value.number}
     if isinstance(value, list):
-        if value and all(isinstance(v, Seat) for v in value):
+        if value and all(isinstance(v, SEATS) for v in value):
             return {"seats": True}
         return [_encoded(v) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)):

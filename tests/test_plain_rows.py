@@ -1,0 +1,143 @@
+"""The move path's plain rows (pbem.rows): games and seats read with one Core statement and
+written back column by column, beside the ORM objects the rest of the server uses.
+
+A plain row must read every column as the model does, write back exactly what changed, pass
+wherever a game or a seat is taken (the clock, the mails a move queues).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from server import new_game
+from sqlalchemy import event
+from sqlmodel import select
+
+from pbem import mail
+from pbem.db import get_engine, reading, utcnow, writing
+from pbem.deadlines import start_clock
+from pbem.games import rules_for
+from pbem.models import PENDING, Game, OutboxMessage, Seat, Timer
+from pbem.rows import GameRow, SeatRow, write_changes
+
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
+
+class Statements:
+    """The SQL statements sent to the database while the block runs."""
+
+    def __init__(self, app):
+        self.engine, self.sent = get_engine(app), []
+
+    def _seen(self, _conn, _cursor, statement, *_args):
+        self.sent.append(statement)
+
+    def __enter__(self):
+        event.listen(self.engine, "before_cursor_execute", self._seen)
+        return self.sent
+
+    def __exit__(self, *_exc):
+        event.remove(self.engine, "before_cursor_execute", self._seen)
+
+
+def _plain(connection, game_id: int = 1) -> tuple[GameRow, list[SeatRow]]:
+    """The game and its seats as plain rows."""
+    game = GameRow(connection.execute(select(*Game.__table__.c).where(Game.id == game_id)).one())
+    return game, [SeatRow(row) for row in connection.execute(
+        select(*Seat.__table__.c).where(Seat.game_id == game_id).order_by(Seat.number))]
+
+
+def test_a_plain_row_holds_every_column_as_the_model_reads_it(app):
+    new_game(app, 3, "rows")
+    with app.test_request_context("/"), writing() as session:
+        game, seats = _plain(session.connection())
+        orm_game = session.get(Game, game.id)
+        orm_seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
+                                      .order_by(Seat.number)))
+        for row, model in ((game, orm_game), *zip(seats, orm_seats)):
+            assert set(type(row).names) == set(type(model).model_fields)
+            for name in type(row).names:
+                assert getattr(row, name) == getattr(model, name), name
+        assert game.created_at.tzinfo is not None  # aware UTC, as the model's type reads it
+        assert game.changes() == {} and seats[1].changes() == {}
+
+
+def test_only_the_columns_that_changed_are_written_and_an_unchanged_row_costs_nothing(app):
+    new_game(app, 3, "rows")
+    later = utcnow() + timedelta(hours=5)
+    with app.test_request_context("/"), writing() as session:
+        connection = session.connection()
+        game, seats = _plain(connection)
+        game.deadline_at, game.extension_hours = later, game.extension_hours + 2
+        seats[2].absent = True
+        with Statements(app) as sent:
+            assert [write_changes(connection, row) for row in (game, *seats)] == [
+                True, False, False, True]
+        assert len(sent) == 2 and all(s.lstrip().upper().startswith("UPDATE") for s in sent)
+        assert "extension_hours" in sent[0] and "state_json" not in sent[0]
+        assert "absent" in sent[1] and "name" not in sent[1]
+        assert game.changes() == {} and not write_changes(connection, game)  # written: read
+    with reading(app) as session:
+        stored = session.get(Game, game.id)
+        assert stored.deadline_at == later and stored.extension_hours == 2
+        assert [s.absent for s in session.exec(select(Seat).order_by(Seat.number))] == [
+            False, False, True]
+
+
+def test_a_changed_type_is_a_change_even_when_the_values_compare_equal(app):
+    new_game(app, 3, "rows")
+    with app.test_request_context("/"), reading() as session:
+        seat = _plain(session.connection())[1][0]
+    seat.timeouts_in_row = False  # == 0, but not what the column held
+    assert seat.changes() == {"timeouts_in_row": False}
+
+
+def test_the_clock_takes_a_plain_game_and_leaves_writing_it_to_the_caller(app):
+    new_game(app, 3, "rows")
+    now = utcnow() + timedelta(minutes=1)
+    with app.test_request_context("/"), writing() as session:
+        connection = session.connection()
+        game, seats = _plain(connection)
+        version = game.clock_version
+        start_clock(session, game, seats[1], now)
+        assert not session.new and not session.dirty  # nothing of the ORM's to flush
+        assert game.clock_version == version + 1 and game.turn_started_at == now
+        assert set(game.changes()) >= {"clock_version", "turn_started_at", "deadline_at"}
+        write_changes(connection, game)
+    with reading(app) as session:
+        stored = session.get(Game, game.id)
+        assert stored.clock_version == version + 1 and stored.deadline_at == game.deadline_at
+        pending = session.exec(select(Timer).where(Timer.status == PENDING)).all()
+        assert {t.seat_id for t in pending} == {seats[1].id}
+        assert {t.clock_version for t in pending} == {version + 1}
+
+
+def _intents(app, kind: str) -> list[dict]:
+    with reading(app) as session:
+        rows = session.exec(select(OutboxMessage).where(OutboxMessage.kind == kind)
+                            .order_by(OutboxMessage.id)).all()
+        return [json.loads(r.intent_json) for r in rows]
+
+
+def test_a_mail_queued_for_later_names_plain_seats_as_it_names_orm_seats(app):
+    new_game(app, 3, "rows")
+    with app.test_request_context("/"), writing() as session:
+        game, seats = _plain(session.connection())
+        seat = seats[0]
+        rules = rules_for(game.kind)
+        state = rules.loads(game.state_json)
+        mail.moved(session, game, seat, rules, state, [], seats[2], later=True)
+        mail.final(session, game, seat, seats, rules, state, [], later=True)
+        orm_game = session.get(Game, game.id)
+        orm_seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
+                                      .order_by(Seat.number)))
+        mail.moved(session, orm_game, orm_seats[0], rules, state, [], orm_seats[2], later=True)
+        mail.final(session, orm_game, orm_seats[0], orm_seats, rules, state, [], later=True)
+    for kind in ("moved", "final"):
+        plain, orm = _intents(app, kind)
+        assert plain == orm
+    moved, final = _intents(app, "moved")[0], _intents(app, "final")[0]
+    assert moved["args"]["next_seat"] == {"seat": 2} and set(moved["seats"]) == {"0", "2"}
+    assert final["args"]["seats"] == {"seats": True} and set(final["seats"]) == {"0", "1", "2"}
