@@ -59,6 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import results_file
 import sqlalchemy
 from sqlalchemy import event, func, insert, text
 from sqlmodel import select
@@ -68,7 +69,6 @@ import pbem.mail
 import pbem.outbox
 import pbem.picture
 import pbem.services
-import results_file
 from pbem import create_app, schema
 from pbem.db import get_engine, reading
 from pbem.games import rules_for
@@ -187,7 +187,7 @@ def fill(app, games: int, history: int) -> tuple[int, float]:
 
     def game_rows():
         for game_id in range(1, games + 1):
-            seed, state_json, to_move, played, start = state_of(game_id)
+            seed, state_json, _, played, start = state_of(game_id)
             due = deadline(game_id)
             begun = due - timedelta(hours=72)
             yield {"id": game_id, "kind": KIND, "title": f"Bench {game_id}", "status": RUNNING,
@@ -325,12 +325,11 @@ PHASES = [  # (module, attribute, label); labels are indented under what calls t
     (pbem.mail, "mint_key", "        mint_key (a fresh seat key per mail)"),
     (pbem.jobs, "deliver_all_due", "deliver_all_due"),
     (pbem.outbox, "_claim", "  outbox _claim (claim a batch of mails)"),
-    (pbem.outbox, "_still_ours", "    _still_ours (is the mail still claimed, before it goes)"),
-    (pbem.outbox, "_write", "    _write (a mail queued as an intent written and stored)"),
+    (pbem.outbox, "_write", "    _write (a mail queued as an intent written)"),
     (pbem.mail, "render_later", "      render_later (its text and HTML, by Jinja)"),
     (pbem.outbox, "build_message", "    build_message (the MIME message)"),
     (pbem.picture, "png_of", "      png_of (the board picture; made once a position)"),
-    (pbem.outbox, "_record", "  _record (one delivery written down)"),
+    (pbem.outbox, "_record", "  _record (one delivery and its written text, one transaction)"),
 ]
 
 
@@ -497,8 +496,8 @@ def floor_run(folder: Path, timeouts: int, mails: int, state_json: str, eml: byt
     with writer.begin() as connection:
         for statement in ("CREATE TABLE game (id INTEGER PRIMARY KEY, turn INTEGER, state TEXT)",
                           "CREATE TABLE log (id INTEGER PRIMARY KEY, game_id INTEGER, move TEXT)",
-                          "CREATE TABLE mail (id INTEGER PRIMARY KEY, game_id INTEGER, "
-                          "body TEXT, status TEXT)"):
+                          ("CREATE TABLE mail (id INTEGER PRIMARY KEY, game_id INTEGER, "
+                           "body TEXT, status TEXT)")):
             connection.exec_driver_sql(statement)
         connection.execute(text("INSERT INTO game (turn, state) VALUES (0, :state)"),
                            [{"state": state_json}] * timeouts)
@@ -648,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{counts['mail_sent']:,} mails sent; load average after it {load_burst}")
         print("    where the time went (inclusive; nested parts indented under their caller):")
         order = [label for _, _, label in PHASES]
-        order.insert(order.index("    _still_ours (is the mail still claimed, before it goes)"),
+        order.insert(order.index("    _write (a mail queued as an intent written)"),
                      TimedBackend.LABEL)
         for label in order:
             if phases.calls.get(label):

@@ -8,9 +8,10 @@ The mails a move causes (your turn, a move was made, the game is over, the serve
 you) are queued as intents (`later=True`): the row gets its address, subject, links and
 Message-ID at once, and what the text is written from (the mail, its seat, its news as sentence
 data, and the game and seats as they were after that move) in `intent_json`. The sender writes
-the text once, with `render_later`, before it first sends the mail, and stores it in the row; so
-the move's transaction does not render mail, and a mail delivered after later moves still shows
-the position after its own move.
+the text once, with `render_later`, before it first sends the mail, and stores it in the row
+with the outcome of that first try (one transaction: a sender that dies in between writes the
+same text again from the same intent); so the move's transaction does not render mail, and a
+mail delivered after later moves still shows the position after its own move.
 """
 
 from __future__ import annotations
@@ -469,21 +470,35 @@ class _As:
 _COMPOSERS = {}  # filled below: the mails that may be queued as intents
 
 
+_READ = "pbem_mail_read"  # session.info: the games and seats `render_later` read, by game id
+
+
+def _game_and_seats(session: Session, game_id: int) -> tuple[Game, list[Seat]]:
+    """A game and its seats as `session` reads them, read once per session: the mails of one
+    move (and of one game in a sender's claim) are written from the same rows."""
+    read = session.info.setdefault(_READ, {})
+    if game_id not in read:
+        game = session.get(Game, game_id)
+        if game is None:
+            raise LookupError(f"game {game_id} does not exist any more")
+        read[game_id] = game, _seats_of(session, game)
+    return read[game_id]
+
+
 def render_later(session: Session, row: OutboxMessage) -> tuple[str, str, str]:
     """The subject, text and HTML of an outbox row queued as an intent, written as they would
     have been when it was queued: from the game and seats as they were then, with the row's own
-    links and picture. Needs the app's context; reads only."""
+    links and picture. Needs the app's context; reads only (the game and its seats once per
+    session: one session may write many mails)."""
     intent = json.loads(row.intent_json)
-    game_row = session.get(Game, row.game_id)
-    if game_row is None:
-        raise LookupError(f"game {row.game_id} does not exist any more")
+    game_row, seat_rows = _game_and_seats(session, row.game_id)
     at = dict(intent["game"])
     deadline = at.pop("deadline_at")
     game = _As(game_row, {**at, "deadline_at": datetime.fromisoformat(deadline)
                           if deadline else None})
     named = intent["seats"]
     seats = [_As(s, dict(zip(_SEAT_AT, named[str(s.number)]))) if str(s.number) in named else s
-             for s in _seats_of(session, game_row)]
+             for s in seat_rows]
     seat = seats[intent["seat"]]
     if seat.id != row.seat_id:
         raise LookupError(f"seat {intent['seat']} of game {row.game_id} is not the mail's")

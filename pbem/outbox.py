@@ -29,15 +29,17 @@ import ssl
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
-from io import BytesIO
+from contextlib import ExitStack
 from datetime import datetime, timedelta
 from email.generator import BytesGenerator
 from email.message import EmailMessage
 from email.policy import EmailPolicy
 from email.utils import format_datetime, formataddr, getaddresses
+from functools import lru_cache
+from io import BytesIO
 from pathlib import Path
 from secrets import token_hex
+from types import SimpleNamespace
 from typing import Protocol
 
 from flask import Flask
@@ -45,7 +47,7 @@ from sqlalchemy import bindparam, update
 from sqlmodel import select
 
 from . import picture
-from .db import claim_rows, is_status, new_claim, reading, utcnow, writing
+from .db import get_engine, is_status, locked, new_claim, reading, utcnow, writing
 from .models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
 
 logger = logging.getLogger(__name__)
@@ -416,30 +418,71 @@ def stuck_after(app: Flask) -> timedelta:
     return max(STUCK_AFTER, timedelta(seconds=10 * app.config["SMTP_TIMEOUT_SECONDS"]))
 
 
-def _claim(app: Flask, now: datetime, limit: int) -> tuple[str, list[OutboxMessage]]:
+STALE = ("the sender stopped while this mail was claimed; sent again automatically (if it had "
+         "arrived, the copy has the same Message-ID)")
+
+# Statements built once and run on a plain connection: a sender runs them for every mail, and
+# an ORM session, or the ORM object of a row with its bodies, cost more than the statements.
+_STUCK = (update(OutboxMessage)
+          .where(is_status(OutboxMessage.status, SENDING),
+                 OutboxMessage.claimed_at < bindparam("stuck_before"))
+          .values(status=QUEUED, claim=None, next_attempt_at=bindparam("moment"),
+                  last_error=STALE))
+# On PostgreSQL each sender takes mail no other sender holds (SKIP LOCKED); the ids first, then
+# the rows by id (see pbem.db.claim_rows).
+_DUE = locked(select(OutboxMessage.id)
+              .where(is_status(OutboxMessage.status, QUEUED),
+                     OutboxMessage.next_attempt_at <= bindparam("moment"))
+              .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id)
+              .limit(bindparam("most")), skip_locked=True)
+_TAKE = (update(OutboxMessage).where(OutboxMessage.id.in_(bindparam("ids", expanding=True)))
+         .values(status=SENDING, claim=bindparam("new_claim"), claimed_at=bindparam("moment"))
+         .returning(*OutboxMessage.__table__.c))
+_RECORDED = select(OutboxMessage.status, OutboxMessage.claim, OutboxMessage.attempts,
+                   OutboxMessage.secrets_json, OutboxMessage.text_body,
+                   OutboxMessage.html_body).where(OutboxMessage.id == bindparam("row_id"))
+# The claim's other rows are making progress; the rows still ours come back (a claim taken for
+# stuck by another sender has none).
+_PROGRESS = (update(OutboxMessage)
+             .where(OutboxMessage.claim == bindparam("of_claim"),
+                    is_status(OutboxMessage.status, SENDING))
+             .values(claimed_at=bindparam("progress"))
+             .returning(OutboxMessage.id))
+_RELEASE = (update(OutboxMessage)
+            .where(OutboxMessage.claim == bindparam("of_claim"),
+                   is_status(OutboxMessage.status, SENDING))
+            .values(status=QUEUED, claim=None))
+
+
+@lru_cache(maxsize=64)
+def _record_statement(columns: tuple[str, ...], held: bool):
+    """The UPDATE that writes `columns` of one row; with `held`, only while the row is still
+    claimed by the sender that records it."""
+    statement = update(OutboxMessage).where(OutboxMessage.id == bindparam("row_id"))
+    if held:
+        statement = statement.where(OutboxMessage.claim == bindparam("of_claim"),
+                                    is_status(OutboxMessage.status, SENDING))
+    return statement.values({name: bindparam(f"new_{name}") for name in columns})
+
+
+def _writer(app: Flask):
+    """The app's engine, its transactions write transactions (BEGIN IMMEDIATE on SQLite)."""
+    return get_engine(app).execution_options(pbem_write=True)
+
+
+def _claim(app: Flask, now: datetime, limit: int) -> tuple[str, list[SimpleNamespace]]:
+    """Claim up to `limit` due mails; returns the claim and its rows (plain objects with the
+    outbox's columns as attributes), by id."""
     claim = new_claim()
-    with writing(app) as session:
+    with _writer(app).begin() as connection:
         # A sender that died (or was killed) leaves its claimed rows in `sending`: back to the
         # queue with them. The one it had in hand may arrive twice (same Message-ID).
-        session.exec(update(OutboxMessage)
-                     .where(is_status(OutboxMessage.status, SENDING),
-                            OutboxMessage.claimed_at < now - stuck_after(app))
-                     .values(status=QUEUED, claim=None, next_attempt_at=now,
-                             last_error="the sender stopped while this mail was claimed; sent "
-                             "again automatically (if it had arrived, the copy has the same "
-                             "Message-ID)"))
-        # On PostgreSQL each sender takes mail no other sender holds (SKIP LOCKED).
-        claim_rows(session, OutboxMessage, select(OutboxMessage.id)
-                   .where(is_status(OutboxMessage.status, QUEUED),
-                          OutboxMessage.next_attempt_at <= now)
-                   .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id).limit(limit),
-                   status=SENDING, claim=claim, claimed_at=now)
-        # The status test lets the partial index find the claimed rows without reading the outbox.
-        rows = list(session.exec(select(OutboxMessage)
-                                 .where(is_status(OutboxMessage.status, SENDING),
-                                        OutboxMessage.claim == claim)
-                                 .order_by(OutboxMessage.id)))
-    return claim, rows
+        connection.execute(_STUCK, {"stuck_before": now - stuck_after(app), "moment": now})
+        ids = connection.execute(_DUE, {"moment": now, "most": limit}).scalars().all()
+        taken = connection.execute(_TAKE, {"ids": ids, "new_claim": claim,
+                                           "moment": now}).all() if ids else []
+    return claim, sorted((SimpleNamespace(**row._mapping) for row in taken),
+                         key=lambda row: row.id)
 
 
 def _redact(text: str, secrets: list[str]) -> str:
@@ -457,90 +500,78 @@ def stop_event(app: Flask) -> threading.Event:
     return app.extensions.setdefault("pbem_stop", threading.Event())
 
 
-# Statements built once, run on the session's connection: a sender runs them for every mail,
-# and the ORM's object for a row (its bodies included) cost more than the statements.
-_OURS = select(OutboxMessage.id).where(OutboxMessage.id == bindparam("row_id"),
-                                       OutboxMessage.claim == bindparam("claim"),
-                                       is_status(OutboxMessage.status, SENDING))
-_RECORDED = select(OutboxMessage.status, OutboxMessage.claim, OutboxMessage.attempts,
-                   OutboxMessage.secrets_json, OutboxMessage.text_body,
-                   OutboxMessage.html_body).where(OutboxMessage.id == bindparam("row_id"))
-_PROGRESS = (update(OutboxMessage)
-             .where(OutboxMessage.claim == bindparam("of_claim"),
-                    is_status(OutboxMessage.status, SENDING))
-             .values(claimed_at=bindparam("progress")))
+def _outcome(app: Flask, error: str | None, attempts: int, now: datetime
+             ) -> tuple[str, dict]:
+    """What a delivery counts as, and the row's new status columns after its `attempts`th
+    try."""
+    changes = {"attempts": attempts, "claim": None}
+    if isinstance(error, Unknown):
+        changes.update(status=UNKNOWN, last_error=str(error))
+        return "unknown", changes
+    if error is None:
+        # Its picture is a copy of the game's state: not kept once sent.
+        changes.update(status=SENT, sent_at=now, last_error=None, secrets_json="[]",
+                       reply_to=None, picture_json=None)
+        return "sent", changes
+    if error.startswith(UNBUILDABLE) or (attempts >= app.config["MAIL_MAX_ATTEMPTS"]
+                                         and not error.startswith(UNWRITTEN)):
+        changes.update(status=FAILED, last_error=error)
+        return "failed", changes
+    backoff = min(timedelta(seconds=app.config["MAIL_RETRY_SECONDS"] * 2 ** (attempts - 1)),
+                  MAX_BACKOFF)
+    changes.update(status=QUEUED, last_error=error, next_attempt_at=now + backoff)
+    return "retry", changes
 
 
-_WRITTEN = (update(OutboxMessage)
-            .where(OutboxMessage.id == bindparam("row_id"),
-                   OutboxMessage.claim == bindparam("of_claim"),
-                   is_status(OutboxMessage.status, SENDING),
-                   OutboxMessage.intent_json.is_not(None))
-            .values(subject=bindparam("new_subject"), text_body=bindparam("text"),
-                    html_body=bindparam("html"), intent_json=None))
+def _texts(row, error: str | None, secrets_json: str, text_body: str, html_body: str) -> dict:
+    """The text columns a delivery writes: the text written from an intent (stored once, with
+    the first outcome), and the links hidden once the mail is sent."""
+    changes = {}
+    if getattr(row, "written", False):
+        changes.update(subject=row.subject, intent_json=None)
+        text_body, html_body = row.text_body, row.html_body
+    elif error is not None:
+        return changes
+    if error is None:
+        secrets = json.loads(secrets_json)
+        text_body, html_body = _redact(text_body, secrets), _redact(html_body, secrets)
+    changes.update(text_body=text_body, html_body=html_body)
+    return changes
 
 
-def _write(app: Flask, row: OutboxMessage, claim: str) -> bool:
-    """Write a mail queued as an intent (pbem.mail.render_later) and store its text in the row,
-    once, while the row is still ours; False when it is not (another sender has it now).
-    Raises when it cannot be written; the row is unchanged then."""
-    from .mail import render_later
-
-    with app.app_context(), reading(app) as session:
-        subject, text, html = render_later(session, row)
-    with writing(app) as session:
-        stored = session.connection().execute(_WRITTEN, {
-            "row_id": row.id, "of_claim": claim, "new_subject": subject, "text": text,
-            "html": html}).rowcount == 1
-    if stored:
-        row.subject, row.text_body, row.html_body, row.intent_json = subject, text, html, None
-    return stored
-
-
-def _still_ours(app: Flask, row_id: int, claim: str) -> bool:
-    with reading(app) as session:
-        return session.connection().execute(
-            _OURS, {"row_id": row_id, "claim": claim}).first() is not None
+def _record(app: Flask, row, claim: str, error: str | None, now: datetime,
+            progress: datetime) -> tuple[str | None, set[int]]:
+    """Write down one delivery (with the text written for it, if it was an intent) in one
+    transaction; returns what it counts as (None when the row was not ours any more), and the
+    ids of the claim's rows still ours, which are marked as making progress (`progress`)."""
+    with _writer(app).begin() as connection:
+        # While the row is still ours, nobody else changed it: it is written from what the
+        # claim read.
+        outcome, changes = _outcome(app, error, row.attempts + 1, now)
+        changes.update(_texts(row, error, row.secrets_json, row.text_body, row.html_body))
+        columns = tuple(changes)
+        held = connection.execute(_record_statement(columns, True), {
+            "row_id": row.id, "of_claim": claim,
+            **{f"new_{name}": value for name, value in changes.items()}}).rowcount == 1
+        if not held:
+            outcome = _record_late(app, connection, row, error, now)
+        ours = set(connection.execute(_PROGRESS, {"of_claim": claim,
+                                                  "progress": progress}).scalars())
+    return outcome, ours
 
 
-def _record(app: Flask, row_id: int, claim: str, error: str | None, now: datetime,
-            progress: datetime) -> str | None:
-    """Write down one delivery; returns what it counts as, or None when the row was not ours
-    any more. The claim's other rows are marked as making progress (`progress`)."""
-    retry_base = app.config["MAIL_RETRY_SECONDS"]
-    with writing(app) as session:
-        connection = session.connection()
-        status, held_by, attempts, secrets_json, text_body, html_body = connection.execute(
-            _RECORDED, {"row_id": row_id}).one()
-        connection.execute(_PROGRESS, {"of_claim": claim, "progress": progress})
-        # A row taken for stuck and put back in the queue, but not sent again yet, that did
-        # go out after all: say so (and hide its secrets), so it is not sent twice.
-        late_success = error is None and status in (QUEUED, FAILED)
-        if not (held_by == claim and status == SENDING) and not late_success:
-            return None
-        attempts += 1
-        changes = {"attempts": attempts, "claim": None}
-        if isinstance(error, Unknown):
-            changes.update(status=UNKNOWN, last_error=str(error))
-            outcome = "unknown"
-        elif error is None:
-            secrets = json.loads(secrets_json)
-            changes.update(status=SENT, sent_at=now, last_error=None,
-                           text_body=_redact(text_body, secrets),
-                           html_body=_redact(html_body, secrets), secrets_json="[]",
-                           reply_to=None,
-                           picture_json=None)  # a copy of the game's state: not kept once sent
-            outcome = "sent"
-        elif error.startswith(UNBUILDABLE) or (attempts >= app.config["MAIL_MAX_ATTEMPTS"]
-                                               and not error.startswith(UNWRITTEN)):
-            changes.update(status=FAILED, last_error=error)
-            outcome = "failed"
-        else:
-            backoff = min(timedelta(seconds=retry_base * 2 ** (attempts - 1)), MAX_BACKOFF)
-            changes.update(status=QUEUED, last_error=error, next_attempt_at=now + backoff)
-            outcome = "retry"
-        connection.execute(update(OutboxMessage).where(OutboxMessage.id == row_id)
-                           .values(**changes))
+def _record_late(app: Flask, connection, row, error: str | None, now: datetime) -> str | None:
+    """A row no longer ours: taken for stuck (its claim went too long without progress) and
+    put back in the queue. If it did go out after all and nobody took it again yet, say so
+    (and hide its secrets), so that it is not sent twice; otherwise leave it alone."""
+    status, _, attempts, secrets_json, text_body, html_body = connection.execute(
+        _RECORDED, {"row_id": row.id}).one()
+    if not (error is None and status in (QUEUED, FAILED)):
+        return None
+    outcome, changes = _outcome(app, error, attempts + 1, now)
+    changes.update(_texts(row, error, secrets_json, text_body, html_body))
+    connection.execute(_record_statement(tuple(changes), False), {
+        "row_id": row.id, **{f"new_{name}": value for name, value in changes.items()}})
     return outcome
 
 
@@ -548,57 +579,73 @@ UNBUILDABLE = "cannot build this mail: "
 UNWRITTEN = "cannot write this mail's text (it stays queued and is tried again): "
 
 
-def deliver_queued(app: Flask, now: datetime | None = None, limit: int = BATCH) -> dict[str, int]:
+def _write(session, row) -> None:
+    """Write the text of a mail queued as an intent (pbem.mail.render_later) into `row`; it is
+    stored with the outcome of its delivery. Raises when it cannot be written."""
+    from .mail import render_later
+
+    row.subject, row.text_body, row.html_body = render_later(session, row)
+    row.written = True
+
+
+def deliver_queued(app: Flask, now: datetime | None = None,
+                   limit: int | None = None) -> dict[str, int]:
     """Send what is due, once; returns how many were sent, put back for a retry, failed, and
     of unknown fate. Each mail is recorded before the next is sent."""
     now = now or utcnow()
     started = time.monotonic()
     counts = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
-    claim, rows = _claim(app, now, limit)
+    claim, rows = _claim(app, now, BATCH if limit is None else limit)
     if not rows:
         return counts
     sender, stop = app.config["MAIL_FROM"], stop_event(app)
+    by_id = {row.id: row for row in rows}
+    ours = set(by_id)  # the rows still claimed by this sender, as its last record saw them
+    unbuildable: list[tuple[SimpleNamespace, str]] = []
 
-    def built():
-        """The claimed mails, built one at a time, each only while it is still ours (a mail
-        queued as an intent is written first, once, and its text stored)."""
-        for row in rows:
-            if stop.is_set():
-                continue
-            if row.intent_json is not None:
-                try:
-                    if not _write(app, row, claim):
-                        continue
-                except Exception as exc:  # a bug or a vanished game: the mail waits, logged
-                    logger.exception("mail %s to %s could not be written; it stays queued and "
-                                     "is tried again", row.id, row.to_addr)
-                    unbuildable.append((row.id, f"{UNWRITTEN}{type(exc).__name__}: {exc}"))
+    with app.app_context(), ExitStack() as stack:
+        session = None  # one reading session writes the claim's intents
+
+        def built():
+            """The claimed mails, built one at a time, each only while it is still ours (a
+            mail queued as an intent is written first)."""
+            nonlocal session
+            for row in rows:
+                if stop.is_set() or row.id not in ours:
                     continue
-            elif not _still_ours(app, row.id, claim):
-                continue
-            try:
-                yield row, build_message(row, sender)
-            except (ValueError, TypeError) as exc:  # e.g. a line break in a header
-                unbuildable.append((row.id, f"{UNBUILDABLE}{exc}"))
+                if row.intent_json is not None:
+                    if session is None:
+                        session = stack.enter_context(reading(app))
+                    try:
+                        _write(session, row)
+                    except Exception as exc:  # a bug or a vanished game: the mail waits, logged
+                        logger.exception("mail %s to %s could not be written; it stays queued "
+                                         "and is tried again", row.id, row.to_addr)
+                        unbuildable.append((row, f"{UNWRITTEN}{type(exc).__name__}: {exc}"))
+                        continue
+                try:
+                    yield row, build_message(row, sender)
+                except (ValueError, TypeError) as exc:  # e.g. a line break in a header
+                    unbuildable.append((row, f"{UNBUILDABLE}{exc}"))
 
-    unbuildable: list[tuple[int, str]] = []
-    results = backend_for(app).send(built())
-    for row_id, error in (results.items() if isinstance(results, dict) else results):
-        for pair in (*unbuildable, (row_id, error)):
+        def record(row, error: str | None) -> None:
+            nonlocal ours
             progress = now + timedelta(seconds=time.monotonic() - started)
-            outcome = _record(app, pair[0], claim, pair[1], now, progress)
+            outcome, ours = _record(app, row, claim, error, now, progress)
             if outcome:
                 counts[outcome] += 1
-        unbuildable.clear()
-    for row_id, error in unbuildable:
-        outcome = _record(app, row_id, claim, error, now, now)
-        if outcome:
-            counts[outcome] += 1
-    with writing(app) as session:  # left unsent (a stop was asked for): back to the queue
-        session.exec(update(OutboxMessage)
-                     .where(OutboxMessage.claim == claim,
-                            is_status(OutboxMessage.status, SENDING))
-                     .values(status=QUEUED, claim=None))
+
+        results = backend_for(app).send(built())
+        for row_id, error in (results.items() if isinstance(results, dict) else results):
+            for row, problem in unbuildable:
+                record(row, problem)
+            unbuildable.clear()
+            record(by_id[row_id], error)
+        for row, problem in unbuildable:
+            record(row, problem)
+    if ours:  # left unsent (a stop was asked for): back to the queue
+        with _writer(app).begin() as connection:
+            connection.execute(_RELEASE, {"of_claim": claim})
     return counts
 
 

@@ -11,16 +11,26 @@ from __future__ import annotations
 import json
 import logging
 import re
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
-from server import Mailbox, game_state, make_app, new_game, play_moves, text_of, token_in
+from server import (
+    Mailbox,
+    game_state,
+    make_app,
+    new_game,
+    play_moves,
+    text_of,
+    token_in,
+)
+from sqlalchemy import event
 from sqlmodel import select
 
 from pbem import mail
-from pbem.db import reading, utcnow
+from pbem.db import get_engine, reading, utcnow
 from pbem.models import QUEUED, SENT, OutboxMessage
-from pbem.outbox import REDACTED, UNWRITTEN, deliver_all_due
+from pbem.outbox import REDACTED, UNWRITTEN, deliver_all_due, deliver_queued
 from pbem.services import set_language
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
@@ -172,3 +182,50 @@ def _unlinked(text: str) -> str:
     """A mail's text with its links' keys (or where they were hidden) made alike."""
     text = text.replace(REDACTED, "KEY").replace("\r\n", "\n")
     return re.sub(r"(/seat/|/me/)\S+", r"\1KEY", text).strip()
+
+
+@contextmanager
+def _counted(app):
+    """What the app's engine does meanwhile: the write transactions begun, and each SQL
+    statement run."""
+    seen = {"writes": 0, "statements": []}
+
+    def begun(connection):
+        seen["writes"] += bool(connection.get_execution_options().get("pbem_write"))
+
+    def statement(connection, cursor, sql, parameters, context, executemany):
+        seen["statements"].append(" ".join(sql.split()))
+
+    engine = get_engine(app)
+    event.listen(engine, "begin", begun)
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "begin", begun)
+        event.remove(engine, "before_cursor_execute", statement)
+
+
+def test_each_mail_is_recorded_with_its_written_text_in_one_transaction(app, mailbox):
+    """A claim, then per mail one write transaction that stores its text and its delivery
+    together: nothing written is kept apart from the outcome it went out with."""
+    _, tokens = new_game(app, 3, "one-write")
+    mailbox.deliver()
+    _one_turn(app, tokens)
+    assert len([r for r in _rows(app) if r.intent_json is not None]) == 2
+    with _counted(app) as seen:
+        assert deliver_queued(app, utcnow()) == {"sent": 2, "retry": 0, "failed": 0,
+                                                 "unknown": 0}
+    assert seen["writes"] == 1 + 2
+    for row in _rows(app):
+        assert row.status == SENT and row.intent_json is None and REDACTED in row.text_body
+
+
+def test_the_mails_of_one_claim_read_their_game_once(app, mailbox):
+    _, tokens = new_game(app, 3, "read-once")
+    mailbox.deliver()
+    _one_turn(app, tokens)
+    with _counted(app) as seen:
+        assert deliver_queued(app, utcnow())["sent"] == 2
+    reads = [s for s in seen["statements"] if s.startswith("SELECT") and " FROM game " in s]
+    assert len(reads) == 1, reads
