@@ -60,10 +60,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         if key not in chosen:
             app.config[key] = value
 
-    from . import admin, api, db, i18n, mailbox, pages, players, seat, start, watch, web
+    from . import admin, api, db, i18n, mail, mailbox, pages, players, seat, start, watch, web
 
     db.init_app(app)
     i18n.init_app(app)
+    mail.init_app(app)
     web.init_app(app)
     if app.config["SERVE_TRUSTED_PROXIES"]:
         # Behind N reverse proxies, the client's address is the Nth from the right in

@@ -27,6 +27,7 @@ from email.utils import getaddresses, parseaddr
 
 from flask import current_app, g, render_template
 from flask_babel import force_locale
+from markupsafe import Markup
 from sqlalchemy import bindparam, false, update
 from sqlmodel import Session, select
 
@@ -189,6 +190,45 @@ def _picture(game: Game) -> str | None:
     cid = new_message_id("board.")[1:-1]
     return json.dumps({"kind": game.kind, "state": game.state_json, "cid": cid,
                        "language": i18n.language()})
+
+
+def board_table(game, pictured) -> Markup:
+    """The game's board in words for HTML mail (`templates/games/<kind>/mail_board.html`): the
+    same for every seat of a game at one move, so written once per position, language and
+    picture setting (`pictured`: a picture is shown above it) and kept; the seats' mails of one
+    move share it."""
+    app = current_app._get_current_object()
+    kept = app.extensions.get(_BOARD_TABLES)
+    if kept is None:
+        kept = app.extensions[_BOARD_TABLES] = functools.lru_cache(maxsize=64)(
+            functools.partial(_board_table, app))
+    return kept(game.kind, game.state_json, game.watch_id, bool(pictured), i18n.language(),
+                current_app.config["BASE_URL"].rstrip("/"))
+
+
+_BOARD_TABLES = "pbem_mail_board_tables"
+
+
+def _board_table(app, kind: str, state_json: str, watch_id: str, pictured: bool,
+                 language: str, base_url: str) -> Markup:
+    """The board table's HTML; called in `language` (the current locale)."""
+    template = app.jinja_env.get_template(f"games/{kind}/mail_board.html")
+    game = _Table(kind=kind, state_json=state_json, watch_id=watch_id)
+    return Markup(template.render(game=game, rules=rules_for(kind), picture_cid=pictured,
+                                  base_url=base_url))
+
+
+@dataclass(frozen=True)
+class _Table:
+    """What of a game its board table is written from."""
+
+    kind: str
+    state_json: str
+    watch_id: str
+
+
+def init_app(app) -> None:
+    app.add_template_global(board_table)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import pytest
 from server import (
     Mailbox,
     game_state,
+    html_of,
     make_app,
     new_game,
     play_moves,
@@ -229,3 +230,35 @@ def test_the_mails_of_one_claim_read_their_game_once(app, mailbox):
         assert deliver_queued(app, utcnow())["sent"] == 2
     reads = [s for s in seen["statements"] if s.startswith("SELECT") and " FROM game " in s]
     assert len(reads) == 1, reads
+
+
+def test_the_board_table_is_written_once_per_position_and_language(app, mailbox):
+    """The seats' mails of one move share the board in words (a spectator's view, the same for
+    all); a seat reading another language gets its own, in its words."""
+    _, tokens = new_game(app, 4, "table-once")
+    mailbox.deliver()
+    _, before = game_state(app)
+    german = (before.current + 2) % 4  # not the mover: one of the three this turn mails
+    with app.test_request_context():
+        set_language(tokens[german], "de")
+    _one_turn(app, tokens)
+    assert len([r for r in _rows(app) if r.intent_json is not None]) == 3
+    wanted: list[str] = []
+    environment = app.jinja_env
+    fetch = environment.get_template
+
+    def counted(name, *args, **kwargs):
+        wanted.append(name)
+        return fetch(name, *args, **kwargs)
+
+    environment.get_template = counted
+    try:
+        assert mailbox.deliver()["sent"] == 3
+    finally:
+        environment.get_template = fetch
+    assert [n for n in wanted if n.endswith("/mail_board.html")] == \
+        ["games/kardinal-koenig/mail_board.html"] * 2, "once in English, once in German"
+    heading = '<th style="border:1px solid #ccc;padding:2px 6px;text-align:left">{}</th>'
+    for message in mailbox.messages()[-3:]:
+        words = "Land" if str(message["To"]).startswith(f"Player {german} ") else "Country"
+        assert heading.format(words) in html_of(message)
