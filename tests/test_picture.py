@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import random
+import struct
+import zlib
 
 import pytest
 import resvg_py
@@ -115,7 +117,80 @@ def test_kept_pictures_are_decoded_before_threads_share_them(app):
     with ThreadPoolExecutor(4) as pool:
         pngs = [future.result(60) for future in [pool.submit(render) for _ in range(4)]]
     assert len(set(pngs)) == 1
-    room, pieces = rules_for(KIND).picture_pieces(rules_for(KIND).loads(state_json),
-                                                   picture.WIDTH / picture.BOARD_UNITS)
+    _, pieces = rules_for(KIND).picture_pieces(rules_for(KIND).loads(state_json),
+                                                picture.WIDTH / picture.BOARD_UNITS)
     kept = [picture._piece(svg, width, height) for _, _, width, height, svg in pieces]
     assert not any(isinstance(image, ImageFile.ImageFile) for image in kept)
+
+
+def pasted(state, language: str) -> Image.Image:
+    """The position drawn the plain way: a copy of the whole bare board with every piece
+    pasted over it in order, by its alpha (what the kept bands and pieces must give)."""
+    rules = rules_for(KIND)
+    with force_locale(language):
+        room, pieces = rules.picture_pieces(state, picture.WIDTH / picture.BOARD_UNITS)
+        board = picture._board(KIND, language, room)
+        image = Image.frombytes("RGB", (board.width, board.height), b"".join(
+            board.rows[row * board.stride + 1:(row + 1) * board.stride]
+            for row in range(board.height)))
+        for left, top, width, height, svg in pieces:
+            piece = picture._piece(svg, width, height)
+            image.paste(piece, (left, top), piece)
+    return image
+
+
+def test_kept_bands_and_pieces_draw_exactly_what_pasting_every_piece_draws(app):
+    """Position after position (pieces kept from one to the next, some drawn over others, the
+    board's own deflated bands where no piece is), the PNG's pixels are those of the board with
+    each piece pasted over it; its deflate stream and checksum are whole (zlib checks them)."""
+    picture._drawn.clear()
+    rules = rules_for(KIND)
+    for players, plies, seed in [(3, 30, 31), (3, 31, 31), (4, 80, 32), (3, 60, 33),
+                                 (5, 120, 34), (3, 30, 31)]:
+        state = position(players, plies, seed)
+        png = picture.png_of.__wrapped__(KIND, rules.dumps(state), "en")
+        image = Image.open(io.BytesIO(png))
+        assert ImageChops.difference(image.convert("RGB"), pasted(state, "en")).getbbox() \
+            is None
+        rows = zlib.decompress(idat(png))  # raises on a broken stream or a wrong Adler-32
+        assert len(rows) == image.size[1] * (3 * image.size[0] + 1)
+
+
+def test_a_position_deflates_only_the_bands_its_pieces_touch(app, monkeypatch):
+    rules = rules_for(KIND)
+    state = position(3, 40, 35)
+    with force_locale("en"):
+        room, pieces = rules.picture_pieces(state, picture.WIDTH / picture.BOARD_UNITS)
+    board = picture._board.__wrapped__(KIND, "en", room)
+    touched = {band for _, top, _, height, _ in pieces
+               for band in range(top // picture.BAND, (top + height - 1) // picture.BAND + 1)}
+    deflated: list[int] = []
+    real = picture._deflated
+    monkeypatch.setattr(picture, "_deflated", lambda data: deflated.append(len(data))
+                        or real(data))
+    board.png(pieces)
+    assert sum(deflated) == len(touched) * picture.BAND * board.stride
+    assert len(touched) < len(board.bands) * 0.7
+
+
+def test_adler32_combine_is_the_checksum_of_the_joined_data():
+    from isal import isal_zlib
+
+    first, second = b"the board" * 1000, bytes(range(256)) * 300
+    assert picture.adler32_combine(isal_zlib.adler32(first), isal_zlib.adler32(second),
+                                   len(second)) == zlib.adler32(first + second)
+    assert picture.adler32_combine(1, zlib.adler32(second), len(second)) == zlib.adler32(second)
+
+
+def idat(png: bytes) -> bytes:
+    """The IDAT data of a PNG (its deflated rows), its chunks' checksums checked."""
+    data, at = b"", 8
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at:at + 4])
+        kind, body = png[at + 4:at + 8], png[at + 8:at + 8 + length]
+        assert struct.unpack(">I", png[at + 8 + length:at + 12 + length])[0] == \
+            zlib.crc32(kind + body), kind
+        if kind == b"IDAT":
+            data += body
+        at += 12 + length
+    return data
