@@ -5,24 +5,28 @@
 claimed atomically before it is done, so any number of scheduler processes may run it at once:
 each reminder is sent once, each timeout played once. A claim left by a process that died is
 given back after a while, and acting on it again is harmless because a timer only acts while
-its turn is still current (same clock version, same seat to move).
+its turn is still current (same clock version, same seat to move). A burst of due timers is
+acted on a few dozen to a write transaction (at most a tenth of a second of it), each timer in
+a savepoint of its own, so that one that fails changes nothing and holds up no other.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from flask import Flask, current_app
+from flask_babel import lazy_gettext as L_
 from sqlalchemy import bindparam, update
 from sqlmodel import select
-
-from flask_babel import lazy_gettext as L_
 
 from . import mail
 from .db import (
     claim_rows,
     insert_if_missing,
+    insert_pending,
     is_status,
     locked,
     new_claim,
@@ -156,31 +160,86 @@ def handle_due_timers(now: datetime) -> dict[str, int]:
     rest of its claim back at once, for the next run."""
     counts = {"reminders": 0, "timeouts": 0, "obsolete": 0}
     stop = stop_event(current_app._get_current_object())
-    refresh = current_app.config["SCHEDULER_CLAIM_SECONDS"] / 4
     while not stop.is_set():
         claim, ids = _claim(now)
-        started = refreshed = time.monotonic()
-        for timer_id in ids:
-            if stop.is_set():
-                _release(claim)
-                break
-            if time.monotonic() - refreshed > refresh:  # still alive: keep the claim
-                refreshed = time.monotonic()
-                _renew(claim, now + timedelta(seconds=refreshed - started))
-            counts[_handle(timer_id, claim, now)] += 1
+        waiting = deque(ids)
+        held = Held(claim, now)
+        while waiting and not stop.is_set():
+            for counted in _handle_some(waiting, held, stop):
+                counts[counted] += 1
+        if waiting:  # a stop was asked for
+            _release(claim)
         if len(ids) < BATCH:
             break
     return counts
 
 
+# Timers acted on in one write transaction, each in a savepoint of its own (one that fails
+# changes nothing, and the others stand): at most this many, and none more once the
+# transaction is this old, since other writers (players' moves) wait for it meanwhile.
+TIMERS_PER_TRANSACTION = 50
+TRANSACTION_SECONDS = 0.1
+
+
+class Held:
+    """A claim being worked through, and when it was last marked as alive."""
+
+    def __init__(self, claim: str, now: datetime):
+        self.claim, self.now = claim, now
+        self.started = self.renewed = time.monotonic()
+        self.every = current_app.config["SCHEDULER_CLAIM_SECONDS"] / 4
+
+    def renew_in(self, connection) -> None:
+        """Mark the rest of the claim as held now, if it is time: a long run is not taken
+        for a dead one."""
+        if time.monotonic() - self.renewed > self.every:
+            self.renewed = time.monotonic()
+            connection.execute(_RENEW, {"of_claim": self.claim, "moment": self.now + timedelta(
+                seconds=self.renewed - self.started)})
+
+
+def _handle_some(waiting: deque, held: Held, stop) -> list[str]:
+    """Act on the next timers of `waiting` (taking them from it) in one write transaction;
+    returns what each counted as. A computer player's turn ends the transaction: it is played
+    move by move (`_time_out`), each move thought out before its own transaction begins, so
+    that a search never holds up the other writers. A timer that fails is logged and left
+    claimed (the next runs take it again once its claim is old); the others stand."""
+    done: list[str] = []
+    thinking = None
+    with writing() as session:
+        began = time.monotonic()
+        held.renew_in(session.connection())
+        while waiting and len(done) < TIMERS_PER_TRANSACTION and not stop.is_set() \
+                and time.monotonic() - began < TRANSACTION_SECONDS:
+            timer_id = waiting.popleft()
+            try:
+                with session.begin_nested():
+                    counted = _act(session, timer_id, held.claim, held.now)
+            except Exception:  # one broken game must not hold up the others
+                current_app.logger.exception("timer %s failed; it is tried again once its "
+                                             "claim is given back", timer_id)
+                continue
+            if counted is None:
+                thinking = timer_id
+                break
+            done.append(counted)
+    if thinking is not None:
+        done.append(_time_out(thinking, held.claim, held.now))
+    return done
+
+
 # Statements built once: a burst of timeouts runs them for every timer, and building them
-# (the ORM's `get` with a lock builds its SELECT anew each time) cost more than running them.
-# A timer and its game are read with populate_existing, as `session.get(..., with_for_update)`
-# reads them: what is in the session is refreshed from the locked row.
-_TIMER = (select(Timer).where(Timer.id == bindparam("timer_id")).with_for_update()
-          .execution_options(populate_existing=True))
-_GAME = (select(Game).where(Game.id == bindparam("game_id")).with_for_update()
-         .execution_options(populate_existing=True))
+# cost more than running them. Rows are read as plain rows on the session's connection (the
+# ORM's objects cost more than the reads); the game's row is locked as it is read (on
+# PostgreSQL: a move for it waits, and none was made meanwhile).
+_TIMER_READ = select(Timer.game_id, Timer.seat_id, Timer.kind, Timer.clock_version,
+                     Timer.status, Timer.claim).where(Timer.id == bindparam("timer_id"))
+_TIMER = _TIMER_READ.with_for_update()
+_CURRENT_READ = (select(Game.status, Game.clock_version, Game.kind, Game.state_json, Game.turn,
+                        Game.watch_id, Game.absent_bot, Seat.number, Seat.bot, Seat.absent)
+                 .select_from(Game).join(Seat, Seat.id == bindparam("seat_id"))
+                 .where(Game.id == bindparam("game_id")))
+_CURRENT = _CURRENT_READ.with_for_update(of=Game.__table__)
 _HELD = (Timer.claim == bindparam("of_claim"), is_status(Timer.status, CLAIMED))
 _RENEW = update(Timer).where(*_HELD).values(claimed_at=bindparam("moment"))
 _RELEASE = update(Timer).where(*_HELD).values(status=PENDING, claim=None, claimed_at=None)
@@ -189,10 +248,16 @@ _FINISH = (update(Timer).where(Timer.id == bindparam("timer_id"),
            .values(status=DONE, done_at=bindparam("now"), outcome=bindparam("outcome")))
 
 
-def _renew(claim: str, moment: datetime) -> None:
-    """Mark the rest of a claim as held at `moment`: a long run is not taken for a dead one."""
-    with writing() as session:
-        session.connection().execute(_RENEW, {"of_claim": claim, "moment": moment})
+class Turn(NamedTuple):
+    """The turn a timer watches, as it stands: the game and the seat to move."""
+
+    game_id: int
+    seat_id: int
+    turn: int
+    kind: str
+    state: object
+    watch_id: str | None
+    bot: str | None  # the computer player that plays this seat's turn, if any
 
 
 def _release(claim: str) -> None:
@@ -206,71 +271,69 @@ def _finish(timer_id: int, claim: str, now: datetime, outcome: str) -> None:
                                                "now": now, "outcome": outcome})
 
 
-def _current(session, timer: Timer):
-    """The game, seat and state if `timer` still belongs to the turn being played, else None."""
-    game = session.get(Game, timer.game_id)
-    seat = session.get(Seat, timer.seat_id)
-    if game.status != RUNNING or game.clock_version != timer.clock_version:
+def _current(session, timer, lock: bool = True) -> Turn | None:
+    """The turn `timer` watches if it is still the one being played (same clock version, its
+    seat to move), else None. Reads what the session wrote so far; with `lock`, locks the
+    game's row (in a write transaction: no move for it meanwhile)."""
+    insert_pending(session)
+    session.flush()
+    row = session.connection().execute(_CURRENT if lock else _CURRENT_READ, {
+        "game_id": timer.game_id, "seat_id": timer.seat_id}).first()
+    if row is None or row.status != RUNNING or row.clock_version != timer.clock_version:
         return None
-    rules = rules_for(game.kind)
-    state = rules.loads(game.state_json)
-    if rules.to_move(state) != seat.number:
+    rules = rules_for(row.kind)
+    state = rules.loads(row.state_json)
+    if rules.to_move(state) != row.number:
         return None
-    return game, seat, rules, state
+    bot = row.bot or (row.absent_bot if row.absent else None)
+    return Turn(timer.game_id, timer.seat_id, row.turn, row.kind, state, row.watch_id, bot)
 
 
-def _handle(timer_id: int, claim: str, now: datetime) -> str:
-    """Act on one claimed timer. A reminder, or a timeout played with default moves, takes one
-    write transaction: the check that the timer is still current, the moves (each through
-    `submit_move`), the timer marked done. A computer player's turn is played move by move
-    instead (`_time_out`), each move thought out before its transaction begins, so that a
-    search never holds up the other writers."""
-    with writing() as session:
-        # Locked: a scheduler taking this claim over (it looked dead) waits for this one.
-        timer = session.exec(_TIMER, params={"timer_id": timer_id}).first()
-        if timer is None or timer.claim != claim or timer.status != CLAIMED:
-            return "obsolete"
-        session.exec(_GAME, params={"game_id": timer.game_id}).first()  # no move meanwhile
-        current = _current(session, timer)
-        if current is None:
-            outcome, counted = "obsolete", "obsolete"
-        elif timer.kind == REMINDER:
-            game, seat, rules, state = current
-            mail.your_turn(session, game, seat, rules, state, [], reminder=True)
-            outcome, counted = "sent", "reminders"
-        elif _bot_of(current[0], current[1]) is None:
-            played = _default_moves(session, timer, now, current)
-            outcome, counted = ("timed out", "timeouts") if played else ("obsolete", "obsolete")
-        else:
-            outcome = None
-        if outcome is not None:
-            timer.status, timer.done_at, timer.outcome = DONE, now, outcome
-            session.add(timer)
-            return counted
-    return _time_out(timer_id, claim, now)
+def _act(session, timer_id: int, claim: str, now: datetime) -> str | None:
+    """Act on one claimed timer in the caller's transaction: the check that the timer is still
+    current, a reminder or the default moves of a timeout (each through `submit_move`), the
+    timer marked done; returns what it counts as. None for a computer player's turn, which
+    `_time_out` plays (after this transaction)."""
+    connection = session.connection()
+    timer = connection.execute(_TIMER, {"timer_id": timer_id}).first()
+    if timer is None or timer.claim != claim or timer.status != CLAIMED:
+        return "obsolete"
+    current = _current(session, timer)
+    if current is None:
+        outcome, counted = "obsolete", "obsolete"
+    elif timer.kind == REMINDER:
+        game, seat = session.get(Game, current.game_id), session.get(Seat, current.seat_id)
+        mail.your_turn(session, game, seat, rules_for(current.kind), current.state, [],
+                       reminder=True)
+        outcome, counted = "sent", "reminders"
+    elif current.bot is None:
+        played = _default_moves(session, timer, now, current)
+        outcome, counted = ("timed out", "timeouts") if played else ("obsolete", "obsolete")
+    else:
+        return None
+    connection.execute(_FINISH, {"timer_id": timer_id, "of_claim": claim, "now": now,
+                                 "outcome": outcome})
+    return counted
 
 
-def _bot_of(game: Game, seat: Seat) -> str | None:
-    """The computer player that plays this seat's turn, if any."""
-    return seat.bot or (game.absent_bot if seat.absent else None)
-
-
-def _default_moves(session, timer: Timer, now: datetime, current) -> int:
+def _default_moves(session, timer, now: datetime, current: Turn) -> int:
     """Play the seat's turn with default moves in the caller's transaction, each through
     `submit_move`, from `current` (what `_current` just gave: nothing has moved since);
     returns how many were played."""
     played = 0
+    rules = rules_for(current.kind)
     for _ in range(MAX_DEFAULT_MOVES):
         if played:
             current = _current(session, timer)
         if current is None:
             break
-        game, seat, rules, state = current
         try:
-            submit_move(None, rules.default_move(state), game.turn, seat_id=seat.id,
-                        actor="timeout", via="scheduler", now=now, session=session)
+            submit_move(None, rules.default_move(current.state), current.turn,
+                        seat_id=current.seat_id, actor="timeout", via="scheduler", now=now,
+                        session=session)
         except ServiceError as exc:  # a person moved at the same moment: theirs stands
-            current_app.logger.info("timeout of seat %s gave way: %s", seat.id, exc.message)
+            current_app.logger.info("timeout of seat %s gave way: %s", current.seat_id,
+                                    exc.message)
             break
         played += 1
     return played
@@ -295,19 +358,19 @@ def _time_out(timer_id: int, claim: str, now: datetime) -> str:
     played = 0
     for _ in range(MAX_DEFAULT_MOVES):
         with reading() as session:
-            timer = session.get(Timer, timer_id)
-            current = _current(session, timer)
-            if current is None:
-                break
-            game, seat, rules, state = current
-            bot = _bot_of(game, seat)
-            turn, seat_id, watch_id = game.turn, seat.id, game.watch_id
-        move, actor = _server_move(rules, state, bot, f"{watch_id}:{turn}")
+            timer = session.connection().execute(_TIMER_READ, {"timer_id": timer_id}).first()
+            current = _current(session, timer, lock=False) if timer is not None else None
+        if current is None:
+            break
+        rules = rules_for(current.kind)
+        move, actor = _server_move(rules, current.state, current.bot,
+                                   f"{current.watch_id}:{current.turn}")
         try:
-            submit_move(None, move, turn, seat_id=seat_id, actor=actor, via="scheduler",
-                        now=now)
+            submit_move(None, move, current.turn, seat_id=current.seat_id, actor=actor,
+                        via="scheduler", now=now)
         except ServiceError as exc:  # a person moved at the same moment: theirs stands
-            current_app.logger.info("timeout of seat %s gave way: %s", seat_id, exc.message)
+            current_app.logger.info("timeout of seat %s gave way: %s", current.seat_id,
+                                    exc.message)
             break
         played += 1
     _finish(timer_id, claim, now, "timed out" if played else "obsolete")

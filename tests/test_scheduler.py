@@ -17,14 +17,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from server import Mailbox, field, game_state, make_app, new_game, text_of, token_in
+from sqlalchemy import event
 from sqlmodel import select
 
 import engine
-from pbem.db import reading
+from pbem.db import get_engine, reading
 from pbem.deadlines import TimeControl
 from pbem.games.kardinal_koenig import KardinalKoenig
-from pbem.jobs import _claim, run_jobs
-from pbem.models import PENDING, JobState, MoveRecord, Seat, Timer
+from pbem.jobs import _claim, handle_due_timers, run_jobs
+from pbem.models import PENDING, JobState, MoveRecord, OutboxMessage, Seat, Timer
 from pbem.services import extend_deadline, pause_game, resume_game, submit_move
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
@@ -734,3 +735,70 @@ def test_a_simulated_jump_ahead_fires_reminders_and_timeouts_and_is_no_outage(tm
     assert run_jobs(app, now + 2 * MINUTE)["outage_games"] == 0
     result = runner.invoke(args=["run-jobs", "--simulated"])
     assert result.exit_code != 0 and "--simulated needs --now" in result.output
+
+
+def _games_due(tmp_path, count: int):
+    """An app with `count` games started at T0 (each seat 0 to move, its deadline at T0 +
+    72 hours) and the scheduler's first run."""
+    app = scheduler_app(tmp_path)
+    for i in range(count):
+        new_game(app, 3, str(i + 1), now=T0)
+    run_jobs(app, T0)
+    return app
+
+
+def test_a_timer_that_fails_changes_nothing_and_the_others_time_out(tmp_path, monkeypatch,
+                                                                    caplog):
+    """Timers share write transactions, each in a savepoint of its own: one that fails half
+    way (its move made, then an error) leaves its game as it was, is logged and kept claimed
+    until its claim is given back; the timers around it stand."""
+    import pbem.jobs
+
+    app = _games_due(tmp_path, 3)
+    real = pbem.jobs.submit_move
+
+    def failing(*args, **kwargs):
+        result = real(*args, **kwargs)
+        if result.game_id == 2:
+            raise RuntimeError("the rules broke")
+        return result
+
+    monkeypatch.setattr(pbem.jobs, "submit_move", failing)
+    due = T0 + 72 * HOUR + MINUTE
+    with caplog.at_level("ERROR"):
+        counts = run_jobs(app, due)
+    assert counts["timeouts"] == 2 and "the rules broke" in caplog.text
+    assert [r[2] for r in records(app, 1)][:1] == [r[2] for r in records(app, 3)][:1] == \
+        ["timeout"]
+    assert records(app, 2) == [] and seat_row(app, 0, 2).timeouts_in_row == 0
+    with app.app_context(), reading() as session:
+        held = session.exec(select(Timer).where(Timer.game_id == 2, Timer.kind == "timeout",
+                                                Timer.status == "claimed")).all()
+        assert len(held) == 1
+        told = session.exec(select(OutboxMessage.kind).where(OutboxMessage.game_id == 2)).all()
+        assert sorted(set(told)) == ["invitation", "reminder"], "no mail of a timeout"
+    monkeypatch.undo()
+    assert run_jobs(app, due + 11 * MINUTE)["timeouts"] == 1  # its claim given back
+    assert [r[2] for r in records(app, 2)][:1] == ["timeout"]
+
+
+def test_the_timers_of_a_claim_share_write_transactions_of_a_bounded_size(tmp_path,
+                                                                         monkeypatch):
+    import pbem.jobs
+
+    app = _games_due(tmp_path, 4)
+    monkeypatch.setattr(pbem.jobs, "TRANSACTION_SECONDS", 60)  # the count bounds them here
+    monkeypatch.setattr(pbem.jobs, "TIMERS_PER_TRANSACTION", 5)
+    writes = []
+
+    def begun(connection):
+        writes.append(bool(connection.get_execution_options().get("pbem_write")))
+
+    event.listen(get_engine(app), "begin", begun)
+    try:
+        with app.app_context():
+            counts = handle_due_timers(T0 + 72 * HOUR + MINUTE)
+    finally:
+        event.remove(get_engine(app), "begin", begun)
+    assert counts["timeouts"] == 4 and counts["reminders"] == 8  # 24 and 2 hours before
+    assert sum(writes) == 1 + 3, "the claim, then the twelve timers five at a time"
