@@ -218,8 +218,9 @@ def _with_picture(row: OutboxMessage, html: EmailMessage) -> EmailMessage:
     image.set_raw("Content-Disposition", 'inline; filename="board.png"')
     image.set_payload(_base64_lines(png))
     related = WireMessage(policy=WIRE)
-    related.set_raw("Content-Type", f'multipart/related; type="text/html"; '
-                                    f'boundary="=_{token_hex(8)}"')
+    # Folded here: a line longer than 78 would be parsed and folded again by the library.
+    related.set_raw("Content-Type", f'multipart/related; type="text/html";\n'
+                                    f' boundary="=_{token_hex(8)}"')
     related.set_payload([html, image])
     return related
 
