@@ -25,7 +25,7 @@ from datetime import datetime
 from email.headerregistry import Address
 from email.utils import getaddresses, parseaddr
 
-from flask import current_app, g, render_template
+from flask import current_app, g
 from flask_babel import force_locale
 from markupsafe import Markup
 from sqlalchemy import bindparam, false, update
@@ -36,7 +36,7 @@ from .db import insert_later, insert_pending, locked, utcnow
 from .games import GameRules, choices, rules_for
 from .i18n import gettext as _
 from .models import TO_ALL, DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
-from .rows import SeatRow
+from .rows import GameRow, SeatRow
 from .tokens import hash_token, new_token
 
 
@@ -170,8 +170,8 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
     message = QueuedMail(
         game_id=game.id if game else None, seat_id=seat.id if seat else None, kind=kind,
         to_addr=to, subject=one_line(subject),
-        text_body=render_template(f"email/{template}.txt", **context),
-        html_body=render_template(f"email/{template}.html", **context),
+        text_body=render_template(f"email/{template}.txt", context),
+        html_body=render_template(f"email/{template}.html", context),
         message_id=new_message_id(), secrets_json=json.dumps(list(secrets)),
         reply_to=reply_to, created_at=now, next_attempt_at=now,
         in_reply_to=answering.message_id if answering else None,
@@ -180,6 +180,14 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
         # A row, not an ORM object: building an OutboxMessage costs more than rendering it.
         insert_later(session, OutboxMessage, dict(vars(message)))
     return message
+
+
+def render_template(name: str, context: dict) -> str:
+    """A mail template rendered with `context` by the app's Jinja environment. Not Flask's
+    render_template: mail templates use nothing of a request (Flask's context processors add
+    `g`, `request` and `session`, and its signals are for pages), and thousands of mails in a
+    burst each paid for them twice."""
+    return current_app.jinja_env.get_template(name).render(context)
 
 
 def _picture(game: Game) -> str | None:
@@ -511,18 +519,36 @@ _COMPOSERS = {}  # filled below: the mails that may be queued as intents
 
 
 _READ = "pbem_mail_read"  # session.info: the games and seats `render_later` read, by game id
+# Games with their seats (in seat order) as plain rows (pbem.rows), in one statement.
+_GAMES_AND_SEATS = (select(*Game.__table__.c, *Seat.__table__.c)
+                    .join(Seat, Seat.game_id == Game.id)
+                    .where(Game.id.in_(bindparam("game_ids", expanding=True)))
+                    .order_by(Game.id, Seat.number))
+_GAME_COLUMNS = len(Game.__table__.c)
 
 
-def _game_and_seats(session: Session, game_id: int) -> tuple[Game, list[Seat]]:
+def read_games(session: Session, game_ids) -> None:
+    """Read the games `game_ids` and their seats for the mails `render_later` writes in
+    `session`, in one statement: a sender reads those of a whole claim at once."""
+    read = session.info.setdefault(_READ, {})
+    wanted = sorted(set(game_ids) - set(read))
+    if not wanted:
+        return
+    rows = session.connection().execute(_GAMES_AND_SEATS, {"game_ids": wanted}).all()
+    for row in rows:
+        if row[0] not in read:
+            read[row[0]] = GameRow(row[:_GAME_COLUMNS]), []
+        read[row[0]][1].append(SeatRow(row[_GAME_COLUMNS:]))
+
+
+def _game_and_seats(session: Session, game_id: int) -> tuple[GameRow, list[SeatRow]]:
     """A game and its seats as `session` reads them, read once per session: the mails of one
     move (and of one game in a sender's claim) are written from the same rows."""
-    read = session.info.setdefault(_READ, {})
-    if game_id not in read:
-        game = session.get(Game, game_id)
-        if game is None:
-            raise LookupError(f"game {game_id} does not exist any more")
-        read[game_id] = game, _seats_of(session, game)
-    return read[game_id]
+    read_games(session, [game_id])
+    found = session.info[_READ].get(game_id)
+    if found is None:
+        raise LookupError(f"game {game_id} does not exist any more")
+    return found
 
 
 def render_later(session: Session, row: OutboxMessage) -> tuple[str, str, str]:

@@ -471,11 +471,13 @@ def _writer(app: Flask):
     return get_engine(app).execution_options(pbem_write=True)
 
 
-def _claim(app: Flask, now: datetime, limit: int) -> tuple[str, list[SimpleNamespace]]:
-    """Claim up to `limit` due mails; returns the claim and its rows (plain objects with the
-    outbox's columns as attributes), by id."""
+def _claim(app: Flask, writer, now: datetime, limit: int) -> tuple[str, list[SimpleNamespace]]:
+    """Claim up to `limit` due mails in a transaction on `writer` (a connection to write with);
+    returns the claim and its rows (plain objects with the outbox's columns as attributes), by
+    id."""
     claim = new_claim()
-    with _writer(app).begin() as connection:
+    with writer.begin():
+        connection = writer
         # A sender that died (or was killed) leaves its claimed rows in `sending`: back to the
         # queue with them. The one it had in hand may arrive twice (same Message-ID).
         connection.execute(_STUCK, {"stuck_before": now - stuck_after(app), "moment": now})
@@ -540,12 +542,14 @@ def _texts(row, error: str | None, secrets_json: str, text_body: str, html_body:
     return changes
 
 
-def _record(app: Flask, row, claim: str, error: str | None, now: datetime,
+def _record(app: Flask, writer, row, claim: str, error: str | None, now: datetime,
             progress: datetime) -> tuple[str | None, set[int]]:
     """Write down one delivery (with the text written for it, if it was an intent) in one
-    transaction; returns what it counts as (None when the row was not ours any more), and the
-    ids of the claim's rows still ours, which are marked as making progress (`progress`)."""
-    with _writer(app).begin() as connection:
+    transaction on `writer`; returns what it counts as (None when the row was not ours any
+    more), and the ids of the claim's rows still ours, which are marked as making progress
+    (`progress`)."""
+    with writer.begin():
+        connection = writer
         # While the row is still ours, nobody else changed it: it is written from what the
         # claim read.
         outcome, changes = _outcome(app, error, row.attempts + 1, now)
@@ -596,9 +600,19 @@ def deliver_queued(app: Flask, now: datetime | None = None,
     now = now or utcnow()
     started = time.monotonic()
     counts = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
-    claim, rows = _claim(app, now, BATCH if limit is None else limit)
-    if not rows:
-        return counts
+    with _writer(app).connect() as writer:  # the claim's transactions, one after the other
+        claim, rows = _claim(app, writer, now, BATCH if limit is None else limit)
+        if rows:
+            _deliver(app, writer, claim, rows, now, started, counts)
+    return counts
+
+
+def _deliver(app: Flask, writer, claim: str, rows: list, now: datetime, started: float,
+             counts: dict[str, int]) -> None:
+    """Build and send the claim's `rows`, recording each outcome in `counts`; give back what
+    was left unsent."""
+    from .mail import read_games
+
     sender, stop = app.config["MAIL_FROM"], stop_event(app)
     by_id = {row.id: row for row in rows}
     ours = set(by_id)  # the rows still claimed by this sender, as its last record saw them
@@ -617,6 +631,7 @@ def deliver_queued(app: Flask, now: datetime | None = None,
                 if row.intent_json is not None:
                     if session is None:
                         session = stack.enter_context(reading(app))
+                        read_games(session, {r.game_id for r in rows if r.intent_json})
                     try:
                         _write(session, row)
                     except Exception as exc:  # a bug or a vanished game: the mail waits, logged
@@ -632,7 +647,7 @@ def deliver_queued(app: Flask, now: datetime | None = None,
         def record(row, error: str | None) -> None:
             nonlocal ours
             progress = now + timedelta(seconds=time.monotonic() - started)
-            outcome, ours = _record(app, row, claim, error, now, progress)
+            outcome, ours = _record(app, writer, row, claim, error, now, progress)
             if outcome:
                 counts[outcome] += 1
 
@@ -645,9 +660,8 @@ def deliver_queued(app: Flask, now: datetime | None = None,
         for row, problem in unbuildable:
             record(row, problem)
     if ours:  # left unsent (a stop was asked for): back to the queue
-        with _writer(app).begin() as connection:
-            connection.execute(_RELEASE, {"of_claim": claim})
-    return counts
+        with writer.begin():
+            writer.execute(_RELEASE, {"of_claim": claim})
 
 
 def deliver_all_due(app: Flask, now: datetime | None = None) -> dict[str, int]:

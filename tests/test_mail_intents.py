@@ -222,13 +222,20 @@ def test_each_mail_is_recorded_with_its_written_text_in_one_transaction(app, mai
         assert row.status == SENT and row.intent_json is None and REDACTED in row.text_body
 
 
-def test_the_mails_of_one_claim_read_their_game_once(app, mailbox):
-    _, tokens = new_game(app, 3, "read-once")
+def test_the_mails_of_one_claim_read_their_games_and_seats_in_one_statement(app, mailbox):
+    """Two games' turns: their four mails are written from one read of both games and all
+    their seats."""
+    _, first = new_game(app, 3, "read-once")
+    _, second = new_game(app, 3, "read-twice")
     mailbox.deliver()
-    _one_turn(app, tokens)
+    for game_id, tokens in ((1, first), (2, second)):
+        _, before = game_state(app, game_id)
+        play_moves(app, tokens, 10, game_id=game_id,
+                   until=lambda s, seat=before.current: s.current != seat)
     with _counted(app) as seen:
-        assert deliver_queued(app, utcnow())["sent"] == 2
-    reads = [s for s in seen["statements"] if s.startswith("SELECT") and " FROM game " in s]
+        assert deliver_queued(app, utcnow())["sent"] == 4
+    reads = [s for s in seen["statements"] if s.startswith("SELECT")
+             and (" FROM game" in s or " FROM seat" in s or "JOIN seat" in s)]
     assert len(reads) == 1, reads
 
 
