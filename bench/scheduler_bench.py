@@ -329,7 +329,7 @@ PHASES = [  # (module, attribute, label); labels are indented under what calls t
     (pbem.mail, "render_later", "      render_later (its text and HTML, by Jinja)"),
     (pbem.outbox, "build_message", "    build_message (the MIME message)"),
     (pbem.picture, "png_of", "      png_of (the board picture; made once a position)"),
-    (pbem.outbox, "_record", "  _record (one delivery and its written text, one transaction)"),
+    (pbem.outbox, "_record", "  _record (deliveries and their written texts, one transaction)"),
 ]
 
 

@@ -6,7 +6,11 @@ transaction before the next mail is sent, so a sender that dies loses at most th
 hand: its other rows are still claimed, and once a claim has made no progress for a while
 (`stuck_after`) its rows go back to the queue and are sent again automatically. The one mail
 that was in hand when the sender died may then arrive twice, with the same Message-ID (every
-retry of a row keeps it), which most mail programs and services show once.
+retry of a row keeps it), which most mail programs and services show once. A backend that
+sending again does no harm to (`idempotent`: the local folder, where a mail written again
+replaces its own file) has the deliveries of a claim recorded together, in one transaction
+after the claim is sent: a sender that dies leaves its claim to be written again, and nothing
+is there twice.
 
 When the mail server does not answer after it was given the whole message (a timeout after
 DATA), the mail may or may not have arrived: it is marked `unknown`, not retried by itself,
@@ -69,6 +73,10 @@ STOPPED_AFTER_DATA = ("the mail server did not answer after it was given the who
 
 
 class Backend(Protocol):
+    # True when sending a mail again only does again what was done (a mail arrives once
+    # however often it is sent): a sender may then record a claim's deliveries together.
+    idempotent: bool
+
     def send(self, messages: Iterable[tuple[OutboxMessage, EmailMessage]]
              ) -> dict[int, str | None] | Iterator[tuple[int, str | None]]:
         """Send each message; give, per row id, None when sent or the error text (an `Unknown`
@@ -261,6 +269,10 @@ def build_message(row: OutboxMessage, sender: str) -> EmailMessage:
 class LocalBackend:
     """Writes each message as `<id>.eml` into a folder; the mailbox page reads them back."""
 
+    # A mail written again replaces its own file (named by its row), whole (written aside,
+    # then renamed): it is there once however often it was written.
+    idempotent = True
+
     def __init__(self, folder: str):
         self.folder = Path(folder)
 
@@ -318,6 +330,8 @@ class _SMTP_SSL(_WatchData, smtplib.SMTP_SSL):
 
 
 class SmtpBackend:
+    idempotent = False  # a mail handed to the server twice may arrive twice
+
     def __init__(self, config: dict):
         self.host, self.port = config["SMTP_HOST"], config["SMTP_PORT"]
         self.security = config["SMTP_SECURITY"]
@@ -542,27 +556,30 @@ def _texts(row, error: str | None, secrets_json: str, text_body: str, html_body:
     return changes
 
 
-def _record(app: Flask, writer, row, claim: str, error: str | None, now: datetime,
-            progress: datetime) -> tuple[str | None, set[int]]:
-    """Write down one delivery (with the text written for it, if it was an intent) in one
-    transaction on `writer`; returns what it counts as (None when the row was not ours any
-    more), and the ids of the claim's rows still ours, which are marked as making progress
-    (`progress`)."""
+def _record(app: Flask, writer, done: list[tuple], claim: str, now: datetime,
+            progress: datetime) -> tuple[list[str | None], set[int]]:
+    """Write down deliveries `done` ((row, error) pairs, with the text written for a row that
+    was an intent) in one transaction on `writer`; returns what each counts as (None for a row
+    that was not ours any more), and the ids of the claim's rows still ours, which are marked
+    as making progress (`progress`)."""
     with writer.begin():
-        connection = writer
-        # While the row is still ours, nobody else changed it: it is written from what the
-        # claim read.
-        outcome, changes = _outcome(app, error, row.attempts + 1, now)
-        changes.update(_texts(row, error, row.secrets_json, row.text_body, row.html_body))
-        columns = tuple(changes)
-        held = connection.execute(_record_statement(columns, True), {
-            "row_id": row.id, "of_claim": claim,
-            **{f"new_{name}": value for name, value in changes.items()}}).rowcount == 1
-        if not held:
-            outcome = _record_late(app, connection, row, error, now)
-        ours = set(connection.execute(_PROGRESS, {"of_claim": claim,
-                                                  "progress": progress}).scalars())
-    return outcome, ours
+        outcomes = [_recorded(app, writer, row, claim, error, now) for row, error in done]
+        ours = set(writer.execute(_PROGRESS, {"of_claim": claim,
+                                              "progress": progress}).scalars())
+    return outcomes, ours
+
+
+def _recorded(app: Flask, connection, row, claim: str, error: str | None,
+              now: datetime) -> str | None:
+    """Write down one delivery; what it counts as."""
+    # While the row is still ours, nobody else changed it: it is written from what the claim
+    # read.
+    outcome, changes = _outcome(app, error, row.attempts + 1, now)
+    changes.update(_texts(row, error, row.secrets_json, row.text_body, row.html_body))
+    held = connection.execute(_record_statement(tuple(changes), True), {
+        "row_id": row.id, "of_claim": claim,
+        **{f"new_{name}": value for name, value in changes.items()}}).rowcount == 1
+    return outcome if held else _record_late(app, connection, row, error, now)
 
 
 def _record_late(app: Flask, connection, row, error: str | None, now: datetime) -> str | None:
@@ -596,7 +613,8 @@ def _write(session, row) -> None:
 def deliver_queued(app: Flask, now: datetime | None = None,
                    limit: int | None = None) -> dict[str, int]:
     """Send what is due, once; returns how many were sent, put back for a retry, failed, and
-    of unknown fate. Each mail is recorded before the next is sent."""
+    of unknown fate. Each mail is recorded before the next is sent (a claim's mails together,
+    after them, for an idempotent backend)."""
     now = now or utcnow()
     started = time.monotonic()
     counts = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
@@ -644,21 +662,30 @@ def _deliver(app: Flask, writer, claim: str, rows: list, now: datetime, started:
                 except (ValueError, TypeError) as exc:  # e.g. a line break in a header
                     unbuildable.append((row, f"{UNBUILDABLE}{exc}"))
 
-        def record(row, error: str | None) -> None:
+        def record(done: list[tuple]) -> None:
             nonlocal ours
             progress = now + timedelta(seconds=time.monotonic() - started)
-            outcome, ours = _record(app, writer, row, claim, error, now, progress)
-            if outcome:
-                counts[outcome] += 1
+            outcomes, ours = _record(app, writer, done, claim, now, progress)
+            for outcome in outcomes:
+                if outcome:
+                    counts[outcome] += 1
 
-        results = backend_for(app).send(built())
+        backend = backend_for(app)
+        # Each delivery is recorded before the next mail goes, unless sending one again does no
+        # harm: then the claim's are recorded together, once it is sent.
+        together = getattr(backend, "idempotent", False)
+        done: list[tuple] = []
+        results = backend.send(built())
         for row_id, error in (results.items() if isinstance(results, dict) else results):
-            for row, problem in unbuildable:
-                record(row, problem)
+            done += unbuildable
             unbuildable.clear()
-            record(by_id[row_id], error)
-        for row, problem in unbuildable:
-            record(row, problem)
+            done.append((by_id[row_id], error))
+            if not together:
+                record(done)
+                done = []
+        done += unbuildable
+        if done:
+            record(done)
     if ours:  # left unsent (a stop was asked for): back to the queue
         with writer.begin():
             writer.execute(_RELEASE, {"of_claim": claim})

@@ -13,6 +13,7 @@ import logging
 import re
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from server import (
@@ -30,8 +31,15 @@ from sqlmodel import select
 
 from pbem import mail
 from pbem.db import get_engine, reading, utcnow
-from pbem.models import QUEUED, SENT, OutboxMessage
-from pbem.outbox import REDACTED, UNWRITTEN, deliver_all_due, deliver_queued
+from pbem.models import QUEUED, SENDING, SENT, OutboxMessage
+from pbem.outbox import (
+    REDACTED,
+    STUCK_AFTER,
+    UNWRITTEN,
+    LocalBackend,
+    deliver_all_due,
+    deliver_queued,
+)
 from pbem.services import set_language
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
@@ -207,19 +215,66 @@ def _counted(app):
         event.remove(engine, "before_cursor_execute", statement)
 
 
-def test_each_mail_is_recorded_with_its_written_text_in_one_transaction(app, mailbox):
-    """A claim, then per mail one write transaction that stores its text and its delivery
-    together: nothing written is kept apart from the outcome it went out with."""
+class OneByOne(LocalBackend):
+    """The local backend, as a backend that sending again would harm (a mail server)."""
+
+    idempotent = False
+
+
+@pytest.mark.parametrize("backend, records", [(OneByOne, 2), (LocalBackend, 1)])
+def test_each_mail_is_recorded_with_its_written_text_in_one_transaction(app, mailbox, backend,
+                                                                         records):
+    """A claim, then a write transaction that stores each mail's text and its delivery
+    together (nothing written is kept apart from the outcome it went out with): one per mail,
+    or one for the claim where sending again does no harm (a mail file written again
+    replaces itself)."""
     _, tokens = new_game(app, 3, "one-write")
     mailbox.deliver()
     _one_turn(app, tokens)
     assert len([r for r in _rows(app) if r.intent_json is not None]) == 2
+    app.extensions["pbem_mail_backend"] = backend(app.config["MAIL_FOLDER"])
     with _counted(app) as seen:
         assert deliver_queued(app, utcnow()) == {"sent": 2, "retry": 0, "failed": 0,
                                                  "unknown": 0}
-    assert seen["writes"] == 1 + 2
+    assert seen["writes"] == 1 + records
     for row in _rows(app):
         assert row.status == SENT and row.intent_json is None and REDACTED in row.text_body
+
+
+def test_a_local_sender_that_dies_mid_claim_leaves_it_to_be_written_again_once(app, mailbox,
+                                                                               monkeypatch):
+    """Its files are written, nothing recorded: once the claim is taken for stuck, the next
+    run writes the same files again (the same messages) and records each mail once."""
+    _, tokens = new_game(app, 3, "dies")
+    mailbox.deliver()
+    _one_turn(app, tokens)
+    folder = Path(app.config["MAIL_FOLDER"])
+    before = set(folder.glob("*.eml"))
+
+    class Killed(BaseException):
+        pass
+
+    real = LocalBackend.send
+
+    def dies(self, messages):
+        yield from real(self, messages)
+        raise Killed  # after the last file, before anything is recorded
+
+    monkeypatch.setattr(LocalBackend, "send", dies)
+    now = utcnow()
+    with pytest.raises(Killed):
+        deliver_queued(app, now)
+    written = set(folder.glob("*.eml")) - before
+    assert len(written) == 2
+    assert {r.status for r in _rows(app) if r.intent_json is not None} == {SENDING}
+    monkeypatch.undo()
+    assert deliver_all_due(app, now + STUCK_AFTER + timedelta(seconds=1))["sent"] == 2
+    assert set(folder.glob("*.eml")) - before == written, "the same two files, no more"
+    rows = {f"{r.id:08d}.eml": r for r in _rows(app)}
+    for path in written:
+        row = rows[path.name]
+        assert (row.status, row.attempts) == (SENT, 1)
+        assert f"Message-ID: {row.message_id}" in path.read_text()
 
 
 def test_the_mails_of_one_claim_read_their_games_and_seats_in_one_statement(app, mailbox):
