@@ -117,9 +117,18 @@ class _WireGenerator(BytesGenerator):
 
 
 class WireMessage(EmailMessage):
-    """A message whose bytes come from `_WireGenerator` (the same bytes, sooner)."""
+    """A message whose bytes are written as the library's generator writes them, sooner: the
+    messages `build_message` makes are joined from their parts directly (`_joined`), anything
+    else goes through `_WireGenerator`."""
+
+    wire_payload: bytes | None = None  # the body as bytes, when they are kept (a picture)
 
     def as_bytes(self, unixfrom: bool = False, policy=None) -> bytes:
+        if not unixfrom and (policy is None or policy is self.policy) \
+                and self.policy.linesep == "\n":
+            parts: list[bytes] = []
+            if _joined(self, self.policy, parts):
+                return b"".join(parts)
         out = BytesIO()
         _WireGenerator(out, mangle_from_=False, policy=self.policy if policy is None else policy
                        ).flatten(self, unixfrom=unixfrom)
@@ -129,10 +138,48 @@ class WireMessage(EmailMessage):
         return self.as_bytes()
 
 
+def _joined(message: EmailMessage, policy, out: list[bytes]) -> bool:
+    """Add `message`'s bytes to `out` as BytesGenerator writes them with `policy` (lines
+    ending in a line feed): its headers folded by the policy, a blank line, then its body, or
+    its parts between boundary lines. False (and `out` of no use) for what only the generator
+    handles: bodies with carriage returns or bytes that are not ASCII, a preamble or an
+    epilogue. The generator copies a body into a buffer per enclosing part, and a picture's
+    body is some 190 KB."""
+    for name, value in message._headers:
+        out.append(policy.fold_binary(name, value))
+    out.append(b"\n")
+    payload = message._payload
+    if isinstance(payload, list):
+        boundary = message.get_boundary()
+        if not boundary or message.preamble is not None or message.epilogue is not None:
+            return False
+        line = b"--" + boundary.encode("ascii")
+        out.append(line + b"\n")
+        for index, part in enumerate(payload):
+            if index:
+                out.append(b"\n" + line + b"\n")
+            if not isinstance(part, EmailMessage) or not _joined(part, policy, out):
+                return False
+        out.append(b"\n" + line + b"--\n")
+    elif isinstance(payload, str):
+        kept = getattr(message, "wire_payload", None)
+        if kept is not None:
+            out.append(kept)
+        elif payload.isascii() and "\r" not in payload:
+            out.append(payload.encode("ascii"))
+        else:
+            return False
+    elif payload is not None:
+        return False
+    return True
+
+
 @lru_cache(maxsize=8)
-def _base64_lines(data: bytes) -> str:
-    """The base64 body of an attachment; the mails of one move share their board picture."""
-    return base64.encodebytes(data).decode("ascii")
+def _base64_lines(data: bytes) -> tuple[str, bytes]:
+    """The base64 body of an attachment, as text and as bytes; the mails of one move share
+    their board picture."""
+    encoded = base64.encodebytes(data)
+    return encoded.decode("ascii"), encoded
 
 
 def _one_line(name: str, value: str) -> str:
@@ -224,7 +271,8 @@ def _with_picture(row: OutboxMessage, html: EmailMessage) -> EmailMessage:
     image.set_raw("Content-Transfer-Encoding", "base64")
     image.set_raw("Content-ID", f"<{cid}>")
     image.set_raw("Content-Disposition", 'inline; filename="board.png"')
-    image.set_payload(_base64_lines(png))
+    image.set_payload(_base64_lines(png)[0])
+    image.wire_payload = _base64_lines(png)[1]
     related = WireMessage(policy=WIRE)
     # Folded here: a line longer than 78 would be parsed and folded again by the library.
     related.set_raw("Content-Type", f'multipart/related; type="text/html";\n'

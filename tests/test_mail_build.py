@@ -179,3 +179,24 @@ def test_no_header_is_parsed_by_the_library_on_the_way_out(monkeypatch):
                  reply_to="play+" + "k" * 43 + "@games.example.org", picture_json=picture)
     data = bytes(build_message(source, "Kardinal <pbem@example.org>"))
     assert made == [] and b"image/png" in data
+
+
+def test_what_the_quick_join_does_not_write_the_generator_writes():
+    """A preamble, a body with a carriage return, a header the library made: the same bytes
+    as the library's generator writes, whichever way they are made."""
+    from email.generator import BytesGenerator
+    from io import BytesIO
+
+    def library(message) -> bytes:
+        out = BytesIO()
+        BytesGenerator(out, mangle_from_=False, policy=message.policy).flatten(message)
+        return out.getvalue()
+
+    plain = build_message(row(), SENDER)
+    with_preamble = build_message(row(), SENDER)
+    with_preamble.preamble = "This is a multi-part message in MIME format."
+    carriage = build_message(row(text_body="a line\rwith a carriage return\n"), SENDER)
+    carriage.get_payload()[0].set_payload("a line\r\nwith a carriage return\n")
+    named = build_message(row(to_addr="Zoë <zoë@example.org>"), SENDER)  # a library header
+    for message in (plain, with_preamble, carriage, named):
+        assert bytes(message) == library(message)
