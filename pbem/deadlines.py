@@ -117,7 +117,7 @@ def stop_clock(session: Session, game: Game, now: datetime) -> None:
     """No deadline any more (the game ended or is paused): every waiting timer is obsolete."""
     game.clock_version += 1
     game.deadline_at = None
-    insert_pending(session)  # timers written earlier in this transaction are waiting too
+    insert_pending(session, Timer)  # timers written earlier in this transaction wait too
     session.connection().execute(_OBSOLETE, {"of_game": game.id, "now": now})
 
 

@@ -26,7 +26,6 @@ from . import mail
 from .db import (
     claim_rows,
     insert_if_missing,
-    insert_pending,
     is_status,
     locked,
     new_claim,
@@ -273,9 +272,9 @@ def _finish(timer_id: int, claim: str, now: datetime, outcome: str) -> None:
 
 def _current(session, timer, lock: bool = True) -> Turn | None:
     """The turn `timer` watches if it is still the one being played (same clock version, its
-    seat to move), else None. Reads what the session wrote so far; with `lock`, locks the
-    game's row (in a write transaction: no move for it meanwhile)."""
-    insert_pending(session)
+    seat to move), else None. Reads the game as the session changed it (its ORM objects are
+    flushed; rows waiting to be inserted wait on); with `lock`, locks the game's row (in a write
+    transaction: no move for it meanwhile)."""
     session.flush()
     row = session.connection().execute(_CURRENT if lock else _CURRENT_READ, {
         "game_id": timer.game_id, "seat_id": timer.seat_id}).first()

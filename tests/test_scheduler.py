@@ -802,3 +802,23 @@ def test_the_timers_of_a_claim_share_write_transactions_of_a_bounded_size(tmp_pa
         event.remove(get_engine(app), "begin", begun)
     assert counts["timeouts"] == 4 and counts["reminders"] == 8  # 24 and 2 hours before
     assert sum(writes) == 1 + 3, "the claim, then the twelve timers five at a time"
+
+
+def test_a_timeouts_mails_and_links_are_inserted_one_statement_a_table(tmp_path):
+    """The clock's restart writes the timers waiting in the transaction before it marks the old
+    ones obsolete, and only those: the timeout's three mails, their seat keys and "my games"
+    keys each go in one INSERT."""
+    app = _games_due(tmp_path, 1)
+    assert run_jobs(app, T0 + 71 * HOUR)["reminders"] == 2  # before: only the timeout is left
+    inserts = Counter()
+
+    def statement(connection, cursor, sql, parameters, context, executemany):
+        if sql.startswith("INSERT INTO"):
+            inserts[sql.split()[2]] += 1
+
+    event.listen(get_engine(app), "before_cursor_execute", statement)
+    try:
+        assert run_jobs(app, T0 + 72 * HOUR + MINUTE)["timeouts"] == 1
+    finally:
+        event.remove(get_engine(app), "before_cursor_execute", statement)
+    assert inserts["outboxmessage"] == inserts["seatkey"] == inserts["playerkey"] == 1
