@@ -328,3 +328,20 @@ def test_playing_on_after_a_different_deal_tells_the_others_the_same(tmp_path_fa
             continue
         for key in first:
             assert first[key] == second[key], f"seat {seat}'s {key} tells the drawn cards"
+
+
+def test_position_lines_share_what_every_seat_sees_and_each_shows_only_its_own_hand():
+    """The lines after a seat's hand are made once per position and language (the mails of a
+    move share them); each seat's first line is its own hand and no seat's lines name another
+    hand."""
+    rules = rules_for("kardinal-koenig")
+    state = rules.new_state(["yellow", "red", "green"], "shared-lines", None)
+    rules._public_lines.cache_clear()
+    lines = {seat: rules.position_lines(state, seat) for seat in range(3)}
+    assert rules._public_lines.cache_info().misses == 1
+    spectator = rules.position_lines(state, None)
+    for seat, said in lines.items():
+        assert said[1:] == spectator
+        assert said[0] == (f"Your hand ({state.players[seat]}): "
+                           f"{rules.card_words(state.hands[seat])}")
+        assert not any(line.startswith("Your hand") for line in said[1:])

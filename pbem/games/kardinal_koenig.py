@@ -402,12 +402,22 @@ class KardinalKoenig:
         """The position as plain text for `seat`: what a mail or a turn file shows. Without
         `countries`, only the cards, scores and supplies (the HTML mail shows the board in a
         table and a picture instead)."""
-        view = kk.view_for(state, seat)
-        players = view.players
         lines = []
-        if view.hand is not None:
+        if seat is not None:
+            view = kk.view_for(state, seat)
             lines.append(gettext("Your hand (%(colour)s): %(cards)s", colour=i18n.colour(view.colour),
                                  cards=self.card_words(view.hand)))
+        return lines + list(self._public_lines(state, i18n.language(), countries))
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - one rules object per game, kept for good
+    def _public_lines(self, state: kk.GameState, language: str,
+                      countries: bool) -> tuple[str, ...]:
+        """What every reader's position lines say after their hand (a spectator's view), in
+        `language` (the current one): the same for every seat of a game at one move, so made
+        once for the mails of that move."""
+        view = kk.view_for(state, None)
+        players = view.players
+        lines = []
         lines.append(gettext("Face-up cards: %(cards)s", cards=self.card_words(view.face_up)))
         deck = ngettext("%(num)d card", "%(num)d cards", view.deck_size)
         runs = (gettext("it has not run out yet") if view.exhaustions == 0 else
@@ -423,7 +433,7 @@ class KardinalKoenig:
                     for p, m, a in zip(players, view.monastery_supply, view.advisor_supply)]
         lines.append(gettext("Pieces left: %(supplies)s", supplies="; ".join(supplies)))
         if not countries:
-            return lines
+            return tuple(lines)
         owners = dict(view.monasteries)
         empty = []
         for country, advisors in view.advisors:
@@ -439,7 +449,7 @@ class KardinalKoenig:
                                  crest=crest or gettext("none")))
         if empty:
             lines.append(gettext("No pieces yet in %(countries)s", countries=", ".join(empty)))
-        return lines
+        return tuple(lines)
 
     def position_summary(self, state: kk.GameState, seat: int | None) -> list[str]:
         """The position without the countries: what the HTML mail lists above its picture and
