@@ -19,8 +19,13 @@ Figures (wall-clock time from time.perf_counter, one process, one thread):
   (a) `run_jobs` at a moment when nothing is due (NOW - 10 minutes): median of --runs runs;
   (b) `run_jobs` at NOW: the due timeouts play their default moves and queue their mails, and
       the same run delivers the mails (local backend: .eml files in the temporary folder); with
-      the time spent in each part. Above TARGET_SECONDS (or with --profile), a second run on a
-      copy of the database, over a fifth of the due games, is profiled with cProfile;
+      the time spent in each part. It runs in a scheduler process started for it (spawned), so
+      that every cache a process fills as it works is as cold as after a restart: the parsed
+      positions, the pictures' bare boards and pieces, the mails' shared parts (board tables,
+      position lines). What that process does before it (the app made, the mail templates
+      compiled, the database connected) is its start-up, a figure of its own. Above
+      TARGET_SECONDS (or with --profile), a second run on a copy of the database, over a fifth
+      of the due games, is profiled with cProfile in this process;
   (c) the query plans (EXPLAIN QUERY PLAN) of the statements of a run: the due-timer claim and
       the clock_version = 0 query in full, and every other statement whose plan scans a table;
   (f) the floor: the writes of (b) done bare (per timeout one transaction updating a game and
@@ -100,16 +105,25 @@ NOW = datetime(2030, 1, 7, 12, 0, tzinfo=UTC)  # mail queued now is due at once:
 PICTURES = True  # --no-picture: mail without the board picture ([mail] board_picture = false)
 
 
-def make_app(folder: Path):
-    app = create_app({"INSTANCE_PATH": str(folder), "SECRET_KEY": "bench",
-                      "BASE_URL": "http://localhost", "MAIL_BACKEND": "local",
-                      "SCHEDULER_OUTAGE_MINUTES": 60, "MAIL_BOARD_PICTURE": PICTURES})
-    schema.upgrade(app)
-    # Compile the mail templates now, as a scheduler process has long done by the time a
-    # deadline burst comes: compiling them is once per process, not part of a burst.
+def open_app(folder: Path):
+    """The app as a scheduler process starts it, on the instance `folder`'s database."""
+    return create_app({"INSTANCE_PATH": str(folder), "SECRET_KEY": "bench",
+                       "BASE_URL": "http://localhost", "MAIL_BACKEND": "local",
+                       "SCHEDULER_OUTAGE_MINUTES": 60, "MAIL_BOARD_PICTURE": PICTURES})
+
+
+def compile_templates(app) -> None:
+    """Compile the mail templates, as a scheduler process has done after its first mails:
+    once per process (counted in the start-up figure, not in a burst)."""
     for name in app.jinja_env.list_templates():
         if name.startswith(("email/", "games/")):
             app.jinja_env.get_template(name)
+
+
+def make_app(folder: Path):
+    app = open_app(folder)
+    schema.upgrade(app)
+    compile_templates(app)
     return app
 
 
@@ -436,6 +450,67 @@ def due_run(app, due_games: int) -> tuple[float, dict, Phases]:
     return seconds, counts, phases
 
 
+def start_up(folder: Path) -> tuple[object, float, float]:
+    """A scheduler process's start: the app made, its mail templates compiled, its database
+    connected. Returns the app and the wall and CPU seconds it took."""
+    started, cpu = time.perf_counter(), time.process_time()
+    app = open_app(folder)
+    compile_templates(app)
+    with reading(app) as session:
+        session.exec(select(func.count()).select_from(Timer)).one()
+    return app, time.perf_counter() - started, time.process_time() - cpu
+
+
+def _burst_process(folder: str, due_games: int, pictures: bool, pipe) -> None:
+    """(b) in a scheduler process of its own, started for it: its caches (the parsed
+    positions, the bare boards and pieces of the pictures, the mails' shared parts) are as
+    cold as a new scheduler's. Sends back the start-up's and the burst's figures."""
+    global PICTURES
+    PICTURES = pictures
+    try:
+        app, startup, startup_cpu = start_up(Path(folder))
+        with statements(app) as seen:
+            seconds, counts, phases = due_run(app, due_games)
+        distinct: dict[str, list] = {}
+        for statement, parameters in seen:
+            distinct.setdefault(statement, [parameters, 0, 0.0])[1] += 1
+        for statement, spent in seen.seconds.items():
+            distinct.setdefault(statement, [(), 0, 0.0])[2] = spent
+        get_engine(app).dispose()
+        pipe.send({"startup": startup, "startup_cpu": startup_cpu, "seconds": seconds,
+                   "counts": counts, "phases": (dict(phases.seconds), dict(phases.calls)),
+                   "statements": distinct})
+    except BaseException as exc:
+        import traceback
+
+        pipe.send({"error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"})
+        raise
+
+
+def burst_in_new_process(folder: Path, due_games: int) -> dict:
+    """Run (b) in a newly started scheduler process (see `_burst_process`)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    receiving, sending = context.Pipe(duplex=False)
+    process = context.Process(target=_burst_process,
+                              args=(str(folder), due_games, PICTURES, sending))
+    process.start()
+    result = receiving.recv()
+    process.join()
+    if "error" in result:
+        raise RuntimeError(f"the burst's process failed: {result['error']}")
+    seen = Statements()
+    for statement, (parameters, executed, spent) in result["statements"].items():
+        seen.extend([(statement, parameters)] * executed)
+        seen.seconds[statement] = spent
+    phases = Phases()
+    phases.seconds.update(result["phases"][0])
+    phases.calls.update(result["phases"][1])
+    result.update(statements=seen, phases=phases)
+    return result
+
+
 def profile_run(copy, due_games: int, top: int) -> str:
     """cProfile one run over the first fifth of the due games, on `copy` (a copy of the
     database made before (b))."""
@@ -637,11 +712,17 @@ def main(argv: list[str] | None = None) -> int:
         idle_ms = statistics.median(samples) * 1000
 
         copy = copy_database(app, folder / "copy")  # for the profile, if it is wanted
-        with statements(app) as due_statements:
-            seconds, counts, phases = due_run(app, due_games)
+        with get_engine(app).connect() as connection:  # the burst's process reads it whole
+            connection.connection.dbapi_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        burst = burst_in_new_process(folder / "instance", due_games)
+        seconds, counts, phases = burst["seconds"], burst["counts"], burst["phases"]
+        due_statements = burst["statements"]
         cpu_seconds = counts.pop("cpu_seconds")
         load_burst = load_average()
-        print(f"\n(b) run_jobs with {due_games:,} timeouts due: {seconds:.2f} s, CPU "
+        print(f"\nstart-up of the scheduler process that runs (b), not counted in it (the app "
+              f"made, the mail templates compiled, the database connected): "
+              f"{burst['startup']:.2f} s, CPU {burst['startup_cpu']:.2f} s")
+        print(f"(b) run_jobs with {due_games:,} timeouts due: {seconds:.2f} s, CPU "
               f"{cpu_seconds:.2f} s ({seconds / due_games * 1000:.1f} ms a timeout, all "
               f"included; target {TARGET_SECONDS:g} s): {counts['timeouts']:,} timeouts, "
               f"{counts['mail_sent']:,} mails sent; load average after it {load_burst}")
@@ -723,6 +804,7 @@ def main(argv: list[str] | None = None) -> int:
                 "games": games, "due_timeouts": due_games, "mails": counts["mail_sent"],
                 "board_pictures": PICTURES,
                 "idle_median_ms": idle_ms,
+                "startup_seconds": burst["startup"], "startup_cpu_seconds": burst["startup_cpu"],
                 "burst_seconds": seconds, "burst_cpu_seconds": cpu_seconds,
                 "load_average_before": load_before, "load_average_after_burst": load_burst,
                 "floor_seconds": floor_seconds, "ratio_floor_over_pbem": floor_seconds / seconds,
