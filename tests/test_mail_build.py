@@ -200,3 +200,15 @@ def test_what_the_quick_join_does_not_write_the_generator_writes():
     named = build_message(row(to_addr="Zoë <zoë@example.org>"), SENDER)  # a library header
     for message in (plain, with_preamble, carriage, named):
         assert bytes(message) == library(message)
+
+
+@pytest.mark.parametrize("size", [0, 1, 56, 57, 58, 114, 143_000, 143_001, 143_002])
+def test_a_picture_s_base64_lines_are_the_library_s(size):
+    import base64
+    import os
+
+    from pbem.outbox import _base64_lines
+
+    data = os.urandom(size)
+    text, wire = _base64_lines.__wrapped__(data)
+    assert wire == base64.encodebytes(data) and text == wire.decode("ascii")
