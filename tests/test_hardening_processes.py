@@ -229,10 +229,15 @@ def timeouts_done(app) -> int:
 
 
 def test_sigterm_lets_the_scheduler_finish_the_turn_in_hand_and_give_back_the_rest(tmp_path):
+    from pbem.jobs import TIMERS_PER_TRANSACTION
+
     instance = tmp_path / "instance"
     # No board pictures: no mail is read here, and rendering them was most of the time.
     app = make_app(instance, MAIL_BOARD_PICTURE=False)
-    overdue_games(app, 30)
+    # More timeouts than one write transaction takes: the first ones are seen done (committed)
+    # while the scheduler is still at work on the others, and the stop comes in their middle.
+    games = 3 * TIMERS_PER_TRANSACTION
+    overdue_games(app, games)
     scheduler = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler"], cwd=tmp_path,
                                  env=environment(instance, PBEM_MAIL_BOARD_PICTURE="false"),
                                  stdout=subprocess.PIPE,
@@ -249,13 +254,13 @@ def test_sigterm_lets_the_scheduler_finish_the_turn_in_hand_and_give_back_the_re
     assert "Scheduler stopped." in out
     assert scheduler_left_nothing_half_done(app) == []
     done = timeouts_done(app)
-    assert 1 <= done < 30, "stopped in the middle of the batch"
+    assert 1 <= done < games, "stopped in the middle of the batch"
 
     # The next scheduler run plays the rest at once (nothing waits for a stale claim).
     from pbem.jobs import run_jobs
 
     run_jobs(app)
-    assert timeouts_done(app) == 30 and scheduler_left_nothing_half_done(app) == []
+    assert timeouts_done(app) == games and scheduler_left_nothing_half_done(app) == []
 
 
 # --- 10: the scheduler beside `pbem serve` ends with it -----------------------------------------

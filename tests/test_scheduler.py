@@ -822,3 +822,32 @@ def test_a_timeouts_mails_and_links_are_inserted_one_statement_a_table(tmp_path)
     finally:
         event.remove(get_engine(app), "before_cursor_execute", statement)
     assert inserts["outboxmessage"] == inserts["seatkey"] == inserts["playerkey"] == 1
+
+
+def test_a_stop_asked_for_in_the_middle_of_a_transaction_ends_it_after_the_timer_in_hand(
+        tmp_path, monkeypatch):
+    """SIGTERM while a write transaction of timers is under way: the timer in hand is played
+    to its end and committed with those before it; the rest of the claim goes back at once."""
+    import pbem.jobs
+    from pbem.outbox import stop_event
+
+    app = _games_due(tmp_path, 6)
+    assert run_jobs(app, T0 + 71 * HOUR)["reminders"] == 12  # only the timeouts are left
+    real = pbem.jobs._act
+    acted = []
+
+    def act(session, timer_id, claim, now):
+        counted = real(session, timer_id, claim, now)
+        acted.append(counted)
+        if len(acted) == 2:
+            stop_event(app).set()  # as the SIGTERM handler does, during the second timer
+        return counted
+
+    monkeypatch.setattr(pbem.jobs, "_act", act)
+    with app.app_context():
+        counts = handle_due_timers(T0 + 72 * HOUR + MINUTE)
+    assert counts["timeouts"] == 2 and acted == ["timeouts", "timeouts"]
+    with app.app_context(), reading() as session:
+        kinds = Counter(t.status for t in session.exec(select(Timer).where(
+            Timer.kind == "timeout", Timer.due_at <= T0 + 72 * HOUR)))
+    assert kinds == {"done": 2, "pending": 4}, "the rest given back, not left claimed"
