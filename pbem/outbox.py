@@ -56,6 +56,9 @@ from .models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
 
 logger = logging.getLogger(__name__)
 BATCH = 10  # claimed at a time: what a sender killed mid-batch leaves behind
+# A backend that sending again does no harm to (`idempotent`) takes claims this many times as
+# large: a sender killed mid-claim leaves them to be written again, nothing lost or twice.
+IDEMPOTENT_CLAIMS = 5
 STUCK_AFTER = timedelta(minutes=15)  # at least; see stuck_after()
 MAX_BACKOFF = timedelta(hours=6)
 REDACTED = "[link hidden once sent]"
@@ -668,15 +671,21 @@ def deliver_queued(app: Flask, now: datetime | None = None,
     now = now or utcnow()
     started = time.monotonic()
     counts = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
+    backend = backend_for(app)
     with _writer(app).connect() as writer:  # the claim's transactions, one after the other
-        claim, rows = _claim(app, writer, now, BATCH if limit is None else limit)
+        claim, rows = _claim(app, writer, now, claim_size(backend) if limit is None else limit)
         if rows:
-            _deliver(app, writer, claim, rows, now, started, counts)
+            _deliver(app, backend, writer, claim, rows, now, started, counts)
     return counts
 
 
-def _deliver(app: Flask, writer, claim: str, rows: list, now: datetime, started: float,
-             counts: dict[str, int]) -> None:
+def claim_size(backend: Backend) -> int:
+    """How many mails a sender claims at a time with `backend`."""
+    return BATCH * (IDEMPOTENT_CLAIMS if getattr(backend, "idempotent", False) else 1)
+
+
+def _deliver(app: Flask, backend: Backend, writer, claim: str, rows: list, now: datetime,
+             started: float, counts: dict[str, int]) -> None:
     """Build and send the claim's `rows`, recording each outcome in `counts`; give back what
     was left unsent."""
     from .mail import read_games
@@ -720,7 +729,6 @@ def _deliver(app: Flask, writer, claim: str, rows: list, now: datetime, started:
                 if outcome:
                     counts[outcome] += 1
 
-        backend = backend_for(app)
         # Each delivery is recorded before the next mail goes, unless sending one again does no
         # harm: then the claim's are recorded together, once it is sent.
         together = getattr(backend, "idempotent", False)
@@ -749,11 +757,12 @@ def deliver_all_due(app: Flask, now: datetime | None = None) -> dict[str, int]:
     with app.app_context(), writing(app) as session:
         due_digests(session, now)
     total = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
+    size = claim_size(backend_for(app))
     while not stop_event(app).is_set():
-        counts = deliver_queued(app, now)
+        counts = deliver_queued(app, now, size)
         for key, value in counts.items():
             total[key] += value
-        if sum(counts.values()) < BATCH:
+        if sum(counts.values()) < size:
             break
     return total
 

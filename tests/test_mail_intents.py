@@ -324,3 +324,14 @@ def test_the_board_table_is_written_once_per_position_and_language(app, mailbox)
     for message in mailbox.messages()[-3:]:
         words = "Land" if str(message["To"]).startswith(f"Player {german} ") else "Country"
         assert heading.format(words) in html_of(message)
+
+
+@pytest.mark.parametrize("backend, claimed", [(OneByOne, 10), (LocalBackend, 12)])
+def test_a_claim_is_larger_where_sending_again_does_no_harm(app, backend, claimed):
+    """Ten mails at a time (what a sender killed mid-claim leaves waiting, one of them maybe
+    sent twice); five times as many for the local folder (left to be written again, nothing
+    twice)."""
+    for i in range(4):
+        new_game(app, 3, f"claims-{i}")  # twelve invitations
+    app.extensions["pbem_mail_backend"] = backend(app.config["MAIL_FOLDER"])
+    assert deliver_queued(app, utcnow())["sent"] == claimed
