@@ -6,6 +6,7 @@ does not apply. Moves go through the same `submit_move` as the seat page.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from functools import cache
 
 import yaml
@@ -13,7 +14,7 @@ from flask import Blueprint, jsonify, request
 
 from . import talk
 from .models import RUNNING
-from .services import SeatContext, ServiceError, load_seat, submit_move
+from .services import LogEntry, SeatContext, ServiceError, load_seat, submit_move
 from .web import csrf, wake_sender
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -22,7 +23,41 @@ csrf.exempt(bp)
 API_LOG = 50
 
 
+class _LogItems:
+    """Each log entry as the answer shows it, made once per process: an answer shows the same
+    fifty entries after every move, and the entries (`pbem.services.LogEntry`) are shared
+    objects that never change, so one is looked up by its identity. The item holds the move
+    as the reader sees it (`notation_for`), which is compared, not assumed. Safe for threads:
+    a lost race makes an item twice."""
+
+    SIZE = 32768
+
+    def __init__(self):
+        self._items: OrderedDict[int, tuple[LogEntry, str, dict]] = OrderedDict()
+
+    def __call__(self, entry: LogEntry, move: str) -> dict:
+        held = self._items.get(id(entry))
+        if held is not None and held[0] is entry and held[1] == move:
+            return held[2]
+        item = {"move_number": entry.number, "turn": entry.number,
+                "turn_number": entry.turn_number, "seat": entry.seat, "lines": entry.lines,
+                "move": move, "at": entry.created_at.isoformat()}
+        self._items[id(entry)] = (entry, move, item)  # holding the entry keeps its id its own
+        while len(self._items) > self.SIZE:
+            try:
+                self._items.popitem(last=False)
+            except KeyError:  # another thread emptied it meanwhile
+                break
+        return item
+
+
+_log_item = _LogItems()
+
+
 def seat_document(ctx: SeatContext) -> dict:
+    """The seat's answer: the game, the seat's view, its moves and the latest log entries.
+    Parts of it (the view, the log's items) are shared with other answers: serialise it, do
+    not change them."""
     rules, state, seat = ctx.rules, ctx.state, ctx.seat
     to_move = rules.to_move(state)
     # Only a running game takes moves: a paused one lists none, even for the seat it waits for.
@@ -44,11 +79,8 @@ def seat_document(ctx: SeatContext) -> dict:
         "view": rules.view_dict(state, seat.number),
         "legal": rules.legal(state) if mine else [],
         "patterns": rules.move_patterns(state) if mine else [],
-        "log": [{"move_number": r.number, "turn": r.number,
-                 "turn_number": r.turn_number,
-                 "seat": r.seat, "lines": r.lines,
-                 "move": rules.notation_for(state, r.notation, r.seat, seat.number),
-                 "at": r.created_at.isoformat()} for r in ctx.log],
+        "log": [_log_item(r, rules.notation_for(state, r.notation, r.seat, seat.number))
+                for r in ctx.log],
     }
     outcome = rules.outcome(state)
     if outcome is not None:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from flask import Flask, current_app
 from sqlalchemy import DateTime, Table, event, insert, literal_column, text, update
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import ORMExecuteState
 from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.sql import Select
@@ -226,6 +226,9 @@ def make_engine(url: str, synchronous: str = "normal") -> Engine:
 def init_app(app: Flask) -> None:
     engine = make_engine(app.config["DATABASE_URL"], app.config["SQLITE_SYNCHRONOUS"])
     app.extensions["pbem_db"] = engine
+    # Made once: an engine with options is a proxy whose event dispatch is joined anew for each
+    # one made, which cost a write transaction more than its statements.
+    app.extensions["pbem_db_writer"] = engine.execution_options(pbem_write=True)
 
 
 def get_engine(app: Flask | None = None) -> Engine:
@@ -240,9 +243,17 @@ def reading(app: Flask | None = None) -> Iterator[Session]:
 
 
 @contextmanager
+def reading_rows(app: Flask | None = None) -> Iterator[Connection]:
+    """A connection for reads of plain rows (no ORM session): one consistent snapshot, and
+    nothing written."""
+    with get_engine(app).connect() as connection:
+        yield connection
+
+
+@contextmanager
 def writing(app: Flask | None = None) -> Iterator[Session]:
     """One write transaction: committed when the block ends, rolled back if it raises."""
-    engine = get_engine(app).execution_options(pbem_write=True)
+    engine = (app or current_app).extensions["pbem_db_writer"]
     with Session(engine, expire_on_commit=False) as session, session.begin():
         yield session
 

@@ -15,21 +15,23 @@ import re
 import secrets
 import unicodedata
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import NamedTuple
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from flask import current_app
 from flask_babel import lazy_gettext as L_
-from sqlalchemy import bindparam, case, func, literal_column
+from sqlalchemy import String, bindparam, case, func, literal_column, type_coerce
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
+from sqlalchemy.orm.util import identity_key
 from sqlmodel import Session, select
 
 from . import clock, i18n, mail, turns
-from .db import get_row, insert_later, insert_pending, reading, utcnow, writing
+from .db import get_row, insert_later, insert_pending, reading, reading_rows, utcnow, writing
 from .deadlines import TimeControl, add_pause, reset_clock, start_clock, stop_clock, time_control
 from .games import DEFAULT_KIND, GameRules, MoveError, SetupProblem, rules_for
+from .i18n import N_, _
 from .models import (
     FINISHED,
     NOTIFY_DIGEST,
@@ -42,7 +44,7 @@ from .models import (
     Seat,
     SeatKey,
 )
-from .i18n import N_, _
+from .rows import GameRow, SeatRow, write_changes
 from .tokens import hash_token, is_well_formed
 from .turnfile import MAX_ORDERS, Orders
 
@@ -308,42 +310,105 @@ def is_expired(superseded: datetime | None, now: datetime | None = None) -> bool
 
 # Statements built once: building one costs more than SQLite takes to run it.
 _KEYED = aliased(Seat)
-_SEATS_BY_TOKEN = (select(Seat, Game, _KEYED.id, superseded_at())
-                   .select_from(SeatKey)
-                   .join(_KEYED, _KEYED.id == SeatKey.seat_id)
-                   .join(Game, Game.id == _KEYED.game_id)
-                   .join(Seat, Seat.game_id == Game.id)
-                   .where(SeatKey.token_hash == bindparam("token_hash"),
-                          SeatKey.revoked_at.is_(None))
-                   .order_by(Seat.number))
-_SEATS_BY_SEAT = (select(Seat, Game, _KEYED.id)
-                  .select_from(_KEYED)
-                  .join(Game, Game.id == _KEYED.game_id)
-                  .join(Seat, Seat.game_id == Game.id)
-                  .where(_KEYED.id == bindparam("seat_id"))
-                  .order_by(Seat.number))
+
+
+def _seats_by_token(*columns):
+    """Every seat of the game whose seat a key opens (`:token_hash`), in seat order."""
+    return (select(*columns)
+            .select_from(SeatKey)
+            .join(_KEYED, _KEYED.id == SeatKey.seat_id)
+            .join(Game, Game.id == _KEYED.game_id)
+            .join(Seat, Seat.game_id == Game.id)
+            .where(SeatKey.token_hash == bindparam("token_hash"), SeatKey.revoked_at.is_(None))
+            .order_by(Seat.number))
+
+
+def _seats_by_seat(*columns):
+    """Every seat of the game of seat `:seat_id`, in seat order."""
+    return (select(*columns)
+            .select_from(_KEYED)
+            .join(Game, Game.id == _KEYED.game_id)
+            .join(Seat, Seat.game_id == Game.id)
+            .where(_KEYED.id == bindparam("seat_id"))
+            .order_by(Seat.number))
+
+
+_SEATS_BY_TOKEN = _seats_by_token(Seat, Game, _KEYED.id, superseded_at())
+_SEATS_BY_SEAT = _seats_by_seat(Seat, Game, _KEYED.id)
+# The same as plain rows (pbem.rows): each row the seat's columns, the game's, the id of the
+# seat opened and (by token) when its key was superseded.
+_ROW_COLUMNS = (*Seat.__table__.c, *Game.__table__.c, _KEYED.id)
+_ROWS_BY_TOKEN = _seats_by_token(*_ROW_COLUMNS, superseded_at())
+_ROWS_BY_SEAT = _seats_by_seat(*_ROW_COLUMNS)
+# A move locks its game's row as it reads it (FOR UPDATE OF game; SQLite renders nothing, its
+# BEGIN IMMEDIATE already serialises writers): two moves for one game wait for each other, and
+# the game's row is read as the other one left it.
+_LOCKED_BY_TOKEN = _ROWS_BY_TOKEN.with_for_update(of=Game.__table__)
+_LOCKED_BY_SEAT = _ROWS_BY_SEAT.with_for_update(of=Game.__table__)
+_SEAT_END = len(SeatRow.names)
+_GAME_END = _SEAT_END + len(GameRow.names)
+
+
+def _opened(seat_id: int | None, token: str | None) -> tuple[str, dict] | None:
+    """How the seat is looked up: by the hash of its link's token, or by id; None for a
+    token that cannot be a link's."""
+    if seat_id is not None:
+        return "seat", {"seat_id": seat_id}
+    if not is_well_formed(token):
+        return None
+    return "token", {"token_hash": hash_token(token)}
 
 
 def _seat_game_seats(session: Session, token: str | None,
                      seat_id: int | None = None) -> tuple[Seat, Game, list[Seat]]:
     """The seat a link's token (or, for trusted callers, `seat_id`) opens, its game and all
-    its seats in seat order, in one query; NotFound reveals nothing."""
-    if seat_id is None:
-        if not is_well_formed(token):
-            raise NotFound(_(UNKNOWN_LINK))
-        rows = session.exec(_SEATS_BY_TOKEN, params={"token_hash": hash_token(token)}).all()
-    else:
-        rows = session.exec(_SEATS_BY_SEAT, params={"seat_id": seat_id}).all()
+    its seats in seat order, as ORM objects to change, in one query; NotFound reveals nothing."""
+    how = _opened(seat_id, token)
+    if how is None:
+        raise NotFound(_(UNKNOWN_LINK))
+    rows = session.exec(_SEATS_BY_SEAT if how[0] == "seat" else _SEATS_BY_TOKEN,
+                        params=how[1]).all()
     if not rows:
         raise NotFound(_(UNKNOWN_LINK))
-    if seat_id is None and is_expired(rows[0][3]):
-        raise LinkExpired(_(EXPIRED_LINK, days=current_app.config["GAMES_OLD_LINK_DAYS"]))
+    if seat_id is None:
+        _check_key(rows[0][3])
     seats = [row[0] for row in rows]
     game, keyed = rows[0][1], rows[0][2]
+    return _opened_seat(seats, keyed, seat_id), game, seats
+
+
+def _check_key(superseded: datetime | None) -> None:
+    if is_expired(superseded):
+        raise LinkExpired(_(EXPIRED_LINK, days=current_app.config["GAMES_OLD_LINK_DAYS"]))
+
+
+def _opened_seat(seats: list, keyed: int, seat_id: int | None):
     seat = next(s for s in seats if s.id == keyed)
     if seat_id is None:  # the seat's own link: what follows is said in its language
         i18n.use(seat.language)
-    return seat, game, seats
+    return seat
+
+
+def _seat_rows(connection: Connection, token: str | None, seat_id: int | None = None, *,
+               lock: bool = False) -> tuple[SeatRow, GameRow, list[SeatRow]]:
+    """`_seat_game_seats` as plain rows (pbem.rows), for reading them or writing them back
+    with `write_changes`; with `lock`, the game's row is locked (a move)."""
+    how = _opened(seat_id, token)
+    if how is None:
+        raise NotFound(_(UNKNOWN_LINK))
+    if how[0] == "seat":
+        statement = _LOCKED_BY_SEAT if lock else _ROWS_BY_SEAT
+    else:
+        statement = _LOCKED_BY_TOKEN if lock else _ROWS_BY_TOKEN
+    rows = connection.execute(statement, how[1]).all()
+    if not rows:
+        raise NotFound(_(UNKNOWN_LINK))
+    first = rows[0]
+    if seat_id is None:
+        _check_key(first[_GAME_END + 1])
+    seats = [SeatRow(row[:_SEAT_END]) for row in rows]
+    game = GameRow(first[_SEAT_END:_GAME_END])
+    return _opened_seat(seats, first[_GAME_END], seat_id), game, seats
 
 
 def _seat_and_game(session: Session, token: str) -> tuple[Seat, Game]:
@@ -354,7 +419,8 @@ def _seat_and_game(session: Session, token: str) -> tuple[Seat, Game]:
 
 class LogEntry(NamedTuple):
     """One applied move as the log shows it to one reader (a named tuple: a page shows fifty,
-    and a tuple is made in a third of a frozen dataclass's time)."""
+    and a tuple is made in a third of a frozen dataclass's time). Entries are shared between
+    the pages and answers that show them (`_log`): nothing changes one."""
 
     number: int
     seat: int
@@ -362,7 +428,7 @@ class LogEntry(NamedTuple):
     actor: str
     via: str
     created_at: datetime
-    lines: list[str]
+    lines: tuple[str, ...]
     turn_number: int = 0  # the players' turn this move belongs to (see pbem.turns)
 
 
@@ -381,8 +447,11 @@ def _rendered_lines(lines_json: str, reader: str, language: str) -> tuple[str, .
     return tuple(i18n.render(line) for line in _readers_lines(lines_json).get(reader, ()))
 
 
+# A record's creation time as the database hands it over (SQLite: text), converted only for an
+# entry `_entry` has not made yet: the raw value is part of its key.
+_RAW_AT = type_coerce(MoveRecord.created_at, String)
 _LOG_COLUMNS = (MoveRecord.number, MoveRecord.seat, MoveRecord.notation, MoveRecord.actor,
-                MoveRecord.via, MoveRecord.created_at, MoveRecord.lines_json)
+                MoveRecord.via, _RAW_AT, MoveRecord.lines_json)
 
 
 _LOG = (select(*_LOG_COLUMNS).where(MoveRecord.game_id == bindparam("game_id"))
@@ -400,15 +469,38 @@ def _log_latest(rules: GameRules):
         .order_by(MoveRecord.number.desc()).limit(bindparam("limit"))
 
 
-def _log(session: Session, game: Game, reader: int, limit: int | None,
+@functools.cache
+def _utc(dialect) -> Callable:
+    """The conversion of a raw `created_at` of `dialect` into an aware UTC datetime, as the
+    column's own type does it."""
+    column_type = MoveRecord.__table__.c.created_at.type
+    convert = column_type.dialect_impl(dialect).result_processor(dialect, None)
+    return convert or (lambda value: value)
+
+
+@functools.lru_cache(maxsize=32768)
+def _entry(row: tuple, reader: str, language: str, turn_number: int, dialect) -> LogEntry:
+    """The log entry of a record's row (`_LOG_COLUMNS`, its creation time raw) for `reader` in
+    `language`, made once per process: the key is the whole row, so a record taken back and
+    made anew (another row) is another entry."""
+    number, seat, notation, actor, via, created_at, lines_json = row[:7]
+    return LogEntry(number, seat, notation, actor, via, _utc(dialect)(created_at),
+                    _rendered_lines(lines_json, reader, language), turn_number)
+
+
+def _log(session: Session | Connection, game: Game | GameRow, reader: int, limit: int | None,
          rules: GameRules) -> tuple[list[LogEntry], int]:
     """The game's log, newest first, in `reader`'s words (-1: a spectator's), each entry with
-    its turn (pbem.turns), and the turn of the latest move (0 before any move)."""
+    its turn (pbem.turns), and the turn of the latest move (0 before any move); read in a
+    session or on a connection."""
     # Plain rows from the connection: the ORM's result machinery cost more than the rows.
-    # Log entries this transaction wrote are in the database first (they wait in
+    # Log entries a session's transaction wrote are in the database first (they wait in
     # insert_later's batch until a statement of the session needs them).
-    insert_pending(session)
-    connection = session.connection()
+    if isinstance(session, Session):
+        insert_pending(session)
+        connection = session.connection()
+    else:
+        connection = session
     if limit is None:
         rows, begun = connection.execute(_LOG, {"game_id": game.id}).all(), 0
     else:
@@ -419,16 +511,16 @@ def _log(session: Session, game: Game, reader: int, limit: int | None,
             "game_id": game.id, "limit": max(limit, 1), "before": before}).all()
         begun = rows[0][7] if rows else 0
         if rows and rows[-1][0] != before:  # not so: count before the oldest row shown
-            begun = turns.of_move(session, rules, game.id, rows[-1][0] - 1)
+            begun = turns.of_move(connection, rules, game.id, rows[-1][0] - 1)
     if turns.starts_sql(rules) is None:
-        counted = turns.numbers(rules, turns.notations(session, game.id))
+        counted = turns.numbers(rules, turns.notations(connection, game.id))
         numbers = [counted[row[0]] for row in reversed(rows)]
     else:
         numbers = turns.numbered(rules, begun, [(row[0], row[2]) for row in reversed(rows)])
-    key, language = str(reader), i18n.language()
-    log = [LogEntry(*row[:6], list(_rendered_lines(row[6], key, language)), number)
-           for row, number in zip(rows, reversed(numbers))]
-    return (log if limit is None else log[:limit]), (numbers[-1] if numbers else 0)
+    numbers.reverse()
+    key, language, dialect = str(reader), i18n.language(), connection.dialect
+    log = [_entry(row[:7], key, language, number, dialect) for row, number in zip(rows, numbers)]
+    return (log if limit is None else log[:limit]), (numbers[0] if numbers else 0)
 
 
 def _seats(session: Session, game_id: int) -> list[Seat]:
@@ -440,9 +532,9 @@ def _seats(session: Session, game_id: int) -> list[Seat]:
 class SeatContext:
     """What a page or an API answer needs about one seat, read in one snapshot."""
 
-    game: Game
-    seat: Seat
-    seats: list[Seat]
+    game: GameRow
+    seat: SeatRow
+    seats: list[SeatRow]
     rules: GameRules
     state: object
     log: list[LogEntry]  # newest first, in this seat's words
@@ -450,11 +542,13 @@ class SeatContext:
 
 
 def load_seat(token: str, log_limit: int | None = 200) -> SeatContext:
-    with reading() as session:
-        seat, game, seats = _seat_game_seats(session, token)
+    """The seat a link's token opens, with its game and seats (plain rows: pbem.rows), the
+    position and the latest `log_limit` moves of the log (None: all of them)."""
+    with reading_rows() as connection:
+        seat, game, seats = _seat_rows(connection, token)
         rules = rules_for(game.kind)
         state = rules.loads(game.state_json)
-        log, last = _log(session, game, seat.number, log_limit, rules)
+        log, last = _log(connection, game, seat.number, log_limit, rules)
         return SeatContext(game, seat, seats, rules, state, log,
                            turns.in_progress(rules, last, state))
 
@@ -500,76 +594,97 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
     if not isinstance(text, str):
         raise Malformed(_("the move must be text in the notation, as `legal` lists them"))
     now = now or utcnow()
-    with writing() if session is None else nullcontext(session) as session:
-        seat, game, seats = _seat_game_seats(session, token, seat_id)
-        # On SQLite, BEGIN IMMEDIATE (pbem.db) already serialises writers; elsewhere this lock
-        # makes two submissions for one game wait for each other.
-        if session.get_bind().dialect.name != "sqlite":
-            session.refresh(game, with_for_update=True)
-        if game.status != RUNNING:
-            raise GameNotRunning(
-                _("This game is paused by an organiser: no moves until it goes on (everyone "
-                  "gets a mail then). Nothing was changed.") if game.status == PAUSED else
-                _("This game is %(status)s; no more moves can be made.",
-                  status=i18n.status_word(game.status)))
-        if turn != game.turn:
-            raise _stale(session, game, seat, text, turn)
-        rules = rules_for(game.kind)
-        before = rules.loads(game.state_json)
-        to_move = rules.to_move(before)
-        if to_move != seat.number:
-            raise NotYourTurn(_("It is not your move: the game waits for %(name)s. Nothing was "
-                                "changed.", name=_seat_name(session, game, to_move)))
-        try:
-            move = rules.parse(before, text)
-            after = rules.apply(before, move)
-        except MoveError as exc:
-            raise Rejected(str(exc)) from None
-        # Stored language-neutral (message ids and parameters), written in each reader's
-        # language when shown.
-        lines = {str(r): [i18n.phrase_data(line) for line in
-                          rules.describe(before, move, after, None if r < 0 else r)]
-                 for r in range(-1, len(seats))}  # -1: a spectator's words
-        if actor == "bot":  # every reader, in the log and in mail, sees who chose it
-            for told in lines.values():
-                told[:1] = [{"t": N_("Computer player (%(bot)s): %(line)s"),
-                             "p": {"bot": _bot_of(game, seat), "line": line}}
-                            for line in told[:1]]
-        notation = rules.notation(move)
-        lines_json = json.dumps(lines, ensure_ascii=False)
-        # Written now for every reader, in the language in use (the mover's): each seat's page
-        # and API answer show this entry after every move from now on (`_log`).
-        language = i18n.language()
-        for reader in lines:
-            _rendered_lines(lines_json, reader, language)
-        # The game's row is written once, at the commit: the reads below need only the log.
-        with session.no_autoflush:
-            insert_later(session, MoveRecord, {
-                "game_id": game.id, "number": game.turn, "seat": seat.number, "notation": notation,
-                "actor": actor, "via": via, "lines_json": lines_json,
-                "created_at": now})
-            game.state_json = rules.dumps(after)
-            game.turn += 1
-            game.updated_at = now
-            session.add(game)
-            came_back = actor == "player" and seat.absent
-            if actor == "player":
-                seat.timeouts_in_row, seat.absent = 0, False
-                session.add(seat)
-            _notify(session, game, seats, rules, before, after, seat, actor, now)
-            if came_back and rules.to_move(after) == seat.number:
-                reset_clock(session, game, seat, now)  # its turn waits for it again
-        context = None
-        if context_log is not None:
-            log, last = _log(session, game, seat.number, context_log, rules)
-            context = SeatContext(game, seat, seats, rules, after, log,
-                                  turns.in_progress(rules, last, after))
-        return MoveResult(game.id, seat.number, notation, game.turn,
-                          list(_rendered_lines(lines_json, str(seat.number), language)),
-                          game.status == FINISHED, context)
+    if session is None:
+        with writing() as own:
+            return _move(own, False, token, text, turn, seat_id, actor, via, now, context_log)
+    # What the caller changed is in the database before the rows are read.
+    insert_pending(session)
+    session.flush()
+    return _move(session, True, token, text, turn, seat_id, actor, via, now, context_log)
 
 
-def _bot_of(game: Game, seat: Seat) -> str | None:
+def _move(session: Session, outer: bool, token: str | None, text: str, turn: int,
+          seat_id: int | None, actor: str, via: str, now: datetime,
+          context_log: int | None) -> MoveResult:
+    """`submit_move` in `session`'s write transaction (`outer`: the caller's)."""
+    # Plain rows read and written on the session's connection (pbem.rows): the game's row
+    # locked as it is read. The session is the transaction, and where the mails and the
+    # clock add their rows (insert_later).
+    connection = session.connection()
+    seat, game, seats = _seat_rows(connection, token, seat_id, lock=True)
+    if game.status != RUNNING:
+        raise GameNotRunning(
+            _("This game is paused by an organiser: no moves until it goes on (everyone "
+              "gets a mail then). Nothing was changed.") if game.status == PAUSED else
+            _("This game is %(status)s; no more moves can be made.",
+              status=i18n.status_word(game.status)))
+    if turn != game.turn:
+        raise _stale(session, game, seat, text, turn)
+    rules = rules_for(game.kind)
+    before = rules.loads(game.state_json)
+    to_move = rules.to_move(before)
+    if to_move != seat.number:
+        raise NotYourTurn(_("It is not your move: the game waits for %(name)s. Nothing was "
+                            "changed.", name=_seat_name(session, game, to_move)))
+    try:
+        move = rules.parse(before, text)
+        after = rules.apply(before, move)
+    except MoveError as exc:
+        raise Rejected(str(exc)) from None
+    # Stored language-neutral (message ids and parameters), written in each reader's
+    # language when shown.
+    lines = {str(r): [i18n.phrase_data(line) for line in
+                      rules.describe(before, move, after, None if r < 0 else r)]
+             for r in range(-1, len(seats))}  # -1: a spectator's words
+    if actor == "bot":  # every reader, in the log and in mail, sees who chose it
+        for told in lines.values():
+            told[:1] = [{"t": N_("Computer player (%(bot)s): %(line)s"),
+                         "p": {"bot": _bot_of(game, seat), "line": line}}
+                        for line in told[:1]]
+    notation = rules.notation(move)
+    lines_json = json.dumps(lines, ensure_ascii=False)
+    # Written now for every reader, in the language in use (the mover's): each seat's page
+    # and API answer show this entry after every move from now on (`_log`).
+    language = i18n.language()
+    for reader in lines:
+        _rendered_lines(lines_json, reader, language)
+    insert_later(session, MoveRecord, {
+        "game_id": game.id, "number": game.turn, "seat": seat.number, "notation": notation,
+        "actor": actor, "via": via, "lines_json": lines_json, "created_at": now})
+    game.state_json = rules.dumps(after)
+    game.turn += 1
+    game.updated_at = now
+    came_back = actor == "player" and seat.absent
+    if actor == "player":
+        seat.timeouts_in_row, seat.absent = 0, False
+    _notify(session, game, seats, rules, before, after, seat, actor, now, lines_json)
+    if came_back and rules.to_move(after) == seat.number:
+        reset_clock(session, game, seat, now)  # its turn waits for it again
+    # The game's row and any seat the move changed, each in one UPDATE of what changed.
+    for row in (game, *seats):
+        write_changes(connection, row)
+    if outer:
+        _forget(session, game, seats)
+    context = None
+    if context_log is not None:
+        log, last = _log(session, game, seat.number, context_log, rules)
+        context = SeatContext(game, seat, seats, rules, after, log,
+                              turns.in_progress(rules, last, after))
+    return MoveResult(game.id, seat.number, notation, game.turn,
+                      list(_rendered_lines(lines_json, str(seat.number), language)),
+                      game.status == FINISHED, context)
+
+
+def _forget(session: Session, game: GameRow, seats: list[SeatRow]) -> None:
+    """The caller's ORM objects of this game and its seats, if its session holds any, are read
+    again when next used: the move wrote their rows around the ORM."""
+    for model, row in ((Game, game), *((Seat, s) for s in seats)):
+        held = session.identity_map.get(identity_key(model, row.id))
+        if held is not None:
+            session.expire(held)
+
+
+def _bot_of(game: Game | GameRow, seat: Seat | SeatRow) -> str | None:
     """The computer player that plays `seat` now, if any: its own, or the game's for an
     absent seat."""
     return seat.bot or (game.absent_bot if seat.absent else None)
@@ -632,7 +747,7 @@ _FIRST_NEEDED = (select(case((func.count() < bindparam("seats"), 0),
                  .select_from(_LATEST_BY_SEAT).scalar_subquery())
 _RECENT = (select(MoveRecord.number, MoveRecord.seat, MoveRecord.lines_json, MoveRecord.actor)
            .where(MoveRecord.game_id == bindparam("game_id"),
-                  MoveRecord.number >= _FIRST_NEEDED)
+                  MoveRecord.number >= _FIRST_NEEDED, MoveRecord.number < bindparam("before"))
            .order_by(MoveRecord.number))
 
 
@@ -640,13 +755,17 @@ class _Recent:
     """The latest moves of a game, enough to go back to every seat's previous move.
 
     How far back that is depends on the game, not on a fixed count: a turn may be many moves,
-    and some of them may be other seats' (a decision a move asked of another seat). So the moves are read from the oldest of the seats' latest moves before `before`
-    (every move of the game while a seat has not moved yet).
+    and some of them may be other seats' (a decision a move asked of another seat). So the
+    moves are read from the oldest of the seats' latest moves before `before` (every move of
+    the game while a seat has not moved yet), and `this` move, the one being made (number
+    `before`), is added as it is: it waits to be written with the transaction's other rows.
     """
 
-    def __init__(self, session: Session, game: Game, seats: int, before: int):
-        rows = session.exec(_RECENT, params={"game_id": game.id, "before": before,
-                                             "seats": seats}).all()
+    def __init__(self, connection: Connection, game: Game | GameRow, seats: int, before: int,
+                 this: tuple[int, str, str]):
+        rows = connection.execute(_RECENT, {"game_id": game.id, "before": before,
+                                            "seats": seats}).all()
+        rows.append((before, *this))
         self.records = [(number, seat, _readers_lines(lines)) for number, seat, lines, _ in rows]
         self.actors = {number: actor for number, _, _, actor in rows}
 
@@ -664,8 +783,8 @@ class _Recent:
                 if n > after and actor in (None, self.actors[n]) for line in lines[str(reader)]]
 
 
-def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, before, after,
-            mover: Seat, actor: str, now: datetime) -> None:
+def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRules, before,
+            after, mover: SeatRow, actor: str, now: datetime, lines_json: str) -> None:
     """Queue the mails a move causes: the end of the game, or the end of a turn. They are
     queued as intents (pbem.mail, `later`): written when they are delivered, not in the move's
     transaction, from the game as it is after this move."""
@@ -673,7 +792,8 @@ def _notify(session: Session, game: Game, seats: list[Seat], rules: GameRules, b
     if to_move is not None and to_move == rules.to_move(before):
         return  # the same seat goes on (its draws): nobody needs a mail yet
     this_move = game.turn - 1
-    recent = _Recent(session, game, len(seats), this_move)
+    recent = _Recent(session.connection(), game, len(seats), this_move,
+                     (mover.number, lines_json, actor))
     if actor == "timeout":
         _timed_out(session, game, rules, after, mover, recent)
     elif actor == "bot" and mover.bot is None:  # an absent person's turn, played by the bot
@@ -727,7 +847,6 @@ def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Sea
             L_("From now on the server plays the default move at once at each of their turns, "
                "until they make a move again."),
         ], game=game)
-    session.add(mover)
     mail.played_for_you(session, game, mover, rules, after, lines, absent=mover.absent,
                         later=True)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select, true
+from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
 from .models import MoveRecord
@@ -78,10 +79,14 @@ def numbered(rules, begun: int, moves: list[tuple[int, str]]) -> list[int]:
     return out
 
 
-def notations(session: Session, game_id: int) -> list[str]:
-    """The game's moves in the notation, first to last."""
-    return list(session.exec(select(MoveRecord.notation).where(MoveRecord.game_id == game_id)
-                             .order_by(MoveRecord.number)).scalars())
+_NOTATIONS = (select(MoveRecord.notation).where(MoveRecord.game_id == bindparam("game_id"))
+              .order_by(MoveRecord.number))
+
+
+def notations(session: Session | Connection, game_id: int) -> list[str]:
+    """The game's moves in the notation, first to last (read in a session or on a connection,
+    as every function here that takes `session`)."""
+    return list(session.execute(_NOTATIONS, {"game_id": game_id}).scalars())
 
 
 def numbers(rules, moves: list[str]) -> list[int]:
@@ -89,7 +94,8 @@ def numbers(rules, moves: list[str]) -> list[int]:
     return numbered(rules, 0, list(enumerate(moves)))
 
 
-def of_move(session: Session, rules, game_id: int, number: int | None = None) -> int:
+def of_move(session: Session | Connection, rules, game_id: int,
+            number: int | None = None) -> int:
     """The turn move `number` belongs to (the latest move's when None; 0 before any move)."""
     condition = starts_sql(rules)
     if condition is None:
@@ -98,10 +104,14 @@ def of_move(session: Session, rules, game_id: int, number: int | None = None) ->
             counted = counted[:number + 1]
         return counted[-1] if counted else 0
     if number is None:
-        return session.exec(select(begun_before_sql(rules, bounded=False)),
-                            params={"game_id": game_id}).one()[0]
-    return session.exec(select(begun_before_sql(rules)),
-                        params={"game_id": game_id, "before": number + 1}).one()[0]
+        return session.execute(_counted(rules, False), {"game_id": game_id}).scalar_one()
+    return session.execute(_counted(rules, True),
+                           {"game_id": game_id, "before": number + 1}).scalar_one()
+
+
+@functools.cache
+def _counted(rules, bounded: bool):
+    return select(begun_before_sql(rules, bounded))
 
 
 def in_progress(rules, last: int, state) -> int:
@@ -112,7 +122,7 @@ def in_progress(rules, last: int, state) -> int:
         else last + 1
 
 
-def current(session: Session, rules, game_id: int, state) -> int:
+def current(session: Session | Connection, rules, game_id: int, state) -> int:
     """The turn in progress in `state`, the game's position after its logged moves."""
     return in_progress(rules, of_move(session, rules, game_id), state)
 

@@ -2,7 +2,8 @@
 written back column by column, beside the ORM objects the rest of the server uses.
 
 A plain row must read every column as the model does, write back exactly what changed, pass
-wherever a game or a seat is taken (the clock, the mails a move queues).
+wherever a game or a seat is taken (the clock, the mails a move queues), and a move made in a
+caller's session must leave that session's ORM objects as the database has them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pbem.deadlines import start_clock
 from pbem.games import rules_for
 from pbem.models import PENDING, Game, OutboxMessage, Seat, Timer
 from pbem.rows import GameRow, SeatRow, write_changes
+from pbem.services import NotFound, _seat_game_seats, _seat_rows, submit_move
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -141,3 +143,48 @@ def test_a_mail_queued_for_later_names_plain_seats_as_it_names_orm_seats(app):
     moved, final = _intents(app, "moved")[0], _intents(app, "final")[0]
     assert moved["args"]["next_seat"] == {"seat": 2} and set(moved["seats"]) == {"0", "2"}
     assert final["args"]["seats"] == {"seats": True} and set(final["seats"]) == {"0", "1", "2"}
+
+
+def _move_of(app, game_id: int = 1) -> tuple[str, int, int]:
+    """A legal move of the seat to move: (notation, turn, seat id)."""
+    with reading(app) as session:
+        game = session.get(Game, game_id)
+        rules = rules_for(game.kind)
+        state = rules.loads(game.state_json)
+        seat = session.exec(select(Seat).where(Seat.game_id == game_id,
+                                               Seat.number == rules.to_move(state))).one()
+        return rules.legal(state)[0], game.turn, seat.id
+
+
+def test_a_move_in_the_callers_session_leaves_its_orm_objects_as_the_database_has_them(app):
+    new_game(app, 3, "rows")
+    move, turn, seat_id = _move_of(app)
+    with app.test_request_context("/"), writing() as session:
+        game = session.get(Game, 1)
+        seat = session.get(Seat, seat_id)
+        # The caller's changes, not flushed yet: the move reads them (and keeps the one it
+        # does not change); a person's move clears the count of missed deadlines.
+        seat.timeouts_in_row, seat.notify = 4, "turn"
+        submit_move(None, move, turn, seat_id=seat_id, session=session)
+        assert game.turn == turn + 1  # read again: the move wrote the row around the ORM
+        assert (seat.timeouts_in_row, seat.notify) == (0, "turn")
+        state_json = game.state_json
+    with reading(app) as session:
+        stored = session.get(Game, 1)
+        assert (stored.turn, stored.state_json) == (turn + 1, state_json)
+        stored = session.get(Seat, seat_id)
+        assert (stored.timeouts_in_row, stored.notify) == (0, "turn")
+
+
+def test_a_seats_rows_are_those_its_orm_objects_hold_by_token_and_by_seat(app):
+    _, tokens = new_game(app, 4, "rows")
+    with app.test_request_context("/"), writing() as session:
+        for token, seat_id in ((tokens[2], None), (None, 3)):
+            seat, game, seats = _seat_rows(session.connection(), token, seat_id, lock=True)
+            orm_seat, orm_game, orm_seats = _seat_game_seats(session, token, seat_id)
+            assert seat.id == orm_seat.id and seats[seat.number] is seat
+            for row, model in ((game, orm_game), *zip(seats, orm_seats, strict=True)):
+                assert {n: getattr(row, n) for n in type(row).names} == model.model_dump()
+        for token in ("not-a-link", "A" * 43):
+            with pytest.raises(NotFound):
+                _seat_rows(session.connection(), token)

@@ -10,6 +10,9 @@ changes.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -82,6 +85,7 @@ class GameRules(Protocol):
     # and with it the position a preview may show without revealing a hidden card:
     # def foretold_state(self, before: Any, move: Any, after: Any) -> Any: ...
     def view(self, state: Any, seat: int | None) -> Any: ...
+    # JSON-ready: shared by every caller asking for the same position and seat (ByState).
     def view_dict(self, state: Any, seat: int | None) -> dict: ...
     def scores(self, state: Any) -> dict[str, int]: ...
     def outcome(self, state: Any) -> dict | None: ...
@@ -107,6 +111,61 @@ class GameRules(Protocol):
     # size and language and draws only a position's pieces over a copy of it:
     # picture_pieces(state, pixels_per_unit) -> (room_below, [(left, top, width, height,
     # svg)]) and picture_board(room_below) -> svg, together the spectator's board_picture.
+
+
+class StateCache:
+    """Parsed states by the JSON text they were read from or written as, the most recent
+    `size` of them: a game's states are immutable, so one text is one state whatever row it
+    came from, and a position written after a move is not parsed again by the next request
+    that reads it (`remember`). Safe for threads; `read` parses what it does not hold."""
+
+    def __init__(self, read: Callable[[str], Any], size: int = 256):
+        self._read, self._size = read, size
+        self._states: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Any:
+        with self._lock:
+            state = self._states.get(text)
+            if state is not None:
+                self._states.move_to_end(text)
+                return state
+        return self.remember(text, self._read(text))
+
+    def remember(self, text: str, state: Any) -> Any:
+        """Keep `state` as what `text` reads as; returns it."""
+        with self._lock:
+            self._states[text] = state
+            self._states.move_to_end(text)
+            if len(self._states) > self._size:
+                self._states.popitem(last=False)
+        return state
+
+
+class ByState:
+    """`compute(state, *args)` kept for the most recent `size` calls, by the state's identity
+    (a state read from one text is one object: StateCache) and the arguments. For what is
+    costly to derive and read often, like a seat's view of the position an API answer shows;
+    the value is shared by every caller, so nobody may change it. Safe for threads."""
+
+    def __init__(self, compute: Callable[..., Any], size: int = 512):
+        self._compute, self._size = compute, size
+        self._values: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, state: Any, *args) -> Any:
+        key = (id(state), *args)
+        with self._lock:
+            held = self._values.get(key)
+            if held is not None and held[0] is state:  # the state itself: ids are reused
+                self._values.move_to_end(key)
+                return held[1]
+        value = self._compute(state, *args)
+        with self._lock:
+            self._values[key] = (state, value)  # holding the state keeps its id its own
+            if len(self._values) > self._size:
+                self._values.popitem(last=False)
+        return value
 
 
 def choices(rules: GameRules, state: Any) -> list[str]:

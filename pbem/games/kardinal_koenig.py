@@ -14,12 +14,11 @@ from engine.kardinal_koenig.bots import BOT_NAMES, choose_move
 from engine.kardinal_koenig.moves import MAX_NOTATION_LENGTH
 from engine.kardinal_koenig.state import JOKER_ANY, JOKER_OTHER
 from engine.kardinal_koenig.svg import board_pieces, board_svg, panel_height
-
 from engine.words import Phrase
 
 from .. import i18n
 from ..i18n import N_, gettext, ngettext
-from . import MoveError, ResultTable, SetupProblem
+from . import ByState, MoveError, ResultTable, SetupProblem, StateCache
 
 # The invitation's and the seat page's summary of the rules, in each language written from that
 # language's rule book (../shared/rules/kardinal-koenig.{en,de,es}.md), with its own words.
@@ -132,7 +131,8 @@ class KardinalKoenig:
     def __init__(self, board: kk.Board | None = None):
         self.board = board or kk.default_board()
         # States are immutable, so a stored text read once can be shared by later requests.
-        self._loads = functools.lru_cache(maxsize=256)(self._read)
+        self._states = StateCache(self._read)
+        self._views = ByState(self._view_dict)
 
     # --- set-up and storage ---------------------------------------------------------------
 
@@ -149,10 +149,12 @@ class KardinalKoenig:
             raise SetupProblem(_said(exc)) from None
 
     def dumps(self, state: kk.GameState) -> str:
-        return kk.to_json(state)
+        text = kk.to_json(state)
+        self._states.remember(text, state)  # what the next request reads back
+        return text
 
     def loads(self, text: str) -> kk.GameState:
-        return self._loads(text)
+        return self._states.get(text)
 
     def _read(self, text: str) -> kk.GameState:
         return kk.from_json(text, self.board)
@@ -282,6 +284,10 @@ class KardinalKoenig:
         return kk.view_for(state, seat)
 
     def view_dict(self, state: kk.GameState, seat: int | None) -> dict:
+        return self._views(state, seat)
+
+    @staticmethod
+    def _view_dict(state: kk.GameState, seat: int | None) -> dict:
         return kk.view_for(state, seat).to_dict()
 
     def board_picture(self, state: kk.GameState, seat: int | None,

@@ -9,7 +9,6 @@ within a turn and each such seat gets its own mail, deadline and default move.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import random
 from collections.abc import Mapping
@@ -25,7 +24,7 @@ from engine.knights_castles.svg import tableau_svg
 
 from .. import i18n
 from ..i18n import N_, gettext, ngettext
-from . import MoveError, SetupProblem
+from . import ByState, MoveError, SetupProblem, StateCache
 
 MOVE_LOG_LENGTH = 200  # the move log's notation column (pbem.models.MoveRecord.notation)
 
@@ -133,7 +132,9 @@ class KnightsCastles:
                        "trades: the most gold when the deck runs out wins.")
 
     def __init__(self):
-        self._loads = functools.lru_cache(maxsize=256)(kc.from_json)
+        # States are immutable, so a stored text read once can be shared by later requests.
+        self._states = StateCache(kc.from_json)
+        self._views = ByState(self._view_dict)
 
     # --- set-up and storage ---------------------------------------------------------------
 
@@ -151,10 +152,12 @@ class KnightsCastles:
             raise SetupProblem(_said(exc)) from None
 
     def dumps(self, state: kc.GameState) -> str:
-        return kc.to_json(state)
+        text = kc.to_json(state)
+        self._states.remember(text, state)  # what the next request reads back
+        return text
 
     def loads(self, text: str) -> kc.GameState:
-        return self._loads(text)
+        return self._states.get(text)
 
     def variant_of(self, state: kc.GameState) -> str:
         return "+".join(state.variants) or "standard"
@@ -265,6 +268,10 @@ class KnightsCastles:
         return kc.view_for(state, seat)
 
     def view_dict(self, state: kc.GameState, seat: int | None) -> dict:
+        return self._views(state, seat)
+
+    @staticmethod
+    def _view_dict(state: kc.GameState, seat: int | None) -> dict:
         return kc.view_for(state, seat).to_dict()
 
     def board_picture(self, state: kc.GameState, seat: int | None,
