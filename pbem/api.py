@@ -6,13 +6,13 @@ does not apply. Moves go through the same `submit_move` as the seat page.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from functools import cache
 
 import yaml
 from flask import Blueprint, jsonify, request
 
 from . import talk
+from .kept import Kept
 from .models import RUNNING
 from .services import LogEntry, SeatContext, ServiceError, load_seat, submit_move
 from .web import csrf, wake_sender
@@ -27,13 +27,10 @@ class _LogItems:
     """Each log entry as the answer shows it, made once per process: an answer shows the same
     fifty entries after every move, and the entries (`pbem.services.LogEntry`) are shared
     objects that never change, so one is looked up by its identity. The item holds the move
-    as the reader sees it (`notation_for`), which is compared, not assumed. Safe for threads:
-    a lost race makes an item twice."""
+    as the reader sees it (`notation_for`), which is compared, not assumed."""
 
-    SIZE = 32768
-
-    def __init__(self):
-        self._items: OrderedDict[int, tuple[LogEntry, str, dict]] = OrderedDict()
+    def __init__(self, size: int = 32768):
+        self._items = Kept(size)
 
     def __call__(self, entry: LogEntry, move: str) -> dict:
         held = self._items.get(id(entry))
@@ -42,16 +39,25 @@ class _LogItems:
         item = {"move_number": entry.number, "turn": entry.number,
                 "turn_number": entry.turn_number, "seat": entry.seat, "lines": entry.lines,
                 "move": move, "at": entry.created_at.isoformat()}
-        self._items[id(entry)] = (entry, move, item)  # holding the entry keeps its id its own
-        while len(self._items) > self.SIZE:
-            try:
-                self._items.popitem(last=False)
-            except KeyError:  # another thread emptied it meanwhile
-                break
+        self._items.put(id(entry), (entry, move, item))  # the entry held keeps its id its own
         return item
 
 
 _log_item = _LogItems()
+# The items of a whole log list, by the list's identity: a log list (pbem.services' windows)
+# is one seat's view of one position of one game, so its items never differ.
+_log_lists = Kept(4096)
+
+
+def _log_items(ctx: SeatContext) -> list[dict]:
+    held = _log_lists.get(id(ctx.log))
+    if held is not None and held[0] is ctx.log and held[1] == ctx.seat.number:
+        return held[2]
+    rules, state, reader = ctx.rules, ctx.state, ctx.seat.number
+    items = [_log_item(r, rules.notation_for(state, r.notation, r.seat, reader))
+             for r in ctx.log]
+    _log_lists.put(id(ctx.log), (ctx.log, reader, items))  # the list held keeps its id
+    return items
 
 
 def seat_document(ctx: SeatContext) -> dict:
@@ -79,8 +85,7 @@ def seat_document(ctx: SeatContext) -> dict:
         "view": rules.view_dict(state, seat.number),
         "legal": rules.legal(state) if mine else [],
         "patterns": rules.move_patterns(state) if mine else [],
-        "log": [_log_item(r, rules.notation_for(state, r.notation, r.seat, seat.number))
-                for r in ctx.log],
+        "log": _log_items(ctx),
     }
     outcome = rules.outcome(state)
     if outcome is not None:

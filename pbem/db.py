@@ -25,6 +25,7 @@ import socket
 import sqlite3
 import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -33,6 +34,7 @@ from pathlib import Path
 from flask import Flask, current_app
 from sqlalchemy import DateTime, Table, event, insert, literal_column, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import ORMExecuteState
 from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.sql import Select
@@ -229,6 +231,9 @@ def init_app(app: Flask) -> None:
     # Made once: an engine with options is a proxy whose event dispatch is joined anew for each
     # one made, which cost a write transaction more than its statements.
     app.extensions["pbem_db_writer"] = engine.execution_options(pbem_write=True)
+    # Names this app's database in what the process keeps of it (pbem.services' log windows):
+    # two apps of one process may hold copies of one game in two databases.
+    app.extensions["pbem_db_token"] = uuid.uuid4().hex
 
 
 def get_engine(app: Flask | None = None) -> Engine:
@@ -258,6 +263,31 @@ def writing(app: Flask | None = None) -> Iterator[Session]:
         yield session
 
 
+class Writer:
+    """One write transaction on a Core connection, with what the move path's helpers use of an
+    ORM session (`info`, where insert_later keeps its rows, and `connection()`) and nothing
+    else: no identity map, no unit of work, no session events. The rows insert_later holds are
+    written at the commit (`writing_rows`) or by an explicit insert_pending, not before each
+    statement: a statement that must see them calls insert_pending first."""
+
+    def __init__(self, connection: Connection):
+        self._connection = connection
+        self.info: dict = {}
+
+    def connection(self) -> Connection:
+        return self._connection
+
+
+@contextmanager
+def writing_rows(app: Flask | None = None) -> Iterator[Writer]:
+    """One write transaction without an ORM session (a `Writer`, for plain rows): committed
+    when the block ends, after the rows insert_later holds; rolled back if it raises."""
+    with (app or current_app).extensions["pbem_db_writer"].begin() as connection:
+        writer = Writer(connection)
+        yield writer
+        insert_pending(writer)
+
+
 def is_status(column, value: str) -> ColumnElement[bool]:
     """`column = 'value'` with the value written into the statement instead of bound: only then
     can SQLite and PostgreSQL use a partial index `WHERE status = 'value'` (they match the
@@ -267,12 +297,117 @@ def is_status(column, value: str) -> ColumnElement[bool]:
     return column == literal_column(f"'{value}'")
 
 
+# --- writes compiled once ------------------------------------------------------------------------
+
+class Cached:
+    """A Core statement compiled once per database dialect and set of parameters given, then
+    run straight on the DBAPI cursor of the caller's connection, in its transaction: for the
+    statements every move and every answer run, where SQLAlchemy's execution of a statement
+    took several times what the database took to run it.
+
+    The parameters go through their types exactly as SQLAlchemy would bind them (the UTC
+    datetimes, booleans), values the statement holds itself (`.values(outcome="obsolete")`) and
+    an INSERT's Python-side column defaults are filled in as SQLAlchemy fills them, listeners of
+    `before_cursor_execute` hear of the statement as of any other (the benchmarks count
+    statements so), and a database error is raised as SQLAlchemy raises it
+    (sqlalchemy.exc.IntegrityError, ...). A SELECT's rows come back as the driver gives them;
+    `converters` are the columns' result processors, for the caller to apply to what it uses.
+    No ids or counts are read back."""
+
+    def __init__(self, statement):
+        self.statement = statement
+        self._plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def _plan(self, dialect, keys: tuple[str, ...]) -> tuple:
+        plans = self._plans.setdefault(dialect, {})
+        plan = plans.get(keys)
+        if plan is None:
+            compiled = self.statement.compile(dialect=dialect, column_keys=list(keys))
+            names = list(compiled.positiontup) if compiled.positional else list(compiled.binds)
+            binds = [compiled.binds[name] for name in names]
+            processors = [bind.type.dialect_impl(dialect).bind_processor(dialect)
+                          for bind in binds]
+            # What the rows do not give: the statement's own values, and an INSERT's columns
+            # with a Python-side default.
+            fixed = {name: bind.effective_value for name, bind in zip(names, binds)
+                     if name not in keys and not bind.required}
+            defaults = {column.key: column.default
+                        for column in getattr(compiled, "insert_prefetch", ())}
+            plan = plans[keys] = (compiled.string, names, processors, fixed, defaults,
+                                  compiled.positional)
+        return plan
+
+    def _parameters(self, dialect, rows: list[dict]) -> tuple[str, list]:
+        sql, names, processors, fixed, defaults, positional = self._plan(dialect,
+                                                                        tuple(rows[0]))
+        parameters = []
+        for row in rows:
+            if fixed or defaults:
+                row = {**fixed, **{key: default.arg if default.is_scalar else default.arg(None)
+                                   for key, default in defaults.items()}, **row}
+            values = [row[name] if process is None else process(row[name])
+                      for name, process in zip(names, processors)]
+            parameters.append(tuple(values) if positional else dict(zip(names, values)))
+        return sql, parameters
+
+    def _run(self, connection: Connection, rows: list[dict], fetch: bool = False) -> list:
+        dialect = connection.dialect
+        sql, parameters = self._parameters(dialect, rows)
+        many = len(parameters) > 1
+        if not connection.in_transaction():  # as SQLAlchemy begins one at a first statement
+            connection.begin()
+        cursor = connection.connection.dbapi_connection.cursor()
+        try:
+            connection.dispatch.before_cursor_execute(connection, cursor, sql,
+                                                      parameters if many else parameters[0],
+                                                      None, many)
+            if many:
+                cursor.executemany(sql, parameters)
+            else:
+                cursor.execute(sql, parameters[0])
+            return cursor.fetchall() if fetch else []
+        except dialect.loaded_dbapi.Error as exc:
+            raise DBAPIError.instance(sql, parameters, exc, dialect.loaded_dbapi.Error,
+                                      dialect=dialect) from exc
+        finally:
+            cursor.close()
+
+    def execute(self, connection: Connection, rows: list[dict]) -> None:
+        """Run the statement once per row (every row naming the same parameters)."""
+        self._run(connection, rows)
+
+    def fetch(self, connection: Connection, parameters: dict) -> list[tuple]:
+        """A SELECT's rows, as the driver gives them (see `converters`)."""
+        return self._run(connection, [parameters], fetch=True)
+
+    def converters(self, dialect) -> tuple:
+        """Each selected column's result processor for `dialect` (None: taken as it is)."""
+        plans = self._plans.setdefault(dialect, {})
+        converters = plans.get(None)
+        if converters is None:
+            converters = plans[None] = tuple(
+                column.type.dialect_impl(dialect).result_processor(dialect, None)
+                for column in self.statement.selected_columns)
+        return converters
+
+
+_INSERTS: dict[Table, Cached] = {}
+
+
+def cached_insert(table: Table) -> Cached:
+    """The INSERT of rows into `table`, compiled once per dialect and set of columns."""
+    statement = _INSERTS.get(table)
+    if statement is None:
+        statement = _INSERTS[table] = Cached(insert(table))
+    return statement
+
+
 # --- rows written in batches ----------------------------------------------------------------------
 
 _LATER = "pbem_insert_later"
 
 
-def insert_later(session: OrmSession, model: type[SQLModel], row: dict) -> None:
+def insert_later(session: OrmSession | Writer, model: type[SQLModel], row: dict) -> None:
     """Add a row to `model`'s table without making an ORM object of it (for rows nobody reads
     back in the transaction that writes them: mails, seat keys, timers, log entries).
 
@@ -283,18 +418,18 @@ def insert_later(session: OrmSession, model: type[SQLModel], row: dict) -> None:
     session.info.setdefault(_LATER, {}).setdefault(model.__table__, []).append(row)
 
 
-def insert_pending(session: OrmSession, model: type[SQLModel] | None = None) -> None:
+def insert_pending(session: OrmSession | Writer, model: type[SQLModel] | None = None) -> None:
     """Write the rows `insert_later` holds for `session` now (only `model`'s, when given)."""
     if model is not None:
         rows = session.info.get(_LATER, {}).pop(model.__table__, None)
         if rows:
-            session.connection().execute(insert(model.__table__), rows)
+            cached_insert(model.__table__).execute(session.connection(), rows)
         return
     batches: dict[Table, list[dict]] | None = session.info.pop(_LATER, None)
     if batches:
         connection = session.connection()
         for table, rows in batches.items():
-            connection.execute(insert(table), rows)
+            cached_insert(table).execute(connection, rows)
 
 
 @event.listens_for(OrmSession, "do_orm_execute")

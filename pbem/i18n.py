@@ -25,12 +25,14 @@ call, dozens of calls a move); these take about 2. Templates get the same.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
 from datetime import datetime
 from pathlib import Path
 
+from babel import Locale
 from babel.dates import format_date, format_time
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
@@ -207,15 +209,18 @@ def check_language(value: str) -> str:
     return code
 
 
-def _locale() -> str:
+def _locale() -> Locale:
     chosen = g.get("language")
-    if chosen:
-        return chosen
-    if has_request_context():
-        best = request.accept_languages.best_match(LANGUAGES)
-        if best:
-            return best
-    return current_app.config["GAMES_LANGUAGE"]
+    if not chosen and has_request_context():
+        chosen = request.accept_languages.best_match(LANGUAGES)
+    return _parsed(chosen or current_app.config["GAMES_LANGUAGE"])
+
+
+@functools.cache
+def _parsed(code: str) -> Locale:
+    """The Locale of `code`, parsed once: Flask-Babel parses what the selector gives on every
+    request, unless it is a Locale already."""
+    return Locale.parse(code)
 
 
 def use(language: str | None) -> None:

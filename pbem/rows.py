@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from sqlalchemy import Table, bindparam, update
 from sqlalchemy.engine import Connection
 
+from .db import Cached
 from .models import Game, Seat
 
 
@@ -38,7 +39,7 @@ class PlainRow:
         cls.names = tuple(column.key for column in cls.table.columns)
         # The columns to write come with the values (SET takes the keys given), so one
         # statement serves every set of changed columns; SQLAlchemy compiles each set once.
-        cls._update = update(cls.table).where(cls.table.c.id == bindparam("row_id"))
+        cls._update = Cached(update(cls.table).where(cls.table.c.id == bindparam("row_id")))
 
     def changes(self) -> dict[str, Any]:
         """The columns whose values differ from those the row was read (or last written) with."""
@@ -64,6 +65,6 @@ def write_changes(connection: Connection, row: PlainRow) -> bool:
     changed = row.changes()
     if not changed:
         return False
-    connection.execute(row._update, {"row_id": row.id, **changed})
+    row._update.execute(connection, [{**changed, "row_id": row.id}])
     row._read = tuple(row.__dict__[name] for name in row.names)
     return True

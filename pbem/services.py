@@ -13,7 +13,9 @@ import hmac
 import json
 import re
 import secrets
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -21,17 +23,29 @@ from typing import NamedTuple
 
 from flask import current_app
 from flask_babel import lazy_gettext as L_
-from sqlalchemy import String, bindparam, case, func, literal_column, type_coerce
+from sqlalchemy import bindparam, case, func, literal_column
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 from sqlalchemy.orm.util import identity_key
 from sqlmodel import Session, select
 
 from . import clock, i18n, mail, turns
-from .db import get_row, insert_later, insert_pending, reading, reading_rows, utcnow, writing
+from .db import (
+    Cached,
+    Writer,
+    get_row,
+    insert_later,
+    insert_pending,
+    reading,
+    reading_rows,
+    utcnow,
+    writing,
+    writing_rows,
+)
 from .deadlines import TimeControl, add_pause, reset_clock, start_clock, stop_clock, time_control
 from .games import DEFAULT_KIND, GameRules, MoveError, SetupProblem, rules_for
 from .i18n import N_, _
+from .kept import Kept
 from .models import (
     FINISHED,
     NOTIFY_DIGEST,
@@ -345,8 +359,17 @@ _ROWS_BY_SEAT = _seats_by_seat(*_ROW_COLUMNS)
 # the game's row is read as the other one left it.
 _LOCKED_BY_TOKEN = _ROWS_BY_TOKEN.with_for_update(of=Game.__table__)
 _LOCKED_BY_SEAT = _ROWS_BY_SEAT.with_for_update(of=Game.__table__)
+# Run on the DBAPI cursor (db.Cached): every page, answer and move starts with one of them.
+_ROWS = {(how, lock): Cached(statement) for how, lock, statement in (
+    ("token", False, _ROWS_BY_TOKEN), ("token", True, _LOCKED_BY_TOKEN),
+    ("seat", False, _ROWS_BY_SEAT), ("seat", True, _LOCKED_BY_SEAT))}
 _SEAT_END = len(SeatRow.names)
 _GAME_END = _SEAT_END + len(GameRow.names)
+
+
+def _converted(row: tuple, converters: tuple, start: int, end: int) -> tuple:
+    return tuple(value if convert is None else convert(value)
+                 for value, convert in zip(row[start:end], converters[start:end]))
 
 
 def _opened(seat_id: int | None, token: str | None) -> tuple[str, dict] | None:
@@ -396,18 +419,17 @@ def _seat_rows(connection: Connection, token: str | None, seat_id: int | None = 
     how = _opened(seat_id, token)
     if how is None:
         raise NotFound(_(UNKNOWN_LINK))
-    if how[0] == "seat":
-        statement = _LOCKED_BY_SEAT if lock else _ROWS_BY_SEAT
-    else:
-        statement = _LOCKED_BY_TOKEN if lock else _ROWS_BY_TOKEN
-    rows = connection.execute(statement, how[1]).all()
+    statement = _ROWS[how[0], lock]
+    rows = statement.fetch(connection, how[1])
     if not rows:
         raise NotFound(_(UNKNOWN_LINK))
-    first = rows[0]
+    # Each row's seat converted; the game's columns (the same in every row) and the key's
+    # time from the first.
+    converters, first = statement.converters(connection.dialect), rows[0]
     if seat_id is None:
-        _check_key(first[_GAME_END + 1])
-    seats = [SeatRow(row[:_SEAT_END]) for row in rows]
-    game = GameRow(first[_SEAT_END:_GAME_END])
+        _check_key(_converted(first, converters, _GAME_END + 1, _GAME_END + 2)[0])
+    seats = [SeatRow(_converted(row, converters, 0, _SEAT_END)) for row in rows]
+    game = GameRow(_converted(first, converters, _SEAT_END, _GAME_END))
     return _opened_seat(seats, first[_GAME_END], seat_id), game, seats
 
 
@@ -439,88 +461,245 @@ def _readers_lines(lines_json: str) -> dict[str, tuple[str, ...]]:
     return {reader: tuple(lines) for reader, lines in json.loads(lines_json).items()}
 
 
-@functools.lru_cache(maxsize=16384)
+_RENDERED = Kept(16384)
+
+
 def _rendered_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...]:
     """A log entry's lines for `reader` written in `language`, once per process: a page or an
     API answer shows the same fifty entries again after every move, and writing them was most
-    of its time (`language` is the one in use when this is called; it is part of the key)."""
-    return tuple(i18n.render(line) for line in _readers_lines(lines_json).get(reader, ()))
+    of its time (`language` is the one in use when this is called; it is part of the key). A
+    move puts in its own entry's lines for every reader (`_written`)."""
+    return _RENDERED.get_or_make((lines_json, reader, language), lambda: tuple(
+        i18n.render(line) for line in _readers_lines(lines_json).get(reader, ())))
 
 
-# A record's creation time as the database hands it over (SQLite: text), converted only for an
-# entry `_entry` has not made yet: the raw value is part of its key.
-_RAW_AT = type_coerce(MoveRecord.created_at, String)
+def _written(lines: dict[str, list], lines_json: str, language: str) -> None:
+    """Write a new entry's lines (`lines`, stored as `lines_json`) for every reader in
+    `language`, each different list once: most readers are told the same (only the mover is
+    told the card it drew)."""
+    written: list[tuple[list, tuple[str, ...]]] = []
+    for reader, told in lines.items():
+        rendered = next((done for same, done in written if same == told), None)
+        if rendered is None:
+            rendered = tuple(i18n.render(line) for line in told)
+            written.append((told, rendered))
+        _RENDERED.put((lines_json, reader, language), rendered)
+
+
 _LOG_COLUMNS = (MoveRecord.number, MoveRecord.seat, MoveRecord.notation, MoveRecord.actor,
-                MoveRecord.via, _RAW_AT, MoveRecord.lines_json)
+                MoveRecord.via, MoveRecord.created_at, MoveRecord.lines_json)
 
 
 _LOG = (select(*_LOG_COLUMNS).where(MoveRecord.game_id == bindparam("game_id"))
         .order_by(MoveRecord.number.desc()))
 
 
+# What names a game's log: a log changes only by a move (the turn counter goes on, the game's
+# `updated_at` is the move's time) or by a move taken back (the turn counter goes back and the
+# clock starts anew: `clock_version` goes on), each in the transaction that changes the records.
+# So within one database these columns never name two different logs; `updated_at` keeps a
+# database replaced under a running server (a restored copy that went another way) from being
+# taken for the one it was, and the app's database token keeps two databases apart (an
+# imported copy of a game has the same watch id).
+_WINDOW_KEY = (Game.watch_id, Game.turn, Game.clock_version, Game.updated_at)
+
+
+def _window_key(game: Game | GameRow) -> tuple:
+    return (current_app.extensions["pbem_db_token"], game.watch_id, game.turn,
+            game.clock_version, game.updated_at)
+
+
 @functools.cache
 def _log_latest(rules: GameRules):
     """The latest `:limit` moves of a game, newest first, each row with the number of turns
-    begun before move `:before` (pbem.turns); built once per kind of game."""
+    begun before move `:before` (pbem.turns) and the game's `_WINDOW_KEY` columns, read in the
+    same statement as the moves (on PostgreSQL each statement of a read sees what was committed
+    when it began); built once per kind of game."""
     begun = turns.begun_before_sql(rules)
     if begun is None:  # rules that say in Python only which moves begin a turn
         begun = literal_column("0")
-    return select(*_LOG_COLUMNS, begun).where(MoveRecord.game_id == bindparam("game_id")) \
+    game = [select(column).where(Game.id == bindparam("game_id")).scalar_subquery()
+            for column in _WINDOW_KEY]
+    return select(*_LOG_COLUMNS, begun, *game) \
+        .where(MoveRecord.game_id == bindparam("game_id")) \
         .order_by(MoveRecord.number.desc()).limit(bindparam("limit"))
 
 
-@functools.cache
-def _utc(dialect) -> Callable:
-    """The conversion of a raw `created_at` of `dialect` into an aware UTC datetime, as the
-    column's own type does it."""
-    column_type = MoveRecord.__table__.c.created_at.type
-    convert = column_type.dialect_impl(dialect).result_processor(dialect, None)
-    return convert or (lambda value: value)
-
-
 @functools.lru_cache(maxsize=32768)
-def _entry(row: tuple, reader: str, language: str, turn_number: int, dialect) -> LogEntry:
-    """The log entry of a record's row (`_LOG_COLUMNS`, its creation time raw) for `reader` in
-    `language`, made once per process: the key is the whole row, so a record taken back and
-    made anew (another row) is another entry."""
-    number, seat, notation, actor, via, created_at, lines_json = row[:7]
-    return LogEntry(number, seat, notation, actor, via, _utc(dialect)(created_at),
+def _entry(row: tuple, reader: str, language: str, turn_number: int) -> LogEntry:
+    """The log entry of a record's row (`_LOG_COLUMNS`) for `reader` in `language`, made once
+    per process: the key is the whole row, so a record taken back and made anew (another row)
+    is another entry."""
+    number, seat, notation, actor, via, created_at, lines_json = row
+    return LogEntry(number, seat, notation, actor, via, created_at,
                     _rendered_lines(lines_json, reader, language), turn_number)
 
 
-def _log(session: Session | Connection, game: Game | GameRow, reader: int, limit: int | None,
-         rules: GameRules) -> tuple[list[LogEntry], int]:
-    """The game's log, newest first, in `reader`'s words (-1: a spectator's), each entry with
-    its turn (pbem.turns), and the turn of the latest move (0 before any move); read in a
-    session or on a connection."""
-    # Plain rows from the connection: the ORM's result machinery cost more than the rows.
-    # Log entries a session's transaction wrote are in the database first (they wait in
-    # insert_later's batch until a statement of the session needs them).
-    if isinstance(session, Session):
-        insert_pending(session)
-        connection = session.connection()
-    else:
-        connection = session
-    if limit is None:
-        rows, begun = connection.execute(_LOG, {"game_id": game.id}).all(), 0
-    else:
-        # One row at least: the latest move's turn is the one in progress. Moves are numbered
-        # from 0 without gaps, so the oldest row shown is move `before`.
-        before = max(game.turn - max(limit, 1), 0)
-        rows = connection.execute(_log_latest(rules), {
-            "game_id": game.id, "limit": max(limit, 1), "before": before}).all()
-        begun = rows[0][7] if rows else 0
-        if rows and rows[-1][0] != before:  # not so: count before the oldest row shown
-            begun = turns.of_move(connection, rules, game.id, rows[-1][0] - 1)
+class _Window:
+    """A game's latest moves as the log shows them: their rows (`_LOG_COLUMNS`, newest first),
+    the turn of each, and the entries made of them for each reader and language. `size` is how
+    many were asked for; `complete` when that is every move of the game. Never changed once
+    made: a move makes the next window (`extended`)."""
+
+    __slots__ = ("_logs", "complete", "numbers", "rows", "size")
+
+    def __init__(self, rows: tuple, numbers: tuple[int, ...], size: int, complete: bool,
+                 logs: dict | None = None):
+        self.rows, self.numbers, self.size, self.complete = rows, numbers, size, complete
+        self._logs = logs or {}
+
+    @property
+    def last_turn(self) -> int:
+        """The turn of the latest move (0 before any move)."""
+        return self.numbers[0] if self.numbers else 0
+
+    def log(self, reader: str, language: str, limit: int | None = None) -> list[LogEntry]:
+        """The latest `limit` entries (None: all the window holds) in `reader`'s words (-1: a
+        spectator's) in `language`, newest first: one list for every request that asks, so
+        what is made of it can be kept by its identity (pbem.api)."""
+        log = self._logs.get((reader, language))
+        if log is None:  # a lost race makes the same list twice
+            log = self._logs[reader, language] = [
+                _entry(row, reader, language, number)
+                for row, number in zip(self.rows, self.numbers)]
+        if limit is None or len(log) <= limit:
+            return log
+        part = self._logs.get((reader, language, limit))
+        if part is None:
+            part = self._logs[reader, language, limit] = log[:limit]
+        return part
+
+    def extended(self, row: tuple, rules: GameRules) -> _Window:
+        """The window after move `row`, the game's next, of the same size; the entries made so
+        far are carried over (the new one's lines were written when it was made)."""
+        number = turns.numbered(rules, self.last_turn, [(row[0], row[2])])[0]
+        full = len(self.rows) == self.size
+        rows = ((row, *self.rows[:-1]) if full else (row, *self.rows))
+        numbers = ((number, *self.numbers[:-1]) if full else (number, *self.numbers))
+        logs = {(reader, language): [_entry(row, reader, language, number),
+                                     *(log[:-1] if full else log)]
+                for (reader, language, *limit), log in list(self._logs.items()) if not limit}
+        return _Window(rows, numbers, self.size, self.complete and not full, logs)
+
+    def recent(self, seats: int) -> list[tuple] | None:
+        """`_RECENT`'s rows from this window (oldest first), or None when it does not reach
+        back to every seat's latest move."""
+        latest: dict[int, int] = {}
+        for row in self.rows:
+            latest.setdefault(row[1], row[0])
+        if len(latest) < seats and not self.complete:
+            return None
+        first = min(latest.values()) if len(latest) == seats else 0
+        return [(row[0], row[1], row[6], row[3]) for row in reversed(self.rows)
+                if row[0] >= first]
+
+
+class _Windows:
+    """The windows of the latest logs read or written by this process, by `_window_key`; at
+    most ROWS rows in all (the oldest windows go first). Safe for threads."""
+
+    ROWS = 20000
+
+    def __init__(self):
+        self._windows: OrderedDict[tuple, _Window] = OrderedDict()
+        self._rows = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple, size: int) -> _Window | None:
+        """The window of `key` holding the latest `size` moves (or all), if kept."""
+        with self._lock:
+            window = self._windows.get(key)
+            if window is None or not (window.size >= size or window.complete):
+                return None
+            self._windows.move_to_end(key)
+            return window
+
+    def put(self, key: tuple, window: _Window) -> None:
+        with self._lock:
+            held = self._windows.pop(key, None)
+            if held is not None:
+                self._rows -= len(held.rows)
+                if held.size > window.size and not window.complete:
+                    window = held  # the larger one serves both
+            self._windows[key] = window
+            self._rows += len(window.rows)
+            while self._rows > self.ROWS and len(self._windows) > 1:
+                self._rows -= len(self._windows.popitem(last=False)[1].rows)
+
+
+_windows = _Windows()
+
+
+def _read_window(connection: Connection, game: Game | GameRow, size: int,
+                 rules: GameRules) -> tuple[_Window, tuple | None]:
+    """The latest `size` moves of `game` read from the database, and the `_window_key` of the
+    game as the same statement saw it (None without moves)."""
+    # Moves are numbered from 0 without gaps, so the oldest row shown is move `before`.
+    before = max(game.turn - size, 0)
+    rows = connection.execute(_log_latest(rules), {
+        "game_id": game.id, "limit": size, "before": before}).all()
+    if not rows:  # no move yet; the game row says so when its turn counter is 0
+        return _Window((), (), size, True), _window_key(game) if game.turn == 0 else None
+    begun = rows[0][7]
+    if rows[-1][0] != before:  # not so: count before the oldest row shown
+        begun = turns.of_move(connection, rules, game.id, rows[-1][0] - 1)
+    oldest_first = [(row[0], row[2]) for row in reversed(rows)]
     if turns.starts_sql(rules) is None:
         counted = turns.numbers(rules, turns.notations(connection, game.id))
-        numbers = [counted[row[0]] for row in reversed(rows)]
+        numbers = [counted[number] for number, __ in oldest_first]
     else:
-        numbers = turns.numbered(rules, begun, [(row[0], row[2]) for row in reversed(rows)])
+        numbers = turns.numbered(rules, begun, oldest_first)
     numbers.reverse()
-    key, language, dialect = str(reader), i18n.language(), connection.dialect
-    log = [_entry(row[:7], key, language, number, dialect) for row, number in zip(rows, numbers)]
-    return (log if limit is None else log[:limit]), (numbers[0] if numbers else 0)
+    key = (current_app.extensions["pbem_db_token"], *rows[0][8:])
+    return (_Window(tuple(tuple(row[:7]) for row in rows), tuple(numbers), size,
+                    len(rows) < size), key)
+
+
+def _window(connection: Connection, game: Game | GameRow, size: int, rules: GameRules,
+            readers: tuple[str, ...] = ()) -> _Window:
+    """The window of the latest `size` moves of `game` as read in this transaction: kept by the
+    process, or read and then kept, with the entries of `readers` in the language in use made
+    at once (the seats: each shows its own from then on, one move added at a time)."""
+    key = _window_key(game)
+    window = _windows.get(key, size)
+    if window is None:
+        window, read_key = _read_window(connection, game, size, rules)
+        language = i18n.language()
+        for reader in readers:
+            window.log(reader, language)
+        if read_key == key:  # what the game row says, not a later log (PostgreSQL)
+            _windows.put(key, window)
+    return window
+
+
+def _log(session: Session | Connection, game: Game | GameRow, reader: int, limit: int | None,
+         rules: GameRules, readers: tuple[str, ...] = ()) -> tuple[list[LogEntry], int]:
+    """The game's log, newest first, in `reader`'s words (-1: a spectator's), each entry with
+    its turn (pbem.turns), and the turn of the latest move (0 before any move); read in a
+    session or on a connection. The latest `limit` moves come from the process's windows when
+    the game is as one was made; the whole log (None) is read every time."""
+    # Log entries a session's transaction wrote are in the database first (they wait in
+    # insert_later's batch until a statement of the session needs them).
+    if isinstance(session, Connection):
+        connection = session
+    else:
+        insert_pending(session)
+        connection = session.connection()
+    key, language = str(reader), i18n.language()
+    if limit is not None:
+        # One row at least: the latest move's turn is the one in progress.
+        window = _window(connection, game, max(limit, 1), rules, readers)
+        return window.log(key, language, limit), window.last_turn
+    rows = connection.execute(_LOG, {"game_id": game.id}).all()
+    oldest_first = [(row[0], row[2]) for row in reversed(rows)]
+    if turns.starts_sql(rules) is None:
+        counted = turns.numbers(rules, turns.notations(connection, game.id))
+        numbers = [counted[number] for number, __ in oldest_first]
+    else:
+        numbers = turns.numbered(rules, 0, oldest_first)
+    numbers.reverse()
+    return ([_entry(tuple(row), key, language, number) for row, number in zip(rows, numbers)],
+            numbers[0] if numbers else 0)
 
 
 def _seats(session: Session, game_id: int) -> list[Seat]:
@@ -548,7 +727,8 @@ def load_seat(token: str, log_limit: int | None = 200) -> SeatContext:
         seat, game, seats = _seat_rows(connection, token)
         rules = rules_for(game.kind)
         state = rules.loads(game.state_json)
-        log, last = _log(connection, game, seat.number, log_limit, rules)
+        log, last = _log(connection, game, seat.number, log_limit, rules,
+                         tuple(str(s.number) for s in seats))
         return SeatContext(game, seat, seats, rules, state, log,
                            turns.in_progress(rules, last, state))
 
@@ -595,21 +775,29 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
         raise Malformed(_("the move must be text in the notation, as `legal` lists them"))
     now = now or utcnow()
     if session is None:
-        with writing() as own:
-            return _move(own, False, token, text, turn, seat_id, actor, via, now, context_log)
+        with writing_rows() as own:
+            result = _move(own, False, token, text, turn, seat_id, actor, via, now,
+                           context_log)
+        for key, window in own.info.pop(_MADE, ()):  # committed: the log is so now
+            _windows.put(key, window)
+        return result
     # What the caller changed is in the database before the rows are read.
     insert_pending(session)
     session.flush()
     return _move(session, True, token, text, turn, seat_id, actor, via, now, context_log)
 
 
-def _move(session: Session, outer: bool, token: str | None, text: str, turn: int,
+_MADE = "pbem_log_windows"  # session.info: the windows a move made, kept once it is committed
+
+
+def _move(session: Writer | Session, outer: bool, token: str | None, text: str, turn: int,
           seat_id: int | None, actor: str, via: str, now: datetime,
           context_log: int | None) -> MoveResult:
-    """`submit_move` in `session`'s write transaction (`outer`: the caller's)."""
-    # Plain rows read and written on the session's connection (pbem.rows): the game's row
-    # locked as it is read. The session is the transaction, and where the mails and the
-    # clock add their rows (insert_later).
+    """`submit_move` in a write transaction: its own (a Writer) or the caller's session
+    (`outer`)."""
+    # Plain rows read and written on the transaction's connection (pbem.rows): the game's row
+    # locked as it is read. The mails and the clock add their rows to the transaction
+    # (insert_later).
     connection = session.connection()
     seat, game, seats = _seat_rows(connection, token, seat_id, lock=True)
     if game.status != RUNNING:
@@ -619,13 +807,13 @@ def _move(session: Session, outer: bool, token: str | None, text: str, turn: int
             _("This game is %(status)s; no more moves can be made.",
               status=i18n.status_word(game.status)))
     if turn != game.turn:
-        raise _stale(session, game, seat, text, turn)
+        raise _stale(connection, game, seat, text, turn)
     rules = rules_for(game.kind)
     before = rules.loads(game.state_json)
     to_move = rules.to_move(before)
     if to_move != seat.number:
         raise NotYourTurn(_("It is not your move: the game waits for %(name)s. Nothing was "
-                            "changed.", name=_seat_name(session, game, to_move)))
+                            "changed.", name=_seat_name(connection, game, to_move)))
     try:
         move = rules.parse(before, text)
         after = rules.apply(before, move)
@@ -633,9 +821,7 @@ def _move(session: Session, outer: bool, token: str | None, text: str, turn: int
         raise Rejected(str(exc)) from None
     # Stored language-neutral (message ids and parameters), written in each reader's
     # language when shown.
-    lines = {str(r): [i18n.phrase_data(line) for line in
-                      rules.describe(before, move, after, None if r < 0 else r)]
-             for r in range(-1, len(seats))}  # -1: a spectator's words
+    lines = _told(rules, before, move, after, len(seats))
     if actor == "bot":  # every reader, in the log and in mail, sees who chose it
         for told in lines.values():
             told[:1] = [{"t": N_("Computer player (%(bot)s): %(line)s"),
@@ -646,18 +832,21 @@ def _move(session: Session, outer: bool, token: str | None, text: str, turn: int
     # Written now for every reader, in the language in use (the mover's): each seat's page
     # and API answer show this entry after every move from now on (`_log`).
     language = i18n.language()
-    for reader in lines:
-        _rendered_lines(lines_json, reader, language)
+    _written(lines, lines_json, language)
+    record = (game.turn, seat.number, notation, actor, via, now, lines_json)  # _LOG_COLUMNS
     insert_later(session, MoveRecord, {
         "game_id": game.id, "number": game.turn, "seat": seat.number, "notation": notation,
         "actor": actor, "via": via, "lines_json": lines_json, "created_at": now})
+    # The log as it is before this move, if this process has it (a caller's session may have
+    # changed it in ways the game row does not tell yet: read).
+    window = None if outer else _windows.get(_window_key(game), max(context_log or 0, 1))
     game.state_json = rules.dumps(after)
     game.turn += 1
     game.updated_at = now
     came_back = actor == "player" and seat.absent
     if actor == "player":
         seat.timeouts_in_row, seat.absent = 0, False
-    _notify(session, game, seats, rules, before, after, seat, actor, now, lines_json)
+    _notify(session, game, seats, rules, before, after, seat, actor, now, lines_json, window)
     if came_back and rules.to_move(after) == seat.number:
         reset_clock(session, game, seat, now)  # its turn waits for it again
     # The game's row and any seat the move changed, each in one UPDATE of what changed.
@@ -666,13 +855,37 @@ def _move(session: Session, outer: bool, token: str | None, text: str, turn: int
     if outer:
         _forget(session, game, seats)
     context = None
+    if window is not None:  # the next window: this move added to it, nothing read
+        window = window.extended(record, rules)
+        session.info.setdefault(_MADE, []).append((_window_key(game), window))
     if context_log is not None:
-        log, last = _log(session, game, seat.number, context_log, rules)
-        context = SeatContext(game, seat, seats, rules, after, log,
-                              turns.in_progress(rules, last, after))
+        if window is None:  # read, with this move
+            insert_pending(session)
+            window = _read_window(connection, game, max(context_log, 1), rules)[0]
+            for reader in seats:
+                window.log(str(reader.number), language)
+            if not outer:
+                session.info.setdefault(_MADE, []).append((_window_key(game), window))
+        context = SeatContext(game, seat, seats, rules, after,
+                              window.log(str(seat.number), language, context_log),
+                              turns.in_progress(rules, window.last_turn, after))
     return MoveResult(game.id, seat.number, notation, game.turn,
                       list(_rendered_lines(lines_json, str(seat.number), language)),
                       game.status == FINISHED, context)
+
+
+def _told(rules: GameRules, before, move, after, seats: int) -> dict[str, list]:
+    """What `move` did in each reader's words (-1: a spectator's), as stored data; readers the
+    rules tell the same list of sentences share its conversion (each gets its own list)."""
+    converted: dict[int, tuple[list, list]] = {}
+    lines = {}
+    for reader in range(-1, seats):
+        told = rules.describe(before, move, after, None if reader < 0 else reader)
+        held = converted.get(id(told))
+        if held is None or held[0] is not told:
+            held = converted[id(told)] = (told, [i18n.phrase_data(line) for line in told])
+        lines[str(reader)] = list(held[1])
+    return lines
 
 
 def _forget(session: Session, game: GameRow, seats: list[SeatRow]) -> None:
@@ -690,17 +903,18 @@ def _bot_of(game: Game | GameRow, seat: Seat | SeatRow) -> str | None:
     return seat.bot or (game.absent_bot if seat.absent else None)
 
 
-def _seat_name(session: Session, game: Game, number: int | None) -> str:
+def _seat_name(connection: Connection, game: Game | GameRow, number: int | None) -> str:
     if number is None:
         return _("nobody")
-    seat = session.exec(select(Seat).where(Seat.game_id == game.id,
-                                           Seat.number == number)).one()
-    return f"{seat.name} ({i18n.colour(seat.colour)})"
+    name, colour = connection.execute(select(Seat.name, Seat.colour).where(
+        Seat.game_id == game.id, Seat.number == number)).one()
+    return f"{name} ({i18n.colour(colour)})"
 
 
-def _stale(session: Session, game: Game, seat: Seat, text: str, turn: int) -> ServiceError:
-    record = session.exec(select(MoveRecord).where(MoveRecord.game_id == game.id,
-                                                   MoveRecord.number == turn)).first()
+def _stale(connection: Connection, game: Game | GameRow, seat: Seat | SeatRow, text: str,
+           turn: int) -> ServiceError:
+    record = connection.execute(select(MoveRecord.seat, MoveRecord.notation).where(
+        MoveRecord.game_id == game.id, MoveRecord.number == turn)).first()
     if record is not None and record.seat == seat.number:
         rules = rules_for(game.kind)
         try:
@@ -711,10 +925,10 @@ def _stale(session: Session, game: Game, seat: Seat, text: str, turn: int) -> Se
         if same:
             return StaleTurn(_("Your move '%(move)s' was already recorded (a second click or a "
                                "second tab?). Nothing more was changed.", move=record.notation))
-    return _moved_on(session, game, turn)
+    return _moved_on(connection, game, turn)
 
 
-def _moved_on(session: Session, game: Game, turn: int) -> StaleTurn:
+def _moved_on(session: Session | Connection, game: Game | GameRow, turn: int) -> StaleTurn:
     """The refusal of a move or form made at move `turn` of a game that is elsewhere now, told
     in turns as players count them."""
     rules = rules_for(game.kind)
@@ -759,12 +973,16 @@ class _Recent:
     moves are read from the oldest of the seats' latest moves before `before` (every move of
     the game while a seat has not moved yet), and `this` move, the one being made (number
     `before`), is added as it is: it waits to be written with the transaction's other rows.
+    The `window` of the log before this move serves instead of a read when it reaches back
+    far enough.
     """
 
     def __init__(self, connection: Connection, game: Game | GameRow, seats: int, before: int,
-                 this: tuple[int, str, str]):
-        rows = connection.execute(_RECENT, {"game_id": game.id, "before": before,
-                                            "seats": seats}).all()
+                 this: tuple[int, str, str], window: _Window | None):
+        rows = None if window is None else window.recent(seats)
+        if rows is None:
+            rows = connection.execute(_RECENT, {"game_id": game.id, "before": before,
+                                                "seats": seats}).all()
         rows.append((before, *this))
         self.records = [(number, seat, _readers_lines(lines)) for number, seat, lines, _ in rows]
         self.actors = {number: actor for number, _, _, actor in rows}
@@ -784,7 +1002,8 @@ class _Recent:
 
 
 def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRules, before,
-            after, mover: SeatRow, actor: str, now: datetime, lines_json: str) -> None:
+            after, mover: SeatRow, actor: str, now: datetime, lines_json: str,
+            window: _Window | None = None) -> None:
     """Queue the mails a move causes: the end of the game, or the end of a turn. They are
     queued as intents (pbem.mail, `later`): written when they are delivered, not in the move's
     transaction, from the game as it is after this move."""
@@ -793,7 +1012,7 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
         return  # the same seat goes on (its draws): nobody needs a mail yet
     this_move = game.turn - 1
     recent = _Recent(session.connection(), game, len(seats), this_move,
-                     (mover.number, lines_json, actor))
+                     (mover.number, lines_json, actor), window)
     if actor == "timeout":
         _timed_out(session, game, rules, after, mover, recent)
     elif actor == "bot" and mover.bot is None:  # an absent person's turn, played by the bot

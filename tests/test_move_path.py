@@ -10,19 +10,22 @@ second seat never gets another's part.
 
 from __future__ import annotations
 
+import copy
+import json
 import random
 from datetime import timedelta
 
 import pytest
 from server import new_game
+from sqlalchemy import event
 from sqlmodel import select
 
 import engine
 import engine.knights_castles as kc
-from pbem import stewardship
+from pbem import i18n, services, stewardship, turns
 from pbem.api import API_LOG, _LogItems
-from pbem.db import reading, utcnow
-from pbem.games import ByState, StateCache, rules_for
+from pbem.db import get_engine, reading, reading_rows, utcnow
+from pbem.games import ByState, MoveError, StateCache, rules_for
 from pbem.models import Game, MoveRecord
 from pbem.services import LogEntry, load_seat, submit_move
 
@@ -117,3 +120,162 @@ def test_a_move_taken_back_and_made_anew_at_the_same_moment_shows_its_own_log_en
         assert [e.notation for e in load_seat(tokens[1], API_LOG).log] == [other]
     with reading(app) as session:
         assert [r.notation for r in session.exec(select(MoveRecord))] == [other]
+
+
+def _log_from_the_database(app, game_id: int, reader: int, limit: int) -> list[dict]:
+    """The latest `limit` log items as an answer shows them, made from the stored records
+    alone (every move's turn counted over the whole log), without the server's caches."""
+    with app.test_request_context("/"), reading(app) as session:
+        game = session.get(Game, game_id)
+        rules = rules_for(game.kind)
+        records = list(session.exec(select(MoveRecord).where(MoveRecord.game_id == game_id)
+                                    .order_by(MoveRecord.number)))
+        numbers = turns.numbers(rules, [r.notation for r in records])
+        state = rules.loads(game.state_json)
+        return [{"move_number": r.number, "turn": r.number, "turn_number": numbers[r.number],
+                 "seat": r.seat, "move": rules.notation_for(state, r.notation, r.seat, reader),
+                 "lines": [i18n.render(line) for line in json.loads(r.lines_json)[str(reader)]],
+                 "at": r.created_at.isoformat()} for r in reversed(records)][:limit]
+
+
+@pytest.mark.usefixtures("database")
+def test_every_answer_shows_the_log_the_database_holds(app):
+    """A move's answer adds the move to the log its process kept; a GET reads it from there.
+    Both must be what the stored records say, move after move, for every seat."""
+    _, tokens = new_game(app, 4, "windows")
+    client = app.test_client()
+    chooser = random.Random("windows")
+    for _ in range(API_LOG + 12):  # past the answer's fifty entries
+        documents = [client.get(f"/api/v1/seat/{token}").get_json() for token in tokens]
+        for seat, document in enumerate(documents):
+            assert document["log"] == _log_from_the_database(app, 1, seat, API_LOG), seat
+        mover = next(d for d in documents if d["to_move"])
+        answer = client.post(f"/api/v1/seat/{tokens[mover['seat']]}/move", json={
+            "move": chooser.choice(mover["legal"]), "turn": mover["turn"]}).get_json()
+        assert answer["log"] == _log_from_the_database(app, 1, mover["seat"], API_LOG)
+        assert answer["turn_number"] == client.get(
+            f"/api/v1/seat/{tokens[0]}").get_json()["turn_number"]
+
+
+@pytest.mark.usefixtures("database")
+def test_a_window_is_kept_only_under_the_game_row_its_moves_were_read_with(app):
+    _, tokens = new_game(app, 3, "stale")
+    with reading(app) as session:
+        rules = rules_for(session.get(Game, 1).kind)
+    for turn in range(3):
+        with reading(app) as session:
+            game = session.get(Game, 1)
+            state = rules.loads(game.state_json)
+        with app.test_request_context("/"):
+            submit_move(tokens[rules.to_move(state)], rules.legal(state)[0], turn)
+    with app.test_request_context("/"), reading_rows() as connection:
+        __, game, __ = services._seat_rows(connection, tokens[0])
+        stale = copy.copy(game)
+        stale.turn, stale.updated_at = 2, game.updated_at - timedelta(seconds=1)
+        window = services._window(connection, stale, API_LOG, rules)
+        assert [row[0] for row in window.rows] == [2, 1, 0]  # what the database holds
+        assert services._windows.get(services._window_key(stale), 1) is None
+        assert services._window(connection, game, API_LOG, rules).rows == window.rows
+        assert services._windows.get(services._window_key(game), API_LOG) is not None
+
+
+@pytest.mark.usefixtures("database")
+def test_a_move_that_fails_before_its_commit_leaves_no_log_behind(app, monkeypatch):
+    _, tokens = new_game(app, 3, "failed")
+    client = app.test_client()
+    documents = [client.get(f"/api/v1/seat/{token}").get_json() for token in tokens]
+    mover = next(d for d in documents if d["to_move"])
+    kept = []
+    monkeypatch.setattr(services._windows, "put", lambda *args: kept.append(args))
+
+    def broken(*_args):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(services, "write_changes", broken)
+    with pytest.raises(RuntimeError):
+        client.post(f"/api/v1/seat/{tokens[mover['seat']]}/move",
+                    json={"move": mover["legal"][0], "turn": mover["turn"]})
+    assert kept == []
+    monkeypatch.undo()
+    assert client.get(f"/api/v1/seat/{tokens[0]}").get_json()["log"] == []
+
+
+@pytest.mark.usefixtures("database")
+def test_an_answer_reads_seat_game_and_seats_once_and_a_move_writes_in_one_transaction(app):
+    """Statements a request sends (SQLite's BEGIN counted, COMMIT not; PostgreSQL's driver
+    begins by itself), once the process has the log: a GET reads its seat, game and seats in
+    one statement; a move that ends no turn adds its record and writes its game."""
+    _, tokens = new_game(app, 3, "count")
+    client = app.test_client()
+    engine, sent = get_engine(app), []
+    begin = ["BEGIN"] if engine.dialect.name == "sqlite" else []
+
+    def seen(_conn, _cursor, statement, *_args):
+        sent.append(statement.split()[0].upper())
+
+    for _ in range(40):
+        document = next(d for d in (client.get(f"/api/v1/seat/{t}").get_json() for t in tokens)
+                        if d["to_move"])
+        token = tokens[document["seat"]]
+        client.get(f"/api/v1/seat/{token}")  # the log kept
+        event.listen(engine, "before_cursor_execute", seen)
+        try:
+            sent.clear()
+            client.get(f"/api/v1/seat/{token}")
+            assert sent == [*begin, "SELECT"]
+            sent.clear()
+            answer = client.post(f"/api/v1/seat/{token}/move", json={
+                "move": document["legal"][0], "turn": document["turn"]}).get_json()
+        finally:
+            event.remove(engine, "before_cursor_execute", seen)
+        if answer["waiting_for"] == document["seat"]:  # the same seat goes on
+            assert sorted(sent) == sorted([*begin, "SELECT", "INSERT", "UPDATE"]), sent
+            break
+    else:
+        pytest.fail("no move in 40 let the same seat go on")
+
+
+def test_the_games_tell_each_reader_what_the_engine_tells_it():
+    """K&K's describe tells the mover and everyone else apart (the mover alone reads a drawn
+    card) and gives other readers the same list; what each reader gets is the engine's."""
+    rules = rules_for("kardinal-koenig")
+    chooser = random.Random("told")
+    state = engine.new_game(("red", "green", "yellow", "blue"), "told")
+    drew = 0
+    while rules.to_move(state) is not None:
+        move = rules.parse(state, chooser.choice(rules.legal(state)))
+        after = rules.apply(state, move)
+        told = {r: rules.describe(state, move, after, r) for r in (None, 0, 1, 2, 3)}
+        for reader, lines in told.items():
+            assert lines == engine.describe(state, move, after, reader), (str(move), reader)
+            assert [line.key for line in lines] == [
+                line.key for line in engine.describe(state, move, after, reader)]
+        others = [told[r] for r in (None, 0, 1, 2, 3) if r != state.current]
+        assert all(lines is others[0] for lines in others)
+        drew += told[state.current] != others[0]
+        state = after
+    assert drew  # the mover was told a card the others were not
+
+
+def test_a_move_text_is_read_once_but_a_refusal_is_said_in_each_readers_language(app):
+    rules = rules_for("kardinal-koenig")
+    state = engine.new_game(("red", "green", "yellow"), "parse")
+    assert rules.parse(state, "draw deck") is rules.parse(state, "draw deck")
+    said = []
+    for language in ("en", "de", "en"):
+        with app.test_request_context("/"):
+            i18n.use(language)
+            with pytest.raises(MoveError) as refused:
+                rules.parse(state, "fly to the moon")
+            said.append(str(refused.value))
+    assert said[0] == said[2] != said[1]
+
+
+def test_the_intermediate_scoring_is_made_once_and_is_what_it_was():
+    from engine.kardinal_koenig.scoring import intermediate_breakdown
+
+    board = engine.default_board()
+    monasteries = tuple([-1] * len(board.fields))
+    first = intermediate_breakdown(board, ("red", "green", "yellow"), monasteries)
+    assert intermediate_breakdown(board, ("red", "green", "yellow"), monasteries) is first
+    assert intermediate_breakdown(board, ("red", "green", "blue"), monasteries) is not first

@@ -13,14 +13,24 @@ from datetime import timedelta
 
 import pytest
 from server import new_game
-from sqlalchemy import event
+from sqlalchemy import bindparam, event, insert, update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from pbem import mail
-from pbem.db import get_engine, reading, utcnow, writing
+from pbem.db import (
+    Cached,
+    cached_insert,
+    get_engine,
+    insert_later,
+    reading,
+    utcnow,
+    writing,
+    writing_rows,
+)
 from pbem.deadlines import start_clock
 from pbem.games import rules_for
-from pbem.models import PENDING, Game, OutboxMessage, Seat, Timer
+from pbem.models import PENDING, Game, OutboxMessage, Seat, SeatKey, Timer
 from pbem.rows import GameRow, SeatRow, write_changes
 from pbem.services import NotFound, _seat_game_seats, _seat_rows, submit_move
 
@@ -188,3 +198,82 @@ def test_a_seats_rows_are_those_its_orm_objects_hold_by_token_and_by_seat(app):
         for token in ("not-a-link", "A" * 43):
             with pytest.raises(NotFound):
                 _seat_rows(session.connection(), token)
+
+
+def _timers(app) -> list[tuple]:
+    with reading(app) as session:
+        return [(t.game_id, t.seat_id, t.kind, t.due_at, t.clock_version, t.status, t.outcome)
+                for t in session.exec(select(Timer).order_by(Timer.id))]
+
+
+def test_a_cached_insert_writes_the_rows_sqlalchemy_writes_defaults_and_all(app):
+    new_game(app, 3, "rows")
+    due = utcnow().replace(microsecond=123456) + timedelta(days=1)
+    rows = [{"game_id": 1, "seat_id": s, "kind": "reminder", "due_at": due + timedelta(hours=s),
+             "clock_version": 7} for s in (1, 2)]
+    with app.test_request_context("/"), writing() as session:
+        session.connection().execute(Timer.__table__.delete())
+        session.connection().execute(insert(Timer.__table__), rows)
+    by_sqlalchemy = _timers(app)
+    with app.test_request_context("/"), writing() as session:
+        session.connection().execute(Timer.__table__.delete())
+        with Statements(app) as sent:
+            cached_insert(Timer.__table__).execute(session.connection(), rows)
+            cached_insert(Timer.__table__).execute(session.connection(), rows[:1])
+        assert len(sent) == 2  # heard by listeners as any statement is
+    assert _timers(app) == by_sqlalchemy + by_sqlalchemy[:1]
+    assert by_sqlalchemy[0][3] == due + timedelta(hours=1)  # an aware UTC time, as given
+    assert by_sqlalchemy[0][5] == PENDING  # the column default, filled in
+
+
+def test_a_cached_update_takes_the_values_its_statement_holds(app):
+    new_game(app, 3, "rows")
+    obsolete = Cached(update(Timer).where(Timer.game_id == bindparam("of_game"),
+                                          Timer.status == PENDING)
+                      .values(status="done", done_at=bindparam("now"), outcome="obsolete"))
+    now = utcnow()
+    with app.test_request_context("/"), writing() as session:
+        obsolete.execute(session.connection(), [{"of_game": 1, "now": now}])
+    assert {(status, outcome) for *_, status, outcome in _timers(app)} == {("done", "obsolete")}
+    with reading(app) as session:
+        assert {t.done_at for t in session.exec(select(Timer))} == {now}
+
+
+def test_a_cached_statement_raises_what_sqlalchemy_raises(app):
+    new_game(app, 3, "rows")
+    with app.test_request_context("/"), writing() as session:
+        key = session.exec(select(SeatKey)).first()
+        row = {"seat_id": key.seat_id, "token_hash": key.token_hash, "created_at": utcnow()}
+    with app.test_request_context("/"), pytest.raises(IntegrityError), writing() as session:
+        cached_insert(SeatKey.__table__).execute(session.connection(), [row])
+
+
+def test_a_cached_select_gives_the_drivers_rows_and_the_types_converters(app):
+    new_game(app, 3, "rows")
+    statement = select(Seat.id, Seat.absent, Game.created_at, Game.title).join(
+        Game, Game.id == Seat.game_id).where(Seat.game_id == bindparam("game_id")).order_by(
+        Seat.number)
+    with app.test_request_context("/"), reading() as session:
+        connection = session.connection()
+        expected = [tuple(row) for row in connection.execute(statement, {"game_id": 1})]
+        cached = Cached(statement)
+        raw = cached.fetch(connection, {"game_id": 1})
+        converters = cached.converters(connection.dialect)
+    assert len(converters) == 4 and converters[0] is None  # an integer is taken as it is
+    assert [tuple(v if c is None else c(v) for v, c in zip(row, converters))
+            for row in raw] == expected
+    assert isinstance(expected[0][1], bool) and expected[0][2].tzinfo is not None
+
+
+def test_a_writers_rows_are_written_at_its_commit_and_gone_with_its_rollback(app):
+    new_game(app, 3, "rows")
+    row = {"game_id": 1, "seat_id": 1, "kind": "reminder", "due_at": utcnow(),
+           "clock_version": 99}
+    with app.test_request_context("/"), pytest.raises(RuntimeError), writing_rows() as writer:
+        insert_later(writer, Timer, row)
+        raise RuntimeError("the move failed")
+    assert all(t[4] != 99 for t in _timers(app))
+    with app.test_request_context("/"), writing_rows() as writer:
+        insert_later(writer, Timer, row)
+        assert all(t[4] != 99 for t in _timers(app))  # not yet: at the commit
+    assert sum(t[4] == 99 for t in _timers(app)) == 1

@@ -429,7 +429,9 @@ def final_breakdown(board: Board, players: tuple[str, ...], monasteries: tuple[i
                      score_alliances(board, advisors, n), score_chains(board, monasteries, n))
 
 
+@lru_cache(maxsize=256)
 def intermediate_breakdown(board: Board, players: tuple[str, ...],
                            monasteries: tuple[int, ...]) -> Breakdown:
-    """The intermediate scoring: monastery majorities only."""
+    """The intermediate scoring: monastery majorities only. Kept once made: a game shows it on
+    every view from the first deck run-out on, and it never changes (a Breakdown is frozen)."""
     return Breakdown(players, False, score_monasteries(board, monasteries, len(players)))

@@ -10,11 +10,11 @@ changes.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from ..kept import Kept
 
 
 class MoveError(ValueError):
@@ -117,29 +117,18 @@ class StateCache:
     """Parsed states by the JSON text they were read from or written as, the most recent
     `size` of them: a game's states are immutable, so one text is one state whatever row it
     came from, and a position written after a move is not parsed again by the next request
-    that reads it (`remember`). Safe for threads; `read` parses what it does not hold."""
+    that reads it (`remember`). Safe for threads; `get` parses what it does not hold."""
 
     def __init__(self, read: Callable[[str], Any], size: int = 256):
-        self._read, self._size = read, size
-        self._states: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()
+        self._read = read
+        self._states = Kept(size)
 
     def get(self, text: str) -> Any:
-        with self._lock:
-            state = self._states.get(text)
-            if state is not None:
-                self._states.move_to_end(text)
-                return state
-        return self.remember(text, self._read(text))
+        return self._states.get_or_make(text, lambda: self._read(text))
 
     def remember(self, text: str, state: Any) -> Any:
         """Keep `state` as what `text` reads as; returns it."""
-        with self._lock:
-            self._states[text] = state
-            self._states.move_to_end(text)
-            if len(self._states) > self._size:
-                self._states.popitem(last=False)
-        return state
+        return self._states.put(text, state)
 
 
 class ByState:
@@ -149,22 +138,16 @@ class ByState:
     the value is shared by every caller, so nobody may change it. Safe for threads."""
 
     def __init__(self, compute: Callable[..., Any], size: int = 512):
-        self._compute, self._size = compute, size
-        self._values: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._compute = compute
+        self._values = Kept(size)
 
     def __call__(self, state: Any, *args) -> Any:
         key = (id(state), *args)
-        with self._lock:
-            held = self._values.get(key)
-            if held is not None and held[0] is state:  # the state itself: ids are reused
-                self._values.move_to_end(key)
-                return held[1]
+        held = self._values.get(key)
+        if held is not None and held[0] is state:  # the state itself: ids are reused
+            return held[1]
         value = self._compute(state, *args)
-        with self._lock:
-            self._values[key] = (state, value)  # holding the state keeps its id its own
-            if len(self._values) > self._size:
-                self._values.popitem(last=False)
+        self._values.put(key, (state, value))  # holding the state keeps its id its own
         return value
 
 

@@ -18,6 +18,7 @@ from engine.words import Phrase
 
 from .. import i18n
 from ..i18n import N_, gettext, ngettext
+from ..kept import Kept
 from . import ByState, MoveError, ResultTable, SetupProblem, StateCache
 
 # The invitation's and the seat page's summary of the rules, in each language written from that
@@ -133,6 +134,8 @@ class KardinalKoenig:
         # States are immutable, so a stored text read once can be shared by later requests.
         self._states = StateCache(self._read)
         self._views = ByState(self._view_dict)
+        self._moves = Kept(4096)
+        self._told = None  # the latest move described: (before, move, after, {to mover: lines})
 
     # --- set-up and storage ---------------------------------------------------------------
 
@@ -206,10 +209,14 @@ class KardinalKoenig:
         return []  # every move is listed
 
     def parse(self, state: kk.GameState, text: str) -> kk.Move:
+        # A move's text reads the same in every position (moves are values): read once.
+        move = self._moves.get(text)
+        if move is not None:
+            return move
         try:
-            return kk.parse_move(text, self.board)
+            return self._moves.put(text, kk.parse_move(text, self.board))
         except kk.NotationError as exc:
-            raise MoveError(_said(exc)) from None
+            raise MoveError(_said(exc)) from None  # said in the reader's language: not kept
 
     def apply(self, state: kk.GameState, move: kk.Move) -> kk.GameState:
         try:
@@ -234,8 +241,20 @@ class KardinalKoenig:
         return notation  # every move of this game is public
 
     def describe(self, before, move, after, reader: int | None) -> list[Phrase]:
-        """The engine's sentences (Phrases: English, with their message ids for the log)."""
-        return kk.describe(before, move, after, reader)
+        """The engine's sentences (Phrases: English, with their message ids for the log).
+
+        The engine names a card drawn from the deck to its drawer alone and tells every other
+        reader the same (engine.kardinal_koenig.narrate): a move told to each seat in turn is
+        told twice, once to the mover and once to the rest (the same list, the latest move's)."""
+        last = self._told
+        if last is None or last[0] is not before or last[1] is not move \
+                or last[2] is not after:
+            last = self._told = (before, move, after, {})
+        told = reader == before.current
+        lines = last[3].get(told)
+        if lines is None:
+            lines = last[3][told] = kk.describe(before, move, after, reader)
+        return lines
 
     def foretell(self, before, move, after) -> list[str]:
         return [i18n.render(line) for line in kk.foretell(before, move, after)]

@@ -24,6 +24,7 @@ from engine.knights_castles.svg import tableau_svg
 
 from .. import i18n
 from ..i18n import N_, gettext, ngettext
+from ..kept import Kept
 from . import ByState, MoveError, SetupProblem, StateCache
 
 MOVE_LOG_LENGTH = 200  # the move log's notation column (pbem.models.MoveRecord.notation)
@@ -135,6 +136,7 @@ class KnightsCastles:
         # States are immutable, so a stored text read once can be shared by later requests.
         self._states = StateCache(kc.from_json)
         self._views = ByState(self._view_dict)
+        self._moves = Kept(4096)
 
     # --- set-up and storage ---------------------------------------------------------------
 
@@ -201,10 +203,14 @@ class KnightsCastles:
                         colour=colour) for colour in kc.legal_moves(state).offers_to()]
 
     def parse(self, state: kc.GameState, text: str) -> kc.Move:
+        # A move's text reads the same in every position (moves are values): read once.
+        move = self._moves.get(text)
+        if move is not None:
+            return move
         try:
-            return kc.parse_move(text)
+            return self._moves.put(text, kc.parse_move(text))
         except NotationError as exc:
-            raise MoveError(_said(exc)) from None
+            raise MoveError(_said(exc)) from None  # said in the reader's language: not kept
 
     def apply(self, state: kc.GameState, move: kc.Move) -> kc.GameState:
         self.apply_limit(move)
