@@ -23,7 +23,7 @@ from sqlalchemy import bindparam, update
 from sqlmodel import Session
 
 from . import clock
-from .db import insert_later, insert_pending
+from .db import Cached, insert_later, insert_pending
 from .games import SetupProblem
 from .i18n import gettext as _
 from .models import DONE, PENDING, REMINDER, TIMEOUT, Game, Seat, Timer
@@ -108,9 +108,9 @@ def deadline_of(game: Game, seat: Seat) -> datetime:
 # Built once and run on the session's connection: every move that ends a turn runs it, and
 # building it (and the ORM's bookkeeping of a bulk UPDATE) cost more than running it. No Timer
 # object is kept in a session for its status, so none needs to learn of it.
-_OBSOLETE = (update(Timer)
-             .where(Timer.game_id == bindparam("of_game"), Timer.status == PENDING)
-             .values(status=DONE, done_at=bindparam("now"), outcome="obsolete"))
+_OBSOLETE = Cached(update(Timer)
+                   .where(Timer.game_id == bindparam("of_game"), Timer.status == PENDING)
+                   .values(status=DONE, done_at=bindparam("now"), outcome="obsolete"))
 
 
 def stop_clock(session: Session, game: Game, now: datetime) -> None:
@@ -118,7 +118,7 @@ def stop_clock(session: Session, game: Game, now: datetime) -> None:
     game.clock_version += 1
     game.deadline_at = None
     insert_pending(session, Timer)  # timers written earlier in this transaction wait too
-    session.connection().execute(_OBSOLETE, {"of_game": game.id, "now": now})
+    _OBSOLETE.execute(session.connection(), [{"of_game": game.id, "now": now}])
 
 
 def start_clock(session: Session, game: Game, seat: Seat, now: datetime) -> None:

@@ -32,7 +32,7 @@ from sqlalchemy import bindparam, false, update
 from sqlmodel import Session, select
 
 from . import i18n, turnfile, turns
-from .db import insert_later, insert_pending, locked, utcnow
+from .db import Cached, insert_later, insert_pending, locked, utcnow
 from .games import GameRules, choices, rules_for
 from .i18n import gettext as _
 from .models import TO_ALL, DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
@@ -315,9 +315,10 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
                     how_to_play=rules.how_to_play(state), rules_note=rules.variant_note(state))
 
 
-_DIGEST_COVERED = (update(DigestItem)
-                   .where(DigestItem.seat_id == bindparam("of_seat"), DigestItem.sent == false())
-                   .values(sent=True))
+_DIGEST_COVERED = Cached(update(DigestItem)
+                         .where(DigestItem.seat_id == bindparam("of_seat"),
+                                DigestItem.sent == false())
+                         .values(sent=True))
 
 
 @_in_seat_language
@@ -329,7 +330,7 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
     if _RENDERING not in session.info and seat.bot is None:
         # The news below covers what the digest would have said.
         insert_pending(session, DigestItem)
-        session.connection().execute(_DIGEST_COVERED, {"of_seat": seat.id})
+        _DIGEST_COVERED.execute(session.connection(), [{"of_seat": seat.id}])
     subject = _("Reminder: your move is due %(deadline)s",
                 deadline=_deadline_text(game.deadline_at, seat, game)) \
         if reminder else _("Your turn")
