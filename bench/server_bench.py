@@ -49,11 +49,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import results_file
 from flask import Flask, jsonify, request
 from sqlalchemy import event, text
 
-import results_file
-from pbem import create_app, schema
+from pbem import create_app, schema, started
 from pbem.db import make_engine
 from pbem.services import create_game, parse_player
 
@@ -524,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(WARMUP):  # templates compiled, connections opened, caches filled
             table.move(None)
             floor_move(floor, rng, None)
+        started()  # as the server's entry points do (wsgi.py, `pbem serve`)
 
         for repeat in range(repeats):
             ours, theirs = Timings(), Timings()

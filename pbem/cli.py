@@ -20,7 +20,6 @@ from pathlib import Path
 import click
 from alembic.util import CommandError
 from flask import current_app
-from .i18n import gettext as _, ngettext
 from flask.cli import FlaskGroup, with_appcontext
 from sqlalchemy import func
 from sqlalchemy.exc import DBAPIError
@@ -31,9 +30,11 @@ from .config import ConfigError
 from .db import reading, shown_url, utcnow
 from .deadlines import time_control
 from .games import DEFAULT_KIND, SetupProblem, games_help, rules_for
+from .i18n import gettext as _
+from .i18n import ngettext
 from .jobs import run_jobs
-from .models import FAILED, RUNNING, UNKNOWN, Game, OutboxMessage, Seat
 from .mailbox import describe_access, is_enabled
+from .models import FAILED, RUNNING, UNKNOWN, Game, OutboxMessage, Seat
 from .outbox import SenderThread, deliver_all_due, request_stop, stop_event
 from .services import (
     ServiceError,
@@ -286,6 +287,8 @@ def serve_command(host, port, scheduler):
     own (single machine; see README for more)."""
     from werkzeug.serving import run_simple
 
+    from . import started
+
     _need_schema()
     app = current_app._get_current_object()
     check_settings(app, "serve")
@@ -308,6 +311,7 @@ def serve_command(host, port, scheduler):
                                   str(watched)], pass_fds=(watched,))
         os.close(watched)
         click.echo(f"Scheduler running beside it (process {child.pid}).")
+    started()
     try:
         run_simple(host, port, app, threaded=True, use_reloader=False)
     finally:
@@ -348,7 +352,7 @@ def _stop_on_signals(app) -> None:
     """SIGTERM and Ctrl-C ask the work in hand to finish its timer or mail and give the rest
     of its claims back (instead of leaving them claimed, a turn half played). The handler only
     sets a flag: it may run at any moment in the main thread, so it takes no lock there."""
-    handler = lambda *_: request_stop(app)  # noqa: E731
+    handler = lambda *_: request_stop(app)
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
 

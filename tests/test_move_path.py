@@ -279,3 +279,25 @@ def test_the_intermediate_scoring_is_made_once_and_is_what_it_was():
     first = intermediate_breakdown(board, ("red", "green", "yellow"), monasteries)
     assert intermediate_breakdown(board, ("red", "green", "yellow"), monasteries) is first
     assert intermediate_breakdown(board, ("red", "green", "blue"), monasteries) is not first
+
+
+def test_a_started_server_leaves_what_start_up_made_out_of_full_collections():
+    import gc
+    import weakref
+
+    from pbem import started
+
+    class Node:
+        pass
+
+    cycle = Node()
+    cycle.me = cycle
+    made = weakref.ref(cycle)
+    del cycle
+    frozen = gc.get_freeze_count()
+    try:
+        started()
+        assert gc.get_freeze_count() > frozen
+        assert made() is None  # garbage collected first, not kept for good by the freeze
+    finally:
+        gc.unfreeze()
