@@ -781,8 +781,10 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
         for key, window in own.info.pop(_MADE, ()):  # committed: the log is so now
             _windows.put(key, window)
         return result
-    # What the caller changed is in the database before the rows are read.
-    insert_pending(session)
+    # What the caller changed is in the database before the rows are read: its ORM objects,
+    # and the moves it made before this one (the latest moves are read back; the mails and
+    # timers it queued wait to be written together).
+    insert_pending(session, MoveRecord)
     session.flush()
     return _move(session, True, token, text, turn, seat_id, actor, via, now, context_log)
 

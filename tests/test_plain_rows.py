@@ -277,3 +277,32 @@ def test_a_writers_rows_are_written_at_its_commit_and_gone_with_its_rollback(app
         insert_later(writer, Timer, row)
         assert all(t[4] != 99 for t in _timers(app))  # not yet: at the commit
     assert sum(t[4] == 99 for t in _timers(app)) == 1
+
+
+def test_a_turn_played_in_the_callers_session_is_told_whole_in_its_mails(app):
+    """A timeout plays a turn's moves in one session: the mails of its last move tell every
+    move of the turn (the earlier ones are read back, not lost among the waiting rows)."""
+    new_game(app, 3, "whole")
+    with reading(app) as session:
+        rules = rules_for(session.get(Game, 1).kind)
+    notations = []
+    with app.test_request_context("/"), writing() as session:
+        read = select(Game.turn, Game.state_json).where(Game.id == 1)  # as jobs reads: Core
+        while True:
+            turn, state_json = session.connection().execute(read).one()
+            state = rules.loads(state_json)
+            mover = rules.to_move(state)
+            seat_id = session.connection().execute(select(Seat.id).where(
+                Seat.game_id == 1, Seat.number == mover)).scalar_one()
+            move = rules.default_move(state)
+            submit_move(None, move, turn, seat_id=seat_id, actor="timeout", via="scheduler",
+                        session=session)
+            notations.append(move)
+            after = rules.loads(session.connection().execute(read).one()[1])
+            if rules.to_move(after) != mover:
+                break
+    assert len(notations) > 1  # an exchange and the draw after it, at least
+    moved = next(i for i in _intents(app, "moved") if i["seat"] != mover)
+    told = [line["sentence"]["t"] for line in moved["args"]["lines"]]
+    assert notations[0].startswith("exchange") and len(told) == len(notations), told
+    assert "exchanged" in told[0] and all("drew" in line for line in told[1:])
