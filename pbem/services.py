@@ -915,8 +915,10 @@ def _seat_name(connection: Connection, game: Game | GameRow, number: int | None)
 
 def _stale(connection: Connection, game: Game | GameRow, seat: Seat | SeatRow, text: str,
            turn: int) -> ServiceError:
+    # Only moves the game has made have records (a turn beyond may be any number at all).
     record = connection.execute(select(MoveRecord.seat, MoveRecord.notation).where(
-        MoveRecord.game_id == game.id, MoveRecord.number == turn)).first()
+        MoveRecord.game_id == game.id, MoveRecord.number == turn)).first() \
+        if turn < game.turn else None
     if record is not None and record.seat == seat.number:
         rules = rules_for(game.kind)
         try:

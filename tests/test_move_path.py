@@ -301,3 +301,14 @@ def test_a_started_server_leaves_what_start_up_made_out_of_full_collections():
         assert made() is None  # garbage collected first, not kept for good by the freeze
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.usefixtures("database")
+def test_a_move_for_a_turn_far_beyond_the_game_is_refused_as_stale(app):
+    """Any whole number up to 2**53 is taken as a turn; one the game has not reached has no
+    record to look up (PostgreSQL's integer keys hold 32 bits)."""
+    _, tokens = new_game(app, 3, "far")
+    with app.test_request_context("/"):
+        for turn in (1, 2**31, 2**53 - 1):
+            with pytest.raises(services.StaleTurn, match="has not reached"):
+                submit_move(tokens[0], "draw deck", turn)
