@@ -30,7 +30,10 @@ class _LogItems:
     as the reader sees it (`notation_for`), which is compared, not assumed."""
 
     def __init__(self, size: int = 32768):
-        self._items = Kept(size)
+        # A plain dict: a lookup per entry of every answer, where a lock cost more than the
+        # rest; when full it is emptied, and items are made again as they are asked for.
+        self._items: dict[int, tuple[LogEntry, str, dict]] = {}
+        self.size = size
 
     def __call__(self, entry: LogEntry, move: str) -> dict:
         held = self._items.get(id(entry))
@@ -39,7 +42,9 @@ class _LogItems:
         item = {"move_number": entry.number, "turn": entry.number,
                 "turn_number": entry.turn_number, "seat": entry.seat, "lines": entry.lines,
                 "move": move, "at": entry.created_at.isoformat()}
-        self._items.put(id(entry), (entry, move, item))  # the entry held keeps its id its own
+        if len(self._items) >= self.size:
+            self._items.clear()
+        self._items[id(entry)] = (entry, move, item)  # the entry held keeps its id its own
         return item
 
 

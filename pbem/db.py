@@ -318,8 +318,14 @@ class Cached:
         self.statement = statement
         self._plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+    def _plans_of(self, dialect) -> dict:
+        plans = self._plans.get(dialect)
+        if plans is None:
+            plans = self._plans.setdefault(dialect, {})
+        return plans
+
     def _plan(self, dialect, keys: tuple[str, ...]) -> tuple:
-        plans = self._plans.setdefault(dialect, {})
+        plans = self._plans_of(dialect)
         plan = plans.get(keys)
         if plan is None:
             compiled = self.statement.compile(dialect=dialect, column_keys=list(keys))
@@ -382,7 +388,7 @@ class Cached:
 
     def converters(self, dialect) -> tuple:
         """Each selected column's result processor for `dialect` (None: taken as it is)."""
-        plans = self._plans.setdefault(dialect, {})
+        plans = self._plans_of(dialect)
         converters = plans.get(None)
         if converters is None:
             converters = plans[None] = tuple(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
+import orjson
 from flask import current_app
 from flask_babel import lazy_gettext as L_
 from sqlalchemy import bindparam, case, func, literal_column
@@ -830,7 +831,7 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
                          "p": {"bot": _bot_of(game, seat), "line": line}}
                         for line in told[:1]]
     notation = rules.notation(move)
-    lines_json = json.dumps(lines, ensure_ascii=False)
+    lines_json = orjson.dumps(lines).decode()  # read back by json.loads, like any JSON
     # Written now for every reader, in the language in use (the mover's): each seat's page
     # and API answer show this entry after every move from now on (`_log`).
     language = i18n.language()
