@@ -23,7 +23,7 @@ from sqlalchemy import bindparam, update
 from sqlmodel import Session
 
 from . import clock
-from .db import Cached, insert_later, insert_pending
+from .db import Cached, insert_later, insert_pending, is_status
 from .games import SetupProblem
 from .i18n import gettext as _
 from .models import DONE, PENDING, REMINDER, TIMEOUT, Game, Seat, Timer
@@ -108,8 +108,11 @@ def deadline_of(game: Game, seat: Seat) -> datetime:
 # Built once and run on the session's connection: every move that ends a turn runs it, and
 # building it (and the ORM's bookkeeping of a bulk UPDATE) cost more than running it. No Timer
 # object is kept in a session for its status, so none needs to learn of it.
+# The status written into the statement (is_status): the game's waiting timers are found in
+# the partial index ix_timer_waiting, not among every timer the game ever had.
 _OBSOLETE = Cached(update(Timer)
-                   .where(Timer.game_id == bindparam("of_game"), Timer.status == PENDING)
+                   .where(Timer.game_id == bindparam("of_game"),
+                          is_status(Timer.status, PENDING))
                    .values(status=DONE, done_at=bindparam("now"), outcome="obsolete"))
 
 

@@ -225,6 +225,7 @@ class Timer(SQLModel, table=True):
     """A reminder or a timeout due for the seat to move; claimed by one scheduler run."""
 
     __table_args__ = (Index("ix_timer_due", "status", "due_at"),
+                      partial_index("ix_timer_waiting", "game_id", status=PENDING),
                       partial_index("ix_timer_claimed", "claimed_at", status=CLAIMED),
                       partial_index("ix_timer_claim", "claim", status=CLAIMED))
 

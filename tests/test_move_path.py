@@ -24,7 +24,7 @@ import engine
 import engine.knights_castles as kc
 from pbem import i18n, services, stewardship, turns
 from pbem.api import API_LOG, _LogItems
-from pbem.db import get_engine, reading, reading_rows, utcnow
+from pbem.db import get_engine, reading, reading_rows, utcnow, writing
 from pbem.games import ByState, MoveError, StateCache, rules_for
 from pbem.models import Game, MoveRecord
 from pbem.services import LogEntry, load_seat, submit_move
@@ -312,3 +312,38 @@ def test_a_move_for_a_turn_far_beyond_the_game_is_refused_as_stale(app):
         for turn in (1, 2**31, 2**53 - 1):
             with pytest.raises(services.StaleTurn, match="has not reached"):
                 submit_move(tokens[0], "draw deck", turn)
+
+
+@pytest.mark.usefixtures("database")
+def test_a_turns_end_finds_the_games_waiting_timers_without_its_finished_ones(app):
+    """Ending a turn marks the game's waiting timers obsolete: found through the index of
+    waiting timers, not by walking every timer the game ever had (three a turn)."""
+    from sqlalchemy import insert
+
+    from pbem.deadlines import _OBSOLETE
+    from pbem.models import DONE, TIMEOUT, Timer
+
+    new_game(app, 3, "timers")
+    past = utcnow() - timedelta(days=3)
+    with app.test_request_context("/"), writing() as session:
+        session.connection().execute(insert(Timer.__table__), [
+            {"game_id": 1, "seat_id": 1, "kind": TIMEOUT, "due_at": past, "clock_version": 0,
+             "status": DONE, "done_at": past, "outcome": "obsolete"} for _ in range(3000)])
+    engine = get_engine(app)
+    with engine.connect() as connection:
+        connection.exec_driver_sql("ANALYZE")
+        connection.commit()
+    engine.dispose()  # statistics are read when a connection opens
+    with engine.connect() as connection:
+        sql = _OBSOLETE._plan(connection.dialect, ("of_game", "now"))[0]
+        if connection.dialect.name == "sqlite":
+            plan = " ".join(row[-1] for row in connection.exec_driver_sql(
+                "EXPLAIN QUERY PLAN " + sql, ("x", "y", "z", 1)))
+        else:
+            plan = json.dumps(connection.exec_driver_sql(
+                "EXPLAIN (FORMAT JSON) " + sql,
+                {"status": "x", "now": past, "outcome": "z", "of_game": 1}).scalar())
+    # Through the waiting timers (PostgreSQL may take them from ix_timer_due's status first:
+    # as good), never through ix_timer_game_id, which holds all 3,000 of the game's.
+    assert "ix_timer_waiting" in plan or "(status)::text = 'pending'" in plan, plan
+    assert "ix_timer_game_id" not in plan, plan
