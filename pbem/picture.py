@@ -19,13 +19,13 @@ from __future__ import annotations
 import io
 import json
 import struct
-import threading
-from collections import OrderedDict
 from functools import lru_cache
 
 import resvg_py
 from isal import isal_zlib
 from PIL import Image
+
+from .kept import Kept
 
 WIDTH = 800  # pixels; the mail shows it at 600 (sharp on high-density screens), scaled down
 BOARD_UNITS = 1000  # the width of a board picture's viewBox
@@ -96,33 +96,7 @@ def adler32_combine(first: int, second: int, second_length: int) -> int:
     return sum1 | sum2 << 16
 
 
-class _Kept:
-    """A bounded mapping that forgets what was used longest ago; shared by threads."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self.items: OrderedDict = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key):
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def put(self, key, value) -> None:
-        with self.lock:
-            self.items[key] = value
-            if len(self.items) > self.size:
-                self.items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self.lock:
-            self.items.clear()
-
-
-_drawn = _Kept(DRAWN_KEPT)  # (board, piece, pieces under it) -> its pixels drawn over them
+_drawn = Kept(DRAWN_KEPT)  # (board, piece, pieces under it) -> its pixels drawn over them
 
 
 class _Board:
