@@ -341,9 +341,11 @@ def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
     # The legal moves are the seat to move's: listed for that seat only (they show its hand).
     legal = choices(rules, state) if rules.to_move(state) == seat.number else []
     # The turn in progress after the game's latest move (counted in the log up to it, which
-    # later moves do not change).
-    turn_number = turns.in_progress(rules, turns.of_move(session, rules, game.id,
-                                                         game.turn - 1), state)
+    # later moves do not change). A mail written later reads it on its reading session's
+    # connection (nothing of the session's own waits to be written there).
+    log = session.connection() if _RENDERING in session.info else session
+    turn_number = turns.in_progress(rules, turns.of_move(log, rules, game.id, game.turn - 1),
+                                    state)
     turn_file = turnfile.render(game.title, game.id, seat.name, seat.colour, game.turn, position,
                                 legal, rules.order_examples, turn_number=turn_number)
     return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,
