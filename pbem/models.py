@@ -120,8 +120,12 @@ class Seat(SQLModel, table=True):
 class SeatKey(SQLModel, table=True):
     """One secret link to a seat; each mail to a seat carries a fresh one."""
 
+    # A seat's keys in the order they were made: a link's first newer key is one step away
+    # (pbem.services.superseded_at).
+    __table_args__ = (Index("ix_seatkey_seat", "seat_id", "id"),)
+
     id: int | None = Field(default=None, primary_key=True)
-    seat_id: int = Field(foreign_key="seat.id", index=True)
+    seat_id: int = Field(foreign_key="seat.id")
     token_hash: str = Field(max_length=64, unique=True)
     turn: int | None = None  # the game's turn when the key was mailed: a reply answers that turn
     # A key mailed with a message (table talk): a reply's text goes to every seat (TO_ALL) or

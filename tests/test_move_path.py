@@ -347,3 +347,57 @@ def test_a_turns_end_finds_the_games_waiting_timers_without_its_finished_ones(ap
     # as good), never through ix_timer_game_id, which holds all 3,000 of the game's.
     assert "ix_timer_waiting" in plan or "(status)::text = 'pending'" in plan, plan
     assert "ix_timer_game_id" not in plan, plan
+
+
+@pytest.mark.usefixtures("database")
+def test_a_links_first_newer_key_is_found_in_one_step_among_many(app):
+    """When a link was superseded: the first newer unrevoked key of its seat, found through
+    the seat's keys in order (ix_seatkey_seat), not by walking every key made since."""
+    from sqlalchemy import insert, update
+
+    from pbem.models import Seat, SeatKey
+    from pbem.tokens import hash_token
+
+    _, tokens = new_game(app, 3, "keys")
+    now = utcnow()
+    with app.test_request_context("/"), writing() as session:
+        connection = session.connection()
+        seat_id = services._seat_rows(connection, tokens[0])[0].id
+        # A server's other seats (a thousand, in a game of their own here) and their mail
+        # since the link was made.
+        game = connection.execute(select(*Game.__table__.c).where(Game.id == 1)).one()._asdict()
+        connection.execute(insert(Game.__table__), [{**game, "id": 2, "watch_id": "other"}])
+        connection.execute(insert(Seat.__table__), [
+            {"game_id": 2, "number": n, "name": f"P{n}", "email": f"p{n}@example.org",
+             "colour": "red"} for n in range(1000)])
+        others = connection.execute(select(Seat.id).where(Seat.game_id == 2)).scalars().all()
+        connection.execute(insert(SeatKey.__table__), [
+            {"seat_id": others[i % 1000], "token_hash": f"{i:064x}", "turn": 0,
+             "created_at": now - timedelta(days=40)} for i in range(4000)])
+        connection.execute(insert(SeatKey.__table__), [  # the seat's: a revoked one first
+            {"seat_id": seat_id, "token_hash": "e" * 64, "turn": 0,
+             "created_at": now - timedelta(days=40), "revoked_at": now - timedelta(days=40)},
+            {"seat_id": seat_id, "token_hash": "f" * 64, "turn": 0,
+             "created_at": now - timedelta(days=5), "revoked_at": None}])
+    engine = get_engine(app)
+    with engine.connect() as connection:
+        connection.exec_driver_sql("ANALYZE")
+        connection.commit()
+    engine.dispose()  # statistics are read when a connection opens
+    with app.test_request_context("/"), engine.connect() as connection:
+        sql = services._ROWS["token", False]._plan(connection.dialect, ("token_hash",))[0]
+        if connection.dialect.name == "sqlite":
+            plan = " ".join(row[-1] for row in connection.exec_driver_sql(
+                "EXPLAIN QUERY PLAN " + sql, (hash_token(tokens[0]), 1, 0)))
+        else:
+            plan = json.dumps(connection.exec_driver_sql(
+                "EXPLAIN (FORMAT JSON) " + sql,
+                {"token_hash": hash_token(tokens[0]), "param_1": 1}).scalar())
+        assert "ix_seatkey_seat" in plan and "seatkey_pkey" not in plan, plan
+        # Superseded five days ago by the unrevoked key (not forty, by the revoked one): the
+        # link works for two more days of the seven.
+        services._seat_rows(connection, tokens[0])
+        connection.execute(update(SeatKey).where(SeatKey.token_hash == "f" * 64)
+                           .values(created_at=now - timedelta(days=8)))
+        with pytest.raises(services.LinkExpired):
+            services._seat_rows(connection, tokens[0])
