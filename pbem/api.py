@@ -55,13 +55,23 @@ _log_lists = Kept(4096)
 
 
 def _log_items(ctx: SeatContext) -> list[dict]:
-    held = _log_lists.get(id(ctx.log))
-    if held is not None and held[0] is ctx.log and held[1] == ctx.seat.number:
+    log, reader = ctx.log, ctx.seat.number
+    held = _log_lists.get(id(log))
+    if held is not None and held[0] is log and held[1] == reader:
         return held[2]
-    rules, state, reader = ctx.rules, ctx.state, ctx.seat.number
-    items = [_log_item(r, rules.notation_for(state, r.notation, r.seat, reader))
-             for r in ctx.log]
-    _log_lists.put(id(ctx.log), (ctx.log, reader, items))  # the list held keeps its id
+    rules, state = ctx.rules, ctx.state
+    before = ctx.log_before
+    held = None if before is None else _log_lists.get(id(before))
+    if held is not None and held[0] is before and held[1] == reader:
+        # The previous move's items, the new entry's added: a move as a reader sees it
+        # (notation_for) depends on the reader and the game's players, not the position.
+        new = log[:len(log) - len(before)] if len(log) > len(before) else log[:1]
+        items = [_log_item(r, rules.notation_for(state, r.notation, r.seat, reader))
+                 for r in new] + held[2][:len(log) - len(new)]
+    else:
+        items = [_log_item(r, rules.notation_for(state, r.notation, r.seat, reader))
+                 for r in log]
+    _log_lists.put(id(log), (log, reader, items))  # the list held keeps its id its own
     return items
 
 

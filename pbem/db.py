@@ -219,8 +219,10 @@ def make_engine(url: str, synchronous: str = "normal") -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
-        write = conn.get_execution_options().get("pbem_write", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        options = conn.get_execution_options()
+        if options.get("pbem_begun"):  # the caller begins on the driver (_begin_on_driver)
+            return
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get("pbem_write") else "BEGIN")
 
     return engine
 
@@ -231,6 +233,8 @@ def init_app(app: Flask) -> None:
     # Made once: an engine with options is a proxy whose event dispatch is joined anew for each
     # one made, which cost a write transaction more than its statements.
     app.extensions["pbem_db_writer"] = engine.execution_options(pbem_write=True)
+    # The move path's own transactions send their BEGIN straight to the driver.
+    app.extensions["pbem_db_rows"] = engine.execution_options(pbem_begun=True)
     # Names this app's database in what the process keeps of it (pbem.services' log windows):
     # two apps of one process may hold copies of one game in two databases.
     app.extensions["pbem_db_token"] = uuid.uuid4().hex
@@ -251,8 +255,18 @@ def reading(app: Flask | None = None) -> Iterator[Session]:
 def reading_rows(app: Flask | None = None) -> Iterator[Connection]:
     """A connection for reads of plain rows (no ORM session): one consistent snapshot, and
     nothing written."""
-    with get_engine(app).connect() as connection:
+    with (app or current_app).extensions["pbem_db_rows"].connect() as connection:
+        _begin_on_driver(connection, "BEGIN")
         yield connection
+
+
+def _begin_on_driver(connection: Connection, sql: str) -> None:
+    """Begin the connection's transaction, on SQLite with `sql` sent straight to the driver (a
+    db.Cached statement: heard by listeners, and a fraction of SQLAlchemy's cost for it);
+    PostgreSQL's driver begins by itself."""
+    connection.begin()
+    if connection.dialect.name == "sqlite":
+        _BEGIN[sql].execute(connection, [{}])
 
 
 @contextmanager
@@ -282,10 +296,12 @@ class Writer:
 def writing_rows(app: Flask | None = None) -> Iterator[Writer]:
     """One write transaction without an ORM session (a `Writer`, for plain rows): committed
     when the block ends, after the rows insert_later holds; rolled back if it raises."""
-    with (app or current_app).extensions["pbem_db_writer"].begin() as connection:
+    with (app or current_app).extensions["pbem_db_rows"].connect() as connection:
+        _begin_on_driver(connection, "BEGIN IMMEDIATE")
         writer = Writer(connection)
         yield writer
         insert_pending(writer)
+        connection.commit()
 
 
 def is_status(column, value: str) -> ColumnElement[bool]:
@@ -396,7 +412,21 @@ class Cached:
                 for column in self.statement.selected_columns)
         return converters
 
+    def converted(self, dialect, row: tuple, start: int, end: int) -> list:
+        """Columns `start` to `end` of a row `fetch` gave, as SQLAlchemy would give them."""
+        plans = self._plans_of(dialect)
+        conversions = plans.get((start, end))
+        if conversions is None:  # only the columns whose type converts anything
+            conversions = plans[start, end] = tuple(
+                (i, convert) for i, convert in enumerate(self.converters(dialect)[start:end])
+                if convert is not None)
+        values = list(row[start:end])
+        for i, convert in conversions:
+            values[i] = convert(values[i])
+        return values
 
+
+_BEGIN = {sql: Cached(text(sql)) for sql in ("BEGIN", "BEGIN IMMEDIATE")}
 _INSERTS: dict[Table, Cached] = {}
 
 

@@ -157,19 +157,29 @@ def render(data) -> str:
         data = phrase_data(data)
     if not isinstance(data, dict):
         return data if isinstance(data, str) else str(data)
-    params = {name: _parameter(value) for name, value in data.get("p", {}).items()}
+    return _render(data, translations())
+
+
+def _render(data: dict, catalog) -> str:
+    """`render` of sentence data with the catalog looked up once for the whole sentence (a
+    line of the log has half a dozen parts, each a message)."""
+    params = {name: _parameter(value, catalog) for name, value in data.get("p", {}).items()}
     key = data["t"]
     if isinstance(key, list):
-        return ngettext(key[0], key[1], data["n"], **params)
-    return gettext(key, **params) if params else gettext(key)
+        params.setdefault("num", data["n"])
+        return catalog.ungettext(key[0], key[1], data["n"]) % params
+    translated = catalog.ugettext(key)
+    return translated % params if params else translated
 
 
-def _parameter(value):
+def _parameter(value, catalog):
     """A sentence's parameter as it is put in: a list (of cards, say) joined by commas, as the
     engine's English joins it."""
     if isinstance(value, (list, tuple)):
-        return ", ".join(_parameter(v) for v in value)
-    return render(value) if isinstance(value, (dict, str)) else value
+        return ", ".join(_parameter(v, catalog) for v in value)
+    if isinstance(value, dict):
+        return _render(value, catalog)
+    return value
 
 
 class Sentence(LazyString):

@@ -372,9 +372,6 @@ _SEAT_END = len(SeatRow.names)
 _GAME_END = _SEAT_END + len(GameRow.names)
 
 
-def _converted(row: tuple, converters: tuple, start: int, end: int) -> tuple:
-    return tuple(value if convert is None else convert(value)
-                 for value, convert in zip(row[start:end], converters[start:end]))
 
 
 def _opened(seat_id: int | None, token: str | None) -> tuple[str, dict] | None:
@@ -430,11 +427,11 @@ def _seat_rows(connection: Connection, token: str | None, seat_id: int | None = 
         raise NotFound(_(UNKNOWN_LINK))
     # Each row's seat converted; the game's columns (the same in every row) and the key's
     # time from the first.
-    converters, first = statement.converters(connection.dialect), rows[0]
+    dialect, first = connection.dialect, rows[0]
     if seat_id is None:
-        _check_key(_converted(first, converters, _GAME_END + 1, _GAME_END + 2)[0])
-    seats = [SeatRow(_converted(row, converters, 0, _SEAT_END)) for row in rows]
-    game = GameRow(_converted(first, converters, _SEAT_END, _GAME_END))
+        _check_key(statement.converted(dialect, first, _GAME_END + 1, _GAME_END + 2)[0])
+    seats = [SeatRow(statement.converted(dialect, row, 0, _SEAT_END)) for row in rows]
+    game = GameRow(statement.converted(dialect, first, _SEAT_END, _GAME_END))
     return _opened_seat(seats, first[_GAME_END], seat_id), game, seats
 
 
@@ -581,10 +578,21 @@ class _Window:
         full = len(self.rows) == self.size
         rows = ((row, *self.rows[:-1]) if full else (row, *self.rows))
         numbers = ((number, *self.numbers[:-1]) if full else (number, *self.numbers))
-        logs = {(reader, language): [_entry(row, reader, language, number),
-                                     *(log[:-1] if full else log)]
-                for (reader, language, *limit), log in list(self._logs.items()) if not limit}
+        logs = {}
+        for (reader, language, *limit), log in list(self._logs.items()):
+            if not limit:
+                logs[reader, language] = [_entry(row, reader, language, number),
+                                          *(log[:-1] if full else log)]
+                logs[reader, language, "before"] = log
         return _Window(rows, numbers, self.size, self.complete and not full, logs)
+
+    def before(self, log: list[LogEntry], reader: str, language: str) -> list[LogEntry] | None:
+        """The list `log` (this window's, whole) was made from by adding the latest move to
+        the previous window's: all of it but the new entry is that list's (pbem.api keeps
+        what it made of the entries so)."""
+        if log is not self._logs.get((reader, language)):
+            return None
+        return self._logs.get((reader, language, "before"))
 
     def recent(self, seats: int) -> list[tuple] | None:
         """`_RECENT`'s rows from this window (oldest first), or None when it does not reach
@@ -723,6 +731,9 @@ class SeatContext:
     state: object
     log: list[LogEntry]  # newest first, in this seat's words
     turn_number: int = 0  # the turn in progress as players count them (pbem.turns)
+    # The previous move's log of this seat that `log` was made from (its newest entry added,
+    # its oldest dropped when full), when it was: what was made of its entries holds.
+    log_before: list[LogEntry] | None = None
 
 
 def load_seat(token: str, log_limit: int | None = 200) -> SeatContext:
@@ -732,10 +743,17 @@ def load_seat(token: str, log_limit: int | None = 200) -> SeatContext:
         seat, game, seats = _seat_rows(connection, token)
         rules = rules_for(game.kind)
         state = rules.loads(game.state_json)
-        log, last = _log(connection, game, seat.number, log_limit, rules,
-                         tuple(str(s.number) for s in seats))
+        readers = tuple(str(s.number) for s in seats)
+        if log_limit is None:
+            log, last = _log(connection, game, seat.number, None, rules)
+            before = None
+        else:  # a window (see _log), and what its log was made from
+            window = _window(connection, game, max(log_limit, 1), rules, readers)
+            key, language = str(seat.number), i18n.language()
+            log, last = window.log(key, language, log_limit), window.last_turn
+            before = window.before(log, key, language)
         return SeatContext(game, seat, seats, rules, state, log,
-                           turns.in_progress(rules, last, state))
+                           turns.in_progress(rules, last, state), before)
 
 
 def set_notify(token: str, choice: str) -> None:
@@ -873,9 +891,10 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
                 window.log(str(reader.number), language)
             if not outer:
                 session.info.setdefault(_MADE, []).append((_window_key(game), window))
-        context = SeatContext(game, seat, seats, rules, after,
-                              window.log(str(seat.number), language, context_log),
-                              turns.in_progress(rules, window.last_turn, after))
+        log = window.log(str(seat.number), language, context_log)
+        context = SeatContext(game, seat, seats, rules, after, log,
+                              turns.in_progress(rules, window.last_turn, after),
+                              window.before(log, str(seat.number), language))
     return MoveResult(game.id, seat.number, notation, game.turn,
                       list(_rendered_lines(lines_json, str(seat.number), language)),
                       game.status == FINISHED, context)

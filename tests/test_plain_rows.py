@@ -262,6 +262,9 @@ def test_a_cached_select_gives_the_drivers_rows_and_the_types_converters(app):
     assert len(converters) == 4 and converters[0] is None  # an integer is taken as it is
     assert [tuple(v if c is None else c(v) for v, c in zip(row, converters))
             for row in raw] == expected
+    assert [tuple(cached.converted(connection.dialect, row, 0, 4)) for row in raw] == expected
+    assert [cached.converted(connection.dialect, row, 1, 3) for row in raw] == [
+        list(row[1:3]) for row in expected]
     assert isinstance(expected[0][1], bool) and expected[0][2].tzinfo is not None
 
 
@@ -306,3 +309,22 @@ def test_a_turn_played_in_the_callers_session_is_told_whole_in_its_mails(app):
     told = [line["sentence"]["t"] for line in moved["args"]["lines"]]
     assert notations[0].startswith("exchange") and len(told) == len(notations), told
     assert "exchanged" in told[0] and all("drew" in line for line in told[1:])
+
+
+def test_a_read_of_plain_rows_sees_one_moment_on_sqlite(app):
+    """reading_rows begins its transaction on the driver (BEGIN, sent straight to SQLite): a
+    move committed meanwhile is not seen halfway through a page's reads."""
+    from pbem.db import get_engine as engine_of
+    from pbem.db import reading_rows
+
+    if engine_of(app).dialect.name != "sqlite":
+        pytest.skip("PostgreSQL reads each statement at its own moment (READ COMMITTED)")
+    new_game(app, 3, "moment")
+    move, turn, seat_id = _move_of(app)
+    read = select(Game.turn).where(Game.id == 1)
+    with app.test_request_context("/"), reading_rows() as connection:
+        assert connection.execute(read).scalar_one() == turn
+        submit_move(None, move, turn, seat_id=seat_id)
+        assert connection.execute(read).scalar_one() == turn  # the moment the read began
+    with app.test_request_context("/"), reading_rows() as connection:
+        assert connection.execute(read).scalar_one() == turn + 1
