@@ -25,6 +25,7 @@ from datetime import datetime
 from email.headerregistry import Address
 from email.utils import getaddresses, parseaddr
 
+import orjson
 from flask import current_app, g
 from flask_babel import force_locale
 from markupsafe import Markup
@@ -196,8 +197,8 @@ def _picture(game: Game) -> str | None:
     if not current_app.config["MAIL_BOARD_PICTURE"]:
         return None
     cid = new_message_id("board.")[1:-1]
-    return json.dumps({"kind": game.kind, "state": game.state_json, "cid": cid,
-                       "language": i18n.language()})
+    return orjson.dumps({"kind": game.kind, "state": game.state_json, "cid": cid,
+                         "language": i18n.language()}).decode()
 
 
 def board_table(game, pictured) -> Markup:
@@ -468,7 +469,7 @@ def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, c
         message_id=new_message_id(), secrets_json=json.dumps([token, mine]),
         reply_to=reply_address(token), created_at=now, next_attempt_at=now,
         picture_json=_picture(game),
-        intent_json=json.dumps(intent, ensure_ascii=False))
+        intent_json=orjson.dumps(intent).decode())  # read back by json.loads
     insert_later(session, OutboxMessage, dict(vars(message)))
     return message
 
