@@ -152,10 +152,11 @@ class PlayerKey(SQLModel, table=True):
 class MoveRecord(SQLModel, table=True):
     """One applied move: who, when, how, and the log in plain words for each reader."""
 
+    # Also the index of the log by game (no other: every move writes each index's entry).
     __table_args__ = (UniqueConstraint("game_id", "number"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    game_id: int = Field(foreign_key="game.id", index=True)
+    game_id: int = Field(foreign_key="game.id")
     number: int  # the game's turn counter before this move
     seat: int
     notation: str = Field(max_length=200)
