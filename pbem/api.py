@@ -29,7 +29,7 @@ class _LogItems:
     objects that never change, so one is looked up by its identity. The item holds the move
     as the reader sees it (`notation_for`), which is compared, not assumed."""
 
-    def __init__(self, size: int = 32768):
+    def __init__(self, size: int = 4096):
         # A plain dict: a lookup per entry of every answer, where a lock cost more than the
         # rest; when full it is emptied, and items are made again as they are asked for.
         self._items: dict[int, tuple[LogEntry, str, dict]] = {}
@@ -51,7 +51,7 @@ class _LogItems:
 _log_item = _LogItems()
 # The items of a whole log list, by the list's identity: a log list (pbem.services' windows)
 # is one seat's view of one position of one game, so its items never differ.
-_log_lists = Kept(4096)
+_log_lists = Kept(512)
 
 
 def _log_items(ctx: SeatContext) -> list[dict]:

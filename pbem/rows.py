@@ -44,8 +44,12 @@ class PlainRow:
     def changes(self) -> dict[str, Any]:
         """The columns whose values differ from those the row was read (or last written) with."""
         values = self.__dict__
-        return {name: values[name] for name, read in zip(self.names, self._read)
-                if values[name] != read or type(values[name]) is not type(read)}
+        now = tuple(map(values.__getitem__, self.names))
+        read = self._read
+        if now == read and tuple(map(type, now)) == tuple(map(type, read)):
+            return {}  # most rows a move reads: compared in C, not column by column
+        return {name: value for name, value, was in zip(self.names, now, read)
+                if value != was or type(value) is not type(was)}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}>"

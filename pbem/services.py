@@ -456,7 +456,9 @@ class LogEntry(NamedTuple):
     turn_number: int = 0  # the players' turn this move belongs to (see pbem.turns)
 
 
-@functools.lru_cache(maxsize=8192)
+# The caches here are sized for the games a server has under way, not for its history: what a
+# process keeps, its garbage collector walks through (parsed lines are dozens of dicts each).
+@functools.lru_cache(maxsize=1024)
 def _readers_lines(lines_json: str) -> dict[str, tuple[str, ...]]:
     """A log entry's lines by reader, parsed once per process: a record never changes, and
     a page or an API answer shows the same fifty entries again after every move."""
@@ -527,7 +529,7 @@ def _log_latest(rules: GameRules):
         .order_by(MoveRecord.number.desc()).limit(bindparam("limit"))
 
 
-@functools.lru_cache(maxsize=32768)
+@functools.lru_cache(maxsize=8192)
 def _entry(row: tuple, reader: str, language: str, turn_number: int) -> LogEntry:
     """The log entry of a record's row (`_LOG_COLUMNS`) for `reader` in `language`, made once
     per process: the key is the whole row, so a record taken back and made anew (another row)
@@ -608,13 +610,16 @@ class _Window:
 
 
 class _Windows:
-    """The windows of the latest logs read or written by this process, by `_window_key`; at
-    most ROWS rows in all (the oldest windows go first). Safe for threads."""
+    """The windows of the latest logs read or written by this process, by `_window_key`: the
+    latest of each game (a newer one replaces it; an older one coming late is not kept), at
+    most ROWS rows in all (the games not asked about for longest go first). Safe for
+    threads. Kept small: what a process keeps, its garbage collector walks through."""
 
     ROWS = 20000
 
     def __init__(self):
         self._windows: OrderedDict[tuple, _Window] = OrderedDict()
+        self._latest: dict[tuple, tuple] = {}  # (database, watch id) -> its window's key
         self._rows = 0
         self._lock = threading.Lock()
 
@@ -628,16 +633,27 @@ class _Windows:
             return window
 
     def put(self, key: tuple, window: _Window) -> None:
+        game = key[:2]
         with self._lock:
+            latest = self._latest.get(game)
+            if latest is not None and latest != key:
+                # Moves and take-backs set the game's updated_at: the later one is the game
+                # as it is now (a request that read it before is answered, not kept).
+                if (latest[4], latest[3], latest[2]) > (key[4], key[3], key[2]):
+                    return
+                self._rows -= len(self._windows.pop(latest).rows)
             held = self._windows.pop(key, None)
             if held is not None:
                 self._rows -= len(held.rows)
                 if held.size > window.size and not window.complete:
                     window = held  # the larger one serves both
             self._windows[key] = window
+            self._latest[game] = key
             self._rows += len(window.rows)
             while self._rows > self.ROWS and len(self._windows) > 1:
-                self._rows -= len(self._windows.popitem(last=False)[1].rows)
+                old, dropped = self._windows.popitem(last=False)
+                self._rows -= len(dropped.rows)
+                del self._latest[old[:2]]
 
 
 _windows = _Windows()
@@ -871,7 +887,7 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
     came_back = actor == "player" and seat.absent
     if actor == "player":
         seat.timeouts_in_row, seat.absent = 0, False
-    _notify(session, game, seats, rules, before, after, seat, actor, now, lines_json, window)
+    _notify(session, game, seats, rules, before, after, seat, actor, now, lines, window)
     if came_back and rules.to_move(after) == seat.number:
         reset_clock(session, game, seat, now)  # its turn waits for it again
     # The game's row and any seat the move changed, each in one UPDATE of what changed.
@@ -1006,14 +1022,15 @@ class _Recent:
     """
 
     def __init__(self, connection: Connection, game: Game | GameRow, seats: int, before: int,
-                 this: tuple[int, str, str], window: _Window | None):
+                 this: tuple[int, dict[str, list], str], window: _Window | None):
         rows = None if window is None else window.recent(seats)
         if rows is None:
             rows = connection.execute(_RECENT, {"game_id": game.id, "before": before,
                                                 "seats": seats}).all()
-        rows.append((before, *this))
         self.records = [(number, seat, _readers_lines(lines)) for number, seat, lines, _ in rows]
+        self.records.append((before, this[0], this[1]))  # its lines as made, not parsed again
         self.actors = {number: actor for number, _, _, actor in rows}
+        self.actors[before] = this[2]
 
     def last_move_of(self, seat: int, before: int) -> int:
         """The number of `seat`'s latest move before move `before` (-1 when none)."""
@@ -1030,7 +1047,7 @@ class _Recent:
 
 
 def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRules, before,
-            after, mover: SeatRow, actor: str, now: datetime, lines_json: str,
+            after, mover: SeatRow, actor: str, now: datetime, told: dict[str, list],
             window: _Window | None = None) -> None:
     """Queue the mails a move causes: the end of the game, or the end of a turn. They are
     queued as intents (pbem.mail, `later`): written when they are delivered, not in the move's
@@ -1040,7 +1057,7 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
         return  # the same seat goes on (its draws): nobody needs a mail yet
     this_move = game.turn - 1
     recent = _Recent(session.connection(), game, len(seats), this_move,
-                     (mover.number, lines_json, actor), window)
+                     (mover.number, told, actor), window)
     if actor == "timeout":
         _timed_out(session, game, rules, after, mover, recent)
     elif actor == "bot" and mover.bot is None:  # an absent person's turn, played by the bot

@@ -401,3 +401,45 @@ def test_a_links_first_newer_key_is_found_in_one_step_among_many(app):
                            .values(created_at=now - timedelta(days=8)))
         with pytest.raises(services.LinkExpired):
             services._seat_rows(connection, tokens[0])
+
+
+def test_a_mail_is_composed_in_its_seats_language_as_force_locale_would_and_back(app):
+    from flask_babel import force_locale
+
+    with app.test_request_context("/"):
+        i18n.use("es")
+        before = (i18n.gettext("Your turn"), i18n.language())
+        for code in ("en", "de", "es"):
+            with force_locale(code):
+                expected = (i18n.gettext("Your turn"), i18n.language(),
+                            i18n.ngettext("%(num)d card", "%(num)d cards", 2))
+            with i18n.in_language(code):
+                assert (i18n.gettext("Your turn"), i18n.language(),
+                        i18n.ngettext("%(num)d card", "%(num)d cards", 2)) == expected
+                with i18n.in_language("de" if code != "de" else "en"):
+                    assert i18n.language() != code
+                assert i18n.language() == code
+            assert (i18n.gettext("Your turn"), i18n.language()) == before
+    assert len({expected}) == 1
+
+
+def test_the_process_keeps_each_games_latest_window_only():
+    """A newer window of a game replaces the older one; an older one coming late (a request
+    that read the game before a move) is not kept in its place."""
+    now = utcnow()
+    windows = services._Windows()
+
+    def key(game, turn, seconds):
+        return ("db", game, turn, 1, now + timedelta(seconds=seconds))
+
+    made = {k: services._Window((), (), 50, True) for k in (
+        key("a", 3, 3), key("a", 4, 4), key("b", 7, 1))}
+    windows.put(key("a", 3, 3), made[key("a", 3, 3)])
+    windows.put(key("b", 7, 1), made[key("b", 7, 1)])
+    windows.put(key("a", 4, 4), made[key("a", 4, 4)])
+    assert windows.get(key("a", 3, 3), 1) is None
+    assert windows.get(key("a", 4, 4), 1) is made[key("a", 4, 4)]
+    windows.put(key("a", 3, 3), made[key("a", 3, 3)])  # late: not kept
+    assert windows.get(key("a", 3, 3), 1) is None
+    assert windows.get(key("a", 4, 4), 1) is made[key("a", 4, 4)]
+    assert windows.get(key("b", 7, 1), 1) is made[key("b", 7, 1)]

@@ -139,7 +139,7 @@ class ByState:
     costly to derive and read often, like a seat's view of the position an API answer shows;
     the value is shared by every caller, so nobody may change it. Safe for threads."""
 
-    def __init__(self, compute: Callable[..., Any], size: int = 512):
+    def __init__(self, compute: Callable[..., Any], size: int = 128):
         self._compute = compute
         self._values = Kept(size)
 
