@@ -266,7 +266,7 @@ def _in_seat_language(compose):
     """Compose a mail to a seat (the third argument) in the seat's language, subject and all."""
     @functools.wraps(compose)
     def in_language(session, game, seat, *args, **kwargs):
-        with force_locale(seat.language):
+        with i18n.in_language(seat.language):
             return compose(session, game, seat, *args, **kwargs)
     return in_language
 
