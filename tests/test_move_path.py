@@ -279,6 +279,16 @@ def test_the_intermediate_scoring_is_made_once_and_is_what_it_was():
     first = intermediate_breakdown(board, ("red", "green", "yellow"), monasteries)
     assert intermediate_breakdown(board, ("red", "green", "yellow"), monasteries) is first
     assert intermediate_breakdown(board, ("red", "green", "blue"), monasteries) is not first
+    # A view of a position after the deck's first run-out shows it, as it was made.
+    from engine.kardinal_koenig.outcome import intermediate_of
+
+    rules, chooser = rules_for("kardinal-koenig"), random.Random("scored")
+    state = engine.new_game(("red", "green", "yellow"), "scored")
+    while state.intermediate is None:
+        state = rules.apply(state, rules.parse(state, chooser.choice(rules.legal(state))))
+    views = [engine.view_for(state, seat) for seat in (0, 1, None)]
+    assert views[0].intermediate == intermediate_of(state).to_dict()
+    assert all(view.intermediate is views[0].intermediate for view in views)
 
 
 def test_a_started_server_leaves_what_start_up_made_out_of_full_collections():

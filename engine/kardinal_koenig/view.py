@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
-from .outcome import intermediate_of
+from .scoring import intermediate_breakdown
 from .state import EMPTY, JOKER_OTHER, GameState
 
 
@@ -85,12 +86,21 @@ class SeatView:
         }
 
 
+@lru_cache(maxsize=256)
+def _intermediate_dict(board, players: tuple[str, ...], monasteries) -> dict | None:
+    """The intermediate scoring as a view shows it (None before the deck first ran out): made
+    once, and the same dict in every view from then on (a view is read, never changed)."""
+    if monasteries is None:
+        return None
+    return intermediate_breakdown(board, players, monasteries).to_dict()
+
+
 def view_for(state: GameState, seat: int | None) -> SeatView:
     """The view of `seat`, or of a spectator when `seat` is None."""
     if seat is not None and seat not in state.seats:
         raise ValueError(f"there is no seat {seat} in a {len(state.players)}-player game")
     board = state.board
-    intermediate = intermediate_of(state)
+    intermediate = _intermediate_dict(state.board, state.players, state.intermediate)
     return SeatView(
         board_id=board.id, players=state.players, seat=seat, start=state.start,
         current=state.current, phase=state.phase, draws_left=state.draws_left, ply=state.ply,
@@ -104,4 +114,4 @@ def view_for(state: GameState, seat: int | None) -> SeatView:
         monastery_supply=state.monastery_supply, advisor_supply=state.advisor_supply,
         scores=state.scores, exhaustions=state.exhaustions, last_seat=state.last_seat,
         end_reason=state.end_reason,
-        intermediate=intermediate.to_dict() if intermediate else None, joker=state.joker)
+        intermediate=intermediate, joker=state.joker)
