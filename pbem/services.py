@@ -659,6 +659,20 @@ class _Windows:
 _windows = _Windows()
 
 
+def _turns_of(connection: Connection, game: Game | GameRow, rules: GameRules, rows: list,
+              begun: int) -> list[int]:
+    """The turn of each of the log's `rows` (newest first), `begun` turns having begun before
+    the oldest (pbem.turns); rules that say it in Python only count the whole log."""
+    oldest_first = [(row[0], row[2]) for row in reversed(rows)]
+    if turns.starts_sql(rules) is None:
+        counted = turns.numbers(rules, turns.notations(connection, game.id))
+        numbers = [counted[number] for number, __ in oldest_first]
+    else:
+        numbers = turns.numbered(rules, begun, oldest_first)
+    numbers.reverse()
+    return numbers
+
+
 def _read_window(connection: Connection, game: Game | GameRow, size: int,
                  rules: GameRules) -> tuple[_Window, tuple | None]:
     """The latest `size` moves of `game` read from the database, and the `_window_key` of the
@@ -672,13 +686,7 @@ def _read_window(connection: Connection, game: Game | GameRow, size: int,
     begun = rows[0][7]
     if rows[-1][0] != before:  # not so: count before the oldest row shown
         begun = turns.of_move(connection, rules, game.id, rows[-1][0] - 1)
-    oldest_first = [(row[0], row[2]) for row in reversed(rows)]
-    if turns.starts_sql(rules) is None:
-        counted = turns.numbers(rules, turns.notations(connection, game.id))
-        numbers = [counted[number] for number, __ in oldest_first]
-    else:
-        numbers = turns.numbered(rules, begun, oldest_first)
-    numbers.reverse()
+    numbers = _turns_of(connection, game, rules, rows, begun)
     key = (current_app.extensions["pbem_db_token"], *rows[0][8:])
     return (_Window(tuple(tuple(row[:7]) for row in rows), tuple(numbers), size,
                     len(rows) < size), key)
@@ -720,13 +728,7 @@ def _log(session: Session | Connection, game: Game | GameRow, reader: int, limit
         window = _window(connection, game, max(limit, 1), rules, readers)
         return window.log(key, language, limit), window.last_turn
     rows = connection.execute(_LOG, {"game_id": game.id}).all()
-    oldest_first = [(row[0], row[2]) for row in reversed(rows)]
-    if turns.starts_sql(rules) is None:
-        counted = turns.numbers(rules, turns.notations(connection, game.id))
-        numbers = [counted[number] for number, __ in oldest_first]
-    else:
-        numbers = turns.numbered(rules, 0, oldest_first)
-    numbers.reverse()
+    numbers = _turns_of(connection, game, rules, rows, 0)
     return ([_entry(tuple(row), key, language, number) for row, number in zip(rows, numbers)],
             numbers[0] if numbers else 0)
 
