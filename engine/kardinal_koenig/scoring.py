@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
 
-from .board import Board
 from ..words import Phrase, both, colour, say, say_n
+from .board import Board
 
 EMPTY = -1
 

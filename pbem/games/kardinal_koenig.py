@@ -7,7 +7,7 @@ import functools
 import random
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import engine.kardinal_koenig as kk
 from engine.kardinal_koenig.bots import BOT_NAMES, choose_move
@@ -25,66 +25,67 @@ from . import ByState, MoveError, ResultTable, SetupProblem, StateCache
 # language's rule book (../shared/rules/kardinal-koenig.{en,de,es}.md), with its own words.
 HOW_TO_PLAY = {
     "en": (
-        "Kardinal & König (Michael Schacht, 2000; in English \"Web of Power\") is played on a map "
-        "of twelfth-century Europe. On your turn you either play cards to place pieces in one "
-        "country, or exchange one card; then you draw back up to three cards, from the deck or the "
-        "face-up cards.",
-        "Each card of a country's colour places one piece there, and two cards of one colour "
-        "together are a joker that places one piece in {joker}. You play at most three cards for "
-        "at most two pieces, all in one country, and where nobody has built yet only one "
-        "monastery: so two cards of the country's colour place two pieces, and so do one such "
-        "card and a joker pair.",
-        "A monastery goes on a free cloister field. An advisor goes on the country's crest, but a "
-        "crest holds no more advisors than the most monasteries one player has in that country.",
-        "When the deck runs out the first time, monasteries are scored (intermediate scoring). "
-        "When it runs out the second time, the round is played to its end and the game is over.",
-        "Final scoring: monasteries per country by rank, the alliances between two countries where "
-        "you hold the most advisors in both, and chains of four or more of your monasteries along "
-        "the roads. The most points win; a tie goes to whoever has more pieces left.",
+        ("Kardinal & König (Michael Schacht, 2000; in English \"Web of Power\") is played on a "
+         "map of twelfth-century Europe. On your turn you either play cards to place pieces in "
+         "one country, or exchange one card; then you draw back up to three cards, from the deck "
+         "or the face-up cards."),
+        ("Each card of a country's colour places one piece there, and two cards of one colour "
+         "together are a joker that places one piece in {joker}. You play at most three cards for "
+         "at most two pieces, all in one country, and where nobody has built yet only one "
+         "monastery: so two cards of the country's colour place two pieces, and so do one such "
+         "card and a joker pair."),
+        ("A monastery goes on a free cloister field. An advisor goes on the country's crest, but a "
+         "crest holds no more advisors than the most monasteries one player has in that country."),
+        ("When the deck runs out the first time, monasteries are scored (intermediate scoring). "
+         "When it runs out the second time, the round is played to its end and the game is over."),
+        ("Final scoring: monasteries per country by rank, the alliances between two countries "
+         "where you hold the most advisors in both, and chains of four or more of your "
+         "monasteries along the roads. The most points win; a tie goes to whoever has more "
+         "pieces left."),
     ),
     "de": (
-        "Kardinal & König (Michael Schacht, 2000) spielt im Europa des 12. Jahrhunderts: Durch "
-        "das Ausspielen von Karten gründen die Spieler Klöster und bringen Räte an die Höfe der "
-        "Herrscherhäuser. Wer an der Reihe ist, spielt Karten aus und setzt Spielsteine in einem "
-        "Land ein, oder tauscht eine Karte; danach füllt er seine Hand wieder auf drei Karten "
-        "auf, vom verdeckten Nachziehstapel oder von den offen ausliegenden Karten.",
-        "Eine Karte gibt vor, in welchem Land ein Spielstein eingesetzt werden darf; pro Karte "
-        "ein Spielstein. Zwei Karten der gleichen Farbe können als Joker gespielt werden, um "
-        "einen Stein in {joker} zu setzen. Die 3-2-1-Regel: mit bis zu 3 Karten höchstens 2 "
-        "Steine in 1 Land; in einem Land, in dem noch kein Stein steht, nur einer.",
-        "Ein Kloster kommt auf ein freies Klosterfeld des Landes, ein Rat auf sein Wappen. Die "
-        "Mehrheit an Klöstern in einem Land gibt die größte Zahl an Räten dort vor.",
-        "Ist der Nachziehstapel aufgebraucht, folgt die Zwischenwertung: In jedem Land werden "
-        "die Klöster gewertet. Ist er zum zweiten Mal durchgespielt, wird die laufende Runde "
-        "zu Ende gespielt, und das Spiel endet.",
-        "Schlusswertung: die Klöster in jedem Land nach Mehrheiten, die Bündnisse zweier Länder, "
-        "in denen ein Spieler in beiden die Mehrheit der Räte hat, und Ketten von vier oder "
-        "mehr eigenen Klöstern entlang einer Straße. Es gewinnt, wer die meisten Punkte hat; "
-        "bei Gleichstand, wer die meisten Spielsteine im Vorrat hat.",
+        ("Kardinal & König (Michael Schacht, 2000) spielt im Europa des 12. Jahrhunderts: Durch "
+         "das Ausspielen von Karten gründen die Spieler Klöster und bringen Räte an die Höfe der "
+         "Herrscherhäuser. Wer an der Reihe ist, spielt Karten aus und setzt Spielsteine in einem "
+         "Land ein, oder tauscht eine Karte; danach füllt er seine Hand wieder auf drei Karten "
+         "auf, vom verdeckten Nachziehstapel oder von den offen ausliegenden Karten."),
+        ("Eine Karte gibt vor, in welchem Land ein Spielstein eingesetzt werden darf; pro Karte "
+         "ein Spielstein. Zwei Karten der gleichen Farbe können als Joker gespielt werden, um "
+         "einen Stein in {joker} zu setzen. Die 3-2-1-Regel: mit bis zu 3 Karten höchstens 2 "
+         "Steine in 1 Land; in einem Land, in dem noch kein Stein steht, nur einer."),
+        ("Ein Kloster kommt auf ein freies Klosterfeld des Landes, ein Rat auf sein Wappen. Die "
+         "Mehrheit an Klöstern in einem Land gibt die größte Zahl an Räten dort vor."),
+        ("Ist der Nachziehstapel aufgebraucht, folgt die Zwischenwertung: In jedem Land werden "
+         "die Klöster gewertet. Ist er zum zweiten Mal durchgespielt, wird die laufende Runde "
+         "zu Ende gespielt, und das Spiel endet."),
+        ("Schlusswertung: die Klöster in jedem Land nach Mehrheiten, die Bündnisse zweier Länder, "
+         "in denen ein Spieler in beiden die Mehrheit der Räte hat, und Ketten von vier oder "
+         "mehr eigenen Klöstern entlang einer Straße. Es gewinnt, wer die meisten Punkte hat; "
+         "bei Gleichstand, wer die meisten Spielsteine im Vorrat hat."),
     ),
     "es": (
-        "Kardinal & König (Michael Schacht, 2000) se desarrolla en la Europa central del siglo "
-        "XII, cuando las órdenes religiosas se disputaban la supremacía en los nueve países más "
-        "importantes: mediante el uso de cartas, los jugadores construyen monasterios y "
-        "consiguen consejeros para las cortes de los príncipes. En tu turno juegas cartas para "
-        "colocar piezas en un país, o cambias una carta; después completas tu mano hasta volver "
-        "a tener tres cartas, del mazo de robo o de las cartas bocarriba.",
-        "Cada carta indica el país, o los dos países, donde puedes colocar piezas: una pieza por "
-        "carta. Dos cartas del mismo color pueden jugarse como comodín para colocar una pieza en "
-        "{joker}. La regla del 3-2-1: juegas como máximo 3 cartas para colocar como máximo 2 "
-        "piezas en 1 solo país; en un país donde aún no hay ninguna pieza, solo una, y tiene que "
-        "ser un monasterio.",
-        "Los monasterios se construyen sobre los claustros libres del país, y los consejeros se "
-        "colocan sobre su blasón. El número de consejeros de un país no puede superar nunca el "
-        "número de monasterios que tiene allí el jugador mayoritario.",
-        "Cuando el mazo de robo se agota por primera vez, se hace la puntuación intermedia: solo "
-        "se puntúan los monasterios. Cuando se agota por segunda vez, se juega la ronda hasta el "
-        "final y la partida termina.",
-        "Puntuación final: los monasterios de cada país por mayorías; las alianzas entre dos "
-        "países: quien tenga la mayoría de consejeros en ambos recibe un punto por cada "
-        "consejero de los dos países; y las cadenas de cuatro o más monasterios propios unidos "
-        "por caminos, un punto por monasterio. Gana quien tenga más puntos; en caso de empate, "
-        "quien tenga más piezas (monasterios y consejeros) en su reserva.",
+        ("Kardinal & König (Michael Schacht, 2000) se desarrolla en la Europa central del siglo "
+         "XII, cuando las órdenes religiosas se disputaban la supremacía en los nueve países más "
+         "importantes: mediante el uso de cartas, los jugadores construyen monasterios y "
+         "consiguen consejeros para las cortes de los príncipes. En tu turno juegas cartas para "
+         "colocar piezas en un país, o cambias una carta; después completas tu mano hasta volver "
+         "a tener tres cartas, del mazo de robo o de las cartas bocarriba."),
+        ("Cada carta indica el país, o los dos países, donde puedes colocar piezas: una pieza por "
+         "carta. Dos cartas del mismo color pueden jugarse como comodín para colocar una pieza en "
+         "{joker}. La regla del 3-2-1: juegas como máximo 3 cartas para colocar como máximo 2 "
+         "piezas en 1 solo país; en un país donde aún no hay ninguna pieza, solo una, y tiene que "
+         "ser un monasterio."),
+        ("Los monasterios se construyen sobre los claustros libres del país, y los consejeros se "
+         "colocan sobre su blasón. El número de consejeros de un país no puede superar nunca el "
+         "número de monasterios que tiene allí el jugador mayoritario."),
+        ("Cuando el mazo de robo se agota por primera vez, se hace la puntuación intermedia: solo "
+         "se puntúan los monasterios. Cuando se agota por segunda vez, se juega la ronda hasta el "
+         "final y la partida termina."),
+        ("Puntuación final: los monasterios de cada país por mayorías; las alianzas entre dos "
+         "países: quien tenga la mayoría de consejeros en ambos recibe un punto por cada "
+         "consejero de los dos países; y las cadenas de cuatro o más monasterios propios unidos "
+         "por caminos, un punto por monasterio. Gana quien tenga más puntos; en caso de empate, "
+         "quien tenga más piezas (monasterios y consejeros) en su reserva."),
     ),
 }
 _JOKER_WHERE = {
@@ -116,9 +117,10 @@ class KardinalKoenig:
     variants = VARIANTS
     rules_url = RULES_URL  # the first is the default
     # A whole turn for the turn file, in the reader's words (the notation reads all three).
-    _order_examples = {"en": ("GG Franken: Mainz", "draw deck", "draw G"),
-                       "de": ("GG Franken: Mainz", "ziehe Stapel", "ziehe G"),
-                       "es": ("GG Franken: Mainz", "robar mazo", "robar G")}
+    _order_examples: ClassVar[dict[str, tuple[str, ...]]] = {
+        "en": ("GG Franken: Mainz", "draw deck", "draw G"),
+        "de": ("GG Franken: Mainz", "ziehe Stapel", "ziehe G"),
+        "es": ("GG Franken: Mainz", "robar mazo", "robar G")}
 
     @property
     def order_examples(self) -> tuple[str, ...]:
