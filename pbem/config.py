@@ -141,6 +141,7 @@ SETTINGS: dict[str, Setting] = {
     "SCHEDULER_TICK_SECONDS": Setting(30, int, _between(1, 3600)),
     "SCHEDULER_OUTAGE_MINUTES": Setting(60, int, _at_least(1)),
     "SCHEDULER_CLAIM_SECONDS": Setting(600, int, _between(5, 86400)),
+    "SCHEDULER_TIMERS_PER_TRANSACTION": Setting(50, int, _between(1, 1000)),
     "GAMES_DIGEST_HOURS": Setting(24, int, _at_least(1)),
     "MAIL_BACKEND": Setting("local", str, _one_of("local", "smtp")),
     "MAIL_FROM": Setting("Board games by post <judge@pbem.localhost>", str),

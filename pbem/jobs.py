@@ -174,9 +174,9 @@ def handle_due_timers(now: datetime) -> dict[str, int]:
 
 
 # Timers acted on in one write transaction, each in a savepoint of its own (one that fails
-# changes nothing, and the others stand): at most this many, and none more once the
-# transaction is this old, since other writers (players' moves) wait for it meanwhile.
-TIMERS_PER_TRANSACTION = 50
+# changes nothing, and the others stand): at most `[scheduler] timers_per_transaction`, and
+# none more once the transaction is this old, since other writers (players' moves) wait for it
+# meanwhile.
 TRANSACTION_SECONDS = 0.1
 
 
@@ -205,10 +205,11 @@ def _handle_some(waiting: deque, held: Held, stop) -> list[str]:
     claimed (the next runs take it again once its claim is old); the others stand."""
     done: list[str] = []
     thinking = None
+    most = current_app.config["SCHEDULER_TIMERS_PER_TRANSACTION"]
     with writing() as session:
         began = time.monotonic()
         held.renew_in(session.connection())
-        while waiting and len(done) < TIMERS_PER_TRANSACTION and not stop.is_set() \
+        while waiting and len(done) < most and not stop.is_set() \
                 and time.monotonic() - began < TRANSACTION_SECONDS:
             timer_id = waiting.popleft()
             try:

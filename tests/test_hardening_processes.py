@@ -229,17 +229,18 @@ def timeouts_done(app) -> int:
 
 
 def test_sigterm_lets_the_scheduler_finish_the_turn_in_hand_and_give_back_the_rest(tmp_path):
-    from pbem.jobs import TIMERS_PER_TRANSACTION
-
     instance = tmp_path / "instance"
     # No board pictures: no mail is read here, and rendering them was most of the time.
     app = make_app(instance, MAIL_BOARD_PICTURE=False)
     # More timeouts than one write transaction takes: the first ones are seen done (committed)
     # while the scheduler is still at work on the others, and the stop comes in their middle.
-    games = 3 * TIMERS_PER_TRANSACTION
+    per_transaction = 10
+    games = 15 * per_transaction
     overdue_games(app, games)
     scheduler = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler"], cwd=tmp_path,
-                                 env=environment(instance, PBEM_MAIL_BOARD_PICTURE="false"),
+                                 env=environment(instance, PBEM_MAIL_BOARD_PICTURE="false",
+                                                 PBEM_SCHEDULER_TIMERS_PER_TRANSACTION=str(
+                                                     per_transaction)),
                                  stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
     try:

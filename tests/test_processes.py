@@ -65,7 +65,10 @@ def _settings(smtp_port: int) -> dict:
             "SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtp_port, "SMTP_SECURITY": "none",
             "SCHEDULER_TICK_SECONDS": 1, "SCHEDULER_CLAIM_SECONDS": CLAIM_SECONDS,
             "SCHEDULER_OUTAGE_MINUTES": 100000, "GAMES_REMINDER_HOURS": "24",
-            "MAIL_BOARD_PICTURE": False}  # no picture is read here; rendering one is slow
+            "MAIL_BOARD_PICTURE": False,  # no picture is read here; rendering one is slow
+            # A few timeouts to a write transaction: the first ones are seen done while the
+            # others are still in hand (a scheduler can be killed in the middle of its work).
+            "SCHEDULER_TIMERS_PER_TRANSACTION": 2}
 
 
 class Cluster:

@@ -788,7 +788,7 @@ def test_the_timers_of_a_claim_share_write_transactions_of_a_bounded_size(tmp_pa
 
     app = _games_due(tmp_path, 4)
     monkeypatch.setattr(pbem.jobs, "TRANSACTION_SECONDS", 60)  # the count bounds them here
-    monkeypatch.setattr(pbem.jobs, "TIMERS_PER_TRANSACTION", 5)
+    app.config["SCHEDULER_TIMERS_PER_TRANSACTION"] = 5
     writes = []
 
     def begun(connection):
