@@ -20,6 +20,7 @@ here creates tables.
 
 from __future__ import annotations
 
+import operator
 import os
 import socket
 import sqlite3
@@ -355,20 +356,43 @@ class Cached:
                      if name not in keys and not bind.required}
             defaults = {column.key: column.default
                         for column in getattr(compiled, "insert_prefetch", ())}
-            plan = plans[keys] = (compiled.string, names, processors, fixed, defaults,
+            # The same for every row: the statement's values and the scalar defaults, merged
+            # once; a callable default is called for each row.
+            constant = {**fixed, **{key: default.arg for key, default in defaults.items()
+                                    if default.is_scalar}}
+            made = tuple((key, default.arg) for key, default in defaults.items()
+                         if not default.is_scalar)
+            # Each parameter taken from a row in one call, and converted only where its type
+            # converts anything.
+            pick = (operator.itemgetter(*names) if len(names) > 1 else
+                    (lambda row, name=names[0]: (row[name],)) if names else (lambda row: ()))
+            converting = tuple((i, process) for i, process in enumerate(processors)
+                               if process is not None)
+            plan = plans[keys] = (compiled.string, names, pick, converting, constant, made,
                                   compiled.positional)
         return plan
 
     def _parameters(self, dialect, rows: list[dict]) -> tuple[str, list]:
-        sql, names, processors, fixed, defaults, positional = self._plan(dialect,
-                                                                        tuple(rows[0]))
+        sql, names, pick, converting, constant, made, positional = self._plan(dialect,
+                                                                             tuple(rows[0]))
         parameters = []
+        # A value that is the same object as the previous row's (the move's moment, its game)
+        # is converted once.
+        last: dict[int, tuple] = {}
         for row in rows:
-            if fixed or defaults:
-                row = {**fixed, **{key: default.arg if default.is_scalar else default.arg(None)
-                                   for key, default in defaults.items()}, **row}
-            values = [row[name] if process is None else process(row[name])
-                      for name, process in zip(names, processors)]
+            if constant or made:
+                row = {**constant, **{key: make(None) for key, make in made}, **row}
+            values = pick(row)
+            if converting:
+                values = list(values)
+                for i, process in converting:
+                    value = values[i]
+                    held = last.get(i)
+                    if held is not None and held[0] is value:
+                        values[i] = held[1]
+                    else:
+                        values[i] = converted = process(value)
+                        last[i] = (value, converted)
             parameters.append(tuple(values) if positional else dict(zip(names, values)))
         return sql, parameters
 
