@@ -466,3 +466,20 @@ def test_the_process_keeps_each_games_latest_window_only():
     assert windows.get(key("a", 3, 3), 1) is None
     assert windows.get(key("a", 4, 4), 1) is made[key("a", 4, 4)]
     assert windows.get(key("b", 7, 1), 1) is made[key("b", 7, 1)]
+
+
+def test_a_started_server_process_leaves_start_up_out_of_collections_and_collects_less_often():
+    """`pbem.started()` (wsgi.py, `pbem serve`): what start-up made is frozen out of the
+    collector's passes, and its youngest generation is collected every YOUNG_OBJECTS new
+    objects instead of Python's 700; the older generations' thresholds are Python's."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = ("import gc, json; before = gc.get_threshold(); import pbem; pbem.started(); "
+             "print(json.dumps([before, gc.get_threshold(), gc.get_freeze_count()]))")
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True,
+                         text=True, cwd=Path(__file__).resolve().parent.parent).stdout
+    before, after, frozen = json.loads(out)
+    assert before[0] == 700 and after == [10_000, *before[1:]]
+    assert frozen > 1000  # the modules' objects, at least
