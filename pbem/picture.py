@@ -12,6 +12,13 @@ rendered once, and kept as drawn over what lies under it (the board, or the boar
 pieces drawn before it there), so a position mostly copies kept rows; the bands no piece touches
 reuse the board's deflated bands as they are (a deflate stream may be cut where the compressor
 was flushed: each band starts on a byte and refers to nothing before it).
+
+Such a picture is an 8-bit palette PNG: one byte a pixel, less than half the bytes of RGB (a
+mail carries it in base64) and a third of the rows to deflate. Its 256 colours are the game's,
+taken once per process from a sample of positions that shows every colour its pictures can
+(`picture_samples`), and each pixel is the palette's nearest colour to it: a function of that
+pixel alone, so the board and each kept piece are quantized once, when kept, and a position
+pastes palette indices. The picture is then exactly the RGB one quantized with that palette.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import zlib
 from functools import lru_cache
 
 import resvg_py
@@ -29,9 +37,14 @@ from .kept import Kept
 
 WIDTH = 800  # pixels; the mail shows it at 600 (sharp on high-density screens), scaled down
 BOARD_UNITS = 1000  # the width of a board picture's viewBox
-PNG_LEVEL = 1  # ISA-L's level 1: a fifth of zlib's level-1 time, 7% larger
+PNG_LEVEL = 1  # ISA-L's level 1 for a position's bands: a fifth of zlib's level-1 time
+BOARD_LEVEL = 9  # zlib's best for the board's bands, deflated once: a tenth smaller
 BAND = 8  # rows deflated together; a position's pieces touch about two bands in five
-DRAWN_KEPT = 4096  # pieces kept as drawn (a few KB each; the panel's ground some 300 KB)
+DRAWN_KEPT = 4096  # pieces kept as drawn (a few KB each; the panel's ground some 400 KB)
+COLOURS = 256  # a palette's most (an 8-bit palette PNG's)
+SAMPLE_LANGUAGE = "en"  # the words of the pictures a palette is taken from
+FLAT_PIXELS = 1000  # a colour of more of a palette's sample (3.2 million pixels) is kept as is
+KMEANS = 2  # k-means passes over median cut's colours (more change nothing here)
 
 
 @lru_cache(maxsize=16)
@@ -52,33 +65,141 @@ def png_of(kind: str, state_json: str, language: str = "en") -> bytes:
         return _board(kind, language, room_below).png(pieces)
 
 
+class Palette:
+    """The colours of a game's pictures (at most 256), and each pixel's nearest of them."""
+
+    def __init__(self, rgb: bytes):
+        """A palette of the colours `rgb` (red, green, blue, a byte each, colour after colour)."""
+        import numpy as np
+
+        self.rgb = bytes(rgb)
+        colours = np.frombuffer(self.rgb, dtype=np.uint8).reshape(-1, 3).astype(np.float64)
+        self._colours = colours.T.copy()
+        self._squares = (colours * colours).sum(axis=1)
+
+    @classmethod
+    def of_sample(cls, sample: Image.Image) -> Palette:
+        """The palette of `sample` (RGB): each colour of over FLAT_PIXELS of its pixels, as it
+        is (the fills of countries, pieces, cards and panel, which a reader sees most), and
+        the rest of the 256 as median cut (Pillow's, without dithering) finds them in its other
+        pixels (the edges' blends and the anti-aliased text), each moved to the mean of the
+        pixels nearest it (k-means): a third less error than median cut alone, and half the
+        largest."""
+        import numpy as np
+
+        pixels = np.asarray(sample, dtype=np.uint8).reshape(-1, 3)
+        packed = _packed(pixels)
+        shown, counts = np.unique(packed, return_counts=True)
+        flat = shown[counts > FLAT_PIXELS][:COLOURS]
+        others = pixels[~np.isin(packed, flat)]
+        rgb = np.stack((flat >> 16, flat >> 8 & 0xFF, flat & 0xFF), axis=1).astype(np.uint8)
+        left = COLOURS - len(flat)
+        if left and len(others):
+            quantized = Image.fromarray(others.reshape(-1, 1, 3), "RGB").quantize(
+                left, method=Image.Quantize.MEDIANCUT, kmeans=KMEANS, dither=Image.Dither.NONE)
+            used = quantized.getextrema()[1] + 1  # Pillow may pad the palette past its colours
+            return cls(rgb.tobytes() + bytes(quantized.getpalette("RGB")[:3 * used]))
+        return cls(rgb.tobytes())
+
+    def indices(self, image: Image.Image):
+        """The palette index of each pixel of `image` (RGB), as a numpy array of its rows: its
+        colour's nearest (the least squared distance; the first of equals), pixel by pixel."""
+        import numpy as np
+
+        pixels = np.asarray(image, dtype=np.uint8)
+        colours, where = np.unique(_packed(pixels).reshape(-1), return_inverse=True)
+        rgb = np.stack((colours >> 16, colours >> 8 & 0xFF, colours & 0xFF),
+                       axis=1).astype(np.float64)
+        # |c - p|² less |c|², the same for every p: exact in floating point (whole numbers
+        # far below 2⁵³), so the nearest and the first of equals are those of whole numbers.
+        nearest = (self._squares - 2 * rgb @ self._colours).argmin(axis=1).astype(np.uint8)
+        return nearest[where.reshape(-1)].reshape(pixels.shape[:2])
+
+    def image(self, indices) -> Image.Image:
+        """`indices` (rows of palette indices) as a palette image, to look at and compare."""
+        image = Image.fromarray(indices, "P")
+        image.putpalette(self.rgb, "RGB")
+        return image
+
+
+def _packed(pixels):
+    """Each pixel's colour (RGB, the last axis of `pixels`) as one number: 0xRRGGBB."""
+    import numpy as np
+
+    return (pixels[..., 0].astype(np.uint32) << 16 | pixels[..., 1].astype(np.uint32) << 8
+            | pixels[..., 2])
+
+
+@lru_cache(maxsize=4)
+def _palette(kind: str) -> Palette:
+    """The palette of `kind`'s pictures, as `sampled_palette` gave it and pbem.picture_palettes
+    keeps it (median cut of a sample takes a tenth of a second, and its sample's pieces and
+    bare board a quarter: a new process mails at once)."""
+    from .picture_palettes import PALETTES
+
+    return Palette(PALETTES[kind])
+
+
+def sampled_palette(kind: str) -> Palette:
+    """The palette of `kind`'s pictures from its sample (`sample`)."""
+    return Palette.of_sample(sample(kind))
+
+
+def sample(kind: str) -> Image.Image:
+    """The pictures of `kind`'s sample positions (`picture_samples`) one under the other, each
+    drawn as a mail draws it (`layered`), in SAMPLE_LANGUAGE: its pictures' colours do not
+    depend on the language."""
+    from flask_babel import force_locale
+
+    from .games import rules_for
+
+    with force_locale(SAMPLE_LANGUAGE):
+        pictures = [layered(kind, SAMPLE_LANGUAGE, state)
+                    for state in rules_for(kind).picture_samples()]
+    joined = Image.new("RGB", (WIDTH, sum(picture.size[1] for picture in pictures)))
+    top = 0
+    for picture in pictures:
+        joined.paste(picture, (0, top))
+        top += picture.size[1]
+    return joined
+
+
+def layered(kind: str, language: str, state) -> Image.Image:
+    """The RGB picture of `state` drawn in layers the plain way: its bare board with every
+    piece pasted over it in order, by its alpha (what a position's PNG is, quantized). Called
+    inside `force_locale(language)`."""
+    from .games import rules_for
+
+    rules = rules_for(kind)
+    room_below, pieces = rules.picture_pieces(state, WIDTH / BOARD_UNITS)
+    image = _rendered(rules.picture_board(room_below)).copy()
+    for left, top, width, height, svg in pieces:
+        piece = _piece(svg, width, height)
+        image.paste(piece, (left, top), piece)
+    return image
+
+
 def _chunk(kind: bytes, data: bytes) -> bytes:
     return (struct.pack(">I", len(data)) + kind + data
             + struct.pack(">I", isal_zlib.crc32(data, isal_zlib.crc32(kind))))
 
 
-def _png(width: int, height: int, deflated: bytes) -> bytes:
-    """An 8-bit RGB PNG of `width` x `height` pixels from its deflated rows (a zlib stream)."""
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", deflated)
-            + _chunk(b"IEND", b""))
+def _png(width: int, height: int, palette: bytes, deflated: bytes) -> bytes:
+    """An 8-bit palette PNG of `width` x `height` pixels from its palette (RGB triples) and
+    its deflated rows (a zlib stream)."""
+    header = struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)  # 8-bit palette, no interlace
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"PLTE", palette)
+            + _chunk(b"IDAT", deflated) + _chunk(b"IEND", b""))
 
 
-def _rows(image: Image.Image) -> bytes:
-    """An RGB image's PNG rows: each unfiltered (a zero byte before its pixels). A board is
-    mostly flat colour, which deflate packs best unfiltered: a quarter smaller than Pillow's
-    PNG (which filters every row, at any level) in a fraction of the time."""
-    raw = image.tobytes()
-    stride = 3 * image.size[0]
-    return b"".join(b"\0" + raw[i:i + stride] for i in range(0, len(raw), stride))
-
-
-def _deflated(data) -> bytes:
+def _deflated(data, level: int = PNG_LEVEL) -> bytes:
     """`data` as raw deflate blocks (no zlib header), ended by a full flush: on a byte, and
     referring to nothing before it, so that it can stand anywhere in a stream. ISA-L (Intel's
-    storage library) is five times as fast as zlib's fastest level, for 7% more bytes."""
-    compressor = isal_zlib.compressobj(PNG_LEVEL, isal_zlib.DEFLATED, -15)
-    return compressor.compress(data) + compressor.flush(isal_zlib.Z_FULL_FLUSH)
+    storage library) is five times as fast as zlib's fastest level, for 7% more bytes; what is
+    deflated once is deflated by zlib at a `level` of its own (BOARD_LEVEL)."""
+    library = isal_zlib if level == PNG_LEVEL else zlib
+    compressor = library.compressobj(level, library.DEFLATED, -15)
+    return compressor.compress(data) + compressor.flush(library.Z_FULL_FLUSH)
 
 
 ZLIB_HEADER = b"\x78\x01"  # deflate, 32 KB window, fastest
@@ -96,23 +217,41 @@ def adler32_combine(first: int, second: int, second_length: int) -> int:
     return sum1 | sum2 << 16
 
 
-_drawn = Kept(DRAWN_KEPT)  # (board, piece, pieces under it) -> its pixels drawn over them
+_drawn = Kept(DRAWN_KEPT)  # (board, piece, pieces under it) -> the piece drawn over them
+
+
+class _Drawn:
+    """A piece as drawn over what lay under it where it goes: its pixels (RGB, for a piece
+    drawn over it later) and their palette indices (what a position copies)."""
+
+    __slots__ = ("image", "indices")
+
+    def __init__(self, image: Image.Image, indices):
+        self.image = image
+        self.indices = indices
 
 
 class _Board:
-    """A bare board kept for the positions drawn over it: its PNG rows, and per band of rows
-    those rows deflated and their Adler-32."""
+    """A bare board kept for the positions drawn over it: its pixels, its PNG rows (palette
+    indices), and per band of rows those rows deflated and their Adler-32."""
 
-    def __init__(self, key: tuple, image: Image.Image):
+    def __init__(self, key: tuple, image: Image.Image, palette: Palette):
+        import numpy as np
+
         self.key = key
+        self.image = image
+        self.palette = palette
         self.width, self.height = image.size
-        self.stride = 3 * self.width + 1  # a PNG row: its filter byte, then its pixels
-        self.rows = _rows(image)
+        # Each PNG row unfiltered (a zero byte before its pixels): the PNG specification's
+        # advice for palette images, and what deflate packs best here.
+        self.rows = np.zeros((self.height, self.width + 1), dtype=np.uint8)
+        self.rows[:, 1:] = palette.indices(image)
+        self.rows.flags.writeable = False  # shared by every position (and thread)
         self.bands = [self._band(band) for band in range(-(-self.height // BAND))]
 
     def _band(self, band: int) -> tuple[bytes, int, int]:
-        data = self.rows[band * BAND * self.stride:(band + 1) * BAND * self.stride]
-        return _deflated(data), isal_zlib.adler32(data), len(data)
+        data = self.rows[band * BAND:(band + 1) * BAND]
+        return _deflated(data, BOARD_LEVEL), isal_zlib.adler32(data), data.nbytes
 
     def png(self, pieces: list[tuple[int, int, int, int, str]]) -> bytes:
         """The PNG of this board with `pieces` (left, top, width, height, SVG) drawn over it
@@ -125,26 +264,19 @@ class _Board:
                 runs[-1][1] = band
             else:
                 runs.append([band, band])
-        stride = self.stride
-        drawn = {first: bytearray(self.rows[first * BAND * stride:(last + 1) * BAND * stride])
-                 for first, last in runs}
+        drawn = {first: self.rows[first * BAND:(last + 1) * BAND].copy() for first, last in runs}
         run_of = {band: first for first, last in runs for band in range(first, last + 1)}
-        placed: list[tuple[int, int, int, int, str]] = []
+        placed: list[tuple[int, int, int, int, str, _Drawn]] = []
         for left, top, width, height, svg in pieces:
-            first = run_of[top // BAND]
-            rows = drawn[first]
-            offset = (top - first * BAND) * stride + 1 + 3 * left
-            under = tuple(other for other in placed if _overlap(other, left, top, width, height))
-            placed.append((left, top, width, height, svg))
+            under = [other for other in placed if _overlap(other, left, top, width, height)]
             key = (self.key, svg, tuple(other[4] for other in under))
-            pixels = _drawn.get(key)
-            if pixels is None:
-                pixels = _draw(rows, offset, stride, width, height, svg)
-                _drawn.put(key, pixels)
-            line = 3 * width
-            for row in range(height):
-                start = offset + row * stride
-                rows[start:start + line] = pixels[row * line:(row + 1) * line]
+            piece = _drawn.get(key)
+            if piece is None:
+                piece = _drawn.put(key, self._draw(left, top, width, height, svg, under))
+            placed.append((left, top, width, height, svg, piece))
+            first = run_of[top // BAND]
+            row = top - first * BAND
+            drawn[first][row:row + height, 1 + left:1 + left + width] = piece.indices
         parts, adler, band = [ZLIB_HEADER], 1, 0
         for first, last in runs:
             for deflated, band_adler, length in self.bands[band:first]:
@@ -152,47 +284,56 @@ class _Board:
                 adler = adler32_combine(adler, band_adler, length)
             rows = drawn[first]
             parts.append(_deflated(rows))
-            adler = adler32_combine(adler, isal_zlib.adler32(rows), len(rows))
+            adler = adler32_combine(adler, isal_zlib.adler32(rows), rows.nbytes)
             band = last + 1
         for deflated, band_adler, length in self.bands[band:]:
             parts.append(deflated)
             adler = adler32_combine(adler, band_adler, length)
         parts += [LAST_BLOCK, struct.pack(">I", adler)]
-        return _png(self.width, self.height, b"".join(parts))
+        return _png(self.width, self.height, self.palette.rgb, b"".join(parts))
+
+    def _draw(self, left: int, top: int, width: int, height: int, svg: str,
+              under: list[tuple[int, int, int, int, str, _Drawn]]) -> _Drawn:
+        """The piece `svg` drawn over what lies where it goes: the board, and over it the
+        pieces drawn before it there (`under`, in order, each as it was drawn)."""
+        region = self.image.crop((left, top, left + width, top + height))
+        for other_left, other_top, _, _, _, other in under:
+            region.paste(other.image, (other_left - left, other_top - top))
+        piece = _piece(svg, width, height)
+        region.paste(piece, (0, 0), piece)  # by the piece's alpha
+        return _Drawn(region, self.palette.indices(region))
 
 
 def _overlap(piece, left: int, top: int, width: int, height: int) -> bool:
-    other_left, other_top, other_width, other_height, _ = piece
+    other_left, other_top, other_width, other_height = piece[:4]
     return (other_left < left + width and left < other_left + other_width
             and other_top < top + height and top < other_top + other_height)
 
 
-def _draw(rows: bytearray, offset: int, stride: int, width: int, height: int,
-          svg: str) -> bytes:
-    """The pixels (RGB, row after row) of the piece `svg` drawn over what `rows` holds where
-    it goes (from `offset`, a row every `stride` bytes)."""
-    line = 3 * width
-    under = b"".join(rows[offset + row * stride:offset + row * stride + line]
-                     for row in range(height))
-    region = Image.frombytes("RGB", (width, height), under)
-    piece = _piece(svg, width, height)
-    region.paste(piece, (0, 0), piece)  # by the piece's alpha
-    return region.tobytes()
+@lru_cache(maxsize=16)
+def _board(kind: str, language: str, room_below: float) -> _Board:
+    """The bare board of `kind` with `room_below` under its map, as kept for `language`:
+    the one kept for its SVG (`_bare_board`). Called inside `force_locale(language)`."""
+    from .games import rules_for
+
+    return _bare_board(kind, rules_for(kind).picture_board(room_below))
 
 
 @lru_cache(maxsize=8)
-def _board(kind: str, language: str, room_below: float) -> _Board:
-    """The bare board of `kind` with `room_below` under its map, rendered once (per process)
-    for each language and panel height, in RGB (the panel drawn over it covers the room).
-    Called inside `force_locale(language)`."""
-    from .games import rules_for
+def _bare_board(kind: str, svg: str) -> _Board:
+    """The bare board `svg` of `kind`, kept (per process) with its rows and bands in the
+    palette of `kind`: one for every language its SVG is the same in."""
+    return _Board((kind, svg), _rendered(svg), _palette(kind))
 
-    svg = rules_for(kind).picture_board(room_below)
+
+@lru_cache(maxsize=8)
+def _rendered(svg: str) -> Image.Image:
+    """A bare board's `svg`, rendered once (per process) in RGB (the panel drawn over it
+    covers the room below its map)."""
     board = _decoded(resvg_py.svg_to_bytes(svg_string=svg, width=WIDTH))
     # White where nothing is drawn: the last row, which the panel covers only in part (a
     # transparent pixel of the whole picture shows on the mail's white).
-    image = Image.alpha_composite(Image.new("RGBA", board.size, "white"), board).convert("RGB")
-    return _Board((kind, language, room_below), image)
+    return Image.alpha_composite(Image.new("RGBA", board.size, "white"), board).convert("RGB")
 
 
 @lru_cache(maxsize=4096)
@@ -218,3 +359,29 @@ def for_message(picture_json: str) -> tuple[str, bytes]:
     """(content id, PNG) for an outbox row's `picture_json`."""
     data = json.loads(picture_json)
     return data["cid"], png_of(data["kind"], data["state"], data.get("language", "en"))
+
+
+def palettes_source(palettes: dict[str, bytes]) -> str:
+    """The text of pbem.picture_palettes for `palettes` (game kind -> RGB triples)."""
+    from . import picture_palettes
+
+    lines = [f'"""{picture_palettes.__doc__}"""', "", "PALETTES = {"]
+    for kind, rgb in palettes.items():
+        text = rgb.hex()
+        lines.append(f'    "{kind}": bytes.fromhex(')
+        lines += [f'        "{text[at:at + 96]}"' for at in range(0, len(text), 96)]
+        lines[-1] += "),"
+    return "\n".join([*lines, "}", ""])
+
+
+if __name__ == "__main__":  # python3 -m pbem.picture: pbem.picture_palettes written anew
+    import tempfile
+    from pathlib import Path
+
+    from . import create_app, picture_palettes
+
+    with tempfile.TemporaryDirectory() as folder, create_app(
+            {"INSTANCE_PATH": folder, "SECRET_KEY": "palettes"}).app_context():
+        written = {kind: sampled_palette(kind).rgb for kind in picture_palettes.PALETTES}
+    Path(picture_palettes.__file__).write_text(palettes_source(written), encoding="utf-8")
+

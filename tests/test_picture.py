@@ -1,5 +1,6 @@
-"""The mail's board picture (pbem.picture): the bare board rendered once per language and size,
-a position's pieces drawn over a copy of it, the same to the eye as rendering the whole SVG."""
+"""The mail's board picture (pbem.picture): the bare board rendered once per size, a position's
+pieces drawn over a copy of it, in the game's palette of 256 colours, the same to the eye as
+rendering the whole SVG."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import random
 import struct
 import zlib
 
+import numpy as np
 import pytest
 import resvg_py
 from flask_babel import force_locale
@@ -59,6 +61,7 @@ def test_the_layered_picture_looks_like_the_whole_one(app, players, plies, seed,
     png = picture.png_of(KIND, rules_for(KIND).dumps(state), language)
     layered = Image.open(io.BytesIO(png))
     assert layered.format == "PNG"
+    assert layered.mode == "P", "an 8-bit palette PNG"
     layered = layered.convert("RGB")
     expected = whole(state, language)
     assert layered.size == expected.size
@@ -68,10 +71,75 @@ def test_the_layered_picture_looks_like_the_whole_one(app, players, plies, seed,
     assert sum(level * count for level, count in enumerate(histogram)) / pixels < 1.0
 
 
+def palette_error(palette: picture.Palette, image: Image.Image):
+    """Each pixel's error when `image` (RGB) is quantized with `palette`: its channels' greatest
+    difference."""
+    quantized = np.asarray(palette.image(palette.indices(image)).convert("RGB"), dtype=np.int16)
+    return np.abs(quantized - np.asarray(image, dtype=np.int16)).max(axis=2)
+
+
+def within_bound(error) -> bool:
+    """The palette's error on a picture is not seen: under a third of a level on average, one
+    pixel in a thousand off by more than 24 levels (anti-aliased edges), none by more than 40."""
+    return error.mean() < 0.33 and np.percentile(error, 99.9) <= 24 and error.max() <= 40
+
+
+@pytest.mark.parametrize("players, plies, seed, language", [
+    (3, 0, 1, "en"), (4, 90, 3, "de"), (5, 45, 4, "es"), (5, 200, 6, "en")])
+def test_the_palette_picture_is_the_rgb_one_within_a_small_error(app, players, plies, seed,
+                                                                  language):
+    """The game's palette quantizes a position's RGB picture within the bound, and adds little
+    to the layers' own difference from the whole SVG rendered at once; a wrong palette (the
+    bare board's colours alone, without the pieces') is caught by both."""
+    state = position(players, plies, seed)
+    rgb = pasted(state, language)
+    png = picture.png_of(KIND, rules_for(KIND).dumps(state), language)
+    expected = np.asarray(whole(state, language), dtype=np.int16)
+    layers_error = np.abs(np.asarray(rgb, dtype=np.int16) - expected).max(axis=2).mean()
+    shown = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+    assert within_bound(palette_error(picture._palette(KIND), rgb))
+    assert np.abs(shown - expected).max(axis=2).mean() < layers_error + 0.4
+    with force_locale(language):
+        room, _ = rules_for(KIND).picture_pieces(state, picture.WIDTH / picture.BOARD_UNITS)
+    wrong = picture.Palette.of_sample(picture._board(KIND, language, room).image)
+    assert not within_bound(palette_error(wrong, rgb))
+    quantized = wrong.image(wrong.indices(rgb)).convert("RGB")
+    assert np.abs(np.asarray(quantized, dtype=np.int16) - expected).max(axis=2).mean() \
+        >= layers_error + 0.4
+
+
+def test_the_kept_palette_holds_every_colour_of_the_sample(app):
+    """pbem.picture_palettes is the palette of the game's sample (`picture_samples`: every
+    player colour, every card colour face up): each colour of over FLAT_PIXELS of the sample's
+    pixels (the fills of countries, pieces, cards, panel) is in it exactly, and each sample
+    picture is within the bound (else write the module anew: python3 -m pbem.picture)."""
+    kept = picture._palette(KIND)
+    rules = rules_for(KIND)
+    samples = rules.picture_samples()
+    assert {card.colour for card in rules.board.cards} <= {
+        rules.board.find_card(code).colour for state in samples for code in state.face_up}
+    assert all(set(rules.colours) <= set(state.players) for state in samples)
+    sample = picture.sample(KIND)
+    shown, counts = np.unique(picture._packed(np.asarray(sample)).reshape(-1),
+                              return_counts=True)
+    flat = set(shown[counts > picture.FLAT_PIXELS].tolist())
+    assert len(flat) > 40, "the fills of the board, the pieces and the cards"
+    colours = picture._packed(np.frombuffer(kept.rgb, dtype=np.uint8).reshape(-1, 3))
+    assert flat <= set(colours.tolist()), sorted(f"{colour:06x}" for colour in flat
+                                                 - set(colours.tolist()))
+    for top in range(0, sample.size[1], 1000):
+        assert within_bound(palette_error(kept, sample.crop((0, top, picture.WIDTH,
+                                                             top + 1000))))
+
+
 def test_a_position_costs_only_its_pieces(app):
-    """The bare board is rendered once for every position with the same panel and language;
-    the pieces of a position (a monastery, advisors, a score, a card) are kept and shared."""
+    """The bare board is rendered once for every position with the same panel, in every
+    language (its words are in titles a picture does not show: the names on the map are the
+    board's own); the pieces of a position (a monastery, advisors, a score, a card) are kept
+    and shared."""
     picture._board.cache_clear()
+    picture._bare_board.cache_clear()
+    picture._rendered.cache_clear()
     picture._piece.cache_clear()
     rules = rules_for(KIND)
     states = [position(4, plies, 10 + plies) for plies in (20, 40, 60)]
@@ -82,7 +150,9 @@ def test_a_position_costs_only_its_pieces(app):
     assert pieces.hits > 0, "the same piece is not drawn twice"
     with force_locale("de"):
         german = picture.png_of(KIND, rules.dumps(position(4, 30, 7)), "de")
-    assert picture._board.cache_info().misses == 2, "the board's words are German"
+    assert picture._board.cache_info().misses == 2
+    assert picture._bare_board.cache_info().misses == 1, "the same bare board in German"
+    assert picture._rendered.cache_info().misses == 1
     assert german not in pngs
 
 
@@ -126,14 +196,12 @@ def test_kept_pictures_are_decoded_before_threads_share_them(app):
 
 def pasted(state, language: str) -> Image.Image:
     """The position drawn the plain way: a copy of the whole bare board with every piece
-    pasted over it in order, by its alpha (what the kept bands and pieces must give)."""
+    pasted over it in order, by its alpha (what the kept bands and pieces must give), in RGB."""
     rules = rules_for(KIND)
     with force_locale(language):
         room, pieces = rules.picture_pieces(state, picture.WIDTH / picture.BOARD_UNITS)
         board = picture._board(KIND, language, room)
-        image = Image.frombytes("RGB", (board.width, board.height), b"".join(
-            board.rows[row * board.stride + 1:(row + 1) * board.stride]
-            for row in range(board.height)))
+        image = board.image.copy()
         for left, top, width, height, svg in pieces:
             piece = picture._piece(svg, width, height)
             image.paste(piece, (left, top), piece)
@@ -143,18 +211,23 @@ def pasted(state, language: str) -> Image.Image:
 def test_kept_bands_and_pieces_draw_exactly_what_pasting_every_piece_draws(app, monkeypatch):
     """Position after position (pieces kept from one to the next, some drawn over others, the
     board's own deflated bands where no piece is), the PNG's pixels are those of the board with
-    each piece pasted over it; its deflate stream and checksum are whole (zlib checks them)."""
+    each piece pasted over it, quantized with the game's palette pixel by pixel: the same
+    palette indices, exactly; its deflate stream and checksum are whole (zlib checks them)."""
     monkeypatch.setattr(picture, "_drawn", Kept(picture.DRAWN_KEPT))  # none kept yet
     rules = rules_for(KIND)
-    for players, plies, seed in [(3, 30, 31), (3, 31, 31), (4, 80, 32), (3, 60, 33),
-                                 (5, 120, 34), (3, 30, 31)]:
+    palette = picture._palette(KIND)
+    for players, plies, seed, language in [
+            (3, 30, 31, "en"), (3, 31, 31, "en"), (4, 80, 32, "en"), (3, 60, 33, "de"),
+            (5, 120, 34, "es"), (3, 30, 31, "en"), (3, 30, 31, "de")]:
         state = position(players, plies, seed)
-        png = picture.png_of.__wrapped__(KIND, rules.dumps(state), "en")
+        png = picture.png_of.__wrapped__(KIND, rules.dumps(state), language)
         image = Image.open(io.BytesIO(png))
-        assert ImageChops.difference(image.convert("RGB"), pasted(state, "en")).getbbox() \
-            is None
+        assert image.mode == "P"
+        assert bytes(image.getpalette("RGB")) == palette.rgb
+        expected = palette.indices(pasted(state, language))
+        assert np.array_equal(np.asarray(image), expected)
         rows = zlib.decompress(idat(png))  # raises on a broken stream or a wrong Adler-32
-        assert len(rows) == image.size[1] * (3 * image.size[0] + 1)
+        assert len(rows) == image.size[1] * (image.size[0] + 1)
 
 
 def test_a_position_deflates_only_the_bands_its_pieces_touch(app, monkeypatch):
@@ -167,10 +240,10 @@ def test_a_position_deflates_only_the_bands_its_pieces_touch(app, monkeypatch):
                for band in range(top // picture.BAND, (top + height - 1) // picture.BAND + 1)}
     deflated: list[int] = []
     real = picture._deflated
-    monkeypatch.setattr(picture, "_deflated", lambda data: deflated.append(len(data))
+    monkeypatch.setattr(picture, "_deflated", lambda data: deflated.append(data.nbytes)
                         or real(data))
     board.png(pieces)
-    assert sum(deflated) == len(touched) * picture.BAND * board.stride
+    assert sum(deflated) == len(touched) * picture.BAND * (board.width + 1)
     assert len(touched) < len(board.bands) * 0.7
 
 

@@ -346,10 +346,31 @@ class KardinalKoenig:
         return panel_height(view), board_pieces(self.board, view, pixels_per_unit,
                                                 words=i18n.render)
 
+    def picture_samples(self) -> list[kk.GameState]:
+        """Positions whose still pictures together show every colour a still picture can: the
+        board's, each player colour's monasteries, advisors and score, and every card colour
+        face up (pbem.picture takes the palette of its PNGs from them). A seeded game of every
+        colour, taken where its face-up cards show a colour not yet shown, from its 40th move."""
+        state = self.new_state(list(self.colours), "picture-sample", 0)
+        chooser = random.Random("picture-sample")
+        samples: list[kk.GameState] = []
+        shown: set[str] = set()
+        every = {card.colour for card in self.board.cards}
+        while shown != every and not state.is_over:
+            if state.ply >= 40 and not shown.issuperset(self._colours_up(state)):
+                samples.append(state)
+                shown.update(self._colours_up(state))
+            state = self.apply(state, self.parse(state, chooser.choice(self.legal(state))))
+        return samples
+
+    def _colours_up(self, state: kk.GameState) -> set[str]:
+        return {self.board.find_card(code).colour for code in state.face_up}
+
     def picture_board(self, room_below: float) -> str:
         """The bare board of the still picture (no piece, no panel), `room_below` left under
-        the map: the same for every position with that panel."""
-        return board_svg(self.board, None, words=i18n.render, room_below=room_below)
+        the map: the same for every position with that panel, and in every language (its only
+        sentences are its titles and description, which a picture does not show: English)."""
+        return board_svg(self.board, None, room_below=room_below)
 
     def scores(self, state: kk.GameState) -> dict[str, int]:
         return dict(zip(state.players, state.scores))
