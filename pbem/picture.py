@@ -192,12 +192,12 @@ def _png(width: int, height: int, palette: bytes, deflated: bytes) -> bytes:
             + _chunk(b"IDAT", deflated) + _chunk(b"IEND", b""))
 
 
-def _deflated(data, level: int = PNG_LEVEL) -> bytes:
+def _deflated(data, board: bool = False) -> bytes:
     """`data` as raw deflate blocks (no zlib header), ended by a full flush: on a byte, and
-    referring to nothing before it, so that it can stand anywhere in a stream. ISA-L (Intel's
-    storage library) is five times as fast as zlib's fastest level, for 7% more bytes; what is
-    deflated once is deflated by zlib at a `level` of its own (BOARD_LEVEL)."""
-    library = isal_zlib if level == PNG_LEVEL else zlib
+    referring to nothing before it, so that it can stand anywhere in a stream. A position's
+    bands by ISA-L (Intel's storage library) at PNG_LEVEL, five times as fast as zlib's fastest
+    level for 7% more bytes; the `board`'s, deflated once, by zlib at BOARD_LEVEL."""
+    library, level = (zlib, BOARD_LEVEL) if board else (isal_zlib, PNG_LEVEL)
     compressor = library.compressobj(level, library.DEFLATED, -15)
     return compressor.compress(data) + compressor.flush(library.Z_FULL_FLUSH)
 
@@ -251,7 +251,7 @@ class _Board:
 
     def _band(self, band: int) -> tuple[bytes, int, int]:
         data = self.rows[band * BAND:(band + 1) * BAND]
-        return _deflated(data, BOARD_LEVEL), isal_zlib.adler32(data), data.nbytes
+        return _deflated(data, board=True), isal_zlib.adler32(data), data.nbytes
 
     def png(self, pieces: list[tuple[int, int, int, int, str]]) -> bytes:
         """The PNG of this board with `pieces` (left, top, width, height, SVG) drawn over it
