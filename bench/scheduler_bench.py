@@ -103,13 +103,17 @@ NOW = datetime(2030, 1, 7, 12, 0, tzinfo=UTC)  # mail queued now is due at once:
 # --- the database -----------------------------------------------------------------------------
 
 PICTURES = True  # --no-picture: mail without the board picture ([mail] board_picture = false)
+SENDERS = None  # --senders N: [mail] senders (None: the product's default)
 
 
 def open_app(folder: Path):
     """The app as a scheduler process starts it, on the instance `folder`'s database."""
-    return create_app({"INSTANCE_PATH": str(folder), "SECRET_KEY": "bench",
-                       "BASE_URL": "http://localhost", "MAIL_BACKEND": "local",
-                       "SCHEDULER_OUTAGE_MINUTES": 60, "MAIL_BOARD_PICTURE": PICTURES})
+    settings = {"INSTANCE_PATH": str(folder), "SECRET_KEY": "bench",
+                "BASE_URL": "http://localhost", "MAIL_BACKEND": "local",
+                "SCHEDULER_OUTAGE_MINUTES": 60, "MAIL_BOARD_PICTURE": PICTURES}
+    if SENDERS is not None:
+        settings["MAIL_SENDERS"] = SENDERS
+    return create_app(settings)
 
 
 def compile_templates(app) -> None:
@@ -436,18 +440,45 @@ def due_run(app, due_games: int) -> tuple[float, dict, Phases]:
     phases = Phases()
     for module, name, label in PHASES:
         phases.wrap(module, name, label)
-    app.extensions["pbem_mail_backend"] = TimedBackend(app.config["MAIL_FOLDER"], phases)
+    # Timing the backend means installing one of its own, and helper processes only start
+    # with the app's own backend: timed with a single sender only. The helpers' CPU time is
+    # counted in as they end (children waited for).
+    single = app.config["MAIL_SENDERS"] == 1
+    if single:
+        app.extensions["pbem_mail_backend"] = TimedBackend(app.config["MAIL_FOLDER"], phases)
     try:
-        started, cpu = time.perf_counter(), time.process_time()
+        before = os.times()
+        started = time.perf_counter()
         counts = pbem.jobs.run_jobs(app, NOW)
-        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        seconds, after = time.perf_counter() - started, os.times()
     finally:
         phases.restore()
-        del app.extensions["pbem_mail_backend"]
-    counts["cpu_seconds"] = cpu
+        app.extensions.pop("pbem_mail_backend", None)
+    counts["cpu_seconds"] = (after.user + after.system) - (before.user + before.system)
+    counts["children_cpu_seconds"] = (after.children_user + after.children_system) \
+        - (before.children_user + before.children_system)
     assert counts["timeouts"] == due_games, counts
     assert counts["reminders"] == counts["obsolete"] == counts["clocks_started"] == 0, counts
     return seconds, counts, phases
+
+
+def print_burst(title: str, due_games: int, seconds: float, cpu: float, helpers_cpu: float,
+                counts: dict, phases: Phases, load: str) -> None:
+    """One (b) figure, with where its time went (in the run's own process)."""
+    helped = f" + {helpers_cpu:.2f} s in helper processes" if helpers_cpu else ""
+    print(f"{title}: {seconds:.2f} s, CPU {cpu:.2f} s{helped} ({seconds / due_games * 1000:.1f} "
+          f"ms a timeout, all included; target {TARGET_SECONDS:g} s): {counts['timeouts']:,} "
+          f"timeouts, {counts['mail_sent']:,} mails sent; load average after it {load}")
+    print("    where the time went in the run's process (inclusive; nested parts indented "
+          "under their caller; the backend is timed with one sender only):")
+    order = [label for _, _, label in PHASES]
+    order.insert(order.index("    _write (a mail queued as an intent written)"),
+                 TimedBackend.LABEL)
+    for label in order:
+        if phases.calls.get(label):
+            share = phases.seconds[label] / seconds * 100
+            print(f"    {label:<60} {phases.seconds[label]:7.2f} s {share:5.1f}%  "
+                  f"{phases.calls[label]:>7,} calls")
 
 
 def start_up(folder: Path) -> tuple[object, float, float]:
@@ -461,12 +492,13 @@ def start_up(folder: Path) -> tuple[object, float, float]:
     return app, time.perf_counter() - started, time.process_time() - cpu
 
 
-def _burst_process(folder: str, due_games: int, pictures: bool, pipe) -> None:
+def _burst_process(folder: str, due_games: int, pictures: bool, senders: int | None,
+                   pipe) -> None:
     """(b) in a scheduler process of its own, started for it: its caches (the parsed
     positions, the bare boards and pieces of the pictures, the mails' shared parts) are as
     cold as a new scheduler's. Sends back the start-up's and the burst's figures."""
-    global PICTURES
-    PICTURES = pictures
+    global PICTURES, SENDERS
+    PICTURES, SENDERS = pictures, senders
     try:
         app, startup, startup_cpu = start_up(Path(folder))
         with statements(app) as seen:
@@ -487,14 +519,15 @@ def _burst_process(folder: str, due_games: int, pictures: bool, pipe) -> None:
         raise
 
 
-def burst_in_new_process(folder: Path, due_games: int) -> dict:
-    """Run (b) in a newly started scheduler process (see `_burst_process`)."""
+def burst_in_new_process(folder: Path, due_games: int, senders: int | None = None) -> dict:
+    """Run (b) in a newly started scheduler process (see `_burst_process`), with `[mail]
+    senders` at `senders` (None: the product's default)."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     receiving, sending = context.Pipe(duplex=False)
     process = context.Process(target=_burst_process,
-                              args=(str(folder), due_games, PICTURES, sending))
+                              args=(str(folder), due_games, PICTURES, senders, sending))
     process.start()
     result = receiving.recv()
     process.join()
@@ -682,12 +715,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip (g), the idle runs at 10 and 100 times the sent mail")
     parser.add_argument("--no-picture", action="store_true",
                         help="mail without the board picture, to see what the rest costs")
+    parser.add_argument("--senders", type=int, metavar="N",
+                        help="[mail] senders for (b) (default: the product's default; with more "
+                             "than 1, (b) is also run with 1)")
     parser.add_argument("--no-save", action="store_true",
                         help="do not write the figures to bench/results/")
     args = parser.parse_args(argv)
     games = 10_000 if args.quick else args.games
-    global PICTURES
-    PICTURES = not args.no_picture
+    global PICTURES, SENDERS
+    PICTURES, SENDERS = not args.no_picture, args.senders
     if games < DUE_SHARE:
         parser.error(f"--games must be at least {DUE_SHARE}")
 
@@ -712,29 +748,37 @@ def main(argv: list[str] | None = None) -> int:
         idle_ms = statistics.median(samples) * 1000
 
         copy = copy_database(app, folder / "copy")  # for the profile, if it is wanted
+        senders = open_app(folder / "instance").config["MAIL_SENDERS"]
+        # (b) with one sender too, on a copy, when the setting has more.
+        single = copy_database(app, folder / "single") if senders > 1 else None
         with get_engine(app).connect() as connection:  # the burst's process reads it whole
             connection.connection.dbapi_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        burst = burst_in_new_process(folder / "instance", due_games)
+        burst = burst_in_new_process(folder / "instance", due_games, SENDERS)
         seconds, counts, phases = burst["seconds"], burst["counts"], burst["phases"]
         due_statements = burst["statements"]
         cpu_seconds = counts.pop("cpu_seconds")
+        helpers_cpu = counts.pop("children_cpu_seconds")
         load_burst = load_average()
         print(f"\nstart-up of the scheduler process that runs (b), not counted in it (the app "
               f"made, the mail templates compiled, the database connected): "
               f"{burst['startup']:.2f} s, CPU {burst['startup_cpu']:.2f} s")
-        print(f"(b) run_jobs with {due_games:,} timeouts due: {seconds:.2f} s, CPU "
-              f"{cpu_seconds:.2f} s ({seconds / due_games * 1000:.1f} ms a timeout, all "
-              f"included; target {TARGET_SECONDS:g} s): {counts['timeouts']:,} timeouts, "
-              f"{counts['mail_sent']:,} mails sent; load average after it {load_burst}")
-        print("    where the time went (inclusive; nested parts indented under their caller):")
-        order = [label for _, _, label in PHASES]
-        order.insert(order.index("    _write (a mail queued as an intent written)"),
-                     TimedBackend.LABEL)
-        for label in order:
-            if phases.calls.get(label):
-                share = phases.seconds[label] / seconds * 100
-                print(f"    {label:<60} {phases.seconds[label]:7.2f} s {share:5.1f}%  "
-                      f"{phases.calls[label]:>7,} calls")
+        print_burst(f"(b) run_jobs with {due_games:,} timeouts due, [mail] senders = {senders}",
+                    due_games, seconds, cpu_seconds, helpers_cpu, counts, phases, load_burst)
+        single_figures = {}
+        if single is not None:
+            get_engine(single).dispose()
+            alone = burst_in_new_process(folder / "single", due_games, 1)
+            alone_counts = alone["counts"]
+            alone_cpu = alone_counts.pop("cpu_seconds")
+            alone_counts.pop("children_cpu_seconds")
+            print_burst("(b1) the same with [mail] senders = 1 (on a copy of the database)",
+                        due_games, alone["seconds"], alone_cpu, 0.0, alone_counts,
+                        alone["phases"], load_average())
+            single_figures = {"burst_single_seconds": alone["seconds"],
+                              "burst_single_cpu_seconds": alone_cpu,
+                              "single_phases": {label.strip(): alone["phases"].seconds[label]
+                                                for _, _, label in PHASES
+                                                if alone["phases"].calls.get(label)}}
         with reading(app) as session:
             left = session.exec(select(func.count()).select_from(Timer)
                                 .where(Timer.status != DONE, Timer.due_at <= NOW)).one()
@@ -805,7 +849,8 @@ def main(argv: list[str] | None = None) -> int:
                 "board_pictures": PICTURES,
                 "idle_median_ms": idle_ms,
                 "startup_seconds": burst["startup"], "startup_cpu_seconds": burst["startup_cpu"],
-                "burst_seconds": seconds, "burst_cpu_seconds": cpu_seconds,
+                "senders": senders, "burst_seconds": seconds, "burst_cpu_seconds": cpu_seconds,
+                "burst_helpers_cpu_seconds": helpers_cpu, **single_figures,
                 "load_average_before": load_before, "load_average_after_burst": load_burst,
                 "floor_seconds": floor_seconds, "ratio_floor_over_pbem": floor_seconds / seconds,
                 "limit_seconds": limit, "target_seconds": target,

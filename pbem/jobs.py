@@ -47,7 +47,7 @@ from .models import (
     Seat,
     Timer,
 )
-from .outbox import deliver_all_due, stop_event
+from .outbox import MAILS_A_TIMER, Helpers, deliver_all_due, stop_event
 from .services import ServiceError, submit_move
 from .talk import run_due_chores
 
@@ -67,14 +67,20 @@ def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False) -
     game come): the outage guard then neither runs nor records it, so the scheduler's own
     heartbeat (the real times it ran) alone tells an outage, before and after the jump."""
     now = now or utcnow()
-    with app.app_context():
-        counts = {"outage_games": 0 if simulated else guard_outage(now),
-                  "clocks_started": start_missing_clocks(now)}
-        counts.update(handle_due_timers(now))
-        chores = run_due_chores(now)  # message digests, invitations that expire: mailed below
-    if app.config["MAIL_IMAP_HOST"] and not stop_event(app).is_set():
-        counts["imap"] = poll_imap(app)  # before sending, so its answers leave in this run
-    mailed = deliver_all_due(app, now)
+    # A backlog of mail (or a burst of timers about to make one) is delivered by helper
+    # processes too, from as soon as it is seen: they deliver while this one plays timeouts.
+    helpers = Helpers(app, now)
+    try:
+        with app.app_context():
+            counts = {"outage_games": 0 if simulated else guard_outage(now),
+                      "clocks_started": start_missing_clocks(now)}
+            counts.update(handle_due_timers(now, helpers))
+            chores = run_due_chores(now)  # message digests, expiring invitations: mailed below
+        if app.config["MAIL_IMAP_HOST"] and not stop_event(app).is_set():
+            counts["imap"] = poll_imap(app)  # before sending, so its answers leave in this run
+        mailed = deliver_all_due(app, now, helpers)
+    finally:
+        helpers.finish()  # after an error or a stop: the helpers end too
     counts.update({f"mail_{k}": v for k, v in mailed.items()})
     counts.update(chores)
     return counts
@@ -153,14 +159,17 @@ def _claim(now: datetime) -> tuple[str, list[int]]:
     return claim, ids
 
 
-def handle_due_timers(now: datetime) -> dict[str, int]:
+def handle_due_timers(now: datetime, helpers: Helpers | None = None) -> dict[str, int]:
     """Claim the timers due at `now` and act on each that is still current. Asked to stop
     (SIGTERM), it finishes the timer in hand (a timeout plays the whole turn) and gives the
-    rest of its claim back at once, for the next run."""
+    rest of its claim back at once, for the next run. A burst that will queue a backlog of
+    mail starts the run's `helpers`, which deliver it meanwhile."""
     counts = {"reminders": 0, "timeouts": 0, "obsolete": 0}
     stop = stop_event(current_app._get_current_object())
     while not stop.is_set():
         claim, ids = _claim(now)
+        if helpers is not None:
+            helpers.expect(len(ids) * MAILS_A_TIMER)
         waiting = deque(ids)
         held = Held(claim, now)
         while waiting and not stop.is_set():

@@ -1,0 +1,197 @@
+"""Helper sender processes (`[mail] senders`): a scheduler run that finds a backlog delivers it
+together with processes it starts. Real processes, a real SMTP server (aiosmtpd) and the local
+backend's folder: each mail goes once, the stop promises hold for the helpers too (SIGTERM:
+the mail in hand finished, the rest given back; they end with the run's process; a killed
+process leaves at most its own claim).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from email import message_from_bytes
+from pathlib import Path
+
+import pytest
+from aiosmtpd.controller import Controller
+from server import make_app
+from sqlalchemy import insert
+from sqlmodel import select
+from test_hardening_processes import SlowServer, is_running, wait_for
+from test_pbem_cli import environment, free_port
+
+from pbem import outbox
+from pbem.db import get_engine, reading
+from pbem.jobs import run_jobs
+from pbem.models import QUEUED, SENDING, SENT, OutboxMessage
+
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
+
+def queue_mails(app, count: int, due: datetime) -> None:
+    """`count` plain mails (their text written) queued, due at `due`."""
+    rows = [{"kind": "notice", "to_addr": f"Player {n} <p{n}@example.org>",
+             "subject": f"Mail {n}", "text_body": f"Hello {n}\n", "html_body": f"<p>{n}</p>",
+             "message_id": f"<helpers.{n}@pbem.localhost>", "secrets_json": "[]",
+             "status": QUEUED, "attempts": 0, "created_at": due, "next_attempt_at": due}
+            for n in range(count)]
+    with get_engine(app).begin() as connection:
+        connection.execute(insert(OutboxMessage.__table__), rows)
+
+
+def outbox_rows(app) -> list[OutboxMessage]:
+    with reading(app) as db:
+        return list(db.exec(select(OutboxMessage).order_by(OutboxMessage.id)))
+
+
+def helper_pids(parent: int) -> list[int]:
+    """The helper processes `parent` started (multiprocessing's spawned children; not its
+    resource tracker)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == parent and b"spawn_main" in command and fields[0] not in "ZX":
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.fixture
+def smtp_server():
+    handler = SlowServer(pause=0.02)
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=5)
+    controller.start()
+    try:
+        yield handler, {"MAIL_BACKEND": "smtp", "SMTP_HOST": "127.0.0.1",
+                        "SMTP_PORT": str(controller.port), "SMTP_SECURITY": "none"}
+    finally:
+        controller.stop()
+
+
+def test_helpers_start_only_for_a_backlog_with_more_than_one_sender_and_the_apps_backend(
+        tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(outbox.multiprocessing, "get_context",
+                        lambda method: started.append(method) or pytest.fail("started"))
+    now = datetime.now(UTC)
+    app = make_app(tmp_path / "one", MAIL_SENDERS=1)
+    outbox.Helpers(app, now).expect(outbox.HELP_FROM)  # one sender: this process alone
+    app = make_app(tmp_path / "two", MAIL_SENDERS=2)
+    outbox.Helpers(app, now).expect(outbox.HELP_FROM - 1)  # not a backlog
+    app.extensions["pbem_mail_backend"] = object()  # a backend of the test's own
+    outbox.Helpers(app, now).expect(outbox.HELP_FROM)
+    assert started == []
+
+
+def test_helpers_deliver_a_backlog_to_the_local_folder_each_mail_once(tmp_path):
+    app = make_app(tmp_path / "instance", MAIL_SENDERS=3)
+    now = datetime.now(UTC)
+    queue_mails(app, 60, now - timedelta(minutes=1))
+    helpers = outbox.Helpers(app, now)
+    helpers.start()
+    assert len(helpers.processes) == 2
+    processes = [process for process, _ in helpers.processes]
+    counts = helpers.finish()  # this process delivers nothing: the helpers deliver it all
+    assert counts == {"sent": 60, "retry": 0, "failed": 0, "unknown": 0}
+    assert not any(process.is_alive() for process in processes)
+    rows = outbox_rows(app)
+    assert {row.status for row in rows} == {SENT}
+    files = sorted(Path(app.config["MAIL_FOLDER"]).glob("*.eml"))
+    assert [f.name for f in files] == [f"{row.id:08d}.eml" for row in rows]
+    assert sorted(message_from_bytes(f.read_bytes())["Message-ID"] for f in files) == \
+        sorted(row.message_id for row in rows)
+
+
+def test_a_scheduler_run_delivers_a_backlog_with_helpers_over_smtp_each_mail_once(
+        tmp_path, smtp_server, caplog):
+    handler, smtp = smtp_server
+    app = make_app(tmp_path / "instance", MAIL_SENDERS=2, **smtp)
+    now = datetime.now(UTC)
+    backlog = outbox.HELP_FROM + 50
+    queue_mails(app, backlog, now - timedelta(minutes=1))
+    with caplog.at_level(logging.INFO, logger="pbem.outbox"):
+        counts = run_jobs(app, now)
+    assert counts["mail_sent"] == backlog  # the helpers' deliveries counted in
+    helped = [int(m.group(1)) for m in (re.search(r"the mail helpers delivered (\d+) mails",
+                                                  r.getMessage()) for r in caplog.records) if m]
+    assert helped and 0 < helped[0] < backlog, "both delivered a share"
+    rows = outbox_rows(app)
+    assert {row.status for row in rows} == {SENT}
+    assert sorted(handler.message_ids) == sorted(row.message_id for row in rows), \
+        "each mail arrived once"
+
+
+def run_jobs_process(tmp_path, smtp: dict):
+    instance = tmp_path / "instance"
+    return subprocess.Popen([sys.executable, "-m", "pbem", "run-jobs"], cwd=tmp_path,
+                            env=environment(instance, PBEM_MAIL_SENDERS="2",
+                                            **{f"PBEM_{k}": v for k, v in smtp.items()}),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def helpers_at_work(app, run) -> list[int]:
+    """The run's helpers, once one holds a claim beside the run's own."""
+    def working():
+        assert run.poll() is None, run.communicate()
+        claims = {row.claim for row in outbox_rows(app) if row.status == SENDING}
+        return helper_pids(run.pid) if len(claims) >= 2 else []
+    return wait_for(working, 120, "a helper to claim mail beside the run")
+
+
+def test_sigterm_to_a_run_stops_its_helpers_each_with_its_mail_in_hand_done(tmp_path,
+                                                                             smtp_server):
+    handler, smtp = smtp_server
+    handler.pause = 0.1
+    app = make_app(tmp_path / "instance", **smtp)
+    queue_mails(app, outbox.HELP_FROM + 300, datetime.now(UTC) - timedelta(minutes=1))
+    run = run_jobs_process(tmp_path, smtp)
+    try:
+        helpers = helpers_at_work(app, run)
+        run.send_signal(signal.SIGTERM)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0, err
+    assert helpers and not any(is_running(pid) for pid in helpers)
+    rows = outbox_rows(app)
+    assert not [row.id for row in rows if row.status == SENDING], "every claim given back"
+    sent = sorted(row.message_id for row in rows if row.status == SENT)
+    assert sorted(handler.message_ids) == sent, "each mail in hand finished and recorded, once"
+    assert any(row.status == QUEUED for row in rows), "stopped in the middle of the backlog"
+
+
+def test_a_killed_run_takes_its_helpers_with_it_and_leaves_only_its_own_claim(tmp_path,
+                                                                               smtp_server):
+    handler, smtp = smtp_server
+    handler.pause = 0.1
+    app = make_app(tmp_path / "instance", **smtp)
+    queue_mails(app, outbox.HELP_FROM + 300, datetime.now(UTC) - timedelta(minutes=1))
+    run = run_jobs_process(tmp_path, smtp)
+    try:
+        helpers = helpers_at_work(app, run)
+        os.kill(run.pid, signal.SIGKILL)  # no clean-up code of the run's process runs
+        run.communicate(timeout=30)
+        wait_for(lambda: not any(is_running(pid) for pid in helpers), 30,
+                 "the helpers to end")
+    finally:
+        if run.poll() is None:
+            run.kill()
+    time.sleep(0.5)  # the SMTP server records a mail the killed process was sending, if any
+    rows = outbox_rows(app)
+    claimed = [row for row in rows if row.status == SENDING]
+    assert len({row.claim for row in claimed}) <= 1, "each helper gave its claim back"
+    assert len(claimed) <= outbox.claim_size(outbox.SmtpBackend(app.config))
+    recorded = {row.message_id for row in rows if row.status == SENT}
+    arrived = handler.message_ids
+    assert len(arrived) == len(set(arrived)), "nothing sent twice"
+    assert recorded <= set(arrived) and len(set(arrived) - recorded) <= 1
