@@ -49,6 +49,7 @@ from flask_babel import (
     get_translations,
     refresh,
 )
+from jinja2 import pass_context
 from markupsafe import Markup, escape
 
 from engine.words import Phrase
@@ -331,6 +332,26 @@ def _compiled_folder(instance: Path) -> Path:
         return compile_catalogs(Path(tempfile.mkdtemp(prefix="pbem-translations-")))
 
 
+@pass_context
+def _template_gettext(context, string: str, **variables) -> str:
+    """A template's `_`/`gettext`, as Jinja's new-style one: always a format string, its text
+    Markup (so the variables are escaped) where the template escapes."""
+    translated = translations().ugettext(string)
+    if context.eval_ctx.autoescape:
+        translated = Markup(translated)
+    return translated % variables
+
+
+@pass_context
+def _template_ngettext(context, singular: str, plural: str, num: int, **variables) -> str:
+    """A template's `ngettext`, as Jinja's new-style one (`num` is a variable too)."""
+    variables.setdefault("num", num)
+    translated = translations().ungettext(singular, plural, num)
+    if context.eval_ctx.autoescape:
+        translated = Markup(translated)
+    return translated % variables
+
+
 def init_app(app: Flask) -> None:
     app.config.setdefault("BABEL_DEFAULT_LOCALE", "en")
     app.config["BABEL_TRANSLATION_DIRECTORIES"] = str(
@@ -343,6 +364,11 @@ def init_app(app: Flask) -> None:
         pgettext=lambda c, s: translations().upgettext(c, s),
         npgettext=lambda c, s, p, n: translations().unpgettext(c, s, p, n),
         newstyle=True)
+    # `_`, `gettext` and `ngettext` called straight: Jinja's own go through two more context
+    # calls each (`_` looks `gettext` up, which calls the lambda above), a few microseconds a
+    # sentence, dozens of sentences a mail and thousands of mails a deadline burst.
+    app.jinja_env.globals.update(_=_template_gettext, gettext=_template_gettext,
+                                 ngettext=_template_ngettext)
     app.add_template_filter(format_local, "local")
     app.add_template_global(language, "current_language")
     app.add_template_filter(colour, "colour")
