@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from email import message_from_bytes
 from pathlib import Path
@@ -130,68 +131,61 @@ def test_a_scheduler_run_delivers_a_backlog_with_helpers_over_smtp_each_mail_onc
         "each mail arrived once"
 
 
-def run_jobs_process(tmp_path, smtp: dict):
+@contextmanager
+def run_with_helpers(tmp_path, smtp_server):
+    """`pbem run-jobs` in a process of its own with two senders, on a backlog of slow SMTP
+    mail; yields the app, the run and its helpers' ids once a helper holds a claim beside the
+    run's own. The run is killed at the end if it is still there."""
+    handler, smtp = smtp_server
+    handler.pause = 0.1
     instance = tmp_path / "instance"
-    return subprocess.Popen([sys.executable, "-m", "pbem", "run-jobs"], cwd=tmp_path,
-                            env=environment(instance, PBEM_MAIL_SENDERS="2",
-                                            **{f"PBEM_{k}": v for k, v in smtp.items()}),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    app = make_app(instance, **smtp)
+    queue_mails(app, outbox.HELP_FROM + 300, datetime.now(UTC) - timedelta(minutes=1))
+    run = subprocess.Popen([sys.executable, "-m", "pbem", "run-jobs"], cwd=tmp_path,
+                           env=environment(instance, PBEM_MAIL_SENDERS="2",
+                                           **{f"PBEM_{k}": v for k, v in smtp.items()}),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-
-def helpers_at_work(app, run) -> list[int]:
-    """The run's helpers, once one holds a claim beside the run's own."""
     def working():
         assert run.poll() is None, run.communicate()
         claims = {row.claim for row in outbox_rows(app) if row.status == SENDING}
         return helper_pids(run.pid) if len(claims) >= 2 else []
-    return wait_for(working, 120, "a helper to claim mail beside the run")
+
+    try:
+        yield app, run, wait_for(working, 120, "a helper to claim mail beside the run")
+    finally:
+        if run.poll() is None:
+            run.kill()
 
 
 def test_sigterm_to_a_run_stops_its_helpers_each_with_its_mail_in_hand_done(tmp_path,
                                                                              smtp_server):
-    handler, smtp = smtp_server
-    handler.pause = 0.1
-    app = make_app(tmp_path / "instance", **smtp)
-    queue_mails(app, outbox.HELP_FROM + 300, datetime.now(UTC) - timedelta(minutes=1))
-    run = run_jobs_process(tmp_path, smtp)
-    try:
-        helpers = helpers_at_work(app, run)
+    with run_with_helpers(tmp_path, smtp_server) as (app, run, helpers):
         run.send_signal(signal.SIGTERM)
-        out, err = run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
+        _, err = run.communicate(timeout=60)
     assert run.returncode == 0, err
     assert helpers and not any(is_running(pid) for pid in helpers)
     rows = outbox_rows(app)
     assert not [row.id for row in rows if row.status == SENDING], "every claim given back"
     sent = sorted(row.message_id for row in rows if row.status == SENT)
-    assert sorted(handler.message_ids) == sent, "each mail in hand finished and recorded, once"
+    assert sorted(smtp_server[0].message_ids) == sent, \
+        "each mail in hand finished and recorded, once"
     assert any(row.status == QUEUED for row in rows), "stopped in the middle of the backlog"
 
 
 def test_a_killed_run_takes_its_helpers_with_it_and_leaves_only_its_own_claim(tmp_path,
                                                                                smtp_server):
-    handler, smtp = smtp_server
-    handler.pause = 0.1
-    app = make_app(tmp_path / "instance", **smtp)
-    queue_mails(app, outbox.HELP_FROM + 300, datetime.now(UTC) - timedelta(minutes=1))
-    run = run_jobs_process(tmp_path, smtp)
-    try:
-        helpers = helpers_at_work(app, run)
+    with run_with_helpers(tmp_path, smtp_server) as (app, run, helpers):
         os.kill(run.pid, signal.SIGKILL)  # no clean-up code of the run's process runs
         run.communicate(timeout=30)
         wait_for(lambda: not any(is_running(pid) for pid in helpers), 30,
                  "the helpers to end")
-    finally:
-        if run.poll() is None:
-            run.kill()
     time.sleep(0.5)  # the SMTP server records a mail the killed process was sending, if any
     rows = outbox_rows(app)
     claimed = [row for row in rows if row.status == SENDING]
     assert len({row.claim for row in claimed}) <= 1, "each helper gave its claim back"
     assert len(claimed) <= outbox.claim_size(outbox.SmtpBackend(app.config))
     recorded = {row.message_id for row in rows if row.status == SENT}
-    arrived = handler.message_ids
+    arrived = smtp_server[0].message_ids
     assert len(arrived) == len(set(arrived)), "nothing sent twice"
     assert recorded <= set(arrived) and len(set(arrived) - recorded) <= 1
