@@ -787,9 +787,12 @@ def deliver_all_due(app: Flask, now: datetime | None = None,
 # --- helpers: more sender processes for a backlog -------------------------------------------
 
 # Mails due (or about to be queued: a timeout mails every seat of its game, three or more) from
-# which a scheduler run delivers with helpers: a helper's start (a process, the app made, the
-# templates compiled) costs about as much as delivering a hundred mails.
-HELP_FROM = 200
+# which a scheduler run delivers with helpers. A helper's start (a process, the app made, its
+# cold caches: templates, the board picture's bare board and pieces) takes a core for about a
+# second and a half; measured with bench/scheduler_bench.py, a burst of 100 timeouts (300
+# mails) took a little longer with a helper (1.63 s against 1.52 s alone), one of 200 (600
+# mails) less (2.55 s against 2.96 s).
+HELP_FROM = 500
 MAILS_A_TIMER = 3
 _BACKLOG = select(func.count()).select_from(
     select(OutboxMessage.id).where(is_status(OutboxMessage.status, QUEUED),
