@@ -83,14 +83,17 @@ def _stable_hue(text: str) -> float:
     return int(hashlib.sha256(text.encode()).hexdigest()[:6], 16) % 360
 
 
+@lru_cache(maxsize=256)
 def _player_hex(colour: str) -> str:
     return PLAYER_HEX.get(colour.lower(), _hsl(_stable_hue(colour), 0.6, 0.45))
 
 
+@lru_cache(maxsize=256)
 def _card_hex(colour: str) -> str:
     return CARD_HEX.get(colour.lower(), _hsl(_stable_hue(colour), 0.55, 0.6))
 
 
+@lru_cache(maxsize=256)
 def _ink(hex_colour: str) -> str:
     """Dark or white text, whichever reads better on `hex_colour`."""
     r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
