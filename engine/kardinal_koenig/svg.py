@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from xml.sax.saxutils import escape, quoteattr
 
+from ..words import Phrase, both, colour, say
 from .board import Board
 from .view import SeatView
-from ..words import Phrase, both, colour, say
 
 Words = Callable[[Phrase], str]
 """Writes one of the picture's sentences for its reader (`str`: in English)."""
@@ -108,7 +108,7 @@ def _country_colours(board: Board) -> tuple[tuple[str, str], ...]:
     colours = []
     for country in board.countries:
         card = board.find_card(country.card)
-        h, lum, s = colorsys.rgb_to_hls(*_rgb(_card_hex(card.colour if card else country.card)))
+        h, _lum, s = colorsys.rgb_to_hls(*_rgb(_card_hex(card.colour if card else country.card)))
         colours.append((_hsl(h * 360, s, COUNTRY_LIGHTNESS), _hsl(h * 360, min(s, 0.5), 0.36)))
     return tuple(colours)
 
@@ -927,14 +927,14 @@ def _advisor_pills(x: float, y: float, placed: list[tuple[str, int]]) -> tuple[B
     left = x - step * (len(placed) - 1) / 2
     ay = y + CREST_H / 2 + 25
     out = []
-    for i, (colour, n) in enumerate(placed):
+    for i, (player, n) in enumerate(placed):
         ax = left + i * step
-        hexc = _player_hex(colour)
-        out.append(f'<g{_attrs(class_="advisor", data_colour=colour, data_count=n)}>'
+        hexc = _player_hex(player)
+        out.append(f'<g{_attrs(class_="advisor", data_colour=player, data_count=n)}>'
                    f'<rect x="{_n(ax - 12)}" y="{_n(ay - 7)}" width="24" height="14" rx="7"'
                    f' fill="{hexc}" stroke="#1d1d1d" stroke-width="1"/>'
                    f'<text x="{_n(ax)}" y="{_n(ay + 3.4)}" style="fill:{_ink(hexc)}">'
-                   f"{escape(player_letter(colour))}{n}</text></g>")
+                   f"{escape(player_letter(player))}{n}</text></g>")
     return (left - 12, ay - 7, left + step * (len(placed) - 1) + 12, ay + 7), "\n".join(out)
 
 
@@ -1009,8 +1009,8 @@ def board_pieces(board: Board, view: SeatView, pixels_per_unit: float,
         box = " ".join(f"{v / pixels_per_unit:.6f}".rstrip("0").rstrip(".")
                        for v in (left, top, right - left, bottom - top))
         drawn.append((left, top, right - left, bottom - top,
-                      f'<svg xmlns="{SVG_NS}" viewBox="{box}" class="kk-board">'
-                      f"<style>{STYLE.strip()}</style>{markup}</svg>"))
+                      (f'<svg xmlns="{SVG_NS}" viewBox="{box}" class="kk-board">'
+                       f"<style>{STYLE.strip()}</style>{markup}</svg>")))
     return drawn
 
 
@@ -1065,25 +1065,25 @@ def _panel_parts(board: Board, view: SeatView, top: float, words: Words
     rows = []
     bar_left, bar_right = 150.0, 420.0
     most = max([10, *view.scores])
-    for seat, (colour, score) in enumerate(zip(view.players, view.scores)):
+    for seat, (player, score) in enumerate(zip(view.players, view.scores)):
         y = top + 50 + 24 * seat
-        hexc = _player_hex(colour)
+        hexc = _player_hex(player)
         length = (bar_right - bar_left) * score / most
         moving = seat == view.current and view.phase != "over"
-        name = words(say("%(colour)s (to move)", colour=say(colour)) if moving else say(colour))
+        name = words(say("%(colour)s (to move)", colour=say(player)) if moving else say(player))
         weight = ' font-weight="700"' if moving else ""
         rows.append(((22.0, y - 14, bar_right + 8 + _text_width(str(score), 11, True), y + 6),
-                     f'<g{_attrs(class_="score", data_colour=colour, data_score=score)}>'
-                     f'<circle cx="32" cy="{_n(y - 4)}" r="9" fill="{hexc}" stroke="#1d1d1d"/>'
-                     f'<text class="mark" x="32" y="{_n(y - 0.5)}" style="fill:{_ink(hexc)}">'
-                     f"{escape(player_letter(colour))}</text>"
-                     f'<text class="small" x="48" y="{_n(y)}"{weight}>{escape(name)}</text>'
-                     f'<rect x="{_n(bar_left)}" y="{_n(y - 11)}" width="{_n(bar_right - bar_left)}"'
-                     f' height="14" fill="#e6ddcc" rx="3"/>'
-                     f'<rect x="{_n(bar_left)}" y="{_n(y - 11)}" width="{_n(max(length, 0))}"'
-                     f' height="14" fill="{hexc}" stroke="#1d1d1d" stroke-width="0.8" rx="3"/>'
-                     f'<text class="small" x="{_n(bar_right + 8)}" y="{_n(y)}" font-weight="700">'
-                     f"{score}</text></g>"))
+                     (f'<g{_attrs(class_="score", data_colour=player, data_score=score)}>'
+                      f'<circle cx="32" cy="{_n(y - 4)}" r="9" fill="{hexc}" stroke="#1d1d1d"/>'
+                      f'<text class="mark" x="32" y="{_n(y - 0.5)}" style="fill:{_ink(hexc)}">'
+                      f"{escape(player_letter(player))}</text>"
+                      f'<text class="small" x="48" y="{_n(y)}"{weight}>{escape(name)}</text>'
+                      f'<rect x="{_n(bar_left)}" y="{_n(y - 11)}"'
+                      f' width="{_n(bar_right - bar_left)}" height="14" fill="#e6ddcc" rx="3"/>'
+                      f'<rect x="{_n(bar_left)}" y="{_n(y - 11)}" width="{_n(max(length, 0))}"'
+                      f' height="14" fill="{hexc}" stroke="#1d1d1d" stroke-width="0.8" rx="3"/>'
+                      f'<text class="small" x="{_n(bar_right + 8)}" y="{_n(y)}" font-weight="700">'
+                      f"{score}</text></g>")))
     cards = []
     x, drawn = _cards(board, view.face_up, 480.0, top, words(say("Face-up cards")),
                       "face-up", words)
