@@ -5,7 +5,8 @@ rendered by resvg when a mail is built for sending, never inside a move's transa
 mails every seat the same picture, so the last few are kept.
 
 A game that gives its picture in layers (`picture_board` and `picture_pieces`) has its bare
-board (map, countries, roads, names) rendered once per language and size and kept, with its
+board (map, countries, roads, names) rendered once per size and kept (its names are the
+board's own, the same in every language), with its
 PNG rows deflated band by band; a position then costs only its pieces and the bands they touch:
 a deadline burst mails a different position per game. Each piece is a small picture of its own,
 rendered once, and kept as drawn over what lies under it (the board, or the board and the
@@ -15,10 +16,17 @@ was flushed: each band starts on a byte and refers to nothing before it).
 
 Such a picture is an 8-bit palette PNG: one byte a pixel, less than half the bytes of RGB (a
 mail carries it in base64) and a third of the rows to deflate. Its 256 colours are the game's,
-taken once per process from a sample of positions that shows every colour its pictures can
-(`picture_samples`), and each pixel is the palette's nearest colour to it: a function of that
-pixel alone, so the board and each kept piece are quantized once, when kept, and a position
-pastes palette indices. The picture is then exactly the RGB one quantized with that palette.
+taken from a sample of positions that shows every colour its pictures can (`picture_samples`)
+and kept in pbem.picture_palettes, and each pixel is the palette's nearest colour to it: a
+function of that pixel alone, so the board and each kept piece are quantized once, when kept,
+and a position pastes palette indices. The picture is then exactly the RGB one quantized with
+that palette (to the eye the same: a fifth of a level off on average, at most 30 levels on a
+few anti-aliased edge pixels).
+
+What a process keeps (the bare boards, the pieces as resvg drew them and as drawn in place) is
+not written anywhere: a new process (a restart after an outage) draws each again once, about a
+second of CPU over its first burst (numpy's import, the bare board, each new piece by resvg),
+which stays the same however long the server has run.
 """
 
 from __future__ import annotations
@@ -133,8 +141,8 @@ def _packed(pixels):
 @lru_cache(maxsize=4)
 def _palette(kind: str) -> Palette:
     """The palette of `kind`'s pictures, as `sampled_palette` gave it and pbem.picture_palettes
-    keeps it (median cut of a sample takes a tenth of a second, and its sample's pieces and
-    bare board a quarter: a new process mails at once)."""
+    keeps it (drawing the sample and finding its palette take half a second of a new process's
+    first picture otherwise)."""
     from .picture_palettes import PALETTES
 
     return Palette(PALETTES[kind])
