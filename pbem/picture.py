@@ -17,9 +17,9 @@ was flushed: each band starts on a byte and refers to nothing before it).
 Such a picture is an 8-bit palette PNG: one byte a pixel, less than half the bytes of RGB (a
 mail carries it in base64) and a third of the rows to deflate. Its 256 colours are the game's,
 taken from a sample of positions that shows every colour its pictures can (`picture_samples`)
-and kept in pbem.picture_palettes, and each pixel is the palette's nearest colour to it: a
-function of that pixel alone, so the board and each kept piece are quantized once, when kept,
-and a position pastes palette indices. The picture is then exactly the RGB one quantized with
+and kept in pbem.games.picture_palettes, and each pixel is the palette's nearest colour to
+it: a function of that pixel alone, so the board and each kept piece are quantized once, when
+kept, and a position pastes palette indices. The picture is then exactly the RGB one quantized with
 that palette (to the eye the same: a fifth of a level off on average, at most 30 levels on a
 few anti-aliased edge pixels).
 
@@ -140,10 +140,10 @@ def _packed(pixels):
 
 @lru_cache(maxsize=4)
 def _palette(kind: str) -> Palette:
-    """The palette of `kind`'s pictures, as `sampled_palette` gave it and pbem.picture_palettes
-    keeps it (drawing the sample and finding its palette take half a second of a new process's
-    first picture otherwise)."""
-    from .picture_palettes import PALETTES
+    """The palette of `kind`'s pictures, as `sampled_palette` gave it and
+    pbem.games.picture_palettes keeps it (drawing the sample and finding its palette take half
+    a second of a new process's first picture otherwise)."""
+    from .games.picture_palettes import PALETTES
 
     return Palette(PALETTES[kind])
 
@@ -370,8 +370,8 @@ def for_message(picture_json: str) -> tuple[str, bytes]:
 
 
 def palettes_source(palettes: dict[str, bytes]) -> str:
-    """The text of pbem.picture_palettes for `palettes` (game kind -> RGB triples)."""
-    from . import picture_palettes
+    """The text of pbem.games.picture_palettes for `palettes` (game kind -> RGB triples)."""
+    from .games import picture_palettes
 
     lines = [f'"""{picture_palettes.__doc__}"""', "", "PALETTES = {"]
     for kind, rgb in palettes.items():
@@ -382,14 +382,16 @@ def palettes_source(palettes: dict[str, bytes]) -> str:
     return "\n".join([*lines, "}", ""])
 
 
-if __name__ == "__main__":  # python3 -m pbem.picture: pbem.picture_palettes written anew
+if __name__ == "__main__":  # python3 -m pbem.picture: pbem.games.picture_palettes written anew
     import tempfile
     from pathlib import Path
 
-    from . import create_app, picture_palettes
+    from . import create_app
+    from .games import game_kinds, picture_palettes, rules_for
 
     with tempfile.TemporaryDirectory() as folder, create_app(
             {"INSTANCE_PATH": folder, "SECRET_KEY": "palettes"}).app_context():
-        written = {kind: sampled_palette(kind).rgb for kind in picture_palettes.PALETTES}
+        written = {kind: sampled_palette(kind).rgb for kind in game_kinds()
+                   if hasattr(rules_for(kind), "picture_samples")}
     Path(picture_palettes.__file__).write_text(palettes_source(written), encoding="utf-8")
 

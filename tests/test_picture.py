@@ -109,7 +109,7 @@ def test_the_palette_picture_is_the_rgb_one_within_a_small_error(app, players, p
 
 
 def test_the_kept_palette_holds_every_colour_of_the_sample(app):
-    """pbem.picture_palettes is the palette of the game's sample (`picture_samples`: every
+    """pbem.games.picture_palettes is the palette of the game's sample (`picture_samples`: every
     player colour, every card colour face up): each colour of over FLAT_PIXELS of the sample's
     pixels (the fills of countries, pieces, cards, panel) is in it exactly, and each sample
     picture is within the bound (else write the module anew: python3 -m pbem.picture)."""
@@ -132,7 +132,7 @@ def test_the_kept_palette_holds_every_colour_of_the_sample(app):
                                                              top + 1000))))
 
 
-def test_a_position_costs_only_its_pieces(app):
+def test_a_position_costs_only_its_pieces(app, monkeypatch):
     """The bare board is rendered once for every position with the same panel, in every
     language (its words are in titles a picture does not show: the names on the map are the
     board's own); the pieces of a position (a monastery, advisors, a score, a card) are kept
@@ -141,6 +141,7 @@ def test_a_position_costs_only_its_pieces(app):
     picture._bare_board.cache_clear()
     picture._rendered.cache_clear()
     picture._piece.cache_clear()
+    monkeypatch.setattr(picture, "_drawn", Kept(picture.DRAWN_KEPT))  # none drawn in place yet
     rules = rules_for(KIND)
     states = [position(4, plies, 10 + plies) for plies in (20, 40, 60)]
     pngs = {picture.png_of(KIND, rules.dumps(state), "en") for state in states}
