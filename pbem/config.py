@@ -165,7 +165,7 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_MAX_ATTEMPTS": Setting(8, int, _at_least(1)),
     "MAIL_RETRY_SECONDS": Setting(60, int, _at_least(1)),
     "MAIL_SEND_INTERVAL_SECONDS": Setting(5, int, _at_least(1)),
-    "MAIL_SENDERS": Setting(2, int, _between(1, 16)),
+    "MAIL_SENDERS": Setting(1, int, _between(1, 16)),
     "SMTP_HOST": Setting("localhost", str),
     "SMTP_PORT": Setting(587, int, _port),
     "SMTP_SECURITY": Setting("starttls", str, _one_of("starttls", "tls", "none")),
