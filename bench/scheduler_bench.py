@@ -73,6 +73,7 @@ import pbem.jobs
 import pbem.mail
 import pbem.outbox
 import pbem.picture
+import pbem.senders
 import pbem.services
 from pbem import create_app, schema
 from pbem.db import get_engine, reading
@@ -436,27 +437,32 @@ def print_quiet(label: str, samples: list[float], seen: Statements, app=None) ->
                                                            parameters[statement])))
 
 
-def due_run(app, due_games: int) -> tuple[float, dict, Phases]:
+def due_run(app, due_games: int, pool=None) -> tuple[float, dict, Phases]:
     phases = Phases()
     for module, name, label in PHASES:
         phases.wrap(module, name, label)
-    # Timing the backend means installing one of its own, and helper processes only start
+    # Timing the backend means installing one of its own, and helper processes only deliver
     # with the app's own backend: timed with a single sender only. The helpers' CPU time is
-    # counted in as they end (children waited for).
+    # read from /proc before and after.
     single = app.config["MAIL_SENDERS"] == 1
     if single:
         app.extensions["pbem_mail_backend"] = TimedBackend(app.config["MAIL_FOLDER"], phases)
+    helped = []  # what the helpers delivered, as the pool reports it
+    finish = pbem.senders.HelperPool.finish
+    pbem.senders.HelperPool.finish = lambda self: helped.append(finish(self)) or helped[-1]
     try:
-        before = os.times()
+        before, helpers_before = os.times(), helpers_cpu(pool) if pool else 0.0
         started = time.perf_counter()
-        counts = pbem.jobs.run_jobs(app, NOW)
+        counts = pbem.jobs.run_jobs(app, NOW, pool=pool)
         seconds, after = time.perf_counter() - started, os.times()
+        helpers_after = helpers_cpu(pool) if pool else 0.0
     finally:
         phases.restore()
+        pbem.senders.HelperPool.finish = finish
         app.extensions.pop("pbem_mail_backend", None)
+    counts["mail_by_helpers"] = sum(sum(totals.values()) for totals in helped)
     counts["cpu_seconds"] = (after.user + after.system) - (before.user + before.system)
-    counts["children_cpu_seconds"] = (after.children_user + after.children_system) \
-        - (before.children_user + before.children_system)
+    counts["children_cpu_seconds"] = helpers_after - helpers_before
     assert counts["timeouts"] == due_games, counts
     assert counts["reminders"] == counts["obsolete"] == counts["clocks_started"] == 0, counts
     return seconds, counts, phases
@@ -468,7 +474,9 @@ def print_burst(title: str, due_games: int, seconds: float, cpu: float, helpers_
     helped = f" + {helpers_cpu:.2f} s in helper processes" if helpers_cpu else ""
     print(f"{title}: {seconds:.2f} s, CPU {cpu:.2f} s{helped} ({seconds / due_games * 1000:.1f} "
           f"ms a timeout, all included; target {TARGET_SECONDS:g} s): {counts['timeouts']:,} "
-          f"timeouts, {counts['mail_sent']:,} mails sent; load average after it {load}")
+          f"timeouts, {counts['mail_sent']:,} mails sent"
+          + (f" ({counts['mail_by_helpers']:,} by the helpers)" if helpers_cpu else "")
+          + f"; load average after it {load}")
     print("    where the time went in the run's process (inclusive; nested parts indented "
           "under their caller; the backend is timed with one sender only):")
     order = [label for _, _, label in PHASES]
@@ -481,35 +489,59 @@ def print_burst(title: str, due_games: int, seconds: float, cpu: float, helpers_
                   f"{phases.calls[label]:>7,} calls")
 
 
-def start_up(folder: Path) -> tuple[object, float, float]:
-    """A scheduler process's start: the app made, its mail templates compiled, its database
-    connected. Returns the app and the wall and CPU seconds it took."""
+def start_up(folder: Path) -> tuple[object, object, float, float, float]:
+    """A scheduler process's start, as `pbem scheduler` starts: the app made, its helper
+    senders started ([mail] senders - 1 processes), its mail templates compiled and board
+    pictures' bare boards drawn (pbem.senders.warm_up), its database connected, and the
+    helpers ready (each has done the same). Returns the app, the helper pool, and the wall,
+    CPU and helpers' CPU seconds it took."""
     started, cpu = time.perf_counter(), time.process_time()
     app = open_app(folder)
-    compile_templates(app)
+    pool = pbem.senders.HelperPool(app)
+    pool.start()
+    pbem.senders.warm_up(app)
     with reading(app) as session:
         session.exec(select(func.count()).select_from(Timer)).one()
-    return app, time.perf_counter() - started, time.process_time() - cpu
+    if not pool.wait_ready(120):
+        raise RuntimeError("the helper senders did not start")
+    return (app, pool, time.perf_counter() - started, time.process_time() - cpu,
+            helpers_cpu(pool))
+
+
+def helpers_cpu(pool) -> float:
+    """The CPU seconds the pool's helper processes have used so far (user and system, from
+    /proc: they are not this process's children that have ended)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for process in pool.processes:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
 
 
 def _burst_process(folder: str, due_games: int, pictures: bool, senders: int | None,
                    pipe) -> None:
     """(b) in a scheduler process of its own, started for it: its caches (the parsed
-    positions, the bare boards and pieces of the pictures, the mails' shared parts) are as
-    cold as a new scheduler's. Sends back the start-up's and the burst's figures."""
+    positions, the pictures' pieces, the mails' shared parts) are as cold as a new
+    scheduler's, and what a scheduler does as it starts (`start_up`) is done. Sends back the
+    start-up's and the burst's figures."""
     global PICTURES, SENDERS
     PICTURES, SENDERS = pictures, senders
     try:
-        app, startup, startup_cpu = start_up(Path(folder))
-        with statements(app) as seen:
-            seconds, counts, phases = due_run(app, due_games)
+        app, pool, startup, startup_cpu, startup_helpers_cpu = start_up(Path(folder))
+        try:
+            with statements(app) as seen:
+                seconds, counts, phases = due_run(app, due_games, pool)
+        finally:
+            pool.close()
         distinct: dict[str, list] = {}
         for statement, parameters in seen:
             distinct.setdefault(statement, [parameters, 0, 0.0])[1] += 1
         for statement, spent in seen.seconds.items():
             distinct.setdefault(statement, [(), 0, 0.0])[2] = spent
         get_engine(app).dispose()
-        pipe.send({"startup": startup, "startup_cpu": startup_cpu, "seconds": seconds,
+        pipe.send({"startup": startup, "startup_cpu": startup_cpu,
+                   "startup_helpers_cpu": startup_helpers_cpu, "seconds": seconds,
                    "counts": counts, "phases": (dict(phases.seconds), dict(phases.calls)),
                    "statements": distinct})
     except BaseException as exc:
@@ -761,8 +793,11 @@ def main(argv: list[str] | None = None) -> int:
         helpers_cpu = counts.pop("children_cpu_seconds")
         load_burst = load_average()
         print(f"\nstart-up of the scheduler process that runs (b), not counted in it (the app "
-              f"made, the mail templates compiled, the database connected): "
-              f"{burst['startup']:.2f} s, CPU {burst['startup_cpu']:.2f} s")
+              f"made, its helper senders started, the mail templates compiled and the "
+              f"pictures' bare boards drawn, the database connected, the helpers ready): "
+              f"{burst['startup']:.2f} s, CPU {burst['startup_cpu']:.2f} s, helpers' CPU "
+              f"{burst['startup_helpers_cpu']:.2f} s; with (b): "
+              f"{burst['startup'] + seconds:.2f} s")
         print_burst(f"(b) run_jobs with {due_games:,} timeouts due, [mail] senders = {senders}",
                     due_games, seconds, cpu_seconds, helpers_cpu, counts, phases, load_burst)
         single_figures = {}
@@ -850,6 +885,7 @@ def main(argv: list[str] | None = None) -> int:
                 "board_pictures": PICTURES,
                 "idle_median_ms": idle_ms,
                 "startup_seconds": burst["startup"], "startup_cpu_seconds": burst["startup_cpu"],
+                "startup_helpers_cpu_seconds": burst["startup_helpers_cpu"],
                 "senders": senders, "burst_seconds": seconds, "burst_cpu_seconds": cpu_seconds,
                 "burst_helpers_cpu_seconds": helpers_cpu, **single_figures,
                 "load_average_before": load_before, "load_average_after_burst": load_burst,

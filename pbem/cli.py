@@ -36,6 +36,7 @@ from .jobs import run_jobs
 from .mailbox import describe_access, is_enabled
 from .models import FAILED, RUNNING, UNKNOWN, Game, OutboxMessage, Seat
 from .outbox import SenderThread, deliver_all_due, request_stop, stop_event
+from .senders import HelperPool, warm_up
 from .services import (
     ServiceError,
     bot_player,
@@ -375,20 +376,28 @@ def scheduler_command(parent_pipe):
     if parent_pipe is not None:
         _die_with_parent(app, parent_pipe)
     tick = app.config["SCHEDULER_TICK_SECONDS"]
+    # The helper senders start now, from this (main) thread, and warm up beside this process:
+    # a backlog of mail later finds them ready (pbem.senders).
+    pool = HelperPool(app)
+    pool.start()
+    warm_up(app)
     scheduler = BackgroundScheduler(timezone="UTC")
-    scheduler.add_job(_tick, "interval", seconds=tick, args=[app], id="pbem-jobs",
+    scheduler.add_job(_tick, "interval", seconds=tick, args=[app, pool], id="pbem-jobs",
                       max_instances=1, coalesce=True, next_run_time=utcnow())
     scheduler.start()
     click.echo(f"Scheduler: running the job every {tick} s (stop with Ctrl-C)")
-    while not stop.is_set():
-        time.sleep(0.2)
-    scheduler.shutdown(wait=True)  # the run in hand finishes what it holds, gives back the rest
+    try:
+        while not stop.is_set():
+            time.sleep(0.2)
+        scheduler.shutdown(wait=True)  # the run in hand finishes its item, gives back the rest
+    finally:
+        pool.close()
     click.echo("Scheduler stopped.")
 
 
-def _tick(app) -> None:
+def _tick(app, pool=None) -> None:
     try:
-        run_jobs(app)
+        run_jobs(app, pool=pool)
     except Exception:  # the next tick tries again; the error is in the log
         app.logger.exception("the scheduler job failed")
 

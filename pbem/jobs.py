@@ -47,7 +47,8 @@ from .models import (
     Seat,
     Timer,
 )
-from .outbox import MAILS_A_TIMER, Helpers, deliver_all_due, stop_event
+from .outbox import deliver_all_due, stop_event
+from .senders import MAILS_A_TIMER, HelperPool, Helpers
 from .services import ServiceError, submit_move
 from .talk import run_due_chores
 
@@ -60,8 +61,11 @@ MAX_DEFAULT_MOVES = 500
 JOB = "scheduler"
 
 
-def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False) -> dict[str, int]:
-    """One run of the scheduler's job at `now`; returns what it did, by kind.
+def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False,
+             pool: HelperPool | None = None) -> dict[str, int]:
+    """One run of the scheduler's job at `now`; returns what it did, by kind. A backlog of mail
+    is delivered with the helper senders of `pool` (`pbem scheduler`'s, kept between runs), or
+    without one with helpers started for this run (pbem.senders).
 
     With `simulated`, `now` is a time someone jumps to (to see reminders and timeouts of a
     game come): the outage guard then neither runs nor records it, so the scheduler's own
@@ -69,7 +73,7 @@ def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False) -
     now = now or utcnow()
     # A backlog of mail (or a burst of timers about to make one) is delivered by helper
     # processes too, from as soon as it is seen: they deliver while this one plays timeouts.
-    helpers = Helpers(app, now)
+    helpers = Helpers(app, now, pool)
     try:
         with app.app_context():
             counts = {"outage_games": 0 if simulated else guard_outage(now),

@@ -25,15 +25,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import ctypes
 import json
 import logging
-import multiprocessing
 import os
-import signal
 import smtplib
 import ssl
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -48,15 +44,18 @@ from io import BytesIO
 from pathlib import Path
 from secrets import token_hex
 from types import SimpleNamespace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from flask import Flask
-from sqlalchemy import bindparam, func, update
+from sqlalchemy import bindparam, update
 from sqlmodel import select
 
 from . import picture
 from .db import get_engine, is_status, locked, new_claim, reading, utcnow, writing
 from .models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
+
+if TYPE_CHECKING:
+    from .senders import Helpers
 
 logger = logging.getLogger(__name__)
 BATCH = 10  # claimed at a time: what a sender killed mid-batch leaves behind
@@ -756,8 +755,8 @@ def _deliver(app: Flask, backend: Backend, writer, claim: str, rows: list, now: 
 def deliver_all_due(app: Flask, now: datetime | None = None,
                     helpers: Helpers | None = None) -> dict[str, int]:
     """Queue due digests, then deliver batches until nothing due is left. With `helpers` (a
-    scheduler run's), a backlog of at least HELP_FROM mails is delivered together with
-    helper processes, whose deliveries are counted in too."""
+    scheduler run's, pbem.senders), a backlog of at least HELP_FROM mails is delivered together
+    with helper processes, whose deliveries are counted in too."""
     from .mail import due_digests
 
     now = now or utcnow()
@@ -775,165 +774,13 @@ def deliver_all_due(app: Flask, now: datetime | None = None,
         if sum(counts.values()) < size:
             break
         if first and helpers is not None and not helpers.started:
-            helpers.expect(_backlog(app, now))
+            helpers.expect_backlog()
             helpers.done_queueing()
         first = False
     if helpers is not None:
         for key, value in helpers.finish().items():
             total[key] += value
     return total
-
-
-# --- helpers: more sender processes for a backlog -------------------------------------------
-
-# Mails due (or about to be queued: a timeout mails every seat of its game, three or more) from
-# which a scheduler run delivers with helpers. A helper's start (a process, the app made, its
-# cold caches: templates, the board picture's bare board and pieces) takes a core for about a
-# second and a half; measured with bench/scheduler_bench.py, a burst of 100 timeouts (300
-# mails) took a little longer with a helper (1.63 s against 1.52 s alone), one of 200 (600
-# mails) less (2.55 s against 2.96 s).
-HELP_FROM = 500
-MAILS_A_TIMER = 3
-_BACKLOG = select(func.count()).select_from(
-    select(OutboxMessage.id).where(is_status(OutboxMessage.status, QUEUED),
-                                   OutboxMessage.next_attempt_at <= bindparam("moment"))
-    .limit(HELP_FROM).subquery())
-
-
-def _backlog(app: Flask, now: datetime) -> int:
-    """The mails due at `now`, counted up to HELP_FROM (by the index the claims use)."""
-    with get_engine(app).connect() as connection:
-        return connection.execute(_BACKLOG, {"moment": now}).scalar_one()
-
-
-class Helpers:
-    """The sender processes a scheduler run starts beside itself for a backlog: `[mail]
-    senders` - 1 of them, started at most once a run (`start`). Each claims and delivers as any
-    sender does (a claim at a time, each delivery recorded, a killed one leaves at most its
-    claim) until this run has queued everything (`done_queueing`) and nothing due is left;
-    then it reports what it delivered and ends (`finish` waits for that). Asked to stop
-    (SIGTERM), this process passes the stop on to them: each finishes the mail in hand and
-    gives the rest of its claim back. They end with this process however it ends: the
-    kernel's parent-death signal on Linux, and everywhere their end of the pipe to it."""
-
-    def __init__(self, app: Flask, now: datetime):
-        self.app, self.now = app, now
-        self.started = False
-        self.processes: list[tuple] = []  # (process, our end of its pipe)
-
-    def expect(self, mails: int) -> None:
-        """Start the helpers if `mails` (due, or about to be queued) make a backlog."""
-        if mails >= HELP_FROM:
-            self.start()
-
-    def start(self) -> None:
-        """Start the helpers, unless this run did already, `[mail] senders` is 1, a stop was
-        asked for, or the app delivers through a backend of its own (tests install one)."""
-        app = self.app
-        if self.started or app.config["MAIL_SENDERS"] < 2 or stop_event(app).is_set() \
-                or "pbem_mail_backend" in app.extensions:
-            return
-        self.started = True
-        from .config import SETTINGS
-
-        settings = {name: app.config[name] for name in SETTINGS}
-        context = multiprocessing.get_context("spawn")  # nothing of this process shared
-        for number in range(app.config["MAIL_SENDERS"] - 1):
-            ours, theirs = context.Pipe()
-            process = context.Process(target=_help, args=(settings, self.now, theirs),
-                                      name=f"pbem-mail-helper-{number + 1}", daemon=True)
-            process.start()
-            theirs.close()
-            self.processes.append((process, ours))
-        logger.info("delivering a backlog with %d helper processes", len(self.processes))
-
-    def done_queueing(self) -> None:
-        """Tell the helpers this run queues no more mail: they end once nothing due is left."""
-        for _, connection in self.processes:
-            try:
-                connection.send(_DRAIN)
-            except OSError:  # that helper has ended
-                pass
-
-    def finish(self) -> dict[str, int]:
-        """Wait for the helpers to end (stopping them if this process is asked to stop);
-        returns what they delivered, by outcome."""
-        total = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
-        if not self.processes:
-            return total
-        self.done_queueing()
-        stop, stopped = stop_event(self.app), False
-        for process, connection in self.processes:
-            while process.is_alive():
-                if stop.is_set() and not stopped:
-                    stopped = True
-                    for other, _ in self.processes:
-                        other.terminate()  # SIGTERM: the mail in hand, the rest given back
-                process.join(0.1)
-            try:
-                counts = connection.recv() if connection.poll() else None
-            except (EOFError, OSError):
-                counts = None
-            connection.close()
-            if counts is None:
-                logger.warning("mail helper %s ended (exit code %s) without saying what it "
-                               "sent; a claim it left is sent again once it is old",
-                               process.name, process.exitcode)
-                continue
-            for key, value in counts.items():
-                total[key] += value
-        self.processes = []
-        logger.info("the mail helpers delivered %d mails", sum(total.values()))
-        return total
-
-
-_DRAIN = "done queueing"
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _help(settings: dict, now: datetime, connection) -> None:
-    """A helper process (`Helpers`): deliver what is due at `now` until the run that started
-    it has queued everything and nothing due is left, then send back what it delivered."""
-    if sys.platform.startswith("linux"):  # SIGTERM when the process that started it ends
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl: the pipe below still tells
-            pass
-    from . import create_app
-
-    app = create_app(settings)
-    stop = stop_event(app)
-    for number in (signal.SIGTERM, signal.SIGINT):  # only sets the flag: the mail in hand ends
-        signal.signal(number, lambda *_: request_stop(app))
-    drained = threading.Event()
-
-    def listen():
-        try:
-            while True:
-                if connection.recv() == _DRAIN:
-                    drained.set()
-        except (EOFError, OSError):  # the run's process has ended: stop as on SIGTERM
-            request_stop(app)
-
-    threading.Thread(target=listen, name="pbem-helper-pipe", daemon=True).start()
-    total = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
-    size = claim_size(backend_for(app))
-    try:
-        while not stop.is_set():
-            last = drained.is_set()  # before the claim: all that run queued is in sight
-            counts = deliver_queued(app, now, size)
-            for key, value in counts.items():
-                total[key] += value
-            if not sum(counts.values()):
-                if last:
-                    break
-                drained.wait(0.05)  # the run is still queueing: more comes
-    finally:
-        get_engine(app).dispose()
-        try:
-            connection.send(total)
-        except OSError:
-            pass
 
 
 class SenderThread(threading.Thread):

@@ -363,6 +363,28 @@ def _decoded(png: bytes) -> Image.Image:
         return image.convert("RGBA")
 
 
+def warm_up() -> None:
+    """Draw ahead the bare boards of every game whose pictures come in layers, for each number
+    of players it takes (the panel under the map grows with them): what a process's first board
+    picture would otherwise pay (numpy's import, resvg's board, its rows and bands, some 0.4 s
+    a board). A scheduler and its helper senders call it as they start (pbem.senders.warm_up).
+    Called in an app context."""
+    from flask_babel import force_locale
+
+    from .games import game_kinds, rules_for
+
+    with force_locale(SAMPLE_LANGUAGE):
+        for kind in game_kinds():
+            rules = rules_for(kind)
+            if not hasattr(rules, "picture_pieces"):
+                continue
+            rooms = {rules.picture_pieces(rules.new_state(list(rules.colours)[:players],
+                                                          "warm-up", 0), WIDTH / BOARD_UNITS)[0]
+                     for players in range(rules.min_players, rules.max_players + 1)}
+            for room_below in sorted(rooms):
+                _board(kind, SAMPLE_LANGUAGE, room_below)
+
+
 def for_message(picture_json: str) -> tuple[str, bytes]:
     """(content id, PNG) for an outbox row's `picture_json`."""
     data = json.loads(picture_json)

@@ -27,7 +27,7 @@ from sqlmodel import select
 from test_hardening_processes import SlowServer, is_running, wait_for
 from test_pbem_cli import environment, free_port
 
-from pbem import outbox
+from pbem import outbox, senders
 from pbem.db import get_engine, reading
 from pbem.jobs import run_jobs
 from pbem.models import QUEUED, SENDING, SENT, OutboxMessage
@@ -35,13 +35,13 @@ from pbem.models import QUEUED, SENDING, SENT, OutboxMessage
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 
-def queue_mails(app, count: int, due: datetime) -> None:
-    """`count` plain mails (their text written) queued, due at `due`."""
+def queue_mails(app, count: int, due: datetime, first: int = 0) -> None:
+    """`count` plain mails (their text written) queued, due at `due`, numbered from `first`."""
     rows = [{"kind": "notice", "to_addr": f"Player {n} <p{n}@example.org>",
              "subject": f"Mail {n}", "text_body": f"Hello {n}\n", "html_body": f"<p>{n}</p>",
              "message_id": f"<helpers.{n}@pbem.localhost>", "secrets_json": "[]",
              "status": QUEUED, "attempts": 0, "created_at": due, "next_attempt_at": due}
-            for n in range(count)]
+            for n in range(first, first + count)]
     with get_engine(app).begin() as connection:
         connection.execute(insert(OutboxMessage.__table__), rows)
 
@@ -81,15 +81,15 @@ def smtp_server():
 def test_helpers_start_only_for_a_backlog_with_more_than_one_sender_and_the_apps_backend(
         tmp_path, monkeypatch):
     started = []
-    monkeypatch.setattr(outbox.multiprocessing, "get_context",
+    monkeypatch.setattr(senders.multiprocessing, "get_context",
                         lambda method: started.append(method) or pytest.fail("started"))
     now = datetime.now(UTC)
     app = make_app(tmp_path / "one", MAIL_SENDERS=1)
-    outbox.Helpers(app, now).expect(outbox.HELP_FROM)  # one sender: this process alone
+    senders.Helpers(app, now).expect(senders.HELP_FROM)  # one sender: this process alone
     app = make_app(tmp_path / "two", MAIL_SENDERS=2)
-    outbox.Helpers(app, now).expect(outbox.HELP_FROM - 1)  # not a backlog
+    senders.Helpers(app, now).expect(senders.HELP_FROM - 1)  # not a backlog
     app.extensions["pbem_mail_backend"] = object()  # a backend of the test's own
-    outbox.Helpers(app, now).expect(outbox.HELP_FROM)
+    senders.Helpers(app, now).expect(senders.HELP_FROM)
     assert started == []
 
 
@@ -97,10 +97,10 @@ def test_helpers_deliver_a_backlog_to_the_local_folder_each_mail_once(tmp_path):
     app = make_app(tmp_path / "instance", MAIL_SENDERS=3)
     now = datetime.now(UTC)
     queue_mails(app, 60, now - timedelta(minutes=1))
-    helpers = outbox.Helpers(app, now)
+    helpers = senders.Helpers(app, now)
     helpers.start()
     assert len(helpers.processes) == 2
-    processes = [process for process, _ in helpers.processes]
+    processes = helpers.processes
     counts = helpers.finish()  # this process delivers nothing: the helpers deliver it all
     assert counts == {"sent": 60, "retry": 0, "failed": 0, "unknown": 0}
     assert not any(process.is_alive() for process in processes)
@@ -112,16 +112,100 @@ def test_helpers_deliver_a_backlog_to_the_local_folder_each_mail_once(tmp_path):
         sorted(row.message_id for row in rows)
 
 
+def test_a_pool_keeps_its_helpers_between_runs_and_ends_them_when_closed(tmp_path):
+    app = make_app(tmp_path / "instance", MAIL_SENDERS=2)
+    pool = senders.HelperPool(app)
+    pool.start()
+    try:
+        assert pool.wait_ready(120), "the helper made its app and warmed up"
+        [helper] = pool.processes
+        now = datetime.now(UTC)
+        for run in range(2):
+            queue_mails(app, 30, now - timedelta(minutes=1), first=100 * run)
+            helpers = senders.Helpers(app, now, pool)
+            helpers.start()
+            assert helpers.finish() == {"sent": 30, "retry": 0, "failed": 0, "unknown": 0}
+            assert pool.processes == [helper] and helper.is_alive(), \
+                "the same helper delivered, and waits for the next run"
+    finally:
+        pool.close()
+    assert not helper.is_alive() and pool.processes == []
+    rows = outbox_rows(app)
+    assert len(rows) == 60 and {row.status for row in rows} == {SENT}
+    assert len(list(Path(app.config["MAIL_FOLDER"]).glob("*.eml"))) == 60
+
+
+def test_a_pool_replaces_a_helper_that_has_ended(tmp_path):
+    app = make_app(tmp_path / "instance", MAIL_SENDERS=2)
+    pool = senders.HelperPool(app)
+    pool.start()
+    try:
+        [first] = pool.processes
+        first.kill()
+        first.join(30)
+        now = datetime.now(UTC)
+        queue_mails(app, 20, now - timedelta(minutes=1))
+        helpers = senders.Helpers(app, now, pool)
+        helpers.start()
+        assert helpers.finish() == {"sent": 20, "retry": 0, "failed": 0, "unknown": 0}
+        [second] = pool.processes
+        assert second.pid != first.pid and second.is_alive()
+    finally:
+        pool.close()
+
+
+def test_the_scheduler_starts_its_helpers_with_it_and_a_sigterm_ends_them(tmp_path):
+    instance = tmp_path / "instance"
+    make_app(instance)
+    scheduler = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler"], cwd=tmp_path,
+                                 env=environment(instance, PBEM_MAIL_SENDERS="3"),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        helpers = wait_for(lambda: len(helper_pids(scheduler.pid)) == 2
+                           and helper_pids(scheduler.pid), 120,
+                           "the scheduler's two helpers, before any mail is due")
+        wait_for(lambda: "Scheduler: running" in (scheduler.stdout.readline() or ""), 120,
+                 "the scheduler to run")
+        scheduler.send_signal(signal.SIGTERM)
+        _, err = scheduler.communicate(timeout=60)
+    finally:
+        if scheduler.poll() is None:
+            scheduler.kill()
+    assert scheduler.returncode == 0, err
+    wait_for(lambda: not any(is_running(pid) for pid in helpers), 30, "the helpers to end")
+
+
+def test_warm_up_draws_the_bare_boards_of_each_number_of_players(app):
+    from pbem import picture
+    from pbem.games import rules_for
+
+    picture._board.cache_clear()
+    picture._bare_board.cache_clear()
+    with app.app_context():
+        senders.warm_up(app)
+        rules = rules_for("kardinal-koenig")
+        rooms = {rules.picture_pieces(rules.new_state(list(rules.colours)[:players], "x", 0),
+                                      picture.WIDTH / picture.BOARD_UNITS)[0]
+                 for players in range(rules.min_players, rules.max_players + 1)}
+        assert len(rooms) > 1, "the panel grows with the players"
+        assert picture._bare_board.cache_info().currsize == len(rooms)
+        drawn = picture._bare_board.cache_info().misses
+        state = rules.new_state(list(rules.colours)[:4], "a game", 0)
+        assert picture.png_of("kardinal-koenig", rules.dumps(state), "de").startswith(
+            b"\x89PNG")
+        assert picture._bare_board.cache_info().misses == drawn, "no board drawn again"
+
+
 def test_a_scheduler_run_delivers_a_backlog_with_helpers_over_smtp_each_mail_once(
         tmp_path, smtp_server, caplog, monkeypatch):
     handler, smtp = smtp_server
     handler.pause = 0.03  # this process alone would take seconds: the helper takes a share
-    monkeypatch.setattr(outbox, "HELP_FROM", 100)
+    monkeypatch.setattr(senders, "HELP_FROM", 100)
     app = make_app(tmp_path / "instance", MAIL_SENDERS=2, **smtp)
     now = datetime.now(UTC)
-    backlog = outbox.HELP_FROM + 50
+    backlog = senders.HELP_FROM + 50
     queue_mails(app, backlog, now - timedelta(minutes=1))
-    with caplog.at_level(logging.INFO, logger="pbem.outbox"):
+    with caplog.at_level(logging.INFO, logger="pbem.senders"):
         counts = run_jobs(app, now)
     assert counts["mail_sent"] == backlog  # the helpers' deliveries counted in
     helped = [int(m.group(1)) for m in (re.search(r"the mail helpers delivered (\d+) mails",
@@ -142,7 +226,7 @@ def run_with_helpers(tmp_path, smtp_server):
     handler.pause = 0.1
     instance = tmp_path / "instance"
     app = make_app(instance, **smtp)
-    queue_mails(app, outbox.HELP_FROM + 300, datetime.now(UTC) - timedelta(minutes=1))
+    queue_mails(app, senders.HELP_FROM + 300, datetime.now(UTC) - timedelta(minutes=1))
     run = subprocess.Popen([sys.executable, "-m", "pbem", "run-jobs"], cwd=tmp_path,
                            env=environment(instance, PBEM_MAIL_SENDERS="2",
                                            **{f"PBEM_{k}": v for k, v in smtp.items()}),
