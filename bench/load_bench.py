@@ -227,6 +227,14 @@ def cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def children(pid: int) -> list[int]:
+    """The processes `pid` started that are still running (a scheduler's helper senders)."""
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
 class Processes:
     """gunicorn and the schedulers, their logs in `folder`."""
 
@@ -266,9 +274,11 @@ class Processes:
         return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
     def sample_cpu(self) -> dict[str, float]:
-        """CPU seconds so far: the web workers together, the schedulers together."""
+        """CPU seconds so far: the web workers together, the schedulers together (with their
+        helper senders, which live as long as they do)."""
         web = sum(cpu_seconds(p) for p in self.workers()) + cpu_seconds(self.running["web"].pid)
-        schedulers = sum(cpu_seconds(p.pid) for n, p in self.running.items() if n != "web")
+        schedulers = sum(cpu_seconds(pid) for n, p in self.running.items() if n != "web"
+                         for pid in (p.pid, *children(p.pid)))
         return {"web": web, "schedulers": schedulers}
 
     def stop(self) -> None:
@@ -287,12 +297,13 @@ class Processes:
 
 
 def settings(folder: Path, database_url: str, smtp_port: int, web_port: int,
-             board_picture: bool) -> dict:
+             board_picture: bool, senders: int | None = None) -> dict:
+    chosen = {"MAIL_SENDERS": senders} if senders is not None else {}
     return {"SECRET_KEY": "load-bench", "INSTANCE_PATH": str(folder / "instance"),
             "DATABASE_URL": database_url, "BASE_URL": f"http://127.0.0.1:{web_port}",
             "MAIL_BACKEND": "smtp", "SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtp_port,
             "SMTP_SECURITY": "none", "SCHEDULER_TICK_SECONDS": 1,
-            "MAIL_BOARD_PICTURE": board_picture}
+            "MAIL_BOARD_PICTURE": board_picture, **chosen}
 
 
 def make_games(app, tables: int, per_table: int,
@@ -389,6 +400,8 @@ def main() -> int:
     parser.add_argument("--games-per-table", type=int, default=None, metavar="K",
                         help="games made for each table, played one after the other "
                              f"(default: 2 + one per {GAME_SECONDS} s of --seconds)")
+    parser.add_argument("--senders", type=int, metavar="N",
+                        help="[mail] senders of each scheduler (default: the product's)")
     parser.add_argument("--seed", default="load")
     parser.add_argument("--no-save", action="store_true", help="do not write bench/results/")
     args = parser.parse_args()
@@ -400,7 +413,7 @@ def main() -> int:
     smtp.start()
     port = free_port()
     database_url = args.database_url or f"sqlite:///{folder / 'instance' / 'pbem.sqlite3'}"
-    config = settings(folder, database_url, smtp.port, port, args.board_picture)
+    config = settings(folder, database_url, smtp.port, port, args.board_picture, args.senders)
     app = create_app({**config, "TESTING": False})
     schema.upgrade(app)
     per_table = args.games_per_table or 2 + math.ceil(args.seconds / GAME_SECONDS)
@@ -445,7 +458,8 @@ def main() -> int:
     figures = {
         "players": len(tables) * SEATS, "tables": len(tables), "seconds": round(ran, 2),
         "workers": WORKERS, "schedulers": SCHEDULERS, "form_share": args.form_share,
-        "board_picture": args.board_picture, **database_figures(app),
+        "board_picture": args.board_picture, "senders": app.config["MAIL_SENDERS"],
+        **database_figures(app),
         "moves": moves, "moves_per_second": round(moves / ran, 1),
         "games": {"made": len(games), "finished": sum(t.finished for t in tables),
                   "tables_out_of_games": sum(t.ran_out for t in tables)},

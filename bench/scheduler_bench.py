@@ -21,9 +21,11 @@ Figures (wall-clock time from time.perf_counter, one process, one thread):
       the same run delivers the mails (local backend: .eml files in the temporary folder); with
       the time spent in each part. It runs in a scheduler process started for it (spawned), so
       that every cache a process fills as it works is as cold as after a restart: the parsed
-      positions, the pictures' bare boards and pieces, the mails' shared parts (board tables,
-      position lines). What that process does before it (the app made, the mail templates
-      compiled, the database connected) is its start-up, a figure of its own. Above
+      positions, the pictures' pieces, the mails' shared parts (board tables, position lines).
+      What that process does before it, as `pbem scheduler` does before its first run (the app
+      made, its helper senders started and ready, the mail templates compiled and the
+      pictures' bare boards drawn in each: pbem.senders.warm_up, the database connected), is
+      its start-up, a figure of its own, also given added to (b). Above
       TARGET_SECONDS (or with --profile), a second run on a copy of the database, over a fifth
       of the due games, is profiled with cProfile in this process;
   (c) the query plans (EXPLAIN QUERY PLAN) of the statements of a run: the due-timer claim and

@@ -377,10 +377,14 @@ def scheduler_command(parent_pipe):
         _die_with_parent(app, parent_pipe)
     tick = app.config["SCHEDULER_TICK_SECONDS"]
     # The helper senders start now, from this (main) thread, and warm up beside this process:
-    # a backlog of mail later finds them ready (pbem.senders).
+    # the first run, and any backlog of mail later, finds them ready (pbem.senders).
     pool = HelperPool(app)
     pool.start()
     warm_up(app)
+    if not pool.wait_ready(HELPERS_READY_SECONDS):
+        app.logger.warning("the helper senders did not say they were ready within %d s; the "
+                           "scheduler runs on (a helper that has ended is started again at "
+                           "the next backlog)", HELPERS_READY_SECONDS)
     scheduler = BackgroundScheduler(timezone="UTC")
     scheduler.add_job(_tick, "interval", seconds=tick, args=[app, pool], id="pbem-jobs",
                       max_instances=1, coalesce=True, next_run_time=utcnow())
@@ -393,6 +397,9 @@ def scheduler_command(parent_pipe):
     finally:
         pool.close()
     click.echo("Scheduler stopped.")
+
+
+HELPERS_READY_SECONDS = 60  # how long a starting scheduler waits for its helper senders
 
 
 def _tick(app, pool=None) -> None:

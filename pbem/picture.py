@@ -24,9 +24,10 @@ that palette (to the eye the same: a fifth of a level off on average, at most 30
 few anti-aliased edge pixels).
 
 What a process keeps (the bare boards, the pieces as resvg drew them and as drawn in place) is
-not written anywhere: a new process (a restart after an outage) draws each again once, about a
-second of CPU over its first burst (numpy's import, the bare board, each new piece by resvg),
-which stays the same however long the server has run.
+not written anywhere: a new process (a restart after an outage) draws each again once. A
+scheduler and its helper senders draw the bare boards as they start (`warm_up`: numpy's import
+and some 0.4 s a board); the pieces come as positions need them (a quarter of a second over a
+first burst of a thousand positions), which stays the same however long the server has run.
 """
 
 from __future__ import annotations
