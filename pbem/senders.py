@@ -258,8 +258,11 @@ def warm_up(app: Flask) -> None:
         if name.startswith(("email/", "games/")):
             app.jinja_env.get_template(name)
     if app.config["MAIL_BOARD_PICTURE"]:
-        with app.app_context():
-            picture.warm_up()
+        try:
+            with app.app_context():
+                picture.warm_up()
+        except Exception:  # each mail tries again, and goes without its picture if it fails
+            logger.exception("the board pictures' bare boards could not be drawn ahead")
 
 
 def _serve(settings: dict, connection) -> None:
