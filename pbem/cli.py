@@ -5,7 +5,6 @@ Every failure is one line on standard error and a non-zero exit status.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import functools
 import os
@@ -36,7 +35,7 @@ from .jobs import run_jobs
 from .mailbox import describe_access, is_enabled
 from .models import FAILED, RUNNING, UNKNOWN, Game, OutboxMessage, Seat
 from .outbox import SenderThread, deliver_all_due, request_stop, stop_event
-from .senders import HelperPool, warm_up
+from .senders import HelperPool, sigterm_when_parent_ends, warm_up
 from .services import (
     ServiceError,
     bot_player,
@@ -325,18 +324,11 @@ def serve_command(host, port, scheduler):
         sender.join(60)
 
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
 def _die_with_parent(app, pipe: int) -> None:
     """Stop as on SIGTERM when the process that started this one ends: at once by the
     kernel's parent-death signal on Linux, and everywhere when `pipe`, whose other end only
     the parent holds, reaches its end."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl: the pipe below still does it
-            pass
+    sigterm_when_parent_ends()
 
     def watch():
         try:

@@ -61,6 +61,16 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CLOSE_SECONDS = 10  # how long a closed pool waits for a helper to end before it is terminated
 
 
+def sigterm_when_parent_ends() -> None:
+    """Have the kernel send this process SIGTERM when the process that started it ends (Linux's
+    parent-death signal; elsewhere nothing: the callers also watch a pipe to their parent)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the pipe tells
+            pass
+
+
 def _nothing() -> dict[str, int]:
     return {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
 
@@ -268,11 +278,7 @@ def warm_up(app: Flask) -> None:
 def _serve(settings: dict, connection) -> None:
     """A helper process (`HelperPool`): make the app, warm up, say so, then deliver for each
     run that asks, until the pipe closes or a stop is asked for."""
-    if sys.platform.startswith("linux"):  # SIGTERM when the process that started it ends
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl: the pipe below still tells
-            pass
+    sigterm_when_parent_ends()
     from . import create_app
 
     app = create_app(settings)
