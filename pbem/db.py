@@ -153,10 +153,11 @@ def locked(statement: Select, skip_locked: bool = False) -> Select:
     return statement.with_for_update(skip_locked=skip_locked)
 
 
-def new_claim() -> str:
+def new_claim(holder: int | None = None) -> str:
     """A claim on due work, naming the process that holds it (pid@host, for operators and for
-    finding a dead scheduler's claims), unique to this claim; at most 40 characters."""
-    return f"{os.getpid()}@{socket.gethostname()[:16]}:{uuid.uuid4().hex[:12]}"
+    finding a dead scheduler's claims: this one, or the process `holder` it is made for),
+    unique to this claim; at most 40 characters."""
+    return f"{holder or os.getpid()}@{socket.gethostname()[:16]}:{uuid.uuid4().hex[:12]}"
 
 
 ID_LIMITS = {"postgresql": 2**31 - 1}  # its INTEGER keys are 32-bit; SQLite's hold 64 bits

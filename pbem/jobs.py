@@ -179,6 +179,8 @@ def handle_due_timers(now: datetime, helpers: Helpers | None = None) -> dict[str
         while waiting and not stop.is_set():
             for counted in _handle_some(waiting, held, stop):
                 counts[counted] += 1
+            if helpers is not None:
+                helpers.hand_off()
         if waiting:  # a stop was asked for
             _release(claim)
         if len(ids) < BATCH:

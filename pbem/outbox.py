@@ -48,10 +48,20 @@ from typing import TYPE_CHECKING, Protocol
 
 from flask import Flask
 from sqlalchemy import bindparam, update
+from sqlalchemy.exc import OperationalError
 from sqlmodel import select
 
 from . import picture
-from .db import get_engine, is_status, locked, new_claim, reading, utcnow, writing
+from .db import (
+    BUSY_TIMEOUT_SECONDS,
+    get_engine,
+    is_status,
+    locked,
+    new_claim,
+    reading,
+    utcnow,
+    writing,
+)
 from .models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
 
 if TYPE_CHECKING:
@@ -509,6 +519,12 @@ _DUE = locked(select(OutboxMessage.id)
 _TAKE = (update(OutboxMessage).where(OutboxMessage.id.in_(bindparam("ids", expanding=True)))
          .values(status=SENDING, claim=bindparam("new_claim"), claimed_at=bindparam("moment"))
          .returning(*OutboxMessage.__table__.c))
+_HAND = (update(OutboxMessage).where(OutboxMessage.id.in_(bindparam("ids", expanding=True)))
+         .values(status=SENDING, claim=bindparam("new_claim"), claimed_at=bindparam("moment")))
+_HANDED = (select(*OutboxMessage.__table__.c)
+           .where(OutboxMessage.claim == bindparam("of_claim"),
+                  is_status(OutboxMessage.status, SENDING))
+           .order_by(OutboxMessage.id))
 _RECORDED = select(OutboxMessage.status, OutboxMessage.claim, OutboxMessage.attempts,
                    OutboxMessage.secrets_json, OutboxMessage.text_body,
                    OutboxMessage.html_body).where(OutboxMessage.id == bindparam("row_id"))
@@ -619,9 +635,15 @@ def _record(app: Flask, writer, done: list[tuple], claim: str, now: datetime,
     that was not ours any more), and the ids of the claim's rows still ours, which are marked
     as making progress (`progress`)."""
     with writer.begin():
-        outcomes = [_recorded(app, writer, row, claim, error, now) for row, error in done]
-        ours = set(writer.execute(_PROGRESS, {"of_claim": claim,
-                                              "progress": progress}).scalars())
+        return _recorded_claim(app, writer, done, claim, now, progress)
+
+
+def _recorded_claim(app: Flask, writer, done: list[tuple], claim: str, now: datetime,
+                    progress: datetime) -> tuple[list[str | None], set[int]]:
+    """`_record`'s work, in the transaction `writer` is in."""
+    outcomes = [_recorded(app, writer, row, claim, error, now) for row, error in done]
+    ours = set(writer.execute(_PROGRESS, {"of_claim": claim,
+                                          "progress": progress}).scalars())
     return outcomes, ours
 
 
@@ -682,15 +704,98 @@ def deliver_queued(app: Flask, now: datetime | None = None,
     return counts
 
 
+def claim_for(app: Flask, now: datetime, limit: int, holder: int) -> tuple[str, int]:
+    """Claim up to `limit` due mails for another sender, the process `holder` (a scheduler's
+    helper, which delivers them with `deliver_handed`); returns the claim and how many it
+    holds."""
+    claim = new_claim(holder)
+    with _writer(app).connect() as writer, writer.begin():
+        ids = writer.execute(_DUE, {"moment": now, "most": limit}).scalars().all()
+        if ids:
+            writer.execute(_HAND, {"ids": ids, "new_claim": claim, "moment": now})
+    return claim, len(ids)
+
+
+def give_back(app: Flask, claim: str) -> None:
+    """Put the unsent mails of `claim` back in the queue (a claim made for a sender that has
+    ended before it was told of it)."""
+    with _writer(app).connect() as writer, writer.begin():
+        writer.execute(_RELEASE, {"of_claim": claim})
+
+
+def deliver_handed(app: Flask, claim: str, now: datetime, later: LaterRecords) -> int:
+    """Deliver the mails claimed for this process by another (`claim_for`), their deliveries
+    recorded by `later`; returns how many the claim held. Only for an idempotent backend."""
+    backend = backend_for(app)
+    with get_engine(app).connect() as reader:  # read, not written: no wait for the write lock
+        rows = [SimpleNamespace(**row._mapping)
+                for row in reader.execute(_HANDED, {"of_claim": claim})]
+        reader.rollback()
+    if rows:
+        with _writer(app).connect() as writer:
+            _deliver(app, backend, writer, claim, rows, now, later.started, later.counts,
+                     later)
+    return len(rows)
+
+
+class LaterRecords:
+    """Deliveries to an idempotent backend, recorded when the write lock is free: a helper
+    sender that does not wait for it while the scheduler holds it for a burst of timeouts, and
+    writes down what it sent between them (or at the end, `write(block=True)`). A helper that
+    dies leaves its claims to be written again once they are old, as any idempotent sender's."""
+
+    def __init__(self, app: Flask, now: datetime):
+        self.app, self.now = app, now
+        self.started = time.monotonic()
+        self.counts = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
+        self.waiting: list[tuple[str, list[tuple]]] = []
+
+    def add(self, claim: str, done: list[tuple]) -> None:
+        self.waiting.append((claim, done))
+        self.write(block=False)
+
+    def write(self, block: bool) -> None:
+        """Record what waits, in one transaction; unless `block`, only if the write lock is
+        free now (on SQLite; on PostgreSQL writers do not wait for each other here)."""
+        if not self.waiting:
+            return
+        engine = _writer(self.app)
+        with engine.connect() as writer:
+            raw = writer.connection.dbapi_connection
+            sqlite = engine.dialect.name == "sqlite"
+            if sqlite and not block:
+                raw.execute("PRAGMA busy_timeout = 0")
+            try:
+                try:
+                    transaction = writer.begin()
+                except OperationalError as exc:
+                    if "locked" in str(exc) or "busy" in str(exc):
+                        return  # held by another writer: later
+                    raise
+                with transaction:
+                    progress = self.now + timedelta(seconds=time.monotonic() - self.started)
+                    for claim, done in self.waiting:
+                        outcomes, _ = _recorded_claim(self.app, writer, done, claim, self.now,
+                                                      progress)
+                        for outcome in outcomes:
+                            if outcome:
+                                self.counts[outcome] += 1
+                self.waiting = []
+            finally:
+                if sqlite and not block:
+                    raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
+
+
 def claim_size(backend: Backend) -> int:
     """How many mails a sender claims at a time with `backend`."""
     return BATCH * (IDEMPOTENT_CLAIMS if getattr(backend, "idempotent", False) else 1)
 
 
 def _deliver(app: Flask, backend: Backend, writer, claim: str, rows: list, now: datetime,
-             started: float, counts: dict[str, int]) -> None:
+             started: float, counts: dict[str, int], later: LaterRecords | None = None) -> None:
     """Build and send the claim's `rows`, recording each outcome in `counts`; give back what
-    was left unsent."""
+    was left unsent. With `later` (an idempotent backend's), the deliveries are recorded when
+    the write lock is free, and counted there."""
     from .mail import read_games
 
     sender, stop = app.config["MAIL_FROM"], stop_event(app)
@@ -726,6 +831,9 @@ def _deliver(app: Flask, backend: Backend, writer, claim: str, rows: list, now: 
 
         def record(done: list[tuple]) -> None:
             nonlocal ours
+            if later is not None:
+                later.add(claim, done)
+                return
             progress = now + timedelta(seconds=time.monotonic() - started)
             outcomes, ours = _record(app, writer, done, claim, now, progress)
             for outcome in outcomes:
@@ -747,6 +855,10 @@ def _deliver(app: Flask, backend: Backend, writer, claim: str, rows: list, now: 
         done += unbuildable
         if done:
             record(done)
+    if later is not None:
+        if not stop.is_set():
+            return  # all sent, recorded later
+        later.write(block=True)  # what was sent, then the rest given back
     if ours:  # left unsent (a stop was asked for): back to the queue
         with writer.begin():
             writer.execute(_RELEASE, {"of_claim": claim})

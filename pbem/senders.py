@@ -6,6 +6,15 @@ deadline at midnight for a big league, a restart after an outage), delivers it t
 a time, each delivery recorded, a killed one leaves at most its claim) until the run has queued
 everything (`done_queueing`) and nothing due is left; then it reports what it delivered.
 
+While the run plays a burst of timeouts it holds SQLite's one write lock nearly all the time
+(a transaction of timeouts after another), and a helper waiting for the lock to claim mail
+mostly waited: with an idempotent backend (the local folder) the run claims mail for its helpers
+between its transactions instead (`HelperPool.hand_off`, some HAND_AHEAD mails each), and a
+helper delivers what it was handed and records it when the lock is free (outbox.LaterRecords).
+Once the run has queued everything, helpers claim for themselves as any sender does. A killed
+helper then leaves what it was handed and had not recorded, which is written again once it is
+old: to the local folder, the same file again.
+
 `pbem scheduler` keeps its helpers for as long as it runs (a `HelperPool` made when it starts):
 each one makes its app and warms what a sender computes once (`warm_up`: the mail templates
 compiled, the board pictures' bare boards drawn) as the scheduler starts, then waits, idle on
@@ -38,7 +47,17 @@ from sqlmodel import select
 from . import picture
 from .db import get_engine, is_status
 from .models import QUEUED, OutboxMessage
-from .outbox import backend_for, claim_size, deliver_queued, request_stop, stop_event
+from .outbox import (
+    LaterRecords,
+    backend_for,
+    claim_for,
+    claim_size,
+    deliver_handed,
+    deliver_queued,
+    give_back,
+    request_stop,
+    stop_event,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +76,11 @@ _BACKLOG = select(func.count()).select_from(
 _READY = "ready"  # a helper to its scheduler: made and warmed up
 _DRAIN = "done queueing"  # the scheduler to a helper: the run queues no more mail
 _DELIVER = "deliver"  # the scheduler to a helper: (_DELIVER, now), deliver what is due at now
+_HANDED = "handed"  # the scheduler to a helper: (_HANDED, claim), mail it claimed for the helper
+_HANDED_DONE = "handed done"  # a helper to its scheduler: (_HANDED_DONE, mails) of one claim
+# Mails a helper holds claimed for it by the scheduler while it plays a burst of timeouts (each
+# of its write transactions some 0.1 s): enough for the helper to go on until the next.
+HAND_AHEAD = 100
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CLOSE_SECONDS = 10  # how long a closed pool waits for a helper to end before it is terminated
 
@@ -81,6 +105,8 @@ class _Helper:
     connection: object  # our end of its pipe
     ready: bool = False
     busy: bool = False  # delivering for a run, which waits for its counts
+    handed: int = 0  # mails claimed for it this run and not yet delivered
+    report: dict | None = None  # its run's counts, if heard before `finish` listens
 
 
 class HelperPool:
@@ -143,10 +169,46 @@ class HelperPool:
         for helper in self.helpers:
             try:
                 helper.connection.send((_DELIVER, now))
-                helper.busy = True
+                helper.busy, helper.handed = True, 0
             except OSError:  # it has ended: `finish` skips it, `start` replaces it
                 pass
         return sum(helper.busy for helper in self.helpers)
+
+    def hand_off(self, now: datetime, size: int) -> None:
+        """Claim due mail for each busy helper that holds less than HAND_AHEAD, `size` at a
+        time, and tell it: while this process plays timeouts it holds SQLite's one write lock
+        nearly all the time, and a helper claiming for itself would mostly wait for it."""
+        for helper in self.helpers:
+            if not helper.busy:
+                continue
+            try:
+                while helper.connection.poll():
+                    heard = self._heard(helper, helper.connection.recv())
+                    helper.report = heard if heard is not None else helper.report
+            except (EOFError, OSError):
+                continue
+            while helper.handed < HAND_AHEAD and not stop_event(self.app).is_set():
+                claim, mails = claim_for(self.app, now, size, helper.process.pid)
+                if not mails:
+                    return  # nothing more is due
+                try:
+                    helper.connection.send((_HANDED, claim))
+                except OSError:  # it has ended: the mail goes back to the queue
+                    give_back(self.app, claim)
+                    break
+                helper.handed += mails
+                logger.debug("claimed %d mails for %s", mails, helper.process.name)
+
+    def _heard(self, helper: _Helper, message) -> dict[str, int] | None:
+        """What a helper said before its report: it is ready, or delivered a claim handed to
+        it; its report (the counts of its run) is returned."""
+        if message == _READY:
+            helper.ready = True
+        elif isinstance(message, tuple) and message[0] == _HANDED_DONE:
+            helper.handed -= message[1]
+        else:
+            return message
+        return None
 
     def done_queueing(self) -> None:
         """Tell the busy helpers the run queues no more mail: each reports once nothing due is
@@ -167,8 +229,8 @@ class HelperPool:
         for helper in self.helpers:
             if not helper.busy:
                 continue
-            counts = None
-            while True:
+            counts, helper.report = helper.report, None
+            while counts is None:
                 if stop.is_set() and not stopped:
                     stopped = True
                     for other in self.helpers:  # SIGTERM: the mail in hand, the rest given back
@@ -176,11 +238,9 @@ class HelperPool:
                             other.process.terminate()
                 try:
                     if helper.connection.poll(0.1):
-                        message = helper.connection.recv()
-                        if message == _READY:
-                            helper.ready = True
+                        counts = self._heard(helper, helper.connection.recv())
+                        if counts is None:
                             continue
-                        counts = message
                         break
                 except (EOFError, OSError):
                     break
@@ -244,6 +304,14 @@ class Helpers:
         asked = self.pool.begin(self.now)
         logger.info("delivering a backlog with %d helper processes", asked)
 
+    def hand_off(self) -> None:
+        """Claim due mail for the helpers (`HelperPool.hand_off`) if they deliver beside this
+        run and need more; called between the run's timer transactions. Only for an idempotent
+        backend, whose deliveries a helper may record when the write lock is free."""
+        backend = backend_for(self.app)
+        if self.started and getattr(backend, "idempotent", False):
+            self.pool.hand_off(self.now, claim_size(backend))
+
     def done_queueing(self) -> None:
         """Tell the helpers this run queues no more mail: they report once nothing due is
         left."""
@@ -285,19 +353,22 @@ def _serve(settings: dict, connection) -> None:
     stop = stop_event(app)
     for number in (signal.SIGTERM, signal.SIGINT):  # only sets the flag: the mail in hand ends
         signal.signal(number, lambda *_: request_stop(app))
-    runs: queue.SimpleQueue = queue.SimpleQueue()  # (now, drained) of each run that asks
+    runs: queue.SimpleQueue = queue.SimpleQueue()  # (now, drained, handed) of each run
 
     def listen():
-        drained = None
+        drained = handed = None
         try:
             while True:
                 message = connection.recv()
                 if message == _DRAIN:
                     if drained is not None:
                         drained.set()
+                elif message[0] == _HANDED:
+                    if handed is not None:
+                        handed.put(message[1])
                 else:
-                    drained = threading.Event()
-                    runs.put((message[1], drained))
+                    drained, handed = threading.Event(), queue.SimpleQueue()
+                    runs.put((message[1], drained, handed))
         except (EOFError, OSError):  # the scheduler has closed the pool, or ended
             request_stop(app)
 
@@ -307,22 +378,42 @@ def _serve(settings: dict, connection) -> None:
         connection.send(_READY)
         while not stop.is_set():
             try:
-                now, drained = runs.get(timeout=0.2)
+                now, drained, handed = runs.get(timeout=0.2)
             except queue.Empty:
                 continue
-            connection.send(_deliver_run(app, now, drained))
+            connection.send(_deliver_run(app, now, drained, handed, connection))
     except OSError:  # the pipe closed under a report: the scheduler has ended
         pass
     finally:
         get_engine(app).dispose()
 
 
-def _deliver_run(app: Flask, now: datetime, drained: threading.Event) -> dict[str, int]:
+def _deliver_run(app: Flask, now: datetime, drained: threading.Event, handed: queue.SimpleQueue,
+                 connection) -> dict[str, int]:
     """Deliver what is due at `now` until the run has queued everything (`drained`) and nothing
-    due is left, or a stop is asked for; returns what was delivered, by outcome."""
+    due is left, or a stop is asked for; returns what was delivered, by outcome. Until the run
+    is drained, a helper with an idempotent backend delivers only the claims the scheduler
+    `handed` it (`HelperPool.hand_off`), saying so on `connection` after each, and records them
+    when the write lock is free; then it claims for itself."""
     stop = stop_event(app)
     total = _nothing()
-    size = claim_size(backend_for(app))
+    backend = backend_for(app)
+    size = claim_size(backend)
+    if getattr(backend, "idempotent", False):
+        later = LaterRecords(app, now)
+        while not stop.is_set():
+            try:
+                claim = handed.get(timeout=0.02)
+            except queue.Empty:
+                later.write(block=False)
+                if drained.is_set() and handed.empty():
+                    break
+                continue
+            connection.send((_HANDED_DONE, deliver_handed(app, claim, now, later)))
+        later.write(block=True)
+        total = dict(later.counts)
+        while not handed.empty():  # a stop was asked for: what was handed and not begun
+            give_back(app, handed.get())
     while not stop.is_set():
         last = drained.is_set()  # before the claim: all that run queued is in sight
         counts = deliver_queued(app, now, size)

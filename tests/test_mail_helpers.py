@@ -8,11 +8,14 @@ process leaves at most its own claim).
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from aiosmtpd.controller import Controller
-from server import make_app
+from server import make_app, new_game
 from sqlalchemy import insert
 from sqlmodel import select
 from test_hardening_processes import SlowServer, is_running, wait_for
@@ -275,3 +278,127 @@ def test_a_killed_run_takes_its_helpers_with_it_and_leaves_only_its_own_claim(tm
     arrived = smtp_server[0].message_ids
     assert len(arrived) == len(set(arrived)), "nothing sent twice"
     assert recorded <= set(arrived) and len(set(arrived) - recorded) <= 1
+
+
+def test_a_helper_delivers_mail_claimed_for_it_and_records_it_once_the_lock_is_free(
+        tmp_path, database):
+    # While a scheduler plays a burst of timeouts it holds SQLite's write lock nearly all the
+    # time: it claims mail for its helper between its transactions, and the helper writes it
+    # without waiting for the lock, recording it when the lock is free.
+    app = make_app(tmp_path / "instance", MAIL_SENDERS=2)
+    now = datetime.now(UTC)
+    queue_mails(app, senders.HAND_AHEAD + 30, now - timedelta(minutes=1))
+    helpers = senders.Helpers(app, now)
+    helpers.start()
+    [helper] = helpers.processes
+    helpers.hand_off()
+    rows = outbox_rows(app)
+    handed = [row for row in rows if row.status == SENDING]
+    assert len(handed) == senders.HAND_AHEAD, "claimed for the helper, up to what it may hold"
+    assert {row.claim.split("@")[0] for row in handed} == {str(helper.pid)}, \
+        "each claim names the helper that holds it"
+    assert [row.status for row in rows].count(QUEUED) == 30
+    folder = Path(app.config["MAIL_FOLDER"])
+    lock = get_engine(app).raw_connection() if database == "sqlite" else None
+    try:
+        if lock is not None:
+            lock.execute("BEGIN IMMEDIATE")  # the scheduler's next timer transaction
+        wait_for(lambda: len(list(folder.glob("*.eml"))) == senders.HAND_AHEAD, 120,
+                 "the helper to write the mail handed to it")
+        if lock is not None:
+            time.sleep(0.3)  # it tries to record meanwhile, and must not wait for the lock
+            assert [row.status for row in outbox_rows(app)].count(SENDING) == \
+                senders.HAND_AHEAD, "recorded only once the lock is free"
+    finally:
+        if lock is not None:
+            lock.rollback()
+            lock.close()
+    assert helpers.finish() == {"sent": senders.HAND_AHEAD + 30, "retry": 0, "failed": 0,
+                                "unknown": 0}, "the handed mail and the rest, which it claimed"
+    rows = outbox_rows(app)
+    assert {row.status for row in rows} == {SENT}
+    files = sorted(folder.glob("*.eml"))
+    assert [f.name for f in files] == [f"{row.id:08d}.eml" for row in rows]
+    assert sorted(message_from_bytes(f.read_bytes())["Message-ID"] for f in files) == \
+        sorted(row.message_id for row in rows), "each mail once"
+
+
+def test_mail_claimed_for_a_helper_that_has_ended_goes_back_to_the_queue(tmp_path):
+    app = make_app(tmp_path / "instance", MAIL_SENDERS=2)
+    now = datetime.now(UTC)
+    queue_mails(app, 30, now - timedelta(minutes=1))
+    claim, mails = outbox.claim_for(app, now, 20, 4321)
+    assert mails == 20 and claim.startswith("4321@")
+    outbox.give_back(app, claim)
+    helpers = senders.Helpers(app, now)
+    helpers.start()
+    [helper] = helpers.processes
+    helper.kill()
+    helper.join(30)
+    helpers.hand_off()  # it hears the helper has ended, and claims nothing for it
+    assert helpers.finish() == {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
+    rows = outbox_rows(app)
+    assert {(row.status, row.claim) for row in rows} == {(QUEUED, None)}
+
+
+def test_a_helper_asked_to_stop_gives_back_what_was_handed_to_it_and_not_begun(tmp_path):
+    app = make_app(tmp_path / "instance", MAIL_SENDERS=2)
+    now = datetime.now(UTC)
+    queue_mails(app, 30, now - timedelta(minutes=1))
+    handed = queue.SimpleQueue()
+    for _ in range(2):
+        handed.put(outbox.claim_for(app, now, 10, os.getpid())[0])
+    outbox.request_stop(app)
+    ours, theirs = multiprocessing.Pipe()
+    counts = senders._deliver_run(app, now, threading.Event(), handed, theirs)
+    assert counts == {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
+    assert {(row.status, row.claim) for row in outbox_rows(app)} == {(QUEUED, None)}
+    assert not list(Path(app.config["MAIL_FOLDER"]).glob("*.eml"))
+
+
+@pytest.mark.only_sqlite  # PostgreSQL has no one write lock to wait for
+def test_deliveries_recorded_later_are_written_once_the_lock_is_free_not_waited_for(
+        tmp_path):
+    app = make_app(tmp_path / "instance", MAIL_SENDERS=2)
+    now = datetime.now(UTC)
+    queue_mails(app, 5, now - timedelta(minutes=1))
+    claim, _ = outbox.claim_for(app, now, 5, os.getpid())
+    later = outbox.LaterRecords(app, now)
+    lock = get_engine(app).raw_connection()
+    lock.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        assert outbox.deliver_handed(app, claim, now, later) == 5
+        assert time.monotonic() - started < 5, "no wait for the lock"
+        assert len(list(Path(app.config["MAIL_FOLDER"]).glob("*.eml"))) == 5
+        assert later.counts["sent"] == 0 and len(later.waiting) == 1
+    finally:
+        lock.rollback()
+        lock.close()
+    later.write(block=False)
+    assert later.counts["sent"] == 5 and later.waiting == []
+    assert {(row.status, row.claim) for row in outbox_rows(app)} == {(SENT, None)}
+
+
+def test_a_burst_of_timeouts_hands_its_mail_to_the_helper_between_its_transactions(
+        tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr(senders, "HELP_FROM", 3)  # the helper joins for a few timeouts
+    app = make_app(tmp_path / "instance", MAIL_SENDERS=2, SCHEDULER_OUTAGE_MINUTES=100000,
+                   SCHEDULER_TIMERS_PER_TRANSACTION=1)
+    created = datetime.now(UTC) - timedelta(days=10)  # every first deadline has passed
+    for seed in "1234":
+        new_game(app, 3, seed, now=created)
+    with app.app_context(), reading() as db:
+        invitations = len(db.exec(select(OutboxMessage)).all())
+    with caplog.at_level(logging.DEBUG, logger="pbem.senders"):
+        # A moment ahead: the mail the timeouts queue is due at it (as at a real run's next).
+        counts = run_jobs(app, datetime.now(UTC) + timedelta(minutes=1))
+    assert counts["timeouts"] == 4
+    handed = [r.getMessage() for r in caplog.records if "mails for pbem-mail-helper" in
+              r.getMessage()]
+    assert handed, "mail claimed for the helper between the timer transactions"
+    rows = outbox_rows(app)
+    assert len(rows) > invitations and {row.status for row in rows} == {SENT}
+    assert counts["mail_sent"] == len(rows), "the helper's deliveries counted in, each once"
+    files = list(Path(app.config["MAIL_FOLDER"]).glob("*.eml"))
+    assert len(files) == len(rows)
