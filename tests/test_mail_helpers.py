@@ -349,7 +349,7 @@ def test_a_helper_asked_to_stop_gives_back_what_was_handed_to_it_and_not_begun(t
     for _ in range(2):
         handed.put(outbox.claim_for(app, now, 10, os.getpid())[0])
     outbox.request_stop(app)
-    ours, theirs = multiprocessing.Pipe()
+    _ours, theirs = multiprocessing.Pipe()
     counts = senders._deliver_run(app, now, threading.Event(), handed, theirs)
     assert counts == {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
     assert {(row.status, row.claim) for row in outbox_rows(app)} == {(QUEUED, None)}
