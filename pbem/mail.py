@@ -155,11 +155,11 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
     picture_json = None
     if rendering is not None:
         if rendering.picture_json:
-            context["picture_cid"] = json.loads(rendering.picture_json)["cid"]
+            context["picture_cid"] = orjson.loads(rendering.picture_json)["cid"]
     elif picture and game is not None:
         picture_json = _picture(game)
         if picture_json is not None:
-            context["picture_cid"] = json.loads(picture_json)["cid"]
+            context["picture_cid"] = orjson.loads(picture_json)["cid"]
     if game is not None and seat is not None and "summary" not in context:
         rules = rules_for(game.kind)
         summary = getattr(rules, "position_summary", rules.position_lines)
@@ -173,7 +173,9 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
         to_addr=to, subject=one_line(subject),
         text_body=render_template(f"email/{template}.txt", context),
         html_body=render_template(f"email/{template}.html", context),
-        message_id=new_message_id(), secrets_json=json.dumps(list(secrets)),
+        # An intent written keeps its row's Message-ID and links: none made for it.
+        message_id=new_message_id() if rendering is None else rendering.message_id,
+        secrets_json=json.dumps(list(secrets)) if rendering is None else rendering.secrets_json,
         reply_to=reply_to, created_at=now, next_attempt_at=now,
         in_reply_to=answering.message_id if answering else None,
         references=answering.references if answering else None, picture_json=picture_json)
@@ -283,7 +285,7 @@ def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
     to it is a message to that audience (see `mint_key`)."""
     rendering = session.info.get(_RENDERING)
     if rendering is not None:  # an intent written: with the links it was queued with
-        token, mine = json.loads(rendering.secrets_json)
+        token, mine = orjson.loads(rendering.secrets_json)
     elif seat.bot is not None:
         return None
     else:
@@ -469,7 +471,7 @@ def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, c
         message_id=new_message_id(), secrets_json=json.dumps([token, mine]),
         reply_to=reply_address(token), created_at=now, next_attempt_at=now,
         picture_json=_picture(game),
-        intent_json=orjson.dumps(intent).decode())  # read back by json.loads
+        intent_json=orjson.dumps(intent).decode())  # read back by orjson.loads
     insert_later(session, OutboxMessage, dict(vars(message)))
     return message
 
@@ -560,7 +562,7 @@ def render_later(session: Session, row: OutboxMessage) -> tuple[str, str, str]:
     have been when it was queued: from the game and seats as they were then, with the row's own
     links and picture. Needs the app's context; reads only (the game and its seats once per
     session: one session may write many mails)."""
-    intent = json.loads(row.intent_json)
+    intent = orjson.loads(row.intent_json)  # written by orjson (`_intent`)
     game_row, seat_rows = _game_and_seats(session, row.game_id)
     at = dict(intent["game"])
     deadline = at.pop("deadline_at")

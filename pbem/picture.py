@@ -33,11 +33,11 @@ first burst of a thousand positions), which stays the same however long the serv
 from __future__ import annotations
 
 import io
-import json
 import struct
 import zlib
 from functools import lru_cache
 
+import orjson
 import resvg_py
 from isal import isal_zlib
 from PIL import Image
@@ -388,7 +388,7 @@ def warm_up() -> None:
 
 def for_message(picture_json: str) -> tuple[str, bytes]:
     """(content id, PNG) for an outbox row's `picture_json`."""
-    data = json.loads(picture_json)
+    data = orjson.loads(picture_json)
     return data["cid"], png_of(data["kind"], data["state"], data.get("language", "en"))
 
 
