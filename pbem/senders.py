@@ -308,8 +308,10 @@ class Helpers:
         """Claim due mail for the helpers (`HelperPool.hand_off`) if they deliver beside this
         run and need more; called between the run's timer transactions. Only for an idempotent
         backend, whose deliveries a helper may record when the write lock is free."""
+        if not self.started:
+            return
         backend = backend_for(self.app)
-        if self.started and getattr(backend, "idempotent", False):
+        if getattr(backend, "idempotent", False):
             self.pool.hand_off(self.now, claim_size(backend))
 
     def done_queueing(self) -> None:
