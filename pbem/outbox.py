@@ -10,7 +10,9 @@ retry of a row keeps it), which most mail programs and services show once. A bac
 sending again does no harm to (`idempotent`: the local folder, where a mail written again
 replaces its own file) has the deliveries of a claim recorded together, in one transaction
 after the claim is sent: a sender that dies leaves its claim to be written again, and nothing
-is there twice.
+is there twice. A scheduler's helper sender may be handed claims made for it (`claim_for`)
+during a burst of timeouts, and record their deliveries once the write lock is free
+(`LaterRecords`): dying, it leaves those claims to be written again in the same way.
 
 When the mail server does not answer after it was given the whole message (a timeout after
 DATA), the mail may or may not have arrived: it is marked `unknown`, not retried by itself,
