@@ -529,11 +529,10 @@ _DUE = locked(select(OutboxMessage.id)
                      OutboxMessage.next_attempt_at <= bindparam("moment"))
               .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id)
               .limit(bindparam("most")), skip_locked=True)
-_TAKE = (update(OutboxMessage).where(OutboxMessage.id.in_(bindparam("ids", expanding=True)))
-         .values(status=SENDING, claim=bindparam("new_claim"), claimed_at=bindparam("moment"))
-         .returning(*OutboxMessage.__table__.c))
+# A claim made for another sender (`claim_for`) reads nothing back; one's own, every column.
 _HAND = (update(OutboxMessage).where(OutboxMessage.id.in_(bindparam("ids", expanding=True)))
          .values(status=SENDING, claim=bindparam("new_claim"), claimed_at=bindparam("moment")))
+_TAKE = _HAND.returning(*OutboxMessage.__table__.c)
 _HANDED = (select(*OutboxMessage.__table__.c)
            .where(OutboxMessage.claim == bindparam("of_claim"),
                   is_status(OutboxMessage.status, SENDING))
