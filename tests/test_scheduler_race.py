@@ -19,7 +19,9 @@ Games are made with `new_game(..., now=t0)`: a 72-hour deadline, so at t0 + 49 h
 its one reminder (24 h before) due and at t0 + 73 h its timeout. The jumps in `now` are not
 outages (SCHEDULER_OUTAGE_MINUTES is huge). Two processes race with the production claim sizes
 (the first claim takes every due timer, the others race for the mail), four with claims of a
-few rows (each process handles a share). A longer run has four processes loop over many
+few rows (each process handles a share; each holds its first claim of timers and of mail in a
+run for a moment, so that on a loaded machine the others, woken later from the barrier, still
+find work to claim). A longer run has four processes loop over many
 successive `now`s with short deadlines (reminders, timeouts, new turns, their reminders...); it
 must leave the database as one scheduler doing the same runs alone leaves a copy of it.
 
@@ -89,9 +91,34 @@ LOOP_STEPS = 20
 STEP = timedelta(hours=3)
 PRODUCTION_BATCHES = (jobs.BATCH, outbox.BATCH)
 SMALL_BATCHES = (3, 5)  # timers, mails per claim
+HOLD_SECONDS = 0.3
 
 
 # --- the scheduler processes --------------------------------------------------------------------
+
+class Hold:
+    """Holds this process's first claim of timers, and of mail, in each run for `seconds`."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.held: set[str] = set()
+
+    def first(self, kind: str) -> None:
+        if self.seconds and kind not in self.held:
+            self.held.add(kind)
+            time.sleep(self.seconds)
+
+
+HOLD = Hold(0.0)
+_CLAIM_TIMERS = jobs._claim
+
+
+def _claim_and_hold(now):
+    claim, ids = _CLAIM_TIMERS(now)
+    if ids:
+        HOLD.first("timers")
+    return claim, ids
+
 
 class RecordingBackend(LocalBackend):
     """The local backend, also noting in this process's own file each row it was handed."""
@@ -102,6 +129,7 @@ class RecordingBackend(LocalBackend):
 
     def send(self, messages):
         for row, message in messages:
+            HOLD.first("mail")
             with self.record.open("a") as f:
                 f.write(f"{row.id}\n")
             yield from super().send([(row, message)])
@@ -121,13 +149,16 @@ def _scheduler(index: int, barriers: dict, tasks, results) -> None:
     `run_jobs` per `now`, each started together with the other processes of the task.
 
     A task may make the claims smaller than in production (timers, mails per claim), so that
-    the processes take turns claiming and each handles a share of the work."""
+    the processes take turns claiming and each handles a share of the work, and may hold each
+    process's first claims of a run (`Hold`)."""
+    jobs._claim = _claim_and_hold
     while True:
         task = tasks.get()
         if task is None:
             break
-        instance, config, nows, parties, batches = task
+        instance, config, nows, parties, batches, hold = task
         jobs.BATCH, outbox.BATCH = batches or PRODUCTION_BATCHES
+        HOLD.seconds = hold
         barrier = barriers[parties]
         report = {"counts": [], "errors": [], "logs": []}
         try:
@@ -142,6 +173,7 @@ def _scheduler(index: int, barriers: dict, tasks, results) -> None:
                 session.exec(select(Game.id)).first()
             for now in nows:
                 barrier.wait(WAIT)
+                HOLD.held.clear()
                 report["counts"].append(run_jobs(app, now))
             report["logs"] = handler.lines
             get_engine(app).dispose()
@@ -194,11 +226,11 @@ class Pool:
         self.waiting = (0, 0.0)
 
     def start(self, instance: Path, config: dict, nows: list, parties: int,
-              batches: tuple[int, int] | None = None) -> None:
+              batches: tuple[int, int] | None = None, hold: float = 0.0) -> None:
         """Have `parties` processes run the scheduler at each of `nows`, together."""
         config = {**config, "DATABASE_URL": database_url(instance)}  # the test's database
         for i in range(parties):
-            self.tasks[i].put((str(instance), config, nows, parties, batches))
+            self.tasks[i].put((str(instance), config, nows, parties, batches, hold))
         self.waiting = (parties, time.monotonic() + WAIT + 5 * len(nows))
 
     def reports(self) -> list[dict]:
@@ -222,8 +254,8 @@ class Pool:
         return [reports[i] for i in sorted(reports)]
 
     def run(self, instance: Path, config: dict, nows: list, parties: int,
-            batches: tuple[int, int] | None = None) -> list[dict]:
-        self.start(instance, config, nows, parties, batches)
+            batches: tuple[int, int] | None = None, hold: float = 0.0) -> list[dict]:
+        self.start(instance, config, nows, parties, batches, hold)
         reports = self.reports()
         assert all(len(report["counts"]) == len(nows) for report in reports)
         return reports
@@ -296,7 +328,8 @@ def test_schedulers_started_together_send_each_reminder_and_play_each_timeout_on
     seats = {(s.game_id, s.number): s for s in rows(app, Seat)}
     reminder_at, timeout_at = t0 + timedelta(hours=49), t0 + timedelta(hours=73)
 
-    reports = schedulers.run(instance, SINGLE, [reminder_at, timeout_at], parties, batches)
+    reports = schedulers.run(instance, SINGLE, [reminder_at, timeout_at], parties, batches,
+                             hold=HOLD_SECONDS if batches else 0.0)
     if batches:
         _check_work_was_shared(reports)
 
