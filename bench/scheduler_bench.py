@@ -494,7 +494,8 @@ def print_burst(title: str, due_games: int, seconds: float, cpu: float, helpers_
 def start_up(folder: Path) -> tuple[object, object, float, float, float]:
     """A scheduler process's start, as `pbem scheduler` starts: the app made, its helper
     senders started ([mail] senders - 1 processes), its mail templates compiled and board
-    pictures' bare boards drawn (pbem.senders.warm_up), its database connected, and the
+    pictures' bare boards drawn (pbem.senders.warm_up), what start-up made left out of the
+    garbage collector's full passes (pbem.started), its database connected, and the
     helpers ready (each has done the same). Returns the app, the helper pool, and the wall,
     CPU and helpers' CPU seconds it took."""
     started, cpu = time.perf_counter(), time.process_time()
@@ -502,6 +503,7 @@ def start_up(folder: Path) -> tuple[object, object, float, float, float]:
     pool = pbem.senders.HelperPool(app)
     pool.start()
     pbem.senders.warm_up(app)
+    pbem.started()
     with reading(app) as session:
         session.exec(select(func.count()).select_from(Timer)).one()
     if not pool.wait_ready(120):

@@ -92,10 +92,11 @@ YOUNG_OBJECTS = 10_000
 
 
 def started() -> None:
-    """Call once a server process has made its app, before it serves: what start-up made
-    (modules, templates, the schema, the boards) is left out of the garbage collector's full
-    passes from then on (gc.freeze), which otherwise go over all of it again every few hundred
-    requests, 60-80 ms in the middle of one. Garbage made until now is collected first.
+    """Call once a server, scheduler or helper sender process has made its app and warmed up,
+    before it serves: what start-up made (modules, templates, the schema, the boards) is left
+    out of the garbage collector's full passes from then on (gc.freeze), which otherwise go
+    over all of it again every few hundred requests, 60-80 ms in the middle of one. Garbage
+    made until now is collected first.
 
     The collector's youngest generation is also collected less often (every 10,000 new
     objects instead of 700): a request makes a few thousand (a long game's more, its position

@@ -360,6 +360,8 @@ def scheduler_command(parent_pipe):
     (or Ctrl-C) finishes the timer and mail in hand and gives the rest back, then stops."""
     from apscheduler.schedulers.background import BackgroundScheduler
 
+    from . import started
+
     _need_schema()
     app = current_app._get_current_object()
     check_settings(app, "scheduler")
@@ -373,6 +375,7 @@ def scheduler_command(parent_pipe):
     pool = HelperPool(app)
     pool.start()
     warm_up(app)
+    started()
     if not pool.wait_ready(HELPERS_READY_SECONDS):
         app.logger.warning("the helper senders did not say they were ready within %d s; the "
                            "scheduler runs on (a helper that has ended is started again at "

@@ -349,7 +349,7 @@ def _serve(settings: dict, connection) -> None:
     """A helper process (`HelperPool`): make the app, warm up, say so, then deliver for each
     run that asks, until the pipe closes or a stop is asked for."""
     sigterm_when_parent_ends()
-    from . import create_app
+    from . import create_app, started
 
     app = create_app(settings)
     stop = stop_event(app)
@@ -377,6 +377,7 @@ def _serve(settings: dict, connection) -> None:
     threading.Thread(target=listen, name="pbem-helper-pipe", daemon=True).start()
     try:
         warm_up(app)
+        started()
         connection.send(_READY)
         while not stop.is_set():
             try:
