@@ -25,7 +25,9 @@ Figures (wall-clock time from time.perf_counter, one process, one thread):
       What that process does before it, as `pbem scheduler` does before its first run (the app
       made, its helper senders started and ready, the mail templates compiled and the
       pictures' bare boards drawn in each: pbem.senders.warm_up, the database connected), is
-      its start-up, a figure of its own, also given added to (b). Above
+      its start-up, a figure of its own, also given added to (b). Before it, the time to
+      create an empty file, which this machine's filesystem makes slow for minutes after mass
+      deletions (`file_creation_microseconds`), says whether (b) was taken in that state. Above
       TARGET_SECONDS (or with --profile), a second run on a copy of the database, over a fifth
       of the due games, is profiled with cProfile in this process;
   (c) the query plans (EXPLAIN QUERY PLAN) of the statements of a run: the due-timer claim and
@@ -730,6 +732,29 @@ def growth(app, sent_now: int, runs: int) -> list[dict]:
     return levels
 
 
+CREATION_PROBE_FILES = 500
+SLOW_CREATION_MICROSECONDS = 40  # a quiet filesystem here: some 10 µs a file
+
+
+def file_creation_microseconds(folder: Path) -> float:
+    """Microseconds to create an empty file in a new folder under `folder` (the files stay:
+    deleting them would itself slow what follows).
+
+    On ext4 without a journal (this machine's root), the inode allocator passes over every
+    inode deleted in the last 60 s, or 300 s while its inode table block is not yet written
+    back (`recently_deleted` in fs/ext4/ialloc.c), looking at each for each new file. Right
+    after mass deletions (a test run, a previous benchmark's clean-up), creating a file costs
+    ten times as much, and (b) creates one for each mail: a (b) taken then is slower by half
+    a second (4.67 s on a quiet filesystem, 5.01 s and 4.99 s within minutes of deleting
+    thousands of files, at 27277a6). A figure says which it was taken in."""
+    probe = folder / "file-creation-probe"
+    probe.mkdir()
+    started = time.perf_counter()
+    for number in range(CREATION_PROBE_FILES):
+        os.close(os.open(probe / f"{number}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return (time.perf_counter() - started) / CREATION_PROBE_FILES * 1e6
+
+
 def load_average() -> str:
     """The machine's load average (1, 5 and 15 minutes), to read a figure by."""
     try:
@@ -790,6 +815,11 @@ def main(argv: list[str] | None = None) -> int:
         single = copy_database(app, folder / "single") if senders > 1 else None
         with get_engine(app).connect() as connection:  # the burst's process reads it whole
             connection.connection.dbapi_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        creation = file_creation_microseconds(folder)
+        print(f"\nfile creation before (b): {creation:.1f} µs a file"
+              + (" (SLOW: files were deleted by the thousand in the last minutes; (b) creates "
+                 "one a mail and is slower for it: run this again in 5 minutes)"
+                 if creation > SLOW_CREATION_MICROSECONDS else " (a quiet filesystem)"))
         burst = burst_in_new_process(folder / "instance", due_games, SENDERS)
         seconds, counts, phases = burst["seconds"], burst["counts"], burst["phases"]
         due_statements = burst["statements"]
@@ -893,6 +923,7 @@ def main(argv: list[str] | None = None) -> int:
                 "senders": senders, "burst_seconds": seconds, "burst_cpu_seconds": cpu_seconds,
                 "burst_helpers_cpu_seconds": helpers_cpu, **single_figures,
                 "load_average_before": load_before, "load_average_after_burst": load_burst,
+                "file_creation_microseconds": creation,
                 "floor_seconds": floor_seconds, "ratio_floor_over_pbem": floor_seconds / seconds,
                 "limit_seconds": limit, "target_seconds": target,
                 "phases": {label.strip(): phases.seconds[label] for _, _, label in PHASES
