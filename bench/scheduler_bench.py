@@ -744,9 +744,9 @@ def file_creation_microseconds(folder: Path) -> float:
     inode deleted in the last 60 s, or 300 s while its inode table block is not yet written
     back (`recently_deleted` in fs/ext4/ialloc.c), looking at each for each new file. Right
     after mass deletions (a test run, a previous benchmark's clean-up), creating a file costs
-    ten times as much, and (b) creates one for each mail: a (b) taken then is slower by half
-    a second (4.67 s on a quiet filesystem, 5.01 s and 4.99 s within minutes of deleting
-    thousands of files, at 27277a6). A figure says which it was taken in."""
+    five to ten times as much, and (b) creates one for each mail: at 46cf0d9, (b) took 4.47,
+    4.64 and 4.67 s at some 10 µs a file, 4.86 and 4.89 s at 61 and 118 µs a file (and (b1)
+    8.09 and 8.31 s against 8.56 and 8.92 s). A figure says which it was taken in."""
     probe = folder / "file-creation-probe"
     probe.mkdir()
     started = time.perf_counter()
