@@ -132,6 +132,7 @@ SETTINGS: dict[str, Setting] = {
     "GAMES_VACATION_DAYS": Setting(7, int, _between(0, 365)),
     "GAMES_SECRET_SEEDS": Setting(True, bool),
     "GAMES_OLD_LINK_DAYS": Setting(7, int, _between(1, 365)),
+    "GAMES_MY_GAMES_LINK_DAYS": Setting(14, int, _between(1, 365)),
     "GAMES_OPEN_CREATION": Setting(False, bool),
     "GAMES_INVITATION_HOURS": Setting(72, int, _between(1, 720)),
     "GAMES_INVITATIONS_PER_ADDRESS": Setting(5, int, _between(1, 1000)),

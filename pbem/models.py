@@ -140,10 +140,15 @@ class PlayerKey(SQLModel, table=True):
 
     Each mail to a seat carries a fresh one beside the seat's key; only the SHA-256 is stored.
     It shows the games and opens a seat only by a POST (a fresh seat key), so a mail scanner
-    that opens it changes nothing."""
+    that opens it changes nothing. It opens only seats its address holds now, stops when a
+    seat of the address has its links revoked, and expires (pbem.players)."""
+
+    # An address's keys in the order they were made: a key's first newer key is one step away
+    # (pbem.players), and revoking an address's keys finds them by the same index.
+    __table_args__ = (Index("ix_playerkey_address", "email", "id"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    email: str = Field(max_length=254, index=True)  # lower case
+    email: str = Field(max_length=254)  # lower case
     token_hash: str = Field(max_length=64, unique=True)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
     revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)

@@ -4,24 +4,33 @@ and results, behind a secret link like a seat's (`PlayerKey`, only its hash stor
 Opening the page changes nothing (mail scanners open links); *Open* on a game is a POST that
 mints a fresh seat key for that seat and goes to its page. It is not an account: there is no
 password, and an organiser can revoke the links of an address (`revoke_player_links`).
+
+A key is a key to every seat of its address, so it is held short: it lists and opens only the
+seats its address holds now (not one handed to another person or to a computer player, checked
+in the transaction that mints the seat key); revoking a seat's links revokes every key of its
+address (`pbem.services.revoke_seat_links`); and a key expires `[games] old_link_days` after a
+newer one was mailed to the address, and `[games] my_games_link_days` after it was mailed in
+any case, the newest too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from flask import Blueprint, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, redirect, render_template, request, url_for
 from .i18n import gettext
 from sqlalchemy import func, update
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from . import i18n
-from .db import reading, utcnow, writing
+from .db import get_row, reading, utcnow, writing
 from .games import rules_for
+from .i18n import N_
 from .mail import mint_key, seat_link
 from .models import ABORTED, FINISHED, PAUSED, RUNNING, Game, PlayerKey, Seat
-from .services import GameNotRunning, Malformed, NotFound, ServiceError
+from .services import LinkExpired, Malformed, NotFound, ServiceError
 from .tokens import hash_token, is_well_formed
 
 bp = Blueprint("players", __name__, url_prefix="/me")
@@ -49,13 +58,49 @@ class Entry:
         return (0 if self.my_move else status, due if status == 1 else 0, -self.game.id)
 
 
-def _email_of(session: Session, token: str) -> str:
+EXPIRED = N_("This link to your games has expired: such a link stops working %(old)d days "
+             "after a newer one was mailed to you, and %(most)d days after it was mailed in "
+             "any case. Open the newest mail you have from any game: each one carries a fresh "
+             "link to your games, and a link to your seat in that game.")
+
+
+def _superseded_at():
+    """When the key was superseded: the creation of the first newer, unrevoked key of its
+    address (or NULL), as a column beside the key (one step on ix_playerkey_address)."""
+    newer = aliased(PlayerKey)
+    return (select(newer.created_at)
+            .where(newer.email == PlayerKey.email, newer.id > PlayerKey.id,
+                   newer.revoked_at.is_(None))
+            .order_by(newer.id).limit(1)
+            .correlate(PlayerKey).scalar_subquery())
+
+
+def _email_of(session: Session, token: str, lock: bool = False,
+              now: datetime | None = None) -> str:
+    """The address of a live key: not revoked, not expired (see the module's docstring);
+    NotFound or LinkExpired otherwise. With `lock`, the key's row stays locked until the
+    transaction ends, so that revoking it waits for a seat key minted with it."""
     if not is_well_formed(token):
         raise NotFound(UNKNOWN)
-    key = session.exec(select(PlayerKey).where(PlayerKey.token_hash == hash_token(token))).first()
-    if key is None or key.revoked_at is not None:
+    query = select(PlayerKey, _superseded_at()).where(PlayerKey.token_hash == hash_token(token))
+    row = session.exec(query.with_for_update(of=PlayerKey) if lock else query).first()
+    if row is None or row[0].revoked_at is not None:
         raise NotFound(UNKNOWN)
+    key, superseded = row
+    now = now or utcnow()
+    config = current_app.config
+    if key.created_at < now - timedelta(days=config["GAMES_MY_GAMES_LINK_DAYS"]) or (
+            superseded is not None
+            and superseded < now - timedelta(days=config["GAMES_OLD_LINK_DAYS"])):
+        raise LinkExpired(gettext(EXPIRED, old=config["GAMES_OLD_LINK_DAYS"],
+                                  most=config["GAMES_MY_GAMES_LINK_DAYS"]))
     return key.email
+
+
+def _held_by(email: str):
+    """The condition on Seat for the seats `email` holds now: its address, and a person (not
+    a computer player) plays it."""
+    return (func.lower(Seat.email) == email) & Seat.bot.is_(None)
 
 
 def _result(rules, state, seats: list[Seat], seat: Seat) -> str | None:
@@ -88,7 +133,7 @@ def my_games(token: str) -> tuple[str, list[Entry]]:
     """The address a player key belongs to, and its games (the ones to move in first)."""
     with reading() as session:
         email = _email_of(session, token)
-        mine = session.exec(select(Seat).where(func.lower(Seat.email) == email)
+        mine = session.exec(select(Seat).where(_held_by(email))
                             .order_by(Seat.game_id.desc()).limit(MAX_GAMES)).all()
         games = {g.id: g for g in session.exec(
             select(Game).where(Game.id.in_([s.game_id for s in mine])))}
@@ -117,20 +162,22 @@ def my_games(token: str) -> tuple[str, list[Entry]]:
     return email, sorted(entries, key=lambda e: e.order)
 
 
-def open_seat(token: str, game_id: object) -> str:
-    """A fresh link to the player's seat in `game_id` (a POST: it writes the new key)."""
+def open_seat(token: str, game_id: object, now: datetime | None = None) -> str:
+    """A fresh link to the player's seat in `game_id` (a POST: it writes the new key), if the
+    key is live and its address holds that seat now. All of it in one transaction, with the
+    key's row and the game's locked: an organiser's revocation, hand-over or change of address
+    (each locks the game first, then revokes this address's keys) either comes before, and is
+    seen here, or waits for this one and revokes the key minted here too."""
     with writing() as session:
-        email = _email_of(session, token)
+        email = _email_of(session, token, lock=True, now=now)
         raw = str(game_id)
         if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
             raise Malformed("Choose a game from the list.")
-        seat = session.exec(select(Seat).where(Seat.game_id == int(raw),
-                                               func.lower(Seat.email) == email)).first()
+        game = get_row(session, Game, int(raw), with_for_update=True)
+        seat = None if game is None else session.exec(
+            select(Seat).where(Seat.game_id == game.id, _held_by(email))).first()
         if seat is None:
             raise NotFound("You have no seat in that game.")
-        game = session.get(Game, seat.game_id)
-        if game is None:
-            raise GameNotRunning("That game no longer exists.")
         return seat_link(mint_key(session, seat, game.turn))
 
 

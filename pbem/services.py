@@ -24,7 +24,7 @@ from typing import NamedTuple
 import orjson
 from flask import current_app
 from flask_babel import lazy_gettext as L_
-from sqlalchemy import bindparam, case, func, literal_column
+from sqlalchemy import bindparam, case, func, literal_column, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 from sqlalchemy.orm.util import identity_key
@@ -56,6 +56,7 @@ from .models import (
     DigestItem,
     Game,
     MoveRecord,
+    PlayerKey,
     Seat,
     SeatKey,
 )
@@ -318,6 +319,21 @@ def superseded_at(key_table=SeatKey):
                    newer.revoked_at.is_(None))
             .order_by(newer.id).limit(1)
             .correlate(key_table).scalar_subquery())
+
+
+def revoke_seat_links(session: Session, seat: Seat, now: datetime) -> None:
+    """Revoke every link of `seat` (a leaked link, a seat handed over or to a computer player)
+    and every "my games" link of its address: each of those could mint a new link to the seat
+    (pbem.players), whichever game's mail carried it, so revoking only the ones mailed with
+    this seat's mails would leave a leaked one from another game working. The mail that brings
+    the seat's new link brings a new "my games" link too, as does any later mail of the address.
+    The "my games" links go first: a "my games" POST that holds one (FOR UPDATE) and mints a
+    seat key is waited for, and the seat keys' update then sees the key it made."""
+    session.exec(update(PlayerKey).where(PlayerKey.email == seat.email.lower(),
+                                         PlayerKey.revoked_at.is_(None))
+                 .values(revoked_at=now))
+    session.exec(update(SeatKey).where(SeatKey.seat_id == seat.id, SeatKey.revoked_at.is_(None))
+                 .values(revoked_at=now))
 
 
 def is_expired(superseded: datetime | None, now: datetime | None = None) -> bool:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from limits import parse_many
-from sqlalchemy import delete, func, update
+from sqlalchemy import delete, func
 from sqlmodel import Session, select
 
 from flask_babel import force_locale
@@ -39,7 +39,6 @@ from .models import (
     MoveRecord,
     OutboxMessage,
     Seat,
-    SeatKey,
 )
 from .services import (
     GameNotRunning,
@@ -51,6 +50,7 @@ from .services import (
     extend_deadline,
     pause_game,
     resume_game,
+    revoke_seat_links,
 )
 
 MAX_REASON = 500
@@ -194,8 +194,7 @@ def _game_and_seat(session: Session, game_id: int, seat_number: int) -> tuple[Ga
 
 
 def _revoke_links(session: Session, seat: Seat, now: datetime) -> None:
-    session.exec(update(SeatKey).where(SeatKey.seat_id == seat.id, SeatKey.revoked_at.is_(None))
-                 .values(revoked_at=now))
+    revoke_seat_links(session, seat, now)  # and the "my games" links that could mint new ones
 
 
 def _send_link(session: Session, game: Game, seat: Seat, subject: str, lines: list[str],
@@ -256,9 +255,9 @@ def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reas
             raise Rejected(f"seat {seat.number + 1} is played by a computer player ({seat.bot}); "
                            "to give it to a person, hand the seat over")
         old = seat.email
+        _revoke_links(session, seat, now)  # the old address's "my games" links too
         seat.email = spec.email
         session.add(seat)
-        _revoke_links(session, seat, now)
         _send_link(session, game, seat, L_("Your address for the game was changed"), [
             L_("An organiser changed your address for this game from %(old)s to %(new)s. "
                "Links sent to the old address no longer work; use the one below.", old=old,

@@ -5,18 +5,22 @@ an organiser can revoke its links."""
 from __future__ import annotations
 
 import re
+import threading
+import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from server import field, game_state, html_of, play_moves, text_of
 from sqlalchemy import select as sa_select
+from sqlalchemy import text
 from sqlmodel import SQLModel, select
 
 import pbem.models  # noqa: F401  (every table, for the snapshot)
-from pbem.db import get_engine, reading
-from pbem.models import PlayerKey
-from pbem.services import create_game, parse_player
-from pbem.stewardship import create_admin, revoke_games_links
+from pbem.db import get_engine, get_row, reading, utcnow, writing
+from pbem.models import Game, PlayerKey, Seat, SeatKey
+from pbem.services import create_game, parse_player, revoke_seat_links
+from pbem.stewardship import create_admin, hand_over, hand_to_bot, new_link, revoke_games_links
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -155,3 +159,162 @@ def test_the_key_is_kept_out_of_the_stored_mail_and_the_log(app, client, mailbox
                                (), None)
     HideSeatSecrets().filter(record)
     assert token not in record.getMessage() and "/me/[hidden]" in record.getMessage()
+
+
+# --- a "my games" link leads only to the seats its address holds now, and expires -------------
+
+BRUNO, CHIARA = "Bruno <b@example.org>", "Chiara <c@example.org>"
+
+
+def _open(client, token: str, game_id: int):
+    """The page's Open button for `game_id`, as a browser sends it (the CSRF token from the
+    admin's login form: the key's own page may no longer open)."""
+    csrf = field(client.get("/admin/login").get_data(as_text=True), "csrf_token")
+    return client.post(f"/me/{token}/open", data={"csrf_token": csrf, "game": str(game_id)})
+
+
+def _seat_keys(app) -> set:
+    with reading(app) as db:
+        return {k.token_hash for k in db.exec(select(SeatKey))}
+
+
+def _admin(app) -> int:
+    with app.app_context():
+        return create_admin("org@example.org", "a long enough password")
+
+
+def test_a_new_link_for_a_seat_stops_the_leaked_my_games_link(app, client, mailbox):
+    """The organiser issues a new link for Anna's seat, whose mail leaked: the leaked "my
+    games" link (from any game's mail) no longer mints a seat link nor shows the games; the
+    mail with the new seat link brings a "my games" link that works."""
+    game_id, _ = _game(app, [ANNA, BRUNO, CHIARA], "leak-1", "Spring cup")
+    other_id, _ = _game(app, [ANNA, "Dora <d@example.org>", "Emil <e@example.org>"],
+                        "leak-2", "Other cup")  # its mail carried the leaked link
+    leaked = _games_token(mailbox, "anna@example.org")
+    assert _open(client, leaked, game_id).status_code == 303  # before: it opens the seat
+    with app.app_context():
+        new_link(_admin(app), game_id, 0, "Anna forwarded her mail by mistake")
+    keys = _seat_keys(app)
+    for game in (game_id, other_id):
+        refused = _open(client, leaked, game)
+        assert refused.status_code == 404, refused.get_data(as_text=True)
+    assert _seat_keys(app) == keys, "the refused link minted a seat key"
+    page = client.get(f"/me/{leaked}")
+    assert page.status_code == 404 and "Spring cup" not in page.get_data(as_text=True)
+    fresh = _games_token(mailbox, "anna@example.org")
+    assert fresh != leaked
+    opened = _open(client, fresh, game_id)
+    assert opened.status_code == 303
+    seat_page = client.get(opened.headers["Location"]).get_data(as_text=True)
+    assert "You are <strong>Anna</strong>" in seat_page
+
+
+def test_a_seat_handed_to_a_computer_player_is_no_longer_the_persons(app, client, mailbox):
+    """After Anna's seat goes to a computer player, no "my games" link of hers opens it or
+    lists it: not the one she had, nor a fresh one from a later mail of another game."""
+    game_id, _ = _game(app, [ANNA, BRUNO, CHIARA], "bot-1", "Spring cup")
+    old = _games_token(mailbox, "anna@example.org")
+    with app.app_context():
+        hand_to_bot(_admin(app), game_id, 0, "random", "Anna is away for a month")
+    keys = _seat_keys(app)
+    assert _open(client, old, game_id).status_code == 404
+    _game(app, [ANNA, "Dora <d@example.org>", "Emil <e@example.org>"], "bot-2", "Later cup")
+    fresh = _games_token(mailbox, "anna@example.org")
+    keys = _seat_keys(app)
+    refused = _open(client, fresh, game_id)
+    assert refused.status_code == 404, refused.get_data(as_text=True)
+    assert _seat_keys(app) == keys, "a seat key was minted for the computer player's seat"
+    page = client.get(f"/me/{fresh}").get_data(as_text=True)
+    assert "Later cup" in page and "Spring cup" not in page
+
+
+def test_a_seat_handed_over_is_the_new_players_only(app, client, mailbox):
+    """After Anna's seat is handed to Fritz, Anna's "my games" links neither open nor list
+    it, even a fresh one; Fritz's open it."""
+    game_id, _ = _game(app, [ANNA, BRUNO, CHIARA], "over-1", "Spring cup")
+    old = _games_token(mailbox, "anna@example.org")
+    with app.app_context():
+        hand_over(_admin(app), game_id, 0, "Fritz", "fritz@example.org", "Anna stops")
+    assert _open(client, old, game_id).status_code == 404
+    _game(app, [ANNA, "Dora <d@example.org>", "Emil <e@example.org>"], "over-2", "Later cup")
+    fresh = _games_token(mailbox, "anna@example.org")
+    keys = _seat_keys(app)
+    assert _open(client, fresh, game_id).status_code == 404
+    assert _seat_keys(app) == keys
+    assert "Spring cup" not in client.get(f"/me/{fresh}").get_data(as_text=True)
+    fritz = _games_token(mailbox, "fritz@example.org")
+    opened = _open(client, fritz, game_id)
+    assert opened.status_code == 303
+    assert "You are <strong>Fritz</strong>" in client.get(opened.headers["Location"]).get_data(
+        as_text=True)
+
+
+def _age(app, email: str, days: float) -> None:
+    """Make the address's keys `days` older than they are."""
+    with app.app_context(), writing() as db:
+        for key in db.exec(select(PlayerKey).where(PlayerKey.email == email)).all():
+            key.created_at -= timedelta(days=days)
+            db.add(key)
+
+
+def test_my_games_links_expire_like_seat_links(app, client, mailbox):
+    """A "my games" link stops old_link_days (7) after a newer one was mailed, and
+    my_games_link_days (14) after it was mailed, the newest too: a 30-day-old link shows the
+    expired page (410) and mints nothing."""
+    game_id, _ = _game(app, [ANNA, BRUNO, CHIARA], "old-1", "Spring cup")
+    first = _games_token(mailbox, "anna@example.org")
+    _game(app, [ANNA, "Dora <d@example.org>", "Emil <e@example.org>"], "old-2", "Later cup")
+    newest = _games_token(mailbox, "anna@example.org")
+    assert newest != first
+    _age(app, "anna@example.org", 6)  # the newer one was mailed 6 days ago: both work
+    assert client.get(f"/me/{first}").status_code == 200
+    assert _open(client, first, game_id).status_code == 303
+    _age(app, "anna@example.org", 2)  # 8 days: the older one has expired, the newest works
+    keys = _seat_keys(app)
+    expired = client.get(f"/me/{first}")
+    assert expired.status_code == 410 and "Spring cup" not in expired.get_data(as_text=True)
+    assert "has expired" in expired.get_data(as_text=True)
+    assert _open(client, first, game_id).status_code == 410
+    assert _seat_keys(app) == keys
+    assert client.get(f"/me/{newest}").status_code == 200
+    _age(app, "anna@example.org", 5.9)  # the newest, 13.9 days old: still works
+    assert _open(client, newest, game_id).status_code == 303
+    _age(app, "anna@example.org", 16.1)  # 30 days old, and no newer one: expired
+    keys = _seat_keys(app)
+    assert client.get(f"/me/{newest}").status_code == 410
+    assert _open(client, newest, game_id).status_code == 410
+    assert _seat_keys(app) == keys
+    app.config["GAMES_MY_GAMES_LINK_DAYS"] = 31  # the bound is the setting
+    assert client.get(f"/me/{newest}").status_code == 200
+
+
+def test_an_open_during_a_revocation_waits_for_it_and_mints_nothing(app, client, mailbox):
+    """A "my games" POST that comes while an organiser's new link for the seat is being made
+    waits for it and is refused: the check and the new seat key are one transaction."""
+    game_id, _ = _game(app, [ANNA, BRUNO, CHIARA], "race-1", "Spring cup")
+    token = _games_token(mailbox, "anna@example.org")
+    csrf = field(client.get("/admin/login").get_data(as_text=True), "csrf_token")
+    answers = []
+    with app.app_context(), writing() as db:  # what stewardship.new_link does, held open
+        get_row(db, Game, game_id, with_for_update=True)
+        seat = db.exec(select(Seat).where(Seat.game_id == game_id, Seat.number == 0)).one()
+        revoke_seat_links(db, seat, utcnow())
+        opener = threading.Thread(target=lambda: answers.append(client.post(
+            f"/me/{token}/open", data={"csrf_token": csrf, "game": str(game_id)})))
+        opener.start()
+        if db.get_bind().dialect.name == "postgresql":  # until the POST waits for this one
+            # (each query its own transaction: pg_stat_activity is a snapshot per transaction)
+            with get_engine(app).connect().execution_options(
+                    isolation_level="AUTOCOMMIT") as watch:
+                deadline = time.monotonic() + 60
+                while not watch.execute(text("SELECT count(*) FROM pg_stat_activity WHERE "
+                                             "wait_event_type = 'Lock'")).scalar():
+                    assert time.monotonic() < deadline, "the POST never waited"
+                    time.sleep(0.01)
+        # (SQLite: the POST's BEGIN IMMEDIATE waits for this transaction, or comes after it)
+    opener.join(60)
+    assert answers and answers[0].status_code == 404
+    with reading(app) as db:
+        live = db.exec(select(SeatKey).join(Seat, Seat.id == SeatKey.seat_id).where(
+            Seat.game_id == game_id, Seat.number == 0, SeatKey.revoked_at.is_(None))).all()
+    assert live == [], "a seat key survived the revocation"
