@@ -6,15 +6,16 @@ does not apply. Moves go through the same `submit_move` as the seat page.
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 
 import yaml
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, current_app, jsonify, request
 
 from . import talk
 from .kept import Kept
 from .models import RUNNING
-from .services import LogEntry, SeatContext, ServiceError, load_seat, submit_move
+from .services import LogEntry, Malformed, SeatContext, ServiceError, load_seat, submit_move
 from .web import csrf, wake_sender
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -116,12 +117,26 @@ OPENAPI = "docs/openapi.yaml"
 
 
 @cache
-def openapi_document() -> dict:
-    """docs/openapi.yaml, read once per process: the API's contract (tests/test_openapi.py)."""
+def _openapi_file() -> dict:
     from . import ROOT
 
     with (ROOT / OPENAPI).open(encoding="utf-8") as f:
         return yaml.safe_load(f)
+
+
+@cache
+def _openapi_for(max_length: int) -> dict:
+    document = copy.deepcopy(_openapi_file())
+    document["components"]["schemas"]["MessageRequest"]["properties"]["text"]["maxLength"] = \
+        max_length
+    return document
+
+
+def openapi_document() -> dict:
+    """docs/openapi.yaml, read once per process, as this server keeps it: the longest message
+    is the server's `[talk] max_length` (the file says the default), so that a request the
+    document calls valid is one the server takes. The API's contract (tests/test_openapi.py)."""
+    return _openapi_for(current_app.config["TALK_MAX_LENGTH"])
 
 
 @bp.get("/openapi.json")
@@ -143,7 +158,25 @@ MAX_TURN = 2**53 - 1
 
 
 def _bad_request(message: str):
+    """400: the body is not of the form docs/openapi.yaml gives. Only that: a request the
+    document calls valid is never answered 400 (a rule it cannot state is a 422)."""
     return jsonify(error=message, status=400), 400
+
+
+def _unprocessable(message: str):
+    return jsonify(error=message, status=422), 422
+
+
+def _whole(value: object) -> int | None:
+    """A JSON number that is a whole number, as an int (JSON Schema's "integer" takes 664.0 as
+    well as 664); None for anything else, true and false included."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
 
 
 @bp.post("/seat/<token>/move")
@@ -164,16 +197,15 @@ def move(token: str):
                             'number; "turn" is its old name)'
                             + (f"; unknown: {', '.join(map(str, unknown))[:80]}" if unknown
                                else ""))
-    if len(counters) == 2 and (counters[0] != counters[1]
-                               or type(counters[0]) is not type(counters[1])):
-        return _bad_request('"moves_played" and "turn" are one number under two names; send '
-                            'one of them')
-    turn = counters[0]
-    if isinstance(turn, int) and not isinstance(turn, bool) and not 0 <= turn <= MAX_TURN:
+    numbers = [_whole(counter) for counter in counters]
+    if None in numbers or not all(0 <= n <= MAX_TURN for n in numbers):
         return _bad_request(f'"moves_played" must be the number of moves the game has '
                             f'played, a whole number from 0 to {MAX_TURN}')
+    if len(set(numbers)) > 1:
+        return _unprocessable('"moves_played" and "turn" are one number under two names; send '
+                              'one of them')
     try:
-        result = submit_move(token, body["move"], turn, via="api", context_log=API_LOG)
+        result = submit_move(token, body["move"], numbers[0], via="api", context_log=API_LOG)
     except ServiceError as exc:
         return _error(exc)
     wake_sender()
@@ -204,11 +236,18 @@ def post_message(token: str):
                             'seat number for a private message) with the header '
                             'Content-Type: application/json')
     to = body.get("to", "all")
-    if not (to == "all" or isinstance(to, int) and not isinstance(to, bool) and 0 <= to < 100):
-        return _bad_request('"to" must be "all" or the seat number of another player')
+    if to != "all":
+        to = _whole(to)
+        if to is None or not 0 <= to < 100:
+            return _bad_request('"to" must be "all" or the seat number of another player')
+    text, limit = body["text"], current_app.config["TALK_MAX_LENGTH"]
+    if not isinstance(text, str) or not 1 <= len(text) <= limit:
+        return _bad_request(f'"text" must be the message, 1 to {limit} characters')
     try:
-        posted = talk.post_message(token, body["text"], to, via="api")
+        posted = talk.post_message(token, text, to, via="api")
         entries = talk.thread(token)
+    except Malformed as exc:  # the body has the documented form; what it says is refused
+        return _unprocessable(exc.message)
     except ServiceError as exc:
         return _error(exc)
     wake_sender()

@@ -126,3 +126,127 @@ def test_generated_requests_get_documented_answers_and_refusals_change_nothing(l
     run()
     # The run reached the answers that matter, not only 404s.
     assert {200, 400, 404, 409, 422} <= set(seen), seen
+
+
+# --- schemathesis's own run, as `st run` makes it: every phase, every check ----------------------
+
+RUN_EXAMPLES = 300  # per operation: enough to reach 664.0 and a text one past the limit
+# Statuses a schema-valid request may get: the token's (404, 410), the game's state (409), the
+# seat's rate of messages (429), and 422 for what the schema cannot state: the rules of the
+# game (a move that does not parse or is not legal now, two different move counts), a
+# message of spaces or with control characters, `to` a seat the game has not or a computer
+# player. Never 400: that says the body is not of the document's form.
+VALID_REFUSED = ["2xx", "404", "409", "410", "422", "429"]
+# And a schema-violating one, beside the usual refusals: 413 for a body over the server's
+# limit (a text far over maxLength), 410 for an old token.
+INVALID_REFUSED = ["400", "404", "405", "409", "410", "413", "422", "429"]
+
+
+def schemathesis_run(app, token: str, examples: int = RUN_EXAMPLES) -> dict:
+    """schemathesis's engine on the app (its WSGI interface), with the seat token `token` in
+    every path, a fixed seed and `examples` per operation: the failures found, the requests
+    made per phase and how often each check ran."""
+    from schemathesis.engine import events, from_schema
+
+    config = schemathesis.Config.from_dict({
+        "seed": 34, "continue-on-failure": True,
+        "generation": {"max-examples": examples},
+        "parameters": {"token": token},
+        "checks": {"enabled": True,
+                   "negative_data_rejection": {"expected-statuses": INVALID_REFUSED}},
+        "operations": [{"include-operation-id": operation,
+                        "checks": {"positive_data_acceptance": {
+                            "expected-statuses": VALID_REFUSED}}}
+                       for operation in ("makeMove", "postMessage")],
+    })
+    schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", app, config=config)
+    found = {"failures": [], "requests": {}, "checks": {}, "errors": []}
+    for event in from_schema(schema).execute():
+        if isinstance(event, events.ScenarioFinished):
+            recorder = event.recorder
+            phase = str(event.phase)
+            found["requests"][phase] = found["requests"].get(phase, 0) + len(
+                recorder.interactions)
+            for case_id, checks in recorder.checks.items():
+                for check in checks:
+                    found["checks"][check.name] = found["checks"].get(check.name, 0) + 1
+                    if check.failure_info is not None:
+                        case = recorder.cases[case_id].value
+                        answer = recorder.interactions[case_id].response
+                        found["failures"].append(
+                            f"{recorder.label} {check.name}: {case.body!r:.200} -> "
+                            f"{answer.status_code if answer else None} "
+                            f"{(answer.content if answer else b'')[:200]!r}")
+        elif isinstance(event, (events.NonFatalError, events.FatalError)):
+            found["errors"].append(repr(event))
+    return found
+
+
+@pytest.fixture(scope="module")
+def talk_app(tmp_path_factory, database):
+    app = module_app(tmp_path_factory, "api-run")
+    app.config["TALK_RATE"] = "100000 per minute"  # the rate limit hides nothing of the rest
+    return app
+
+
+def test_a_schemathesis_run_finds_the_contract_and_the_answers_agree(talk_app):
+    """schemathesis's engine, as the attacker ran it: examples, coverage and fuzzing phases,
+    every check (positive data accepted, negative data refused, the documented statuses,
+    bodies, headers and methods), a few hundred examples per operation with a real seat token.
+    It once found a 19,999-character message valid by the document and refused, and
+    `moves_played: 664.0` refused; now it finds nothing."""
+    tokens = _game(talk_app, "kardinal-koenig", 3, "st-run")
+    found = schemathesis_run(talk_app, tokens[0])
+    assert not found["errors"], found["errors"]
+    assert not found["failures"], "\n".join(found["failures"][:20])
+    # The run did what it says: every phase sent requests, and the checks that judge the
+    # answers to valid and invalid data ran on them.
+    assert found["requests"].get("coverage", 0) > 50 and \
+        found["requests"].get("fuzzing", 0) > RUN_EXAMPLES, found["requests"]
+    for check in ("positive_data_acceptance", "negative_data_rejection", "not_a_server_error",
+                  "response_schema_conformance", "status_code_conformance",
+                  "unsupported_method"):
+        assert found["checks"].get(check, 0) > 50, (check, found["checks"])
+
+
+def test_the_served_document_says_the_servers_longest_message(talk_app):
+    """The document a client reads says the server's [talk] max_length: 2000 by default, and
+    what the operator chose; a text of that length is sent, one longer is a 400."""
+    [token, *_] = _game(talk_app, "kardinal-koenig", 3, "st-limit")
+    client = talk_app.test_client()
+
+    def longest() -> int:
+        document = client.get("/api/v1/openapi.json").get_json()
+        return document["components"]["schemas"]["MessageRequest"]["properties"]["text"][
+            "maxLength"]
+
+    assert longest() == talk_app.config["TALK_MAX_LENGTH"] == 2000
+    talk_app.config["TALK_MAX_LENGTH"] = 150
+    try:
+        assert longest() == 150
+        url = f"/api/v1/seat/{token}/messages"
+        assert client.post(url, json={"text": "x" * 150}).status_code == 201
+        refused = client.post(url, json={"text": "x" * 151})
+        assert refused.status_code == 400 and "1 to 150 characters" in refused.get_json()["error"]
+    finally:
+        talk_app.config["TALK_MAX_LENGTH"] = 2000
+
+
+def test_whole_numbers_written_with_a_point_are_taken(talk_app):
+    """JSON Schema's integer takes 664.0: moves_played, turn and to written so are taken."""
+    tokens = _game(talk_app, "kardinal-koenig", 3, "st-float")
+    client = talk_app.test_client()
+    document = client.get(f"/api/v1/seat/{tokens[0]}").get_json()
+    mover = document["waiting_for"]
+    document = client.get(f"/api/v1/seat/{tokens[mover]}").get_json()
+    answer = client.post(f"/api/v1/seat/{tokens[mover]}/move",
+                         json={"move": document["legal"][0],
+                               "moves_played": float(document["moves_played"])})
+    assert answer.status_code == 200, answer.get_json()
+    other = (mover + 1) % 3
+    sent = client.post(f"/api/v1/seat/{tokens[mover]}/messages",
+                       json={"text": "hello", "to": float(other)})
+    assert sent.status_code == 201 and sent.get_json()["to"] == other
+    stale = client.post(f"/api/v1/seat/{tokens[mover]}/move",
+                        json={"move": "pass", "moves_played": 0.5})
+    assert stale.status_code == 400
