@@ -251,5 +251,5 @@ def post_message(token: str):
     except ServiceError as exc:
         return _error(exc)
     wake_sender()
-    sent = next(e for e in entries if e.id == posted.id)
+    sent = next(e for e in entries if e.key == posted.id)
     return jsonify(sent.as_dict()), 201

@@ -55,9 +55,16 @@ class TooMany(ServiceError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One message as one seat reads it."""
+    """One message as one seat reads it.
 
-    id: int
+    `number` is what the seat sees of the message's identity (the API's `id`, the page's
+    anchor and its "mark as read" form): its place among the messages this seat may read, 1
+    for the first, with no gaps. The database's ids count every message of every game,
+    private ones between other seats included, so a seat that saw ids 14 and 18 would know
+    that three messages it may not read passed between; they stay inside (`key`)."""
+
+    number: int
+    key: int  # the message's row id: never shown
     sender: Seat
     to: Seat | None  # None: to everyone
     body: str
@@ -67,7 +74,7 @@ class Entry:
     unread: bool
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "from": self.sender.number, "from_name": self.sender.name,
+        return {"id": self.number, "from": self.sender.number, "from_name": self.sender.name,
                 "to": "all" if self.to is None else self.to.number, "text": self.body,
                 "at": self.created_at.isoformat(), "mine": self.mine, "unread": self.unread}
 
@@ -143,7 +150,7 @@ def _span_words(span: timedelta) -> str:
 
 @dataclass(frozen=True)
 class Posted:
-    id: int
+    id: int  # the row's id: for finding it again, never to show
     game_id: int
     to: int | None  # the seat number it is for; None: everyone
 
@@ -192,15 +199,17 @@ def _digest_due(session: Session, seat: Seat, now: datetime) -> None:
                           due_at=now + timedelta(hours=hours)))
 
 
-def _entries(session: Session, seat: Seat, seats: list[Seat], limit: int,
-             after: int = 0) -> list[Entry]:
-    rows = session.exec(select(TalkMessage).where(
-        TalkMessage.game_id == seat.game_id, visible_to(seat.number), TalkMessage.id > after)
+def _entries(session: Session, seat: Seat, seats: list[Seat], limit: int) -> list[Entry]:
+    # The window numbers every message the seat may read before the newest `limit` are taken.
+    place = func.row_number().over(order_by=TalkMessage.id)
+    rows = session.exec(select(TalkMessage, place).where(
+        TalkMessage.game_id == seat.game_id, visible_to(seat.number))
         .order_by(TalkMessage.id.desc()).limit(limit)).all()
-    return [Entry(m.id, seats[m.sender], None if m.to_seat is None else seats[m.to_seat],
+    return [Entry(number, m.id, seats[m.sender],
+                  None if m.to_seat is None else seats[m.to_seat],
                   m.body, m.via, m.created_at, m.sender == seat.number,
                   m.sender != seat.number and m.id > seat.talk_read_id)
-            for m in reversed(rows)]
+            for m, number in reversed(rows)]
 
 
 def thread(token: str, limit: int = THREAD_LIMIT) -> list[Entry]:
@@ -215,19 +224,23 @@ def thread_of(seat: Seat, seats: list[Seat], limit: int = THREAD_LIMIT) -> list[
         return _entries(session, seat, seats, limit)
 
 
-def mark_read(token: str, upto: object = None) -> int:
-    """Mark the seat's messages read up to message id `upto` (all it may read when None);
-    returns its new read mark. A page's button or script does this, never opening a link."""
+def mark_read(token: str, upto: object = None) -> None:
+    """Mark the seat's messages read up to its message number `upto` (`Entry.number`; all it
+    may read when None or not a number). A page's button or script does this, never opening
+    a link."""
     with writing() as session:
         seat, _game, _seats = _seat_game_seats(session, token)
-        newest = session.exec(select(func.max(TalkMessage.id)).where(
-            TalkMessage.game_id == seat.game_id, visible_to(seat.number))).one() or 0
+        mine = select(TalkMessage.id).where(TalkMessage.game_id == seat.game_id,
+                                            visible_to(seat.number)).order_by(TalkMessage.id)
         raw = str(upto) if upto is not None else ""
-        mark = min(int(raw), newest) if raw.isascii() and raw.isdigit() and len(raw) < 12 \
-            else newest
-        seat.talk_read_id = max(seat.talk_read_id, mark)
+        mark = None
+        if raw.isascii() and raw.isdigit() and len(raw) < 12 and int(raw) > 0:
+            mark = session.exec(mine.offset(int(raw) - 1).limit(1)).first()  # its row
+        if mark is None:  # not a number, or more than the seat has: all it may read
+            mark = session.exec(mine.order_by(None).order_by(TalkMessage.id.desc())
+                                .limit(1)).first()
+        seat.talk_read_id = max(seat.talk_read_id, mark or 0)
         session.add(seat)
-        return seat.talk_read_id
 
 
 def set_talk_notify(token: str, choice: str) -> None:

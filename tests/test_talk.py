@@ -356,3 +356,49 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
+
+def test_a_third_seat_sees_its_messages_numbered_without_gaps(app, client):
+    """Seats 0 and 1 exchange private messages between messages to everyone (and another
+    game talks meanwhile): seat 2's API answer, page anchors and "mark as read" form number
+    what it may read 1, 2, 3 with no gap, so nothing tells it how many passed between the
+    others; its mails carry no message number at all. (Database ids, global and sequential,
+    once showed 1, 6, 9.)"""
+    _, tokens = new_game(app, 3, "talk-gaps")
+    _, others = new_game(app, 3, "talk-gaps-other")
+    box = Mailbox(app)
+    box.messages()
+    with app.app_context():
+        post_message(tokens[0], "first to everyone", "all")
+        post_message(tokens[0], "psst 1", "1")
+        post_message(others[0], "elsewhere", "all")
+        post_message(tokens[1], "psst 2", "0")
+        post_message(tokens[0], "psst 3", "1")
+        post_message(tokens[0], "second to everyone", "all")
+        post_message(tokens[1], "psst 4", "0")
+        post_message(others[1], "elsewhere again", "2")
+        post_message(tokens[1], "third to everyone", "all")
+    with app.app_context(), reading() as session:
+        ids = [m.id for m in session.exec(select(TalkMessage).order_by(TalkMessage.id))]
+    assert ids == list(range(ids[0], ids[0] + 9))  # the rows' ids do have the gaps
+    answer = client.get(f"/api/v1/seat/{tokens[2]}/messages").get_json()
+    assert [(m["id"], m["text"]) for m in answer["messages"]] == [
+        (1, "first to everyone"), (2, "second to everyone"), (3, "third to everyone")]
+    assert answer["unread"] == 3
+    page = client.get(f"/seat/{tokens[2]}").get_data(as_text=True)
+    assert re.findall(r'id="message-(\d+)"', page) == ["1", "2", "3"]
+    assert field(page, "upto") == "3"
+    # The two writers number their own view the same way: 1 to 7, no gap either.
+    mine = client.get(f"/api/v1/seat/{tokens[0]}/messages").get_json()["messages"]
+    assert [m["id"] for m in mine] == list(range(1, 8))
+    # Marking read up to its message 2 leaves only message 3 unread.
+    response = client.post(f"/seat/{tokens[2]}/talk/read", data={
+        "csrf_token": field(page, "csrf_token"), "upto": "2"})
+    assert response.status_code in (200, 303)
+    answer = client.get(f"/api/v1/seat/{tokens[2]}/messages").get_json()
+    assert [m["id"] for m in answer["messages"] if m["unread"]] == [3]
+    # Its mails (one per message from another seat) name no message by number.
+    mails = _talk_mails(box, "p2@example.org")
+    assert len(mails) == 5  # three of this game, two of the other
+    for mail in mails:
+        for part in (text_of(mail), html_of(mail)):
+            assert not re.search(r"(?:message|id)[ =#:-]*\d", part, re.I), part
