@@ -3,6 +3,7 @@
     python3 bench/load_bench.py                        # 30 players for 30 s on SQLite
     python3 bench/load_bench.py --players 60 --seconds 60
     python3 bench/load_bench.py --database-url postgresql+psycopg://user@host/dbname
+    python3 bench/load_bench.py --kill                 # a worker and a scheduler killed mid-run
 
 The app runs under gunicorn with 4 workers (`gunicorn -w 4 wsgi:app`, as the README runs it) and
 two `pbem scheduler` processes beside it, all on one database: a SQLite file in a fresh
@@ -26,6 +27,18 @@ processes are stopped, and the run is checked:
   number it was made for, and the log holds no move nobody was told of;
 - every mail in the outbox of the run's games was sent and reached the SMTP server exactly
   once, and the SMTP server got no mail the outbox does not hold.
+
+With `--kill`, halfway through the run one gunicorn worker and one scheduler (with its helper
+senders) are killed with SIGKILL, as the kernel's OOM killer or a crash would end them: gunicorn
+starts a new worker, and the scheduler is started again at once (as systemd's `Restart=` does).
+The mail its senders held goes back to the queue once its claim has made no progress for the
+outbox's stuck window (15 minutes, `pbem.outbox.stuck_after`), so a `--kill` run waits that long
+for the mail to drain (its timers' claims come back after `[scheduler] claim_seconds`, 20 s
+here). The same checks follow, and they must hold: no answered move lost or made twice, no gap in a game's log,
+every mail delivered. A move whose request the killed worker held has no answer (counted as
+unanswered; it may or may not have been made, and a move made without an answer is counted),
+and a mail the killed scheduler was handing to the SMTP server when it died is sent again by
+the next sender (mail is sent at least once: docs/deploy.md), so "twice" may count it.
 
 It reports moves/s (moves answered, over the time the players ran), the move requests'
 latency (p50, p95, p99: the POST, per channel and together), answers 5xx, "database is locked"
@@ -74,6 +87,7 @@ import results_file
 from pbem import create_app, schema
 from pbem.db import get_engine, reading
 from pbem.models import QUEUED, SENDING, SENT, Game, MoveRecord, OutboxMessage
+from pbem.outbox import stuck_after
 from pbem.services import create_game, parse_player
 
 TARGET_RATE = 100  # moves a second
@@ -279,7 +293,30 @@ class Processes:
         web = sum(cpu_seconds(p) for p in self.workers()) + cpu_seconds(self.running["web"].pid)
         schedulers = sum(cpu_seconds(pid) for n, p in self.running.items() if n != "web"
                          for pid in (p.pid, *children(p.pid)))
-        return {"web": web, "schedulers": schedulers}
+        # With the time of the processes killed so far (--kill).
+        return {"web": web + self.cpu["web"], "schedulers": schedulers + self.cpu["schedulers"]}
+
+    def kill_worker(self) -> int:
+        """SIGKILL to one gunicorn worker (gunicorn starts another); its pid."""
+        pid = self.workers()[0]
+        self.cpu["web"] += cpu_seconds(pid)  # its time so far, which the samples then lose
+        os.kill(pid, signal.SIGKILL)
+        return pid
+
+    def kill_scheduler(self, name: str) -> int:
+        """SIGKILL to a scheduler and its helper senders, then start it again; the old pid."""
+        process = self.running[name]
+        helpers = children(process.pid)
+        self.cpu["schedulers"] += sum(cpu_seconds(pid) for pid in (process.pid, *helpers))
+        process.send_signal(signal.SIGKILL)
+        for pid in helpers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        process.wait(30)
+        self._start(name, [sys.executable, "-m", "pbem", "scheduler"])
+        return process.pid
 
     def stop(self) -> None:
         for process in self.running.values():
@@ -296,9 +333,15 @@ class Processes:
         return path.read_text(errors="replace") if path.exists() else ""
 
 
+MAIL_CLAIM = 10  # mails a sender over SMTP claims at a time (docs/deploy.md)
+KILL_CLAIM_SECONDS = 20  # a killed scheduler's claims come back this soon in a --kill run
+
+
 def settings(folder: Path, database_url: str, smtp_port: int, web_port: int,
-             board_picture: bool, senders: int | None = None) -> dict:
+             board_picture: bool, senders: int | None = None, kill: bool = False) -> dict:
     chosen = {"MAIL_SENDERS": senders} if senders is not None else {}
+    if kill:
+        chosen["SCHEDULER_CLAIM_SECONDS"] = KILL_CLAIM_SECONDS
     return {"SECRET_KEY": "load-bench", "INSTANCE_PATH": str(folder / "instance"),
             "DATABASE_URL": database_url, "BASE_URL": f"http://127.0.0.1:{web_port}",
             "MAIL_BACKEND": "smtp", "SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtp_port,
@@ -338,7 +381,7 @@ def drain(app, games: list[int], seconds: float) -> float | None:
 
 
 def check_moves(app, tables: list[Table]) -> dict:
-    lost = twice = untold = 0
+    lost = twice = untold = gaps = 0
     with reading(app) as session:
         for table in tables:
             for game_id, moved in table.moved.items():
@@ -351,9 +394,11 @@ def check_moves(app, tables: list[Table]) -> dict:
                 twice += sum(n - 1 for n in told.values() if n > 1)  # one number answered twice
                 lost += sum(1 for key in told if key not in logged)
                 untold += sum(1 for key in logged if key not in told)
-                if [r.number for r in log] != list(range(game.turn)):
-                    twice += 1  # a gap or a repeat in the log's numbers
-    return {"lost": lost, "twice": twice, "applied_without_answer": untold}
+                numbers = [r.number for r in log]
+                if numbers != list(range(game.turn)):  # a gap or a repeat in the log's numbers
+                    gaps += len(set(range(game.turn)) - set(numbers))
+                    twice += len(numbers) - len(set(numbers))
+    return {"lost": lost, "twice": twice, "gaps": gaps, "applied_without_answer": untold}
 
 
 def check_mail(app, games: list[int], sink: Sink) -> dict:
@@ -395,25 +440,31 @@ def main() -> int:
     parser.add_argument("--board-picture", action="store_true",
                         help="render the board picture into HTML mail, as the default settings "
                              "do (slow; see above)")
-    parser.add_argument("--drain-seconds", type=float, default=600,
-                        help="how long the mail may take to drain afterwards")
+    parser.add_argument("--drain-seconds", type=float, default=None,
+                        help="how long the mail may take to drain afterwards (default 600 s; "
+                             "with --kill, the outbox's stuck window and 300 s more)")
     parser.add_argument("--games-per-table", type=int, default=None, metavar="K",
                         help="games made for each table, played one after the other "
                              f"(default: 2 + one per {GAME_SECONDS} s of --seconds)")
     parser.add_argument("--senders", type=int, metavar="N",
                         help="[mail] senders of each scheduler (default: the product's)")
+    parser.add_argument("--kill", action="store_true",
+                        help="halfway through, SIGKILL one web worker and one scheduler (started "
+                             "again at once), then check that nothing was lost")
     parser.add_argument("--seed", default="load")
     parser.add_argument("--no-save", action="store_true", help="do not write bench/results/")
     args = parser.parse_args()
     tables_count = max(1, args.players // SEATS)
 
+    load_at_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     folder = Path(tempfile.mkdtemp(prefix="pbem-load-"))
     sink = Sink()
     smtp = Controller(sink, hostname="127.0.0.1", port=free_port(), ready_timeout=10)
     smtp.start()
     port = free_port()
     database_url = args.database_url or f"sqlite:///{folder / 'instance' / 'pbem.sqlite3'}"
-    config = settings(folder, database_url, smtp.port, port, args.board_picture, args.senders)
+    config = settings(folder, database_url, smtp.port, port, args.board_picture, args.senders,
+                      args.kill)
     app = create_app({**config, "TESTING": False})
     schema.upgrade(app)
     per_table = args.games_per_table or 2 + math.ceil(args.seconds / GAME_SECONDS)
@@ -425,6 +476,7 @@ def main() -> int:
                 for k, v in config.items()})
     processes = Processes(folder, env, port)
     stop = threading.Event()
+    killed: dict = {}
     tables = [Table(f"http://127.0.0.1:{port}", table_games, args.form_share,
                     f"{args.seed}-{table_games[0][0]}", stop) for table_games in made]
     print(f"{len(tables) * SEATS} players at {len(tables)} tables for {args.seconds:g} s; "
@@ -437,14 +489,25 @@ def main() -> int:
         started = time.perf_counter()
         for table in tables:
             table.start()
-        stop.wait(args.seconds)
+        if args.kill:
+            stop.wait(args.seconds / 2)
+            killed["at_seconds"] = round(time.perf_counter() - started, 1)
+            killed["worker"] = processes.kill_worker()
+            killed["scheduler"] = processes.kill_scheduler("scheduler-1")
+            print(f"killed worker {killed['worker']} and scheduler-1 ({killed['scheduler']}) "
+                  f"at {killed['at_seconds']} s; scheduler-1 started again", flush=True)
+            stop.wait(args.seconds - (time.perf_counter() - started))
+        else:
+            stop.wait(args.seconds)
         stop.set()
         for table in tables:
             table.join(120)
         ran = time.perf_counter() - started
         own = time.process_time() - own_before
         cpu_after = processes.sample_cpu()
-        drained = drain(app, list(games), args.drain_seconds)
+        drain_seconds = args.drain_seconds or (
+            stuck_after(app).total_seconds() + 300 if args.kill else 600)
+        drained = drain(app, list(games), drain_seconds)
         cpu_drained = processes.sample_cpu()
     finally:
         stop.set()
@@ -481,6 +544,8 @@ def main() -> int:
             "schedulers_draining": round(cpu_drained["schedulers"] - cpu_after["schedulers"],
                                          1)},
         "target_moves_per_second": TARGET_RATE,
+        "killed": killed or None,
+        "load_average_at_start": load_at_start,
     }
     used = cpu_after["web"] - cpu_before["web"] + cpu_after["schedulers"] \
         - cpu_before["schedulers"] + own
@@ -500,10 +565,16 @@ def main() -> int:
     if figures["database_locked"]["answers"] or figures["database_locked"]["logs"]:
         problems.append("'database is locked' seen")
     check = figures["moves_check"]
-    if check["lost"] or check["twice"]:
-        problems.append(f"moves lost {check['lost']}, twice {check['twice']}")
+    if check["lost"] or check["twice"] or check["gaps"]:
+        problems.append(f"moves lost {check['lost']}, twice {check['twice']}, gaps in the logs "
+                        f"{check['gaps']}")
     mail = figures["mail"]
-    if mail["not_sent"] or mail["lost"] or mail["twice"] or mail["unknown_at_server"]:
+    # After a kill, a mail the killed sender was handing over is sent again (at least once).
+    # At most the mails the killed scheduler's senders held: MAIL_CLAIM for each.
+    held = MAIL_CLAIM * max(1, app.config["MAIL_SENDERS"])
+    twice_allowed = mail["twice"] if args.kill and mail["twice"] <= held else 0
+    if mail["not_sent"] or mail["lost"] or mail["twice"] > twice_allowed or \
+            mail["unknown_at_server"]:
         problems.append(f"mail not sent {mail['not_sent']}, lost {mail['lost']}, twice "
                         f"{mail['twice']}, unknown {mail['unknown_at_server']}")
     if figures["games"]["tables_out_of_games"]:
