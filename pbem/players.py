@@ -21,7 +21,6 @@ from datetime import datetime, timedelta
 from flask import Blueprint, current_app, redirect, render_template, request, url_for
 from .i18n import gettext
 from sqlalchemy import func, update
-from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from . import i18n
@@ -30,7 +29,7 @@ from .games import rules_for
 from .i18n import N_
 from .mail import mint_key, seat_link
 from .models import ABORTED, FINISHED, PAUSED, RUNNING, Game, PlayerKey, Seat
-from .services import LinkExpired, Malformed, NotFound, ServiceError
+from .services import LinkExpired, Malformed, NotFound, ServiceError, superseded_at
 from .tokens import hash_token, is_well_formed
 
 bp = Blueprint("players", __name__, url_prefix="/me")
@@ -64,17 +63,6 @@ EXPIRED = N_("This link to your games has expired: such a link stops working %(o
              "link to your games, and a link to your seat in that game.")
 
 
-def _superseded_at():
-    """When the key was superseded: the creation of the first newer, unrevoked key of its
-    address (or NULL), as a column beside the key (one step on ix_playerkey_address)."""
-    newer = aliased(PlayerKey)
-    return (select(newer.created_at)
-            .where(newer.email == PlayerKey.email, newer.id > PlayerKey.id,
-                   newer.revoked_at.is_(None))
-            .order_by(newer.id).limit(1)
-            .correlate(PlayerKey).scalar_subquery())
-
-
 def _email_of(session: Session, token: str, lock: bool = False,
               now: datetime | None = None) -> str:
     """The address of a live key: not revoked, not expired (see the module's docstring);
@@ -82,7 +70,8 @@ def _email_of(session: Session, token: str, lock: bool = False,
     transaction ends, so that revoking it waits for a seat key minted with it."""
     if not is_well_formed(token):
         raise NotFound(UNKNOWN)
-    query = select(PlayerKey, _superseded_at()).where(PlayerKey.token_hash == hash_token(token))
+    query = select(PlayerKey, superseded_at(PlayerKey, "email")).where(
+        PlayerKey.token_hash == hash_token(token))
     row = session.exec(query.with_for_update(of=PlayerKey) if lock else query).first()
     if row is None or row[0].revoked_at is not None:
         raise NotFound(UNKNOWN)

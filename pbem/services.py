@@ -307,15 +307,16 @@ class LinkExpired(NotFound):
     status = 410
 
 
-def superseded_at(key_table=SeatKey):
+def superseded_at(key_table=SeatKey, owner: str = "seat_id"):
     """When the key was superseded: the creation of the first newer, unrevoked key of its seat
     (or NULL), as a column for the query that finds the key. Keys are numbered as they are
     made, so the first by id is the earliest (two transactions minting keys for one seat at
     the same moment may number them the other way round: milliseconds apart). Found by the
-    seat's index in id order, it is one row however many keys the seat was mailed since."""
-    newer = aliased(SeatKey)
+    seat's index in id order, it is one row however many keys the seat was mailed since.
+    A "my games" key's is the same of its address: `superseded_at(PlayerKey, "email")`."""
+    newer = aliased(key_table)
     return (select(newer.created_at)
-            .where(newer.seat_id == key_table.seat_id, newer.id > key_table.id,
+            .where(getattr(newer, owner) == getattr(key_table, owner), newer.id > key_table.id,
                    newer.revoked_at.is_(None))
             .order_by(newer.id).limit(1)
             .correlate(key_table).scalar_subquery())
