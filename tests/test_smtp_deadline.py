@@ -8,6 +8,7 @@ its `pbem serve` killed) stops. The server is a plain socket server written here
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
@@ -140,18 +141,22 @@ def test_a_sender_comes_back_from_an_endless_answer(tmp_path, endless, stage, fi
         assert outcome == [{"sent": 0, "retry": 4, "failed": 0, "unknown": 0}]
 
 
-def test_the_scheduler_stops_on_sigterm_while_an_answer_never_ends(tmp_path, endless):
-    server = endless("end")
+def held_process(tmp_path, server: EndlessAnswer, *command: str, **extra: str):
+    """`python3 -m pbem <command>` on a game whose four invitations wait for `server`."""
     instance = tmp_path / "instance"
     app = make_app(instance, **smtp_settings(server.port))
     new_game(app, 4, "endless")
-    scheduler = subprocess.Popen(
-        [sys.executable, "-m", "pbem", "scheduler"], cwd=tmp_path,
-        env=environment(instance, PBEM_MAIL_BACKEND="smtp", PBEM_SMTP_HOST="127.0.0.1",
-                        PBEM_SMTP_PORT=str(server.port), PBEM_SMTP_SECURITY="none",
-                        PBEM_SMTP_TIMEOUT_SECONDS=str(TIMEOUT),
-                        PBEM_MAIL_BOARD_PICTURE="false"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    settings = {f"PBEM_{key}": str(value).lower() if isinstance(value, bool) else str(value)
+                for key, value in smtp_settings(server.port).items()}
+    process = subprocess.Popen([sys.executable, "-m", "pbem", *command], cwd=tmp_path,
+                               env=environment(instance, **settings, **extra),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return app, process
+
+
+def test_the_scheduler_stops_on_sigterm_while_an_answer_never_ends(tmp_path, endless):
+    server = endless("end")
+    app, scheduler = held_process(tmp_path, server, "scheduler")
     try:
         wait_for(lambda: server.endless.is_set() or scheduler.poll() is not None, 120,
                  "the scheduler to reach the endless answer")
@@ -173,36 +178,21 @@ def test_a_killed_serve_leaves_no_scheduler_held_by_an_endless_answer(tmp_path, 
     from test_mail_delivery import free_port
 
     server = endless("end")
-    instance = tmp_path / "instance"
-    app = make_app(instance, **smtp_settings(server.port))
-    new_game(app, 4, "endless")
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "pbem", "serve", "--port", str(free_port())], cwd=tmp_path,
-        env=environment(instance, PBEM_MAIL_BACKEND="smtp", PBEM_SMTP_HOST="127.0.0.1",
-                        PBEM_SMTP_PORT=str(server.port), PBEM_SMTP_SECURITY="none",
-                        PBEM_SMTP_TIMEOUT_SECONDS=str(TIMEOUT),
-                        PBEM_MAIL_BOARD_PICTURE="false",
-                        # serve's own sender waits: the scheduler beside it takes the mail.
-                        PBEM_MAIL_SEND_INTERVAL_SECONDS="3600"),
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # serve's own sender waits an hour: the scheduler beside it takes the mail.
+    app, serve = held_process(tmp_path, server, "serve", "--port", str(free_port()),
+                              PBEM_MAIL_SEND_INTERVAL_SECONDS="3600")
     child = None
     try:
-        for line in serve.stdout:
-            match = re.search(r"Scheduler running beside it \(process (\d+)\)", line)
-            if match:
-                child = int(match.group(1))
-                break
-        assert child and is_running(child)
+        started = next(found for found in (re.search(r"beside it \(process (\d+)\)", line)
+                                           for line in serve.stdout) if found)
+        child = int(started.group(1))
         wait_for(server.endless.is_set, 120, "the scheduler to reach the endless answer")
         serve.kill()  # SIGKILL: the scheduler hears of it by the parent-death signal
         serve.wait(30)
         wait_for(lambda: not is_running(child), RETURNS_WITHIN, "the scheduler child to stop")
     finally:
-        if serve.poll() is None:
-            serve.kill()
-        serve.stdout.close()
+        serve.kill()
+        serve.communicate()
         if child and is_running(child):
-            import os
-
             os.kill(child, signal.SIGKILL)
     assert SENDING not in statuses(app)
