@@ -61,6 +61,7 @@ class QueuedMail:
     references: str | None = None
     picture_json: str | None = None
     intent_json: str | None = None  # a mail written when delivered (see `later`)
+    seat_dead_at: datetime | None = None  # the seat's address marked dead then (pbem.bounces)
 
 
 REPLY_PREFIX = re.compile(r"^(re|aw|sv|antw|wg|r)(\[\d+\])?\s*:", re.IGNORECASE)
@@ -178,7 +179,8 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
         secrets_json=json.dumps(list(secrets)) if rendering is None else rendering.secrets_json,
         reply_to=reply_to, created_at=now, next_attempt_at=now,
         in_reply_to=answering.message_id if answering else None,
-        references=answering.references if answering else None, picture_json=picture_json)
+        references=answering.references if answering else None, picture_json=picture_json,
+        seat_dead_at=getattr(seat, "mail_dead_at", None))
     if rendering is None:
         # A row, not an ORM object: building an OutboxMessage costs more than rendering it.
         insert_later(session, OutboxMessage, dict(vars(message)))
@@ -472,7 +474,8 @@ def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, c
         message_id=new_message_id(), secrets_json=json.dumps([token, mine]),
         reply_to=reply_address(token), created_at=now, next_attempt_at=now,
         picture_json=_picture(game),
-        intent_json=orjson.dumps(intent).decode())  # read back by orjson.loads
+        intent_json=orjson.dumps(intent).decode(),  # read back by orjson.loads
+        seat_dead_at=seat.mail_dead_at)
     insert_later(session, OutboxMessage, dict(vars(message)))
     return message
 

@@ -56,10 +56,12 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.exc import OperationalError
 from sqlmodel import select
 
-from . import picture
+from . import bounces, picture
 from .db import (
     BUSY_TIMEOUT_SECONDS,
+    Writer,
     get_engine,
+    insert_pending,
     is_status,
     locked,
     new_claim,
@@ -85,6 +87,19 @@ NO_ANSWER = "no answer from the mail backend"
 
 class Unknown(str):
     """An error after which the mail may have arrived all the same (no answer after DATA)."""
+
+
+class Permanent(str):
+    """A refusal that sending again would not change (a 5xx answer); `dead` when it says the
+    address does not work (pbem.bounces marks the seat's address)."""
+
+    dead = False
+
+
+def permanent(text: str, dead: bool) -> Permanent:
+    error = Permanent(f"refused for good, not tried again: {text}")
+    error.dead = dead
+    return error
 
 
 STOPPED_AFTER_DATA = ("the mail server did not answer after it was given the whole message, so "
@@ -506,6 +521,7 @@ class SmtpBackend:
     idempotent = False  # a mail handed to the server twice may arrive twice
 
     def __init__(self, config: dict):
+        self.config = config
         self.host, self.port = config["SMTP_HOST"], config["SMTP_PORT"]
         self.security = config["SMTP_SECURITY"]
         self.username, self.password = config["SMTP_USERNAME"], config["SMTP_PASSWORD"]
@@ -561,14 +577,24 @@ class SmtpBackend:
                 client.data_sent = False
                 client.deadline = time.monotonic() + MAIL_DEADLINE * self.timeout
                 try:
-                    refused = client.send_message(message)
+                    refused = client.send_message(
+                        message, from_addr=bounces.return_path(self.config, row.id))
                     error = f"refused: {_refusals(refused)}" if refused else None
                 except smtplib.SMTPResponseException as exc:
                     # The server answered: it refused this message (4xx or 5xx), and the
-                    # connection stays usable unless it said goodbye (421).
+                    # connection stays usable unless it said goodbye (421). A 5xx refusal of
+                    # the message (not of our envelope sender, a matter of our settings) is
+                    # for good.
                     error, lost = describe_error(exc), exc.smtp_code == 421
+                    if exc.smtp_code >= 500 and not isinstance(exc, smtplib.SMTPSenderRefused):
+                        error = permanent(error, bounces.is_about_address(
+                            bounces.enhanced_status(error), default=False))
                 except smtplib.SMTPRecipientsRefused as exc:
                     error = describe_error(exc)
+                    codes = [code for code, _ in exc.recipients.values()]
+                    if codes and min(codes) >= 500:  # the recipient refused for good
+                        error = permanent(error, bounces.is_about_address(
+                            bounces.enhanced_status(error), default=True))
                 except (smtplib.SMTPException, OSError) as exc:
                     error = describe_error(exc)
                     # A timeout or a lost connection (SMTPServerDisconnected); any other
@@ -704,16 +730,16 @@ def _outcome(app: Flask, error: str | None, attempts: int, now: datetime
     try."""
     changes = {"attempts": attempts, "claim": None}
     if isinstance(error, Unknown):
-        changes.update(status=UNKNOWN, last_error=str(error))
+        changes.update(status=UNKNOWN, last_error=str(error), failed_at=now)
         return "unknown", changes
     if error is None:
         # Its picture is a copy of the game's state: not kept once sent.
         changes.update(status=SENT, sent_at=now, last_error=None, secrets_json="[]",
                        reply_to=None, picture_json=None)
         return "sent", changes
-    if error.startswith(UNBUILDABLE) or (attempts >= app.config["MAIL_MAX_ATTEMPTS"]
-                                         and not error.startswith(UNWRITTEN)):
-        changes.update(status=FAILED, last_error=error)
+    if isinstance(error, Permanent) or error.startswith(UNBUILDABLE) or (
+            attempts >= app.config["MAIL_MAX_ATTEMPTS"] and not error.startswith(UNWRITTEN)):
+        changes.update(status=FAILED, last_error=str(error), failed_at=now)
         return "failed", changes
     backoff = min(timedelta(seconds=app.config["MAIL_RETRY_SECONDS"] * 2 ** (attempts - 1)),
                   MAX_BACKOFF)
@@ -751,6 +777,8 @@ def _recorded_claim(app: Flask, writer, done: list[tuple], claim: str, now: date
                     progress: datetime) -> tuple[list[str | None], set[int]]:
     """`_record`'s work, in the transaction `writer` is in."""
     outcomes = [_recorded(app, writer, row, claim, error, now) for row, error in done]
+    bounces.clear_delivered(writer, [row for (row, _), outcome in zip(done, outcomes)
+                                     if outcome == "sent"])
     ours = set(writer.execute(_PROGRESS, {"of_claim": claim,
                                           "progress": progress}).scalars())
     return outcomes, ours
@@ -770,6 +798,12 @@ def _recorded(app: Flask, connection, row, claim: str, error: str | None,
         outcome = _record_late(app, connection, row, error, now)
     if outcome is not None:
         _logged(row, outcome, error, changes)
+    if outcome == "failed" and getattr(error, "dead", False) and row.seat_id is not None:
+        writer = Writer(connection)
+        if bounces.mark_dead(writer, row.seat_id, row.to_addr, str(error), now):
+            logger.warning("mail %d: the address of seat %d is marked dead", row.id,
+                           row.seat_id)
+        insert_pending(writer)
     return outcome
 
 
