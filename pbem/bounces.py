@@ -219,8 +219,9 @@ def handle(raw: bytes, recipients: list[str]) -> tuple[str, str] | None:
 
 # --- dead addresses ----------------------------------------------------------------------------
 
+# Locked (PostgreSQL): two bounces for one seat at once tell the organisers once.
 _SEAT = select(Seat.id, Seat.game_id, Seat.number, Seat.name, Seat.email, Seat.bot,
-               Seat.mail_dead_address).where(Seat.id == bindparam("seat_id"))
+               Seat.mail_dead_address).where(Seat.id == bindparam("seat_id")).with_for_update()
 _MARK = (update(Seat).where(Seat.id == bindparam("seat_id"))
          .values(mail_dead_at=bindparam("at"), mail_dead_reason=bindparam("reason"),
                  mail_dead_address=bindparam("address")))
