@@ -13,14 +13,14 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import click
 from alembic.util import CommandError
 from flask import current_app
 from flask.cli import FlaskGroup, with_appcontext
-from sqlalchemy import func
+from sqlalchemy import and_, func, or_
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import select
 
@@ -33,7 +33,7 @@ from .i18n import gettext as _
 from .i18n import ngettext
 from .jobs import run_jobs
 from .mailbox import describe_access, is_enabled
-from .models import FAILED, RUNNING, UNKNOWN, Game, OutboxMessage, Seat
+from .models import FAILED, QUEUED, RUNNING, SENDING, UNKNOWN, Game, OutboxMessage, Seat
 from .outbox import SenderThread, deliver_all_due, request_stop, stop_event
 from .senders import HelperPool, sigterm_when_parent_ends, warm_up
 from .services import (
@@ -493,24 +493,75 @@ def send_mail_command():
         sys.exit(1)
 
 
+MAIL_FAILING, MAIL_STUCK = 3, 4  # `pbem mail-status`'s exit statuses (docs/deploy.md)
+LATEST_ERRORS = 20
+
+
 @click.command("mail-status")
+@click.option("--since", "since_hours", type=click.IntRange(0, 24 * 366), default=24,
+              show_default=True, metavar="HOURS",
+              help="Count mail that failed, bounced or whose fate is unknown in the last HOURS "
+                   "(0: ever).")
+@click.option("--late", "late_minutes", type=click.IntRange(1, 24 * 60), default=10,
+              show_default=True, metavar="MINUTES",
+              help="Mail still queued this long after it was due, or claimed this long by a "
+                   "sender without progress, is stuck.")
 @_one_line_errors
 @with_appcontext
-def mail_status_command():
-    """Count the outbox by state and list the mail that failed, with its error."""
+def mail_status_command(since_hours, late_minutes):
+    """Count the outbox by state and list the latest errors. Exit status: 0 when all is well;
+    3 when mail failed, bounced or has an unknown fate (in the last --since hours) or waits
+    to be tried again after an error; 4 when mail is stuck (no sender gets it out); 1 when the
+    outbox cannot be read."""
     _need_schema()
+    now = utcnow()
+    since = now - timedelta(hours=since_hours) if since_hours else None
+    late = timedelta(minutes=late_minutes)
+    when = func.coalesce(OutboxMessage.failed_at, OutboxMessage.claimed_at,
+                         OutboxMessage.created_at)
+    failing = or_(OutboxMessage.status.in_((FAILED, UNKNOWN)) if since is None else and_(
+        OutboxMessage.status.in_((FAILED, UNKNOWN)), when >= since),
+        and_(OutboxMessage.status == QUEUED, OutboxMessage.last_error.is_not(None)))
     with reading() as session:
         counts = dict(session.exec(select(OutboxMessage.status, func.count())
                                    .group_by(OutboxMessage.status)).all())
-        failed = session.exec(select(OutboxMessage)
-                              .where(OutboxMessage.status.in_((FAILED, UNKNOWN)))
-                              .order_by(OutboxMessage.id)).all()
+        problems = session.exec(select(OutboxMessage).where(failing)
+                                .order_by(when.desc(), OutboxMessage.id.desc())
+                                .limit(LATEST_ERRORS)).all()
+        failed, unknown, retrying = (session.exec(select(func.count()).select_from(
+            OutboxMessage).where(failing, OutboxMessage.status == status)).one()
+            for status in (FAILED, UNKNOWN, QUEUED))
+        stuck = [and_(OutboxMessage.status == QUEUED, OutboxMessage.next_attempt_at < now - late),
+                 and_(OutboxMessage.status == SENDING, OutboxMessage.claimed_at < now - late)]
+        overdue, abandoned = (session.exec(select(func.count()).select_from(OutboxMessage)
+                                           .where(where)).one() for where in stuck)
+        stuck_rows = session.exec(select(OutboxMessage).where(or_(*stuck))
+                                  .order_by(OutboxMessage.id).limit(LATEST_ERRORS)).all()
     click.echo(", ".join(f"{state} {counts.get(state, 0)}"
                          for state in ("queued", "sending", "sent", "failed", "unknown")))
-    for row in failed:
+    window = f"in the last {since_hours} hours" if since_hours else "ever"
+    click.echo(f"failed {failed} and unknown {unknown} {window}; waiting to be tried again "
+               f"after an error {retrying}; stuck {overdue + abandoned} (queued over "
+               f"{late_minutes} minutes past their time {overdue}, claimed without progress "
+               f"for over {late_minutes} minutes {abandoned})")
+    for row in stuck_rows:
+        if row.status == QUEUED:
+            click.echo(f"stuck #{row.id} to {row.to_addr} ({row.subject}): queued, due "
+                       f"{row.next_attempt_at:%Y-%m-%d %H:%M} UTC: is the scheduler running?")
+        else:
+            click.echo(f"stuck #{row.id} to {row.to_addr} ({row.subject}): claimed "
+                       f"{row.claimed_at:%Y-%m-%d %H:%M} UTC by a sender that has made no "
+                       "progress since (it goes back to the queue by itself once it is old)")
+    for row in problems:
         attempts = ngettext("%(num)d attempt", "%(num)d attempts", row.attempts)
-        click.echo(f"{row.status} #{row.id} to {row.to_addr} ({row.subject}) after "
-                   f"{attempts}: {row.last_error}")
+        state = "retrying" if row.status == QUEUED else row.status
+        at = row.failed_at or row.claimed_at or row.created_at
+        click.echo(f"{state} #{row.id} to {row.to_addr} ({row.subject}) at "
+                   f"{at:%Y-%m-%d %H:%M} UTC after {attempts}: {row.last_error}")
+    if overdue or abandoned:
+        sys.exit(MAIL_STUCK)
+    if failed or unknown or retrying:
+        sys.exit(MAIL_FAILING)
 
 
 def _checked_password(text: str) -> str:

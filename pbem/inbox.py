@@ -31,7 +31,7 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
-from . import i18n, mail
+from . import bounces, i18n, mail
 from .db import reading, utcnow, writing
 from .games import choices, rules_for
 from .models import PAUSED, RUNNING, TO_ALL, Game, IncomingMail, OutboxMessage, Seat, SeatKey
@@ -173,6 +173,8 @@ def _remember(message_id: str, seat_id: int | None, outcome: str, detail: str) -
 
 def handle_incoming(raw: bytes, recipients: list[str] | None = None) -> Handled:
     """Read one incoming mail and act on it; needs an app context."""
+    if (bounce := bounces.handle(raw, recipients or [])) is not None:  # to bounce+<key>@
+        return Handled(*bounce)
     if len(raw) > current_app.config["MAIL_MAX_INCOMING_BYTES"]:
         return Handled("oversized", f"{len(raw)} bytes is more than this server accepts")
     try:

@@ -61,6 +61,7 @@ class QueuedMail:
     references: str | None = None
     picture_json: str | None = None
     intent_json: str | None = None  # a mail written when delivered (see `later`)
+    seat_dead_at: datetime | None = None  # the seat's address marked dead then (pbem.bounces)
 
 
 REPLY_PREFIX = re.compile(r"^(re|aw|sv|antw|wg|r)(\[\d+\])?\s*:", re.IGNORECASE)
@@ -178,7 +179,8 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
         secrets_json=json.dumps(list(secrets)) if rendering is None else rendering.secrets_json,
         reply_to=reply_to, created_at=now, next_attempt_at=now,
         in_reply_to=answering.message_id if answering else None,
-        references=answering.references if answering else None, picture_json=picture_json)
+        references=answering.references if answering else None, picture_json=picture_json,
+        seat_dead_at=getattr(seat, "mail_dead_at", None))
     if rendering is None:
         # A row, not an ORM object: building an OutboxMessage costs more than rendering it.
         insert_later(session, OutboxMessage, dict(vars(message)))
@@ -240,6 +242,7 @@ class _Table:
 
 def init_app(app) -> None:
     app.add_template_global(board_table)
+    app.add_template_filter(inert, "typed")
 
 
 @dataclass(frozen=True)
@@ -471,7 +474,8 @@ def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, c
         message_id=new_message_id(), secrets_json=json.dumps([token, mine]),
         reply_to=reply_address(token), created_at=now, next_attempt_at=now,
         picture_json=_picture(game),
-        intent_json=orjson.dumps(intent).decode())  # read back by orjson.loads
+        intent_json=orjson.dumps(intent).decode(),  # read back by orjson.loads
+        seat_dead_at=seat.mail_dead_at)
     insert_later(session, OutboxMessage, dict(vars(message)))
     return message
 
@@ -636,36 +640,57 @@ def due_digests(session: Session, now: datetime) -> int:
 
 
 # --- games players start (pbem.start): mail to addresses, before there is a seat ----------------
+#
+# These go to addresses a stranger typed on the public /new page, so nothing typed there may
+# reach another address's subject (a title such as "Your account is locked - call ..."): the
+# subjects name the kind of game only (the starter's own title only in mail to the starter). In
+# the body, the names, titles and addresses typed are quoted as typed (`inert`: nothing in them
+# reads as a link), and no mail is addressed by a typed name (the To is the address alone).
+
+_LINKISH = re.compile(r"[.\u3002\uff0e\uff61](?=\w)|:(?=//)")
+
+
+def inert(text) -> str:
+    """Text someone typed, for quoting in a mail to another address: one line, and nothing in
+    it reads as a link (a dot before a letter or digit, as in a domain, is written [.], and
+    :// as [:]//)."""
+    return _LINKISH.sub(lambda match: f"[{match.group()}]", one_line(str(text)))
+
 
 def _start_mail(session: Session, kind: str, invitation, subject: str, template: str,
                 **context) -> QueuedMail:
-    return queue(session, kind=kind, to=formatted_address(invitation.name, invitation.email),
-                 subject=subject, template=template, invitation=invitation, **context)
+    return queue(session, kind=kind, to=invitation.email, subject=subject, template=template,
+                 invitation=invitation, **context)
 
 
 def start_confirm(session: Session, proposal, starter, link: str, friends) -> QueuedMail:
-    """The starter's link that confirms their address (and then shows their game's page)."""
+    """The starter's link that confirms their address (and then shows their game's page). Its
+    subject names the kind of game only: whoever typed the form may not own the address."""
+    rules = rules_for(proposal.kind)
     return _start_mail(session, "start_confirm", starter,
-                       _("Confirm your address to start %(title)s", title=proposal.title),
+                       _("Confirm your address to start a game of %(game)s", game=rules.title),
                        "start_confirm", proposal=proposal, link=link, friends=friends,
-                       rules=rules_for(proposal.kind))
+                       rules=rules)
 
 
 def start_invitation(session: Session, proposal, invitation, starter, everyone,
                      link: str) -> QueuedMail:
-    """An invitation to a game a player starts, with the link to accept or decline it."""
+    """An invitation to a game a player starts, with the link to accept or decline it; its
+    subject names the kind of game only, the names the starter typed are quoted in it."""
+    rules = rules_for(proposal.kind)
     return _start_mail(session, "start_invite", invitation,
-                       _("%(name)s invites you to play %(game)s", name=starter.name,
-                         game=rules_for(proposal.kind).title),
+                       _("Invitation to a game of %(game)s", game=rules.title),
                        "start_invitation", proposal=proposal, starter=starter,
-                       everyone=everyone, link=link, rules=rules_for(proposal.kind),
+                       everyone=everyone, link=link, rules=rules,
                        expires=i18n.format_local(invitation.expires_at, proposal.timezone))
 
 
 def start_news(session: Session, proposal, invitation, link: str | None, lines: list[str],
                status: list[str]) -> QueuedMail:
     """News of a proposed game for the starter (a decline, an expiry; `link`: their page) or
-    for a friend (the game called off)."""
-    return _start_mail(session, "start_news", invitation,
-                       _("News of %(title)s", title=proposal.title), "start_news",
-                       proposal=proposal, link=link, lines=lines, status=status)
+    for a friend (the game called off: a subject without the starter's title)."""
+    rules = rules_for(proposal.kind)
+    subject = (_("News of %(title)s", title=proposal.title) if invitation.number == 0
+               else _("News of a game of %(game)s", game=rules.title))
+    return _start_mail(session, "start_news", invitation, subject, "start_news",
+                       proposal=proposal, link=link, lines=lines, status=status, rules=rules)

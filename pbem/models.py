@@ -115,6 +115,19 @@ class Seat(SQLModel, table=True):
                              sa_column_kwargs={"server_default": TALK_EACH})
     talk_read_id: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     talk_mailed_id: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # Mail to the seat's address failed for good (a bounce, or the mail server's 5xx refusal of
+    # the recipient; pbem.bounces): when, why, and the address it was about. The mark counts
+    # while that is still the seat's address; a mail queued after it that goes out clears it,
+    # but the address stays, so that the organisers hear of it once.
+    mail_dead_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    mail_dead_reason: str | None = Field(default=None, max_length=500)
+    mail_dead_address: str | None = Field(default=None, max_length=254)
+
+    @property
+    def is_mail_dead(self) -> bool:
+        """Mail to the seat's present address fails for good (shown to the organisers)."""
+        return self.mail_dead_at is not None and (self.mail_dead_address or "").lower() \
+            == (self.email or "").lower()
 
 
 class SeatKey(SQLModel, table=True):
@@ -225,6 +238,13 @@ class OutboxMessage(SQLModel, table=True):
     claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     claim: str | None = Field(default=None, max_length=40)
     sent_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # When it failed for good or its fate became unknown (a retry gives up, the server refused
+    # it with a 5xx, or a bounce came back for it after it was sent): `pbem mail-status`
+    # reports failures of a recent window by it.
+    failed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # The mark of the seat's address as dead when the mail was queued (Seat.mail_dead_at): the
+    # mail going out clears that mark (pbem.bounces), with no look at the seat for other mail.
+    seat_dead_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
 
 
 PENDING, CLAIMED, DONE = "pending", "claimed", "done"

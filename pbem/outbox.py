@@ -16,7 +16,10 @@ during a burst of timeouts, and record their deliveries once the write lock is f
 
 When the mail server does not answer after it was given the whole message (a timeout after
 DATA), the mail may or may not have arrived: it is marked `unknown`, not retried by itself,
-and shown to the admins, who can retry it by hand.
+and shown to the admins, who can retry it by hand. Each whole answer of the server must come
+within `[smtp] timeout_seconds` (not each read: a server sending `250-` lines for ever would
+hold the sender for ever) and each mail's conversation within MAIL_DEADLINE times that, so a
+sender always comes back. Each delivery is a line in the log (`_logged`).
 
 A sender asked to stop (`request_stop`, on SIGTERM) finishes the mail in hand, records it and
 gives its other claimed rows back to the queue.
@@ -53,10 +56,12 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.exc import OperationalError
 from sqlmodel import select
 
-from . import picture
+from . import bounces, picture
 from .db import (
     BUSY_TIMEOUT_SECONDS,
+    Writer,
     get_engine,
+    insert_pending,
     is_status,
     locked,
     new_claim,
@@ -82,6 +87,19 @@ NO_ANSWER = "no answer from the mail backend"
 
 class Unknown(str):
     """An error after which the mail may have arrived all the same (no answer after DATA)."""
+
+
+class Permanent(str):
+    """A refusal that sending again would not change (a 5xx answer); `dead` when it says the
+    address does not work (pbem.bounces marks the seat's address)."""
+
+    dead = False
+
+
+def permanent(text: str, dead: bool) -> Permanent:
+    error = Permanent(f"refused for good, not tried again: {text}")
+    error.dead = dead
+    return error
 
 
 STOPPED_AFTER_DATA = ("the mail server did not answer after it was given the whole message, so "
@@ -388,23 +406,114 @@ def _refusals(refused: dict) -> str:
                      for address, (code, resp) in refused.items())
 
 
-class _WatchData:
-    """Notes when the end of a message's DATA was handed to the server: an error after that
-    point leaves it unknown whether the server took the message."""
+# Each mail's whole conversation (MAIL, RCPT, DATA, the message, its answer) must end within
+# this many times `[smtp] timeout_seconds`, and so must securing and logging in once connected;
+# each answer of the server within the timeout itself.
+MAIL_DEADLINE = 4
+SETUP_DEADLINE = 4
+
+
+class _Answers:
+    """What smtplib reads a server's answers from (its `file`): lines read from the socket with
+    a deadline for the whole answer, each read given only the time left. smtplib's own reader
+    gives each read the whole timeout, so a server that sends an endless answer (`250-` lines
+    without end) held the sender for ever. Dropped with what it holds when the connection is
+    secured (STARTTLS) or closed, as smtplib drops its own."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buffer = bytearray()
+
+    def readline(self, limit: int, end: float) -> bytes:
+        """The next line (at most `limit` bytes), or what is left when the server has closed
+        the connection; TimeoutError at `end` (a time.monotonic() value)."""
+        while True:
+            at = self.buffer.find(b"\n", 0, limit)
+            if at >= 0 or len(self.buffer) >= limit or not self.sock:
+                cut = at + 1 if at >= 0 else min(limit, len(self.buffer))
+                line = bytes(self.buffer[:cut])
+                del self.buffer[:cut]
+                return line
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no whole answer in time")
+            self.sock.settimeout(left)
+            chunk = self.sock.recv(4096)
+            if not chunk:  # closed: what came, then nothing
+                self.sock = None
+                continue
+            self.buffer += chunk
+
+    def close(self) -> None:
+        self.buffer.clear()
+        self.sock = None
+
+
+class _Bounded:
+    """smtplib's client with a deadline for each whole answer of the server (the timeout) and,
+    while `deadline` is set, for everything until then; and a note of when the end of a
+    message's DATA was handed to the server (`data_sent`): an error after that point leaves it
+    unknown whether the server took the message."""
 
     data_sent = False
+    deadline: float | None = None  # a time.monotonic() value
+
+    def _end(self) -> float:
+        end = time.monotonic() + self.timeout
+        return end if self.deadline is None else min(end, self.deadline)
+
+    def getreply(self):
+        if self.file is None:
+            self.file = _Answers(self.sock)
+        started = time.monotonic()
+        end = self._end()
+        lines = []
+        while True:
+            try:
+                line = self.file.readline(smtplib._MAXLINE + 1, end)
+            except OSError as exc:
+                self.close()
+                if isinstance(exc, TimeoutError):
+                    raise smtplib.SMTPServerDisconnected(
+                        f"the mail server's answer did not end within "
+                        f"{end - started:.0f} s") from None
+                raise smtplib.SMTPServerDisconnected(
+                    f"Connection unexpectedly closed: {exc}") from None
+            if not line:
+                self.close()
+                raise smtplib.SMTPServerDisconnected("Connection unexpectedly closed")
+            if len(line) > smtplib._MAXLINE:
+                self.close()
+                raise smtplib.SMTPResponseException(500, "Line too long.")
+            lines.append(line[4:].strip(b" \t\r\n"))
+            try:
+                code = int(line[:3])
+            except ValueError:
+                code = -1
+                break
+            if line[3:4] != b"-":
+                break
+        if self.sock is not None:  # what comes next (a TLS handshake, a send) has its own
+            self.sock.settimeout(self.timeout)
+        return code, b"\n".join(lines)
 
     def send(self, s):
+        if self.sock is not None and self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise smtplib.SMTPServerDisconnected("the mail server took too long")
+            self.sock.settimeout(min(self.timeout, left))
         if isinstance(s, bytes) and s.endswith(b"\r\n.\r\n"):  # only DATA's end looks so
             self.data_sent = True
         return super().send(s)
 
 
-class _SMTP(_WatchData, smtplib.SMTP):
+class _SMTP(_Bounded, smtplib.SMTP):
     pass
 
 
-class _SMTP_SSL(_WatchData, smtplib.SMTP_SSL):
+class _SMTP_SSL(_Bounded, smtplib.SMTP_SSL):
     pass
 
 
@@ -412,6 +521,7 @@ class SmtpBackend:
     idempotent = False  # a mail handed to the server twice may arrive twice
 
     def __init__(self, config: dict):
+        self.config = config
         self.host, self.port = config["SMTP_HOST"], config["SMTP_PORT"]
         self.security = config["SMTP_SECURITY"]
         self.username, self.password = config["SMTP_USERNAME"], config["SMTP_PASSWORD"]
@@ -432,6 +542,7 @@ class SmtpBackend:
         except (OSError, smtplib.SMTPException) as exc:
             raise ConnectionProblem(f"cannot reach {where}: {describe_error(exc)}") from exc
         step = "say hello to"
+        client.deadline = time.monotonic() + SETUP_DEADLINE * self.timeout
         try:
             if self.security == "starttls":
                 step = "start TLS (STARTTLS) with"
@@ -442,6 +553,7 @@ class SmtpBackend:
         except (OSError, smtplib.SMTPException) as exc:
             client.close()
             raise ConnectionProblem(f"cannot {step} {where}: {describe_error(exc)}") from exc
+        client.deadline = None
         return client
 
     def send(self, messages):
@@ -463,15 +575,26 @@ class SmtpBackend:
                     yield row.id, "not tried: the SMTP connection was lost"
                     continue
                 client.data_sent = False
+                client.deadline = time.monotonic() + MAIL_DEADLINE * self.timeout
                 try:
-                    refused = client.send_message(message)
+                    refused = client.send_message(
+                        message, from_addr=bounces.return_path(self.config, row.id))
                     error = f"refused: {_refusals(refused)}" if refused else None
                 except smtplib.SMTPResponseException as exc:
                     # The server answered: it refused this message (4xx or 5xx), and the
-                    # connection stays usable unless it said goodbye (421).
+                    # connection stays usable unless it said goodbye (421). A 5xx refusal of
+                    # the message (not of our envelope sender, a matter of our settings) is
+                    # for good.
                     error, lost = describe_error(exc), exc.smtp_code == 421
+                    if exc.smtp_code >= 500 and not isinstance(exc, smtplib.SMTPSenderRefused):
+                        error = permanent(error, bounces.is_about_address(
+                            bounces.enhanced_status(error), default=False))
                 except smtplib.SMTPRecipientsRefused as exc:
                     error = describe_error(exc)
+                    codes = [code for code, _ in exc.recipients.values()]
+                    if codes and min(codes) >= 500:  # the recipient refused for good
+                        error = permanent(error, bounces.is_about_address(
+                            bounces.enhanced_status(error), default=True))
                 except (smtplib.SMTPException, OSError) as exc:
                     error = describe_error(exc)
                     # A timeout or a lost connection (SMTPServerDisconnected); any other
@@ -607,16 +730,16 @@ def _outcome(app: Flask, error: str | None, attempts: int, now: datetime
     try."""
     changes = {"attempts": attempts, "claim": None}
     if isinstance(error, Unknown):
-        changes.update(status=UNKNOWN, last_error=str(error))
+        changes.update(status=UNKNOWN, last_error=str(error), failed_at=now)
         return "unknown", changes
     if error is None:
         # Its picture is a copy of the game's state: not kept once sent.
         changes.update(status=SENT, sent_at=now, last_error=None, secrets_json="[]",
                        reply_to=None, picture_json=None)
         return "sent", changes
-    if error.startswith(UNBUILDABLE) or (attempts >= app.config["MAIL_MAX_ATTEMPTS"]
-                                         and not error.startswith(UNWRITTEN)):
-        changes.update(status=FAILED, last_error=error)
+    if isinstance(error, Permanent) or error.startswith(UNBUILDABLE) or (
+            attempts >= app.config["MAIL_MAX_ATTEMPTS"] and not error.startswith(UNWRITTEN)):
+        changes.update(status=FAILED, last_error=str(error), failed_at=now)
         return "failed", changes
     backoff = min(timedelta(seconds=app.config["MAIL_RETRY_SECONDS"] * 2 ** (attempts - 1)),
                   MAX_BACKOFF)
@@ -654,6 +777,8 @@ def _recorded_claim(app: Flask, writer, done: list[tuple], claim: str, now: date
                     progress: datetime) -> tuple[list[str | None], set[int]]:
     """`_record`'s work, in the transaction `writer` is in."""
     outcomes = [_recorded(app, writer, row, claim, error, now) for row, error in done]
+    bounces.clear_delivered(writer, [row for (row, _), outcome in zip(done, outcomes)
+                                     if outcome == "sent"])
     ours = set(writer.execute(_PROGRESS, {"of_claim": claim,
                                           "progress": progress}).scalars())
     return outcomes, ours
@@ -669,7 +794,32 @@ def _recorded(app: Flask, connection, row, claim: str, error: str | None,
     held = connection.execute(_record_statement(tuple(changes), True), {
         "row_id": row.id, "of_claim": claim,
         **{f"new_{name}": value for name, value in changes.items()}}).rowcount == 1
-    return outcome if held else _record_late(app, connection, row, error, now)
+    if not held:
+        outcome = _record_late(app, connection, row, error, now)
+    if outcome is not None:
+        _logged(row, outcome, error, changes)
+    if outcome == "failed" and getattr(error, "dead", False) and row.seat_id is not None:
+        writer = Writer(connection)
+        if bounces.mark_dead(writer, row.seat_id, row.to_addr, str(error), now):
+            logger.warning("mail %d: the address of seat %d is marked dead", row.id,
+                           row.seat_id)
+        insert_pending(writer)
+    return outcome
+
+
+def _logged(row, outcome: str, error: str | None, changes: dict) -> None:
+    """One line in the log for a delivery: never the address's links or any key."""
+    what = f"mail {row.id} ({row.kind}, game {row.game_id})"
+    if outcome == "sent":
+        logger.info("%s sent", what)
+    elif outcome == "retry":
+        logger.warning("%s not sent (attempt %d), tried again at %s: %s", what,
+                       changes["attempts"], f"{changes['next_attempt_at']:%Y-%m-%d %H:%M:%S}",
+                       error)
+    elif outcome == "failed":
+        logger.error("%s failed (attempt %d): %s", what, changes["attempts"], error)
+    else:
+        logger.error("%s may or may not have arrived: %s", what, error)
 
 
 def _record_late(app: Flask, connection, row, error: str | None, now: datetime) -> str | None:

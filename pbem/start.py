@@ -327,8 +327,9 @@ def answer(token: str, accept: bool, name: str | None = None,
         starter = everyone[0]
         if not accept:
             mail.start_news(session, proposal, starter, manage_link(session, starter), [
-                _("%(name)s <%(email)s> declined the invitation.", name=invitation.name,
-                  email=invitation.email)], _status_lines(everyone))
+                _('"%(name)s" <%(email)s> declined the invitation.',
+                  name=mail.inert(invitation.name), email=invitation.email)],
+                _status_lines(everyone))
         return all(i.status == ACCEPTED for i in everyone)
 
 
@@ -340,7 +341,9 @@ def _starter(session: Session, proposal: Proposal) -> Invitation:
 def _status_lines(everyone: list[Invitation]) -> list[str]:
     words = {PENDING: _("not answered yet"), ACCEPTED: _("accepted"), DECLINED: _("declined"),
              EXPIRED: _("did not answer in time"), WAITING: _("not invited yet")}
-    return [f"{i.name} ({i.colour}): {words[i.status]}" for i in everyone if i.number]
+    # A friend's name as typed by the starter, or by the friend on accepting: quoted.
+    return [f'"{mail.inert(i.name)}" ({i.colour}): {words[i.status]}'
+            for i in everyone if i.number]
 
 
 def start_game(proposal_id: int, now: datetime | None = None,
@@ -398,8 +401,9 @@ def cancel(token: str, now: datetime | None = None) -> None:
         for invitation in _everyone(session, proposal)[1:]:
             if invitation.status == PENDING:
                 mail.start_news(session, proposal, invitation, None, [
-                    _("%(name)s called the game off; the invitation is withdrawn.",
-                      name=starter.name)], [])
+                    _('%(email)s, who gave the name "%(name)s", called the game off; the '
+                      'invitation is withdrawn.', email=starter.email,
+                      name=mail.inert(starter.name))], [])
 
 
 def expire_invitation(session: Session, invitation_id: int, now: datetime) -> bool:
@@ -416,8 +420,8 @@ def expire_invitation(session: Session, invitation_id: int, now: datetime) -> bo
     everyone = _everyone(session, proposal)
     starter = everyone[0]
     mail.start_news(session, proposal, starter, manage_link(session, starter), [
-        _("%(name)s <%(email)s> did not answer the invitation in time.", name=invitation.name,
-          email=invitation.email)], _status_lines(everyone))
+        _('"%(name)s" <%(email)s> did not answer the invitation in time.',
+          name=mail.inert(invitation.name), email=invitation.email)], _status_lines(everyone))
     return True
 
 

@@ -431,6 +431,6 @@ def test_mail_status_counts_the_outbox_and_lists_failures(app, runner):
         row.status, row.attempts, row.last_error = "failed", 8, "SMTPDataError: 554 no"
         session.add(row)
     result = runner.invoke(args=["mail-status"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # mail failed (docs/deploy.md's exit statuses)
     assert "queued 2, sending 0, sent 0, failed 1, unknown 0" in result.output
     assert "SMTPDataError: 554 no" in result.output and "after 8 attempts" in result.output
