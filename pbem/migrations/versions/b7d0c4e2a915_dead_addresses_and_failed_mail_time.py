@@ -20,7 +20,7 @@ from alembic import op
 import pbem.db
 
 revision: str = 'b7d0c4e2a915'
-down_revision: str | None = '4e4047aa641e'
+down_revision: str | None = 'b7c1d2e3f4a5'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
