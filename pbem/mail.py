@@ -321,8 +321,14 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
     """The first mail of a seat: the players, the position and how to play; `taking_over` when
     it joins a game under way (the seat was handed to it), which it does not start."""
     subject = _("You take over a seat") if taking_over else _("You are invited to play")
+    turn_file = None
+    if to_move == seat.number:  # the seat that starts gets its turn file, as a "your turn" mail
+        turn_file = turnfile.render(
+            game.title, game.id, seat.name, seat.colour, game.turn,
+            rules.position_lines(state, seat.number), choices(rules, state),
+            rules.order_examples, turn_number=turns.current(session, rules, game.id, state))
     return _to_seat(session, game, seat, "invitation", subject, "invitation",
-                    taking_over=taking_over,
+                    taking_over=taking_over, turn_file=turn_file,
                     rules=rules, seats=seats, is_my_turn=to_move == seat.number,
                     to_move=seats[to_move] if to_move is not None else None,
                     position=rules.position_lines(state, seat.number),

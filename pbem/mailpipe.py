@@ -266,6 +266,9 @@ def _finish(ctx, status: int, line: str):
 
 def main(argv: list[str] | None = None) -> None:
     """`pbem ingest-mail ...` without loading the rest of the command line (pbem.entry)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
-                                                   "%(message)s")
+    # On standard error, which a mail server's pipe logs with a deferred mail: the server's
+    # own lines from INFO on (one for each mail, with its outcome), the libraries' warnings.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: "
+                                                      "%(message)s")
+    logging.getLogger("pbem").setLevel(logging.INFO)
     ingest_mail_command.main(args=argv, prog_name="pbem ingest-mail")

@@ -395,3 +395,5 @@ class Invitation(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
     expires_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     answered_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # When the starter was last told that this one declined (pbem.start.DECLINE_NEWS_HOURS)
+    decline_told_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
