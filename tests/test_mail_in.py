@@ -8,6 +8,7 @@ saying so.
 
 from __future__ import annotations
 
+import contextlib
 import imaplib
 import os
 import secrets
@@ -209,12 +210,15 @@ def _wait_for(port: int, process: subprocess.Popen, root: Path) -> None:
     raise RuntimeError(f"dovecot did not start:\n{log}")
 
 
-@pytest.fixture(scope="module")
-def dovecot():
-    binary = shutil.which("dovecot") or ("/usr/sbin/dovecot"
-                                         if os.path.exists("/usr/sbin/dovecot") else None)
-    if binary is None:
-        pytest.skip("no dovecot binary here (apt-get install dovecot-imapd): IMAP not tested")
+def dovecot_binary() -> str | None:
+    return shutil.which("dovecot") or ("/usr/sbin/dovecot"
+                                       if os.path.exists("/usr/sbin/dovecot") else None)
+
+
+@contextlib.contextmanager
+def private_dovecot(binary: str):
+    """A Dovecot of its own in a temporary folder, serving IMAP_USER's maildir; yields its
+    port (also used by bench/mailin_bench.py)."""
     root = Path(tempfile.mkdtemp(prefix="pbem-dovecot-"))
     root.chmod(0o755)
     (root / "mail").mkdir()
@@ -248,6 +252,15 @@ def dovecot():
             process.kill()
             process.wait()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def dovecot():
+    binary = dovecot_binary()
+    if binary is None:
+        pytest.skip("no dovecot binary here (apt-get install dovecot-imapd): IMAP not tested")
+    with private_dovecot(binary) as port:
+        yield port
 
 
 @pytest.fixture
