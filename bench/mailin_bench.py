@@ -17,10 +17,15 @@ its starting seat to the Reply-To of its invitation, with a legal move, each ans
   the scheduler's, once, not the mail's).
 
 The listener is sent one mail first (not counted), as a running one has read some before.
+
+`--parsers` prints instead the time of reading hostile text (issue 34, point 1): a turn file of
+1,000 and of 32,000 newlines (the old `^\\s*Turn:` MULTILINE pattern beside it) and an
+HTML-only reply of 60 KB of "<a ".
 `--python` runs the commands with another interpreter (an older checkout's, to compare); the
 channels it lacks are skipped. Figures go to bench/results/ (unless --no-save).
 
     python3 bench/mailin_bench.py [--mails 20] [--python PYTHON]
+    python3 bench/mailin_bench.py --parsers
 """
 
 from __future__ import annotations
@@ -228,13 +233,52 @@ def imap(club: Club, mails) -> dict | None:
         return {"mails": len(mails), "cpu_per_mail": done["cpu"] / len(mails)}
 
 
+OLD_TURN_LINE = r"^\s*Turn:\s*(\d{1,9})(?:\s*\(move\s+(\d{1,9})\))?\s*$"
+
+
+def parsers() -> dict:
+    """Seconds to read hostile text, the best of three."""
+    import re
+    from email.message import EmailMessage
+
+    from pbem import inbox, turnfile
+
+    def best(work) -> float:
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            work()
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    figures = {}
+    old = re.compile(OLD_TURN_LINE, re.MULTILINE | re.IGNORECASE)
+    for lines in (1000, 32000):
+        text = "\n" * lines
+        figures[f"turn file of {lines} newlines"] = best(lambda t=text: turnfile.read(t))
+        figures[f"old Turn pattern over {lines} newlines"] = best(lambda t=text: old.search(t))
+    html = EmailMessage()
+    html.set_content("<a " * 20000, subtype="html")
+    figures["HTML reply of 60 KB of '<a '"] = best(lambda: inbox.body_text(html))
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mails", type=int, default=20, help="mails per channel (20)")
     parser.add_argument("--python", default=sys.executable,
                         help="the interpreter whose pbem is measured (default: this one)")
+    parser.add_argument("--parsers", action="store_true",
+                        help="time the readers of hostile text instead")
     parser.add_argument("--no-save", action="store_true")
     options = parser.parse_args()
+    if options.parsers:
+        figures = parsers()
+        for what, seconds in figures.items():
+            print(f"  {what:40} {seconds * 1000:9.1f} ms")
+        if not options.no_save:
+            print(f"Saved to {results_file.save('mailin_parsers', figures)}")
+        return
     n = options.mails
     with tempfile.TemporaryDirectory(prefix="pbem-mailin-bench-") as folder:
         club = Club(Path(folder), options.python, 4 * n + 2)

@@ -57,7 +57,7 @@ def test_an_automatic_reply_is_never_applied_posted_or_answered(app, route, name
     """An out-of-office answer to a turn mail holds nothing a player wrote: logged, exit 0,
     nothing changes and nothing is sent, even when its text would be legal orders."""
     caplog.set_level(logging.INFO, logger="pbem")
-    box, invitation, orders = start(app)
+    _box, invitation, orders = start(app)
     before = snapshot(app)
     raw = fill("thunderbird_plain.eml", reply_key(invitation), orders, text_of(invitation))
     raw = f"{name}: {value}\r\n".encode() + raw
@@ -90,7 +90,7 @@ def test_an_automatic_reply_to_a_message_is_not_posted(app):
 
 
 def test_the_listener_takes_an_empty_envelope_sender_for_an_automatic_mail(app):
-    box, invitation, orders = start(app)
+    _box, invitation, orders = start(app)
     before = snapshot(app)
     port = free_port()
     controller = start_listener(app, HOST, port)
@@ -172,7 +172,7 @@ def test_a_friend_flipping_accept_and_decline_tells_the_starter_once(tmp_path):
 def test_a_message_id_of_one_bracket_is_no_crash(app):
     """`Message-ID: <` crashed ingest-mail (IndexError, exit 1) and made the listener answer
     451 for ever."""
-    box, invitation, orders = start(app)
+    _box, invitation, orders = start(app)
     raw = fill("thunderbird_plain.eml", reply_key(invitation), orders, text_of(invitation),
                message_id="<")
     result = app.test_cli_runner().invoke(args=["ingest-mail"], input=raw)
@@ -208,7 +208,7 @@ def test_malformed_headers_never_crash_the_reader(app, headers):
     """Whatever the header values, reading a mail to a live key returns an outcome."""
     key = getattr(app, "_fuzz_key", None)
     if key is None:
-        box, invitation, _ = start(app)
+        _box, invitation, _ = start(app)
         app._fuzz_key = key = reply_key(invitation)
     lines = [f"To: {key}"] + [f"{name}: {''.join(parts)}" for name, parts in headers]
     raw = "\r\n".join(lines).encode("utf-8", "surrogateescape") + b"\r\n\r\nnonsense\r\n"
@@ -225,7 +225,7 @@ def test_the_reply_address_holds_no_seat_link(app, client):
     is no reply address. Replaced links take their reply keys along."""
     from pbem.stewardship import create_admin, new_link
 
-    box, invitation, orders = start(app)
+    _box, invitation, orders = start(app)
     reply = KEY_ADDRESS.search(str(invitation["Reply-To"])).group(1)
     link = text_of(invitation).split("/seat/")[1][:32]
     assert reply != link
@@ -249,7 +249,7 @@ def test_reply_addresses_mailed_before_the_upgrade_keep_working(app):
 
     from pbem.db import writing
 
-    box, invitation, orders = start(app)
+    _box, invitation, orders = start(app)
     link = text_of(invitation).split("/seat/")[1][:32]
     with app.app_context(), writing() as session:
         session.exec(update(SeatKey).where(SeatKey.token_hash == hash_token(link))
@@ -264,7 +264,6 @@ def test_a_stale_reply_says_nothing_was_changed_once(app):
     box, invitation, orders = start(app)
     assert ingest(app, fill("thunderbird_plain.eml", reply_key(invitation), orders,
                             text_of(invitation))).outcome == "applied"
-    _, state = game_state(app)
     # The same (old) reply address again, with new words: the game has moved on.
     handled = ingest(app, fill("thunderbird_plain.eml", reply_key(invitation), ["draw deck"]))
     assert handled.outcome == "stale", handled

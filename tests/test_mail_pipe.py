@@ -63,7 +63,7 @@ class Club:
 
     def reply(self, *, to: str | None = None, text: str | None = None, **headers) -> bytes:
         """A reply from the seat to move to its newest mail's Reply-To, with a legal move."""
-        game, state = game_state(self.app)
+        _, state = game_state(self.app)
         address = f"p{state.current}@example.org"
         keyed = [m for m in Mailbox(self.app).to(address) if m["Reply-To"]]
         message = EmailMessage()
@@ -215,8 +215,10 @@ def test_with_the_listener_running_the_pipe_hands_the_mail_over(club):
     assert done.returncode == 0 and done.stdout.decode().startswith("applied"), done
 
 
-def test_a_listener_that_cannot_reach_its_database_defers_the_pipe_mail(club, tmp_path):
-    """451 from the listener (its database is down) is 75 for the pipe."""
+def test_a_listener_that_cannot_reach_its_database_defers_the_pipe_mail(club, tmp_path,
+                                                                       caplog):
+    """451 from the listener (its database is down) is 75 for the pipe; the listener's log
+    line says so without the reply key (issue 34, point 7: it logged the live key)."""
     broken = make_app(tmp_path / "broken", MAIL_REPLY_DOMAIN=DOMAIN,
                       DATABASE_URL=database_url(tmp_path / "broken"))
     broken.config["DATABASE_URL"] = "unused"
@@ -234,3 +236,7 @@ def test_a_listener_that_cannot_reach_its_database_defers_the_pipe_mail(club, tm
     assert done.returncode == 75, done
     assert b"451" in done.stderr
     assert club.counts()["MoveRecord"] == 0
+    key = club.reply_to.split("+", 1)[1].split("@", 1)[0]
+    failed = [r for r in caplog.records if r.name == "pbem.mailin"]
+    assert failed and "answered 451" in failed[-1].getMessage()
+    assert key not in caplog.text

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 import sqlmodel
+from alembic import op
 
 import pbem.db
-from alembic import op
 
 revision: str = '5a1e7c0b9d21'
 down_revision: str | None = '4e4047aa641e'
