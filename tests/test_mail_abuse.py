@@ -12,7 +12,7 @@ from email.utils import make_msgid
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server import Mailbox, game_state, make_app, new_game, text_of
+from server import Mailbox, make_app, new_game, text_of
 from sqlmodel import func, select
 from test_mail_in import HOST, free_port
 from test_mail_replies import DOMAIN, fill, ingest, reply_key, snapshot, start
