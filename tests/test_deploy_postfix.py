@@ -129,22 +129,61 @@ def pbem_command() -> str:
     return which
 
 
+TRAVERSE_STATE = Path(tempfile.gettempdir()) / "pbem-postfix-traverse.json"
+
+
 @contextlib.contextmanager
 def traversable(paths: list[Path]):
     """Let others enter (x, not r) every folder above `paths` that they cannot; put the modes
-    back afterwards."""
-    changed: dict[Path, int] = {}
+    back once no test process that asked is running any more. Test processes run side by side
+    (pytest-xdist): the folders and their old modes are shared in a file under a lock, with the
+    processes that use them, so one that ends does not lock the others' pipes out."""
+    with _traverse_state() as state:
+        if not state["users"]:
+            for folder, mode in state["modes"].items():  # left by a process that died
+                Path(folder).chmod(mode)
+            state["modes"] = {}
+            for path in paths:
+                for folder in reversed(path.parents):
+                    mode = folder.stat().st_mode
+                    if str(folder) not in state["modes"] and not mode & stat.S_IXOTH:
+                        state["modes"][str(folder)] = stat.S_IMODE(mode)
+                        folder.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
+        state["users"].append(os.getpid())
     try:
-        for path in paths:
-            for folder in [*reversed(path.parents)]:
-                mode = folder.stat().st_mode
-                if folder not in changed and not mode & stat.S_IXOTH:
-                    changed[folder] = stat.S_IMODE(mode)
-                    folder.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
         yield
     finally:
-        for folder, mode in changed.items():
-            folder.chmod(mode)
+        with _traverse_state() as state:
+            state["users"] = [pid for pid in state["users"] if pid != os.getpid()]
+            if not state["users"]:
+                for folder, mode in state["modes"].items():
+                    Path(folder).chmod(mode)
+                state["modes"] = {}
+
+
+@contextlib.contextmanager
+def _traverse_state():
+    import fcntl
+    import json
+
+    with open(TRAVERSE_STATE.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = json.loads(TRAVERSE_STATE.read_text()) if TRAVERSE_STATE.exists() else {}
+        state.setdefault("users", [])
+        state.setdefault("modes", {})
+        state["users"] = [pid for pid in state["users"] if _alive(pid)]
+        yield state
+        TRAVERSE_STATE.write_text(json.dumps(state))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def render(root: Path, port: int, pbem: str, config: Path, secrets: Path) -> None:
