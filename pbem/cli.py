@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import os
 import signal
 import subprocess
@@ -33,6 +34,7 @@ from .i18n import gettext as _
 from .i18n import ngettext
 from .jobs import run_jobs
 from .mailbox import describe_access, is_enabled
+from .mailpipe import ingest_mail_command
 from .models import FAILED, QUEUED, RUNNING, SENDING, UNKNOWN, Game, OutboxMessage, Seat
 from .outbox import SenderThread, deliver_all_due, request_stop, stop_event
 from .senders import HelperPool, sigterm_when_parent_ends, warm_up
@@ -601,24 +603,6 @@ def create_admin_command(email, password_stdin):
     click.echo(f"Admin {email.strip().lower()} can log in at {_base()}/admin/")
 
 
-@click.command("ingest-mail")
-@click.option("--recipient", "recipients", multiple=True, metavar="ADDRESS",
-              help="The envelope recipient (Postfix: ${recipient}), if the headers lack it.")
-@_one_line_errors
-@with_appcontext
-def ingest_mail_command(recipients):
-    """Read one mail on standard input (a player's reply with orders) and act on it."""
-    from .inbox import handle_incoming
-
-    _need_schema()
-    # A mail server's pipe logs what we print: only the warning, not the settings line.
-    check_settings(current_app, "ingest-mail", replies_arrive=True, quiet=True)
-    limit = current_app.config["MAIL_MAX_INCOMING_BYTES"]
-    raw = sys.stdin.buffer.read(limit + 1)
-    handled = handle_incoming(raw, list(recipients))
-    click.echo(f"{handled.outcome}: {handled.detail}")
-
-
 @click.command("export-db")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @_one_line_errors
@@ -685,6 +669,10 @@ def mail_listener_command(host, port):
     _need_schema()
     app = current_app._get_current_object()
     check_settings(app, "mail-listener", replies_arrive=True)
+    if not logging.getLogger().handlers:  # each mail's line (pbem.inbox) on standard error
+        logging.basicConfig(level=logging.WARNING,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("pbem").setLevel(logging.INFO)
     host = host or app.config["MAIL_LISTEN_HOST"]
     port = port or app.config["MAIL_LISTEN_PORT"]
     try:

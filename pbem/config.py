@@ -154,6 +154,7 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_REPLY_DOMAIN": Setting("", str, _domain),
     "MAIL_VERP": Setting(True, bool),
     "MAIL_MAX_INCOMING_BYTES": Setting(256 * 1024, int, _between(4096, 25 * 1024 * 1024)),
+    "MAIL_ANSWERS_PER_DAY": Setting(20, int, _between(1, 1000)),
     "MAIL_LISTEN_HOST": Setting("127.0.0.1", str),
     "MAIL_LISTEN_PORT": Setting(2525, int, _port),
     "MAIL_IMAP_HOST": Setting("", str),

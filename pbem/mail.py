@@ -75,10 +75,19 @@ def mint_key(session: Session, seat: Seat, turn: int | None = None,
              talk_to: int | None = None) -> str:
     """A new secret link key for `seat`, mailed at game turn `turn` (with a message: `talk_to`,
     the audience of a reply); the token is returned once and never stored."""
-    token = new_token()
+    return mint_keys(session, seat, turn, talk_to)[0]
+
+
+def mint_keys(session: Session, seat: Seat, turn: int | None = None,
+              talk_to: int | None = None) -> tuple[str, str]:
+    """`mint_key`'s link token and the reply key of the same row (the key of the mail's
+    reply address, `reply_address`): a secret of its own, which opens no page, revoked and
+    expired with the link. Both returned once, only their hashes stored."""
+    token, reply = new_token(), new_token()
     insert_later(session, SeatKey, {"seat_id": seat.id, "token_hash": hash_token(token),
-                                    "turn": turn, "talk_to": talk_to, "created_at": utcnow()})
-    return token
+                                    "reply_hash": hash_token(reply), "turn": turn,
+                                    "talk_to": talk_to, "created_at": utcnow()})
+    return token, reply
 
 
 def games_link(token: str) -> str:
@@ -94,7 +103,8 @@ def mint_player_key(session: Session, email: str) -> str:
 
 
 def reply_address(token: str) -> str | None:
-    """The Reply-To that carries a seat's key, when replies are configured."""
+    """The Reply-To that carries a seat's reply key (`mint_keys`), when replies are
+    configured."""
     # While a reply is handled, the domain it came to stands in for an unset setting, so the
     # mails it causes carry a Reply-To whichever process wrote them.
     domain = current_app.config["MAIL_REPLY_DOMAIN"] or g.get("reply_domain")
@@ -288,15 +298,17 @@ def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
     to it is a message to that audience (see `mint_key`)."""
     rendering = session.info.get(_RENDERING)
     if rendering is not None:  # an intent written: with the links it was queued with
-        token, mine = orjson.loads(rendering.secrets_json)
+        token, mine, *__ = orjson.loads(rendering.secrets_json)
+        reply = None  # the row keeps its Reply-To
     elif seat.bot is not None:
         return None
     else:
-        token = mint_key(session, seat, game.turn, talk_to)
+        token, reply = mint_keys(session, seat, game.turn, talk_to)
         mine = mint_player_key(session, seat.email)
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
                  subject=_subject(game, str(subject)), template=template, game=game, seat=seat,
-                 secrets=(token, mine), link=seat_link(token), reply_to=reply_address(token),
+                 secrets=(token, mine, reply) if reply else (token, mine), link=seat_link(token),
+                 reply_to=reply_address(reply) if reply else None,
                  games_link=games_link(mine), picture=picture, **context)
 
 
@@ -312,8 +324,14 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
     """The first mail of a seat: the players, the position and how to play; `taking_over` when
     it joins a game under way (the seat was handed to it), which it does not start."""
     subject = _("You take over a seat") if taking_over else _("You are invited to play")
+    turn_file = None
+    if to_move == seat.number:  # the seat that starts gets its turn file, as a "your turn" mail
+        turn_file = turnfile.render(
+            game.title, game.id, seat.name, seat.colour, game.turn,
+            rules.position_lines(state, seat.number), choices(rules, state),
+            rules.order_examples, turn_number=turns.current(session, rules, game.id, state))
     return _to_seat(session, game, seat, "invitation", subject, "invitation",
-                    taking_over=taking_over,
+                    taking_over=taking_over, turn_file=turn_file,
                     rules=rules, seats=seats, is_my_turn=to_move == seat.number,
                     to_move=seats[to_move] if to_move is not None else None,
                     position=rules.position_lines(state, seat.number),
@@ -380,11 +398,12 @@ def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, s
 @_in_seat_language
 def notice(session: Session, game: Game, seat: Seat, subject: str, lines: list[str],
            answering: Answering | None = None,
-           links_revoked: bool = False) -> QueuedMail | None:
+           links_revoked: bool = False, kind: str = "notice") -> QueuedMail | None:
     """A short message about the game (paused, resumed, deadline moved) with the seat's link;
     with `answering`, the answer to the seat's own mail, threaded under it; `links_revoked`
-    when the link in it replaces every earlier one."""
-    return _to_seat(session, game, seat, "notice", subject, "notice", picture=False,
+    when the link in it replaces every earlier one. `kind`: the outbox row's (pbem.inbox
+    counts its refusals by theirs)."""
+    return _to_seat(session, game, seat, kind, subject, "notice", picture=False,
                     lines=lines, answering=answering, heading=subject,
                     is_answer=answering is not None, links_revoked=links_revoked)
 
@@ -458,7 +477,7 @@ def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, c
         for other in value if isinstance(value, list) else [value]:
             if isinstance(other, SEATS):
                 named[other.number] = other
-    token = mint_key(session, seat, game.turn)
+    token, reply = mint_keys(session, seat, game.turn)
     mine = mint_player_key(session, seat.email)
     now = utcnow()
     intent = {"mail": compose, "seat": seat.number,
@@ -471,8 +490,8 @@ def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, c
         game_id=game.id, seat_id=seat.id, kind=kind,
         to_addr=formatted_address(seat.name, seat.email),
         subject=one_line(_subject(game, str(subject))), text_body="", html_body="",
-        message_id=new_message_id(), secrets_json=json.dumps([token, mine]),
-        reply_to=reply_address(token), created_at=now, next_attempt_at=now,
+        message_id=new_message_id(), secrets_json=json.dumps([token, mine, reply]),
+        reply_to=reply_address(reply), created_at=now, next_attempt_at=now,
         picture_json=_picture(game),
         intent_json=orjson.dumps(intent).decode(),  # read back by orjson.loads
         seat_dead_at=seat.mail_dead_at)

@@ -1,10 +1,14 @@
 """Two more ways for players' replies to arrive, both ending in `inbox.handle_incoming`.
 
 `start_listener` runs a small SMTP server (aiosmtpd) that a mail server can hand the reply
-domain's mail to (`pbem mail-listener`). Mail larger than MAIL_MAX_INCOMING_BYTES is refused
-while it is being sent (552). Every mail that could be read is answered 250, whatever came of
-it: a 550 for an unknown key would tell a stranger which keys exist. Unreadable mail gets 554;
-a failure of the server itself (the database) gets 451, so the sending server tries again.
+domain's mail to (`pbem mail-listener`), and that `pbem ingest-mail` hands its mail to when it
+runs (pbem.mailpipe: a mail read by a running process costs a hundredth of what a new process
+costs). Its greeting names it (`LISTENER_IDENT`). Mail larger than MAIL_MAX_INCOMING_BYTES is
+refused while it is being sent (552). Every other mail is answered 250, whatever came of it
+(applied, answered, dropped: `handle_incoming` logs which): a 550 for an unknown key would tell
+a stranger which keys exist, and a refusal makes the sending server bounce the mail to its
+sender, who may be forged. A failure of the server itself (the database) gets 451, so the
+sending server tries again; nothing is logged with a live key.
 
 `poll_imap` reads the unread mail of one IMAP folder (MAIL_IMAP_*), called by the scheduler's
 job. Each mail is fetched with BODY.PEEK (which leaves it unread), handed over, and only then
@@ -17,16 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import imaplib
+import logging
 import re
 import ssl
 
 from flask import Flask
 
-from .inbox import Handled, handle_incoming
+from .inbox import Handled, handle_incoming, masked
+from .mailpipe import LISTENER_IDENT
 
 IMAP_TIMEOUT_SECONDS = 60
-REFUSED = {"unreadable": "554 5.6.0 The mail could not be read",
-           "oversized": "552 5.3.4 Message too big"}
+REFUSED = {"oversized": "552 5.3.4 Message too big"}
+
+log = logging.getLogger(__name__)
 
 
 class IncomingHandler:
@@ -35,23 +42,23 @@ class IncomingHandler:
     def __init__(self, app: Flask):
         self.app = app
 
-    def _handle(self, raw: bytes, recipients: list[str]) -> Handled:
+    def _handle(self, raw: bytes, recipients: list[str], sender: str) -> Handled:
         with self.app.app_context():
-            return handle_incoming(raw, recipients)
+            return handle_incoming(raw, recipients, sender=sender)
 
     async def handle_DATA(self, server, session, envelope):
         raw = envelope.original_content or envelope.content
         if isinstance(raw, str):
             raw = raw.encode("utf-8", "surrogateescape")
         recipients = list(envelope.rcpt_tos)
+        sender = envelope.mail_from or ""
         try:
             handled = await asyncio.get_running_loop().run_in_executor(
-                None, self._handle, raw, recipients)
+                None, self._handle, raw, recipients, sender)
         except Exception:  # the database, most likely: let the sender retry
-            self.app.logger.exception("incoming mail for %s could not be handled", recipients)
+            log.exception("incoming mail for %s could not be handled: answered 451, to be "
+                          "sent again", ", ".join(map(masked, recipients))[:300])
             return "451 4.3.0 Temporary failure, please try again later"
-        self.app.logger.info("incoming mail for %s: %s %s", recipients, handled.outcome,
-                             handled.detail)
         return REFUSED.get(handled.outcome, "250 2.0.0 Accepted")
 
 
@@ -62,7 +69,8 @@ def start_listener(app: Flask, host: str | None = None, port: int | None = None)
     controller = Controller(
         IncomingHandler(app), hostname=host or app.config["MAIL_LISTEN_HOST"],
         port=port or app.config["MAIL_LISTEN_PORT"], ready_timeout=10,
-        data_size_limit=app.config["MAIL_MAX_INCOMING_BYTES"])
+        data_size_limit=app.config["MAIL_MAX_INCOMING_BYTES"], ident=LISTENER_IDENT,
+        enable_SMTPUTF8=True)
     controller.start()
     return controller
 
@@ -85,12 +93,14 @@ def _quoted(folder: str) -> str:
     return '"' + folder.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _body(data) -> bytes | None:
-    """The message bytes in a FETCH answer ([(b'1 (UID 5 BODY[]<0> {123}', b'...'), b')'])."""
+def _body(data) -> tuple[bytes | None, int | None]:
+    """The message bytes in a FETCH answer ([(b'1 (UID 5 RFC822.SIZE 9 BODY[]<0> {123}',
+    b'...'), b')']) and the mail's whole size."""
     for item in data or []:
         if isinstance(item, tuple) and len(item) == 2 and re.search(rb"BODY\[\]", item[0]):
-            return item[1]
-    return None
+            size = re.search(rb"RFC822\.SIZE (\d{1,12})", item[0])
+            return item[1], int(size.group(1)) if size else None
+    return None, None
 
 
 def poll_imap(app: Flask) -> int:
@@ -117,25 +127,25 @@ def poll_imap(app: Flask) -> int:
             raise imaplib.IMAP4.error("SEARCH UNSEEN failed")
         for uid in (found[0] or b"").split():
             # PEEK: still unread if anything below fails; at most limit + 1 bytes, so a huge
-            # mail is not fetched whole (handle_incoming refuses anything over the limit).
-            status, data = client.uid("FETCH", uid.decode(), f"(BODY.PEEK[]<0.{limit + 1}>)")
-            raw = _body(data) if status == "OK" else None
+            # mail is not fetched whole (handle_incoming refuses anything over the limit,
+            # telling its true size).
+            status, data = client.uid("FETCH", uid.decode(),
+                                      f"(RFC822.SIZE BODY.PEEK[]<0.{limit + 1}>)")
+            raw, size = _body(data) if status == "OK" else (None, None)
             if raw is None:
-                app.logger.warning("IMAP %s: no body for mail UID %s", where, uid.decode())
+                log.warning("IMAP %s: no body for mail UID %s", where, uid.decode())
                 continue
             try:
                 with app.app_context():
-                    outcome = handle_incoming(raw, [])
+                    handle_incoming(raw, [], size=max(size or 0, len(raw)))
             except Exception:  # left unread, read again at the next run
-                app.logger.exception("IMAP %s: mail UID %s could not be handled", where,
-                                     uid.decode())
+                log.exception("IMAP %s: mail UID %s could not be handled; left unread, read "
+                              "again at the next run", where, uid.decode())
                 continue
-            app.logger.info("IMAP %s: mail UID %s: %s %s", where, uid.decode(),
-                            outcome.outcome, outcome.detail)
             client.uid("STORE", uid.decode(), "+FLAGS", "(\\Seen)")
             handled += 1
     except (imaplib.IMAP4.error, OSError) as exc:
-        app.logger.error("IMAP %s: %s: %s", where, type(exc).__name__, exc)
+        log.error("IMAP %s: %s: %s", where, type(exc).__name__, exc)
     finally:
         if client is not None:
             try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from datetime import datetime
 
-from sqlalchemy import Column, Index, Text, UniqueConstraint, text
+from sqlalchemy import Column, Index, Integer, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from .db import UtcDateTime, utcnow
@@ -140,6 +140,10 @@ class SeatKey(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     seat_id: int = Field(foreign_key="seat.id")
     token_hash: str = Field(max_length=64, unique=True)
+    # The reply address's key (play+<key>@), a secret of its own: a mail server's log holds
+    # it, and it opens no page. NULL for keys made before reply keys were (their reply
+    # address carries the link's own token, which still works there).
+    reply_hash: str | None = Field(default=None, max_length=64, unique=True)
     turn: int | None = None  # the game's turn when the key was mailed: a reply answers that turn
     # A key mailed with a message (table talk): a reply's text goes to every seat (TO_ALL) or
     # privately to the seat of this number. None: a reply holds orders only.
@@ -312,6 +316,8 @@ class IncomingMail(SQLModel, table=True):
     received_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
     outcome: str = Field(max_length=20)
     detail: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    # How often the same mail came again (each time changing nothing; answered only the first)
+    repeats: int = Field(default=0, sa_column=Column(Integer, nullable=False, server_default="0"))
 
 
 class LoginFailure(SQLModel, table=True):
@@ -414,3 +420,5 @@ class Invitation(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
     expires_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     answered_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # When the starter was last told that this one declined (pbem.start.DECLINE_NEWS_HOURS)
+    decline_told_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)

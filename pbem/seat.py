@@ -210,7 +210,14 @@ def turn_file(token: str):
 
 @bp.post("/<token>/turnfile")
 def upload_turn_file(token: str):
-    """Orders from an uploaded turn file (or pasted into the box), applied one by one."""
+    """Orders from an uploaded turn file (or pasted into the box), applied one by one.
+
+    The link is checked before the file is read: a made-up link costs one lookup, not the
+    reading of 32 KB of text (issue 34)."""
+    try:
+        load_seat(token, log_limit=0)
+    except ServiceError as exc:
+        return _refusal(token, exc)
     upload = request.files.get("turnfile")
     raw = upload.read(MAX_TURN_FILE + 1) if upload and upload.filename else \
         request.form.get("orders", "").encode("utf-8")

@@ -299,6 +299,9 @@ def confirm(token: str, now: datetime | None = None) -> None:
         _send_invitations(session, proposal, starter, everyone, now)
 
 
+DECLINE_NEWS_HOURS = 6
+
+
 def answer(token: str, accept: bool, name: str | None = None,
            now: datetime | None = None) -> bool:
     """A friend accepts or declines; returns True when the game can start now (everyone has
@@ -321,11 +324,19 @@ def answer(token: str, accept: bool, name: str | None = None,
             except SetupProblem as exc:
                 raise Malformed(str(exc)) from None
             invitation.name = name
+        was = invitation.status
         invitation.status, invitation.answered_at = (ACCEPTED if accept else DECLINED), now
+        # The starter hears of a decline once per DECLINE_NEWS_HOURS and invitation: a friend
+        # flipping between accept and decline does not flood them (their page shows it all).
+        told = invitation.decline_told_at
+        tell = not accept and was != DECLINED and (
+            told is None or told <= now - timedelta(hours=DECLINE_NEWS_HOURS))
+        if tell:
+            invitation.decline_told_at = now
         session.add(invitation)
         everyone = _everyone(session, proposal)
         starter = everyone[0]
-        if not accept:
+        if tell:
             mail.start_news(session, proposal, starter, manage_link(session, starter), [
                 _('"%(name)s" <%(email)s> declined the invitation.',
                   name=mail.inert(invitation.name), email=invitation.email)],

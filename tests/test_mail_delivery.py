@@ -244,7 +244,7 @@ def test_a_failed_delivery_is_retried_with_backoff_then_sent_once(tmp_path, serv
             assert row.last_error.startswith(f"cannot reach the SMTP server {HOST}:"
                                              f"{server.port}: ")
             assert "refused" in row.last_error.lower()
-        assert len(json.loads(row.secrets_json)) == 2  # the links are kept for the retry
+        assert len(json.loads(row.secrets_json)) == 3  # the links (and reply key) kept to retry
     if outage == "server down":
         server.start()
 

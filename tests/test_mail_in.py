@@ -8,6 +8,7 @@ saying so.
 
 from __future__ import annotations
 
+import contextlib
 import imaplib
 import os
 import secrets
@@ -139,14 +140,21 @@ def test_oversized_mail_is_refused_while_it_is_sent(listening):
     assert counts(app) == before
 
 
-def test_an_unknown_key_gets_250_and_leaves_no_trace(listening):
+def test_an_unknown_key_gets_250_and_changes_nothing(listening, caplog):
+    """250 whatever the key (a 550 would tell a stranger which keys exist); nothing changes
+    but the log (never with the key) and, the From being a player's, one answer to it."""
     app, port, address, _, move = listening
     before = counts(app)
-    stranger = f"play+{secrets.token_urlsafe(24)}@{DOMAIN}"
+    key = secrets.token_urlsafe(24)[:32]
+    stranger = f"play+{key}@{DOMAIN}"
     with smtplib.SMTP(HOST, port, timeout=10) as client:
         assert client.send_message(reply(address, stranger, move)) == {}
         assert client.noop()[0] == 250  # the connection is still fine
-    assert counts(app) == before
+    after = counts(app)
+    assert {**after, "outbox": before["outbox"]} == before
+    assert after["outbox"] == before["outbox"] + 1
+    assert any(": unknown (no such key" in r.getMessage() for r in caplog.records)
+    assert not any(key in r.getMessage() for r in caplog.records)
 
 
 # --- IMAP against a real Dovecot ------------------------------------------------------------------
@@ -202,12 +210,15 @@ def _wait_for(port: int, process: subprocess.Popen, root: Path) -> None:
     raise RuntimeError(f"dovecot did not start:\n{log}")
 
 
-@pytest.fixture(scope="module")
-def dovecot():
-    binary = shutil.which("dovecot") or ("/usr/sbin/dovecot"
-                                         if os.path.exists("/usr/sbin/dovecot") else None)
-    if binary is None:
-        pytest.skip("no dovecot binary here (apt-get install dovecot-imapd): IMAP not tested")
+def dovecot_binary() -> str | None:
+    return shutil.which("dovecot") or ("/usr/sbin/dovecot"
+                                       if os.path.exists("/usr/sbin/dovecot") else None)
+
+
+@contextlib.contextmanager
+def private_dovecot(binary: str):
+    """A Dovecot of its own in a temporary folder, serving IMAP_USER's maildir; yields its
+    port (also used by bench/mailin_bench.py)."""
     root = Path(tempfile.mkdtemp(prefix="pbem-dovecot-"))
     root.chmod(0o755)
     (root / "mail").mkdir()
@@ -241,6 +252,15 @@ def dovecot():
             process.kill()
             process.wait()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def dovecot():
+    binary = dovecot_binary()
+    if binary is None:
+        pytest.skip("no dovecot binary here (apt-get install dovecot-imapd): IMAP not tested")
+    with private_dovecot(binary) as port:
+        yield port
 
 
 @pytest.fixture
@@ -296,7 +316,9 @@ def test_unknown_keys_and_oversized_mail_are_read_and_marked(tmp_path, dovecot, 
     big = reply(address, reply_to, move + "\n" + padding(app))
     mailbox.append("INBOX", None, None, big.as_bytes())
     assert poll_imap(app) == 2
-    assert counts(app) == before  # neither left a trace, neither moved
+    after = counts(app)  # neither moved; each answered the player (issue 29, point 8)
+    assert {**after, "outbox": before["outbox"]} == before
+    assert after["outbox"] == before["outbox"] + 2
     assert search(mailbox, "UNSEEN") == []
 
 

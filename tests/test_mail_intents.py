@@ -76,7 +76,7 @@ def test_a_move_queues_its_mails_unwritten_and_delivery_writes_each_once(app, ma
     for row in queued:  # addressed, with subject and links, but not written in the move
         assert row.intent_json is not None and row.text_body == row.html_body == ""
         assert row.subject.startswith("[Kardinal & König #1] ")
-        assert len(json.loads(row.secrets_json)) == 2
+        assert len(json.loads(row.secrets_json)) == 3  # link, "my games" link, reply key
     mailbox.deliver()
     (your_turn,) = [m for m in mailbox.to(f"p{after.current}@example.org")
                     if str(m["Subject"]).endswith("Your turn")]

@@ -304,18 +304,38 @@ def test_an_illegal_order_is_answered_with_the_reason_and_the_legal_moves(app):
 
 
 @pytest.mark.parametrize("route", ROUTES)
-def test_an_unknown_key_leaves_no_trace(app, route):
+def test_an_unknown_key_is_logged_and_answered_only_to_a_players_address(app, route, caplog):
+    """A mistyped key (issue 29, point 8): a WARNING line without the key; an answer only
+    when the From is a player's address, to that address, once a day; a stranger's From
+    gets nothing, and nothing else changes."""
     box, invitation, orders = start(app)
     box.deliver()
-    files = sorted(p.name for p in box.folder.glob("*.eml"))
     before = snapshot(app)
-    address = f"play+{secrets.token_urlsafe(24)[:32]}@{DOMAIN}"
-    handled = ingest(app, fill("thunderbird_plain.eml", address, orders, text_of(invitation)),
-                     route)
+    key = secrets.token_urlsafe(24)[:32]
+    address = f"play+{key}@{DOMAIN}"
+    raw = fill("thunderbird_plain.eml", address, orders, text_of(invitation))
+    handled = ingest(app, raw, route)
     assert handled.outcome == "unknown"
-    assert snapshot(app) == before
+    after = snapshot(app)
+    assert after[1:] == before[1:]
+    assert after[0]["OutboxMessage"] == before[0]["OutboxMessage"] + 1
+    assert after[0]["IncomingMail"] == before[0]["IncomingMail"]
     box.deliver()
-    assert sorted(p.name for p in box.folder.glob("*.eml")) == files
+    answer = box.to("p0@example.org")[-1]
+    assert "not the reply address of a game" in " ".join(text_of(answer).split())
+    assert key not in text_of(answer)
+    warned = [r.getMessage() for r in caplog.records
+              if r.name == "pbem.inbox" and r.levelname == "WARNING"]
+    assert any(": unknown (no such key" in line for line in warned), warned
+    assert not any(key in r.getMessage() for r in caplog.records)
+    # Once a day; and never to a stranger.
+    assert ingest(app, fill("thunderbird_plain.eml", address, orders), route).outcome == \
+        "unknown"
+    stranger = fill("thunderbird_plain.eml", address, orders).replace(
+        b"p0@example.org", b"stranger@example.net")
+    assert b"stranger@example.net" in stranger
+    assert ingest(app, stranger, route).outcome == "unknown"
+    assert snapshot(app)[0]["OutboxMessage"] == before[0]["OutboxMessage"] + 1
 
 
 def test_a_replaced_key_gets_a_generic_answer_only_from_and_to_the_seats_address(app):
@@ -363,15 +383,26 @@ def test_a_reply_to_an_aborted_game_is_told_the_game_is_over(app):
 
 
 @pytest.mark.parametrize("route", ROUTES)
-def test_an_oversized_mail_is_refused(app, route):
-    _, invitation, orders = start(app)
+def test_an_oversized_mail_is_refused(app, route, caplog):
+    """Nothing is read; the seat's own address is told, with the mail's true size (not the
+    limit plus one), and so is the log."""
+    box, invitation, orders = start(app)
     before = snapshot(app)
     padding = "x" * 76
     original = "\n".join([padding] * (app.config["MAIL_MAX_INCOMING_BYTES"] // 77 + 10))
     raw = fill("thunderbird_plain.eml", reply_key(invitation), orders, original)
     assert len(raw) > app.config["MAIL_MAX_INCOMING_BYTES"]
-    assert ingest(app, raw, route).outcome == "oversized"
-    assert snapshot(app) == before
+    handled = ingest(app, raw, route)
+    assert handled.outcome == "oversized"
+    assert handled.detail.startswith(f"{len(raw)} bytes"), handled
+    after = snapshot(app)
+    assert after[1:] == before[1:] and after[0]["MoveRecord"] == before[0]["MoveRecord"]
+    assert after[0]["OutboxMessage"] == before[0]["OutboxMessage"] + 1
+    answer = box.to("p0@example.org")[-1]
+    assert str(answer["Subject"]).startswith("Re: ")
+    assert f"Your mail of {len(raw)} bytes is larger" in " ".join(text_of(answer).split())
+    assert any(f"oversized ({len(raw)} bytes" in r.getMessage() and r.levelname == "WARNING"
+               for r in caplog.records)
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -394,14 +425,21 @@ def test_garbage_is_unreadable_or_unknown_and_never_a_crash(app, raw, route):
 @pytest.mark.parametrize("content_type", [b'text/plain; charset="\xff\xfe"',
                                           b"text/plain; charset=rot13"])
 def test_a_mail_whose_text_cannot_be_decoded_is_unreadable(app, content_type, route):
-    """Even to a real key: the MIME cannot be read, so nothing is done and nothing answered."""
-    _, invitation, _ = start(app)
+    """Even to a real key the MIME cannot be read, so nothing is done; the seat's own address
+    (never the From) is told so."""
+    box, invitation, _ = start(app)
     before = snapshot(app)
     raw = (b"To: " + reply_key(invitation).encode() + b"\nMessage-ID: <x@example.org>\n"
+           b"From: someone@example.net\n"
            b"Content-Type: " + content_type + b"\n\nR Franken: W\xfcrzburg\n")
     handled = ingest(app, raw, route)
     assert handled.outcome == "unreadable", handled
-    assert snapshot(app) == before
+    after = snapshot(app)
+    assert after[1:] == before[1:] and after[0]["MoveRecord"] == before[0]["MoveRecord"]
+    assert after[0]["IncomingMail"] == before[0]["IncomingMail"]
+    answer = box.to("p0@example.org")[-1]
+    assert "its text could not be read" in " ".join(text_of(answer).split())
+    assert not box.to("someone@example.net")
 
 
 # --- 3. a whole game by mail --------------------------------------------------------------------

@@ -1,0 +1,242 @@
+"""`pbem ingest-mail` as a mail server's pipe runs it: a fresh process per mail, the mail on
+standard input, the envelope on the command line (issue 29, points 2, 3, 5, 8; issue 34,
+point 9). Its exit status is what the mail server acts on: 0 handled, 75 try again later.
+
+Each test runs the real command (`python -m pbem ingest-mail`) with a settings file, as the
+Postfix recipe in deploy/postfix does; the hand-over to a running `mail-listener` is tested
+against the real listener (aiosmtpd in this process) on the same database.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from email.message import EmailMessage
+from email.utils import make_msgid
+from pathlib import Path
+
+import pytest
+from server import Mailbox, database_url, game_state, make_app, new_game
+from sqlmodel import func, select
+
+import engine
+from pbem.db import reading
+from pbem.mailin import start_listener
+from pbem.models import IncomingMail, MoveRecord, OutboxMessage
+
+pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
+
+ROOT = Path(__file__).resolve().parent.parent
+DOMAIN = "games.example.org"
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+class Club:
+    """A server's settings file and database with a game whose seat to move has a reply key,
+    as a pipe sees them: the settings name the database; the secret key sits apart."""
+
+    def __init__(self, tmp_path: Path, **settings):
+        self.instance = tmp_path / "instance"
+        self.app = make_app(self.instance, MAIL_REPLY_DOMAIN=DOMAIN)
+        new_game(self.app)
+        self.url = self.app.config["DATABASE_URL"]
+        self.listen_port = free_port()  # nothing listens there unless a test starts it
+        self.config = tmp_path / "config.toml"
+        # Without a database_url the settings name the SQLite file of their instance folder:
+        # here another one, empty, as when a pipe reads other settings than the server.
+        self.pipe_instance = self.instance if settings.get("database", True) \
+            else tmp_path / "pipe-instance"
+        self.pipe_instance.mkdir(mode=0o700, exist_ok=True)
+        lines = [f'instance_path = "{self.pipe_instance}"', 'base_url = "http://localhost"',
+                 "[mail]", f'reply_domain = "{DOMAIN}"', f"listen_port = {self.listen_port}"]
+        if settings.get("database", True):
+            lines.insert(0, f'database_url = "{self.url}"')
+        self.config.write_text("\n".join(lines) + "\n")
+
+    def reply(self, *, to: str | None = None, text: str | None = None, **headers) -> bytes:
+        """A reply from the seat to move to its newest mail's Reply-To, with a legal move."""
+        _, state = game_state(self.app)
+        address = f"p{state.current}@example.org"
+        keyed = [m for m in Mailbox(self.app).to(address) if m["Reply-To"]]
+        message = EmailMessage()
+        message["From"] = address
+        message["To"] = to or str(keyed[-1]["Reply-To"])
+        message["Subject"] = "Re: your turn"
+        message["Message-ID"] = make_msgid(domain="example.org")
+        for name, value in headers.items():
+            message[name.replace("_", "-")] = value
+        message.set_content(text if text is not None else str(engine.legal_moves(state)[0]))
+        self.reply_to = str(keyed[-1]["Reply-To"])
+        return message.as_bytes()
+
+    def ingest(self, raw: bytes, *args: str, env: dict | None = None
+               ) -> subprocess.CompletedProcess:
+        environment = {k: v for k, v in os.environ.items()
+                       if not k.startswith(("PBEM_", "FLASK_"))}
+        environment.update(PBEM_CONFIG=str(self.config), **(env or {}))
+        return subprocess.run([sys.executable, "-m", "pbem", "ingest-mail", *args], input=raw,
+                              cwd=ROOT, env=environment, capture_output=True, timeout=120,
+                              check=False)
+
+    def counts(self) -> dict[str, int]:
+        with reading(self.app) as session:
+            return {model.__name__: session.exec(select(func.count()).select_from(model)).one()
+                    for model in (MoveRecord, IncomingMail, OutboxMessage)}
+
+
+@pytest.fixture
+def club(tmp_path):
+    return Club(tmp_path)
+
+
+def test_reply_to_all_is_applied_once_and_never_bounced(club):
+    """Postfix runs the pipe with every recipient of a reply to all: `--recipient a b` (the
+    `${recipient}` argument expanded without a recipient limit), repeated options, or plain
+    addresses. The play+ address's mail is applied; a delivery to the other address alone
+    (with `pbem_destination_recipient_limit = 1`) is a copy, left alone and unanswered."""
+    raw = club.reply()
+    judge = f"judge@{DOMAIN}"
+    done = club.ingest(raw, "--recipient", club.reply_to, judge)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().startswith("applied"), done.stdout
+    before = club.counts()
+    copy = club.ingest(raw, "--recipient", judge)
+    assert copy.returncode == 0, copy.stderr
+    assert copy.stdout.decode().startswith("copy"), copy.stdout
+    assert club.counts() == before  # no answer, no record, no move
+    again = club.ingest(club.reply(), f"--recipient={judge}", f"--recipient={club.reply_to}")
+    assert again.returncode == 0 and again.stdout.decode().startswith("applied"), again
+
+
+def test_a_wrong_command_line_defers_the_mail(club):
+    """A usage error is 75, not 2: Postfix keeps the mail while the recipe is fixed."""
+    done = club.ingest(club.reply(), "--no-such-option")
+    assert done.returncode == 75, done
+    assert club.counts()["MoveRecord"] == 0
+
+
+def test_a_missing_database_defers_the_mail_and_is_never_created(tmp_path):
+    """Settings that name no database: the SQLite file is not made (an empty one would take
+    every reply for an unknown key), no secret_key file is written, the exit status is 75 and
+    the log line names the database it tried."""
+    club = Club(tmp_path, database=False)
+    if not club.url.startswith("sqlite"):
+        pytest.skip("an SQLite file that is not there")
+    raw = club.reply()
+    done = club.ingest(raw, club.reply_to)
+    assert done.returncode == 75, done
+    expected = club.pipe_instance / "pbem.sqlite3"
+    assert f"no database at {expected}" in done.stderr.decode()
+    assert not expected.exists()
+    assert not (club.pipe_instance / "secret_key").exists()
+
+
+def test_an_unreachable_database_defers_the_mail(club):
+    """The database cannot be reached: 75, and the mail server delivers it again."""
+    port = free_port()
+    done = club.ingest(club.reply(), club.reply_to, env={
+        "PBEM_DATABASE_URL": f"postgresql+psycopg://pbem@{HOST}:{port}/nowhere"})
+    assert done.returncode == 75, done
+    assert f"{HOST}:{port}" in done.stderr.decode() and "failed" in done.stderr.decode()
+    assert club.counts()["MoveRecord"] == 0
+
+
+def test_a_database_mid_upgrade_defers_the_mail(club):
+    """Schema behind this server's (init-db not run yet), or ahead of it (made by a newer
+    server): 75, saying what to do; once the versions agree, the same mail is applied."""
+    from sqlalchemy import text
+
+    from pbem import schema
+    from pbem.db import get_engine
+
+    raw = club.reply()
+    with club.app.app_context():
+        head = schema.head_revision(club.app)
+    for version, says in (("5a1e7c0b9d20", "does not know"), (None, "pbem init-db")):
+        with get_engine(club.app).begin() as connection:
+            connection.execute(text("DELETE FROM alembic_version"))
+            if version:
+                connection.execute(text(f"INSERT INTO alembic_version VALUES ('{version}')"))
+        done = club.ingest(raw, club.reply_to)
+        assert done.returncode == 75, done
+        assert says in done.stderr.decode()
+    with get_engine(club.app).begin() as connection:
+        connection.execute(text(f"INSERT INTO alembic_version VALUES ('{head}')"))
+    done = club.ingest(raw, club.reply_to)
+    assert done.returncode == 0 and done.stdout.decode().startswith("applied"), done
+
+
+def test_the_secrets_come_from_the_env_file(tmp_path):
+    """The pipe's environment is empty but for what the recipe gives: `--env-file` reads the
+    same secrets file as the systemd units (database URL and secret key there, not in the
+    settings). Without it the database is not found; an unreadable file defers the mail."""
+    club = Club(tmp_path, database=False)
+    secrets_file = tmp_path / "secrets.env"
+    secrets_file.write_text(f"# the systemd units' EnvironmentFile\nPBEM_SECRET_KEY=s3cret\n"
+                            f"PBEM_DATABASE_URL={club.url}\n")
+    secrets_file.chmod(0o600)
+    raw = club.reply()
+    missing = club.ingest(raw, "--env-file", str(tmp_path / "nope.env"), club.reply_to)
+    assert missing.returncode == 75 and b"nope.env" in missing.stderr, missing
+    done = club.ingest(raw, "--env-file", str(secrets_file), club.reply_to)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().startswith("applied"), done.stdout
+    assert not (club.pipe_instance / "secret_key").exists()
+
+
+def test_an_oversized_mail_reports_its_true_size(club):
+    raw = club.reply(text="x" * 70 + "\n" * 8000 + "y" * 300_000)
+    done = club.ingest(raw, club.reply_to)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().startswith(f"oversized: {len(raw)} bytes"), done.stdout
+
+
+def test_with_the_listener_running_the_pipe_hands_the_mail_over(club):
+    """The listener answers on [mail] listen_port: the pipe hands the mail to it (no app of
+    its own), and exits with what it answered."""
+    controller = start_listener(club.app, HOST, club.listen_port)
+    try:
+        done = club.ingest(club.reply(), club.reply_to)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.decode().startswith("handed to the mail listener"), done.stdout
+        assert club.counts()["MoveRecord"] == 1
+    finally:
+        controller.stop()
+    # Down: the pipe handles the mail itself.
+    done = club.ingest(club.reply(), club.reply_to)
+    assert done.returncode == 0 and done.stdout.decode().startswith("applied"), done
+
+
+def test_a_listener_that_cannot_reach_its_database_defers_the_pipe_mail(club, tmp_path,
+                                                                       caplog):
+    """451 from the listener (its database is down) is 75 for the pipe; the listener's log
+    line says so without the reply key (issue 34, point 7: it logged the live key)."""
+    broken = make_app(tmp_path / "broken", MAIL_REPLY_DOMAIN=DOMAIN,
+                      DATABASE_URL=database_url(tmp_path / "broken"))
+    broken.config["DATABASE_URL"] = "unused"
+    from pbem import db
+
+    broken.extensions["pbem_db"] = db.make_engine(
+        f"postgresql+psycopg://pbem@{HOST}:{free_port()}/nowhere")
+    broken.extensions["pbem_db_writer"] = broken.extensions["pbem_db"].execution_options(
+        pbem_write=True)
+    controller = start_listener(broken, HOST, club.listen_port)
+    try:
+        done = club.ingest(club.reply(), club.reply_to)
+    finally:
+        controller.stop()
+    assert done.returncode == 75, done
+    assert b"451" in done.stderr
+    assert club.counts()["MoveRecord"] == 0
+    key = club.reply_to.split("+", 1)[1].split("@", 1)[0]
+    failed = [r for r in caplog.records if r.name == "pbem.mailin"]
+    assert failed and "answered 451" in failed[-1].getMessage()
+    assert key not in caplog.text
