@@ -26,6 +26,7 @@ from sqlmodel import select
 from .db import reading
 from .i18n import gettext
 from .models import SENT, OutboxMessage
+from .web import form_number
 
 bp = Blueprint("mailbox", __name__, url_prefix="/mailbox")
 
@@ -34,6 +35,7 @@ CID = re.compile(r"""(src=["'])cid:([^"'<>\s]{1,200})(["'])""")
 LINK = re.compile(r"https?://[^\s<>\"']+")
 TRAILING = ".,;:!?)]}'\""  # punctuation after a link in a sentence, not part of it
 PAGE = 50
+MAX_ID = 2**31 - 1  # the outbox's ids on PostgreSQL (32 bits); SQLite's never reach it here
 SHOWN_IMAGES = ("image/png", "image/jpeg", "image/gif")  # never SVG: it may hold scripts
 PROXY_HEADERS = ("X-Forwarded-For", "Forwarded", "X-Real-IP")
 
@@ -110,9 +112,10 @@ def linkify(text: str) -> Markup:
 def index():
     """One page of the delivered mail, newest first (`before`: the oldest id shown so far)."""
     wanted = request.args.get("to", "").strip().lower()[:254]
-    raw_before = request.args.get("before", "")
-    before = int(raw_before) if raw_before.isascii() and raw_before.isdigit() \
-        and len(raw_before) < 12 else None
+    # An id beyond what the keys hold is later than every mail: the newest page.
+    before = form_number(request.args.get("before", "")[:40], high=10**40)
+    if before is not None and before > MAX_ID:
+        before = None
     folder = _folder()
     with reading() as session:
         query = select(OutboxMessage.id, OutboxMessage.to_addr, OutboxMessage.subject,

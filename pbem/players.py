@@ -122,7 +122,7 @@ def open_seat(token: str, game_id: object) -> str:
     with writing() as session:
         email = _email_of(session, token)
         raw = str(game_id)
-        if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:  # within 32 bits
             raise Malformed("Choose a game from the list.")
         seat = session.exec(select(Seat).where(Seat.game_id == int(raw),
                                                func.lower(Seat.email) == email)).first()
