@@ -135,8 +135,10 @@ def setup(config: Mapping[str, Any], process: str, service: bool = True) -> logg
     from flask.logging import default_handler
 
     logging.getLogger("pbem").removeHandler(default_handler)
-    # Alembic says at INFO which database kind it found whenever the schema is checked.
-    logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))
+    # Alembic says at INFO which database kind it found whenever the schema is checked, and
+    # Flask-WTF why it refused a CSRF token, which pbem.web says as a WARNING with more.
+    for chatty in ("alembic", "flask_wtf.csrf"):
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))
     for name in LOGGERS:
         named = logging.getLogger(name)
         guard(named)
@@ -149,7 +151,7 @@ def setup(config: Mapping[str, Any], process: str, service: bool = True) -> logg
     path = os.environ.get("PBEM_CONFIG")
     logger.log(logging.INFO if service else logging.DEBUG,
                "%s (process %d): %s; log level %s", process, os.getpid(),
-                f"settings from {path} (PBEM_CONFIG) and PBEM_* variables" if path else
-                "no settings file (PBEM_CONFIG is not set): built-in defaults and PBEM_* "
-                "variables", level)
+               f"settings from {path} (PBEM_CONFIG) and PBEM_* variables" if path else
+               "no settings file (PBEM_CONFIG is not set): built-in defaults and PBEM_* "
+               "variables", level)
     return root
