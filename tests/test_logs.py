@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from datetime import timedelta
 
 import pytest
@@ -167,3 +168,27 @@ def test_each_move_and_timeout_is_logged_at_info_without_its_key(app, caplog):
                for line in lines), lines
     assert not any(token in record.getMessage() for token in tokens
                    for record in caplog.records)
+
+
+def test_the_schedulers_mail_helpers_log_as_it_does(tmp_path):
+    """A helper sender is a fresh interpreter (spawned): it sets up its logging too, so that
+    what it says (each mail it delivers) has a time, a level and no key."""
+    assert _pbem(tmp_path, "init-db").returncode == 0
+    log = tmp_path / "scheduler.log"
+    with log.open("wb") as out:
+        scheduler = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler"], cwd=tmp_path,
+                                     env=environment(tmp_path / "instance",
+                                                     PBEM_MAIL_SENDERS="2"),
+                                     stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 600  # a busy machine: the helpers start slowly
+        while not re.search(r" INFO pbem\.logs: mail helper \(process \d+\): no settings file",
+                            log.read_text()):
+            assert scheduler.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+    finally:
+        scheduler.terminate()
+        scheduler.wait(60)
+    assert re.search(r" INFO pbem\.logs: scheduler \(process \d+\): no settings file",
+                     log.read_text())
