@@ -192,8 +192,10 @@ def login_post():
                                  server_limit=config["ADMIN_LOGIN_LIMIT_ALL"],
                                  trusted=_trusted_device(account))
     if isinstance(admin_id, str):
-        logger.warning("admin login refused unchecked (%s limit) for %r from %s", admin_id,
-                       account[:80], request.remote_addr)
+        # DEBUG: a flood is refused by the thousand, and must not fill the log either (the
+        # failures that led to the limit were each logged).
+        logger.debug("admin login refused unchecked (%s limit) for %r from %s", admin_id,
+                     account[:80], request.remote_addr)
         return render_template("error.html", status=429, message=HINTS[429]), 429
     if admin_id is None:
         logger.warning("admin login failed for %r from %s", account[:80], request.remote_addr)

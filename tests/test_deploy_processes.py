@@ -280,6 +280,12 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
         with reading(app) as session:
             addresses = session.exec(select(LoginFailure.address)).all()
         assert addresses in (["127.0.0.1"], [address_key("::1")])
+        # A burst at the login page from one address: nginx refuses it past its own limit
+        # (30 a minute, 10 at once), before the server sees it.
+        burst = [requests.get(f"{base}/admin/login", timeout=60, verify=str(cert))
+                 for _ in range(20)]
+        refused = [r for r in burst if r.status_code == 429 and "nginx" in r.text]
+        assert 5 <= len(refused) < 20, [r.status_code for r in burst]
         alive(gunicorn, logs["web"])
     secret = tokens + [games_key]
     access = (folder / "access.log").read_text()
