@@ -4,6 +4,7 @@
     python3 bench/load_bench.py --players 60 --seconds 60
     python3 bench/load_bench.py --database-url postgresql+psycopg://user@host/dbname
     python3 bench/load_bench.py --kill                 # a worker and a scheduler killed mid-run
+    python3 bench/load_bench.py --login-flood 8        # and 8 clients flooding the admin login
 
 The app runs under gunicorn with 4 workers (`gunicorn -w 4 wsgi:app`, as the README runs it) and
 two `pbem scheduler` processes beside it, all on one database: a SQLite file in a fresh
@@ -46,6 +47,11 @@ seen in answers and in the processes' logs, lost and twice-recorded moves and ma
 the mail took to drain, and the CPU seconds each part used (web workers, schedulers, this
 process's players and SMTP server), which says where the time goes. The figures are saved as
 JSON in bench/results/. The exit status is 1 when a target is missed.
+
+With `--login-flood N`, N more threads post admin logins as fast as the server answers, each
+for a made-up account from an address of its own (X-Forwarded-For, which the server believes:
+`[serve] trusted_proxies = 1`, as behind a proxy), as the attacker of issue 34 did; their
+answers are counted apart (`login_flood`) and the players' figures show what the flood cost.
 
 The board picture in HTML mail (`[mail] board_picture`) is off by default here: rendering it
 (resvg and Pillow, pbem.picture) takes 10 to 15 ms of CPU a move once a scheduler keeps the
@@ -234,6 +240,38 @@ class Table(threading.Thread):
         self.waiting_for = None  # the redirect does not say who moves next
 
 
+class LoginFlood(threading.Thread):
+    """A client posting admin logins until `stop`: each for a made-up account, from an address
+    of its own (X-Forwarded-For; made up too), with the login page's CSRF token."""
+
+    def __init__(self, base: str, number: int, stop: threading.Event):
+        super().__init__(name=f"flood-{number}", daemon=True)
+        self.base, self.number, self.stop = base, number, stop
+        self.answers: Counter[int] = Counter()
+        self.latency: list[float] = []
+
+    def run(self) -> None:
+        chooser = random.Random(self.number)
+        with requests.Session() as client:
+            token = None
+            while not self.stop.is_set():
+                try:
+                    if token is None:
+                        token = CSRF.search(client.get(f"{self.base}/admin/login",
+                                                       timeout=60).text).group(1)
+                    address = (f"10.{self.number}.{chooser.randrange(256)}."
+                               f"{chooser.randrange(1, 255)}")
+                    began = time.perf_counter()
+                    status = client.post(f"{self.base}/admin/login", timeout=60, data={
+                        "csrf_token": token, "email": f"x{chooser.randrange(10**9)}@example.org",
+                        "password": "guess guess guess"}, headers={"X-Forwarded-For": address},
+                        allow_redirects=False).status_code
+                    self.latency.append(time.perf_counter() - began)
+                except requests.RequestException:
+                    status = 0
+                self.answers[status] += 1
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU time of a process and its waited-for children, in seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -338,10 +376,13 @@ KILL_CLAIM_SECONDS = 20  # a killed scheduler's claims come back this soon in a 
 
 
 def settings(folder: Path, database_url: str, smtp_port: int, web_port: int,
-             board_picture: bool, senders: int | None = None, kill: bool = False) -> dict:
+             board_picture: bool, senders: int | None = None, kill: bool = False,
+             behind_proxy: bool = False) -> dict:
     chosen = {"MAIL_SENDERS": senders} if senders is not None else {}
     if kill:
         chosen["SCHEDULER_CLAIM_SECONDS"] = KILL_CLAIM_SECONDS
+    if behind_proxy:  # the login flood's addresses come in X-Forwarded-For
+        chosen["SERVE_TRUSTED_PROXIES"] = 1
     return {"SECRET_KEY": "load-bench", "INSTANCE_PATH": str(folder / "instance"),
             "DATABASE_URL": database_url, "BASE_URL": f"http://127.0.0.1:{web_port}",
             "MAIL_BACKEND": "smtp", "SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtp_port,
@@ -451,6 +492,9 @@ def main() -> int:
     parser.add_argument("--kill", action="store_true",
                         help="halfway through, SIGKILL one web worker and one scheduler (started "
                              "again at once), then check that nothing was lost")
+    parser.add_argument("--login-flood", type=int, default=0, metavar="N",
+                        help="N clients posting admin logins for made-up accounts from "
+                             "addresses of their own beside the players (default 0)")
     parser.add_argument("--seed", default="load")
     parser.add_argument("--no-save", action="store_true", help="do not write bench/results/")
     args = parser.parse_args()
@@ -464,7 +508,7 @@ def main() -> int:
     port = free_port()
     database_url = args.database_url or f"sqlite:///{folder / 'instance' / 'pbem.sqlite3'}"
     config = settings(folder, database_url, smtp.port, port, args.board_picture, args.senders,
-                      args.kill)
+                      args.kill, behind_proxy=args.login_flood > 0)
     app = create_app({**config, "TESTING": False})
     schema.upgrade(app)
     per_table = args.games_per_table or 2 + math.ceil(args.seconds / GAME_SECONDS)
@@ -479,6 +523,7 @@ def main() -> int:
     killed: dict = {}
     tables = [Table(f"http://127.0.0.1:{port}", table_games, args.form_share,
                     f"{args.seed}-{table_games[0][0]}", stop) for table_games in made]
+    floods = [LoginFlood(f"http://127.0.0.1:{port}", n, stop) for n in range(args.login_flood)]
     print(f"{len(tables) * SEATS} players at {len(tables)} tables for {args.seconds:g} s; "
           f"gunicorn -w {WORKERS} and {SCHEDULERS} schedulers on {database_url.split(':')[0]}; "
           f"logs in {folder}", flush=True)
@@ -489,6 +534,8 @@ def main() -> int:
         started = time.perf_counter()
         for table in tables:
             table.start()
+        for flood in floods:
+            flood.start()
         if args.kill:
             stop.wait(args.seconds / 2)
             killed["at_seconds"] = round(time.perf_counter() - started, 1)
@@ -502,6 +549,8 @@ def main() -> int:
         stop.set()
         for table in tables:
             table.join(120)
+        for flood in floods:
+            flood.join(120)
         ran = time.perf_counter() - started
         own = time.process_time() - own_before
         cpu_after = processes.sample_cpu()
@@ -547,6 +596,14 @@ def main() -> int:
         "killed": killed or None,
         "load_average_at_start": load_at_start,
     }
+    if floods:
+        attempts = [s for f in floods for s in f.latency]
+        figures["login_flood"] = {
+            "clients": len(floods),
+            "attempts_per_second": round(sum(sum(f.answers.values()) for f in floods) / ran, 1),
+            "answers": {str(k): v for k, v in sorted(sum((f.answers for f in floods),
+                                                         Counter()).items())},
+            "latency": latency(attempts)}
     used = cpu_after["web"] - cpu_before["web"] + cpu_after["schedulers"] \
         - cpu_before["schedulers"] + own
     figures["cpu_seconds"].update({

@@ -63,6 +63,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     from . import admin, api, db, i18n, mail, mailbox, pages, players, seat, start, watch, web
 
+    app.session_interface = admin.AdminSessions()  # the admin's session ends with its login
     db.init_app(app)
     i18n.init_app(app)
     mail.init_app(app)

@@ -9,9 +9,11 @@ checks them, writes the audit log and mails the players.
 
 from __future__ import annotations
 
-import json
 import dataclasses
+import json
+import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from .i18n import gettext
 from flask import (
@@ -25,6 +27,8 @@ from flask import (
     session,
     url_for,
 )
+from flask.sessions import SecureCookieSessionInterface
+from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlmodel import select
 
 from . import i18n, stewardship, talk
@@ -49,11 +53,13 @@ from .models import (
     Seat,
 )
 from .services import ServiceError, bot_player, check_player, check_title, create_game
-from .web import HINTS, wake_sender
+from .web import HINTS, form_number, wake_sender
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
+logger = logging.getLogger(__name__)
 
 STATUS_ORDER = (RUNNING, PAUSED, FINISHED, ABORTED)
+MAX_SEATS = 99  # more than any game has: a seat number in a form beyond it is no seat
 OPEN = (RUNNING, PAUSED)
 EVERY = (RUNNING, PAUSED, FINISHED, ABORTED)
 
@@ -99,13 +105,40 @@ def offered(game: Game, rules, has_moves: bool) -> dict[str, Action]:
             and (key not in ("bot", "absent_bot") or getattr(rules, "bots", ()))}
 
 
+class AdminSessions(SecureCookieSessionInterface):
+    """Flask's signed-cookie sessions, whose cookie expires with the admin's login (its
+    absolute limit, `_session_is_young`) instead of ADMIN_SESSION_HOURS after each answer."""
+
+    def get_expiration_time(self, app, session):
+        expires = super().get_expiration_time(app, session)
+        logged_in = session.get("admin_login_at")
+        if expires is not None and isinstance(logged_in, int):
+            return min(expires, datetime.fromtimestamp(logged_in, UTC)
+                       + app.permanent_session_lifetime)
+        return expires
+
+
+def _session_is_young(now) -> bool:
+    """Whether the session's login was less than ADMIN_SESSION_HOURS ago: an absolute limit
+    (Flask renews a permanent session's cookie with each answer, so its expiry alone would
+    let an 11-hour-old session, used once, last 12 hours more)."""
+    logged_in = session.get("admin_login_at")
+    if not isinstance(logged_in, (int, float)) or isinstance(logged_in, bool):
+        return False  # a session from before the login time was kept: log in again
+    age = now.timestamp() - logged_in
+    return 0 <= age < current_app.config["ADMIN_SESSION_HOURS"] * 3600
+
+
 @bp.before_request
 def _require_login():
     g.admin = None
     admin_id = session.get("admin_id")
+    if admin_id is not None and not _session_is_young(utcnow()):
+        session.clear()
+        admin_id = None
     if admin_id is not None:
         with reading() as db:
-            admin = db.get(Admin, admin_id)
+            admin = get_row(db, Admin, admin_id) if isinstance(admin_id, int) else None
         # A session copied before a logout (or a password change) is worth nothing after it.
         if admin is not None and session.get("admin_version") == admin.session_version:
             g.admin = admin
@@ -130,21 +163,55 @@ def login():
     return render_template("admin/login.html", error=None, next=request.args.get("next", ""))
 
 
+# A browser an admin logged in from gets a signed cookie naming the account: during a login
+# flood from many addresses its attempts are still checked (stewardship.login, "trusted").
+DEVICE_COOKIE, DEVICE_DAYS = "pbem_admin_device", 180
+
+
+def _devices() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.secret_key, salt="pbem admin device")
+
+
+def _trusted_device(account: str) -> bool:
+    value = request.cookies.get(DEVICE_COOKIE, "")
+    if not value or len(value) > 500:
+        return False
+    try:
+        return _devices().loads(value, max_age=DEVICE_DAYS * 86400) == account
+    except BadSignature:
+        return False
+
+
 @bp.post("/login")
 def login_post():
-    admin_id = stewardship.login(request.form.get("email", ""),
-                                 request.form.get("password", "")[:200],
-                                 request.remote_addr, current_app.config["ADMIN_LOGIN_LIMIT"])
+    email = request.form.get("email", "")
+    account = email.strip().lower()[:254]
+    config = current_app.config
+    admin_id = stewardship.login(email, request.form.get("password", "")[:200],
+                                 request.remote_addr, config["ADMIN_LOGIN_LIMIT"],
+                                 server_limit=config["ADMIN_LOGIN_LIMIT_ALL"],
+                                 trusted=_trusted_device(account))
     if isinstance(admin_id, str):
+        # DEBUG: a flood is refused by the thousand, and must not fill the log either (the
+        # failures that led to the limit were each logged).
+        logger.debug("admin login refused unchecked (%s limit) for %r from %s", admin_id,
+                     account[:80], request.remote_addr)
         return render_template("error.html", status=429, message=HINTS[429]), 429
     if admin_id is None:
+        logger.warning("admin login failed for %r from %s", account[:80], request.remote_addr)
         return render_template("admin/login.html", error="That email and password do not "
                                "match an admin account.", next=request.form.get("next", "")), 401
+    logger.info("admin %r logged in from %s", account[:80], request.remote_addr)
     session.clear()  # a fresh session: nothing carried over from before the login
     session["admin_id"], session["admin_version"] = admin_id, stewardship.session_version(
         admin_id)
+    session["admin_login_at"] = int(utcnow().timestamp())
     session.permanent = True
-    return redirect(_safe_next(request.form.get("next")), code=303)
+    response = redirect(_safe_next(request.form.get("next")), code=303)
+    response.set_cookie(DEVICE_COOKIE, _devices().dumps(account), max_age=DEVICE_DAYS * 86400,
+                        path=url_for("admin.login"), secure=config["SESSION_COOKIE_SECURE"],
+                        httponly=True, samesite="Strict")
+    return response
 
 
 @bp.post("/logout")
@@ -402,9 +469,10 @@ def _describe(data: dict, fields: dict) -> str | None:
         return None
     if ACTIONS[action].seat:
         raw = fields["seat"]
-        if not (raw.isascii() and raw.isdigit()) or int(raw) >= len(seats):
+        number = form_number(raw, high=MAX_SEATS)
+        if number is None or number >= len(seats):
             return None
-        seat = seats[int(raw)]
+        seat = seats[number]
     who = "" if seat is None else f"{seat.name} ({seat.colour}, {seat.email})" \
         if seat.bot is None else f"{seat.name} ({seat.colour}, computer player {seat.bot})"
     return {
@@ -458,8 +526,10 @@ def confirm(game_id: int):
 def do(game_id: int):
     fields = _action_fields(request.form)
     admin_id, action, reason = g.admin.id, fields["action"], fields["reason"]
-    seat = int(fields["seat"]) if fields["seat"].isascii() and fields["seat"].isdigit() else -1
+    seat = form_number(fields["seat"], high=MAX_SEATS)
     try:
+        if action in ACTIONS and ACTIONS[action].seat and seat is None:
+            raise stewardship.Malformed("choose a seat from the list")
         if action == "resend":
             stewardship.resend_link(admin_id, game_id, seat, reason)
         elif action == "new_link":

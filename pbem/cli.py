@@ -25,7 +25,7 @@ from sqlalchemy import and_, func, or_
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import select
 
-from . import create_app, i18n, schema
+from . import create_app, i18n, logs, schema
 from .config import ConfigError
 from .db import reading, shown_url, utcnow
 from .deadlines import time_control
@@ -296,6 +296,14 @@ def serve_command(host, port, scheduler):
     check_settings(app, "serve")
     host = host or app.config["SERVE_HOST"]
     port = port or app.config["SERVE_PORT"]
+    if app.config["SERVE_TRUSTED_PROXIES"] and not is_loopback(host):
+        raise click.ClickException(
+            f"[serve] trusted_proxies is {app.config['SERVE_TRUSTED_PROXIES']}, so the server "
+            "believes the client's address in X-Forwarded-For, but it would listen on "
+            f"{host}, where clients can reach it without the proxy and send that header "
+            "themselves (and so escape every limit per address). Listen on this machine "
+            "only ([serve] host = \"127.0.0.1\", with the proxy on this machine), or set "
+            "[serve] trusted_proxies = 0 when there is no proxy.")
     sender = SenderThread(app)
     app.extensions["pbem_sender"] = sender
     sender.start()
@@ -324,6 +332,23 @@ def serve_command(host, port, scheduler):
             child.wait(60)
             os.close(lifeline)
         sender.join(60)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address `host` names is this machine's loopback (127.0.0.0/8, ::1)."""
+    import ipaddress
+    import socket
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback
+                               for a in found)
 
 
 def _die_with_parent(app, pipe: int) -> None:
@@ -620,7 +645,12 @@ def export_db_command(file):
         else:
             target = Path(file)
             partial = target.with_name(target.name + ".partial")
-            with partial.open("w", encoding="utf-8", newline="\n") as out:
+            # It holds password and key hashes: this user's only, whatever the umask (and a
+            # partial file left by an earlier run is made anew, not reused with its mode).
+            partial.unlink(missing_ok=True)
+            descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.fchmod(descriptor, 0o600)
+            with open(descriptor, "w", encoding="utf-8", newline="\n") as out:
                 counts = export_to(app, out)
             partial.replace(target)  # a broken-off export never looks like a whole one
     except TransferError as exc:
@@ -694,8 +724,17 @@ commands = [init_db_command, create_admin_command, create_game_command, demo_com
             mail_listener_command, export_db_command, import_db_command]
 
 
+# The commands that run as services or from cron or a mail server: they say at INFO which
+# settings they read. The others are typed by a person and say it at DEBUG only.
+SERVICES = ("serve", "scheduler", "mail-listener", "ingest-mail", "run-jobs", "send-mail")
+
+
 def _make_app():
-    return create_app()
+    app = create_app()
+    command = click.get_current_context(silent=True)
+    name = command.info_name if command else "pbem"
+    logs.setup(app.config, name, service=name in SERVICES)
+    return app
 
 
 class _Group(FlaskGroup):

@@ -108,6 +108,12 @@ def _domain(v: str) -> str | None:
     return "must be a mail domain like games.example.org, or blank"
 
 
+def _log_level(v: str) -> str | None:
+    if v.upper() in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        return None
+    return "must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"
+
+
 def _url(v: str) -> str | None:
     return None if v.startswith(("http://", "https://")) else "must start with http:// or https://"
 
@@ -123,6 +129,7 @@ SETTINGS: dict[str, Setting] = {
     "SERVE_HOST": Setting("127.0.0.1", str),
     "SERVE_PORT": Setting(5000, int, _port),
     "SERVE_TRUSTED_PROXIES": Setting(0, int, _between(0, 5)),
+    "LOG_LEVEL": Setting("INFO", str, _log_level),
     "GAMES_MOVE_DEADLINE_HOURS": Setting(72, int, _between(12, 336)),
     "GAMES_REMINDER_HOURS": Setting("24,2", str, _hours_list),
     "GAMES_WEEKEND_PAUSE": Setting(False, bool),
@@ -164,6 +171,7 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_IMAP_PASSWORD": Setting("", str),
     "MAIL_IMAP_FOLDER": Setting("INBOX", str),
     "ADMIN_LOGIN_LIMIT": Setting("10 per minute", str, _rate),
+    "ADMIN_LOGIN_LIMIT_ALL": Setting("30 per minute", str, _rate),
     "ADMIN_SESSION_HOURS": Setting(12, int, _between(1, 24 * 30)),
     "MAIL_MAX_ATTEMPTS": Setting(8, int, _at_least(1)),
     "MAIL_RETRY_SECONDS": Setting(60, int, _at_least(1)),

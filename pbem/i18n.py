@@ -311,19 +311,39 @@ def format_local(moment: datetime, tz: str | None) -> str:
             f"{format_time(local.time(), 'HH:mm', locale=code)} {suffix}")
 
 
+def _private_folder(folder: Path) -> None:
+    """Make `folder` 0700 whatever the umask (its parent must exist); an existing one of this
+    user's that others may use is closed (an older server made it 0777 under umask 0)."""
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:  # made before, or by another process meanwhile
+        pass
+    info = folder.stat()
+    if info.st_uid == os.geteuid() and info.st_mode & 0o077:
+        folder.chmod(0o700)
+
+
 def compile_catalogs(target: Path) -> Path:
     """Write each catalog's `.mo` under `target` when it is missing or older than its `.po`;
     every file is written whole and then renamed, so processes starting together never read a
-    half-written one."""
+    half-written one. The folders are 0700 and the files 0600 whatever the umask: anyone who
+    could change them could change what every page and mail says."""
     for source in sorted(SOURCES.glob("*/LC_MESSAGES/messages.po")):
         compiled = target / source.relative_to(SOURCES).with_suffix(".mo")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for folder in (target, compiled.parent.parent, compiled.parent):
+            _private_folder(folder)
         if compiled.exists() and compiled.stat().st_mtime_ns >= source.stat().st_mtime_ns:
+            info = compiled.stat()
+            if info.st_uid == os.geteuid() and info.st_mode & 0o077:
+                compiled.chmod(0o600)
             continue
-        compiled.parent.mkdir(parents=True, exist_ok=True)
         with source.open("rb") as f:
             catalog = read_po(f, locale=source.parent.parent.name)
         temporary = compiled.with_name(f"messages.{os.getpid()}.tmp")
-        with temporary.open("wb") as f:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)
+        with os.fdopen(descriptor, "wb") as f:
             write_mo(f, catalog, use_fuzzy=False)
         os.replace(temporary, compiled)
     return target

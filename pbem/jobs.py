@@ -12,6 +12,7 @@ a savepoint of its own, so that one that fails changes nothing and holds up no o
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from datetime import datetime, timedelta
@@ -51,6 +52,8 @@ from .outbox import deliver_all_due, stop_event
 from .senders import MAILS_A_TIMER, HelperPool, Helpers
 from .services import ServiceError, submit_move
 from .talk import run_due_chores
+
+logger = logging.getLogger(__name__)
 
 BATCH = 500
 # The most moves the server plays for one seat in one go: its whole turn, however long. A turn
@@ -273,6 +276,7 @@ class Turn(NamedTuple):
     state: object
     watch_id: str | None
     bot: str | None  # the computer player that plays this seat's turn, if any
+    seat: int  # its number (from 0)
 
 
 def _release(claim: str) -> None:
@@ -301,7 +305,8 @@ def _current(session, timer, lock: bool = True) -> Turn | None:
     if rules.to_move(state) != row.number:
         return None
     bot = row.bot or (row.absent_bot if row.absent else None)
-    return Turn(timer.game_id, timer.seat_id, row.turn, row.kind, state, row.watch_id, bot)
+    return Turn(timer.game_id, timer.seat_id, row.turn, row.kind, state, row.watch_id, bot,
+                row.number)
 
 
 def _act(session, timer_id: int, claim: str, now: datetime) -> str | None:
@@ -324,6 +329,9 @@ def _act(session, timer_id: int, claim: str, now: datetime) -> str | None:
     elif current.bot is None:
         played = _default_moves(session, timer, now, current)
         outcome, counted = ("timed out", "timeouts") if played else ("obsolete", "obsolete")
+        if played:
+            logger.info("timeout: game %d seat %d missed its deadline; %d default move(s) "
+                        "played", current.game_id, current.seat + 1, played)
     else:
         return None
     connection.execute(_FINISH, {"timer_id": timer_id, "of_claim": claim, "now": now,
@@ -370,13 +378,14 @@ def _time_out(timer_id: int, claim: str, now: datetime) -> str:
     """Play the seat's turn, each move through `submit_move`: a computer player's moves for
     a computer player's seat, or for an absent seat when the game gives those to one; else
     the default moves."""
-    played = 0
+    played, first = 0, None
     for _ in range(MAX_DEFAULT_MOVES):
         with reading() as session:
             timer = session.connection().execute(_TIMER_READ, {"timer_id": timer_id}).first()
             current = _current(session, timer, lock=False) if timer is not None else None
         if current is None:
             break
+        first = first or current
         rules = rules_for(current.kind)
         move, actor = _server_move(rules, current.state, current.bot,
                                    f"{current.watch_id}:{current.turn}")
@@ -389,4 +398,8 @@ def _time_out(timer_id: int, claim: str, now: datetime) -> str:
             break
         played += 1
     _finish(timer_id, claim, now, "timed out" if played else "obsolete")
+    if played:
+        logger.info("turn played by the server: game %d seat %d, %d move(s) by %s",
+                    first.game_id, first.seat + 1, played,
+                    f"computer player {first.bot}" if first.bot else "the default move")
     return "timeouts" if played else "obsolete"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, Response, current_app, render_template
+from flask import Blueprint, Response, current_app, jsonify, render_template
 from sqlalchemy import func
 from sqlmodel import select
 
@@ -26,9 +26,15 @@ def home():
 
 @bp.get("/health")
 def health():
-    with reading() as session:
-        session.exec(select(func.count()).select_from(Game)).one()
-    return {"status": "ok"}
+    """For monitoring: 200 when the database, the scheduler and the mail are well, else 503
+    (pbem.health says what counts as unwell)."""
+    from .health import check
+
+    answer, healthy = check(current_app._get_current_object())
+    response = jsonify(answer)
+    response.status_code = 200 if healthy else 503
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @bp.get("/favicon.ico")

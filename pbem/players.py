@@ -160,7 +160,7 @@ def open_seat(token: str, game_id: object, now: datetime | None = None) -> str:
     with writing() as session:
         email = _email_of(session, token, lock=True, now=now)
         raw = str(game_id)
-        if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:  # within 32 bits
             raise Malformed("Choose a game from the list.")
         game = get_row(session, Game, int(raw), with_for_update=True)
         seat = None if game is None else session.exec(

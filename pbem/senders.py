@@ -349,9 +349,10 @@ def _serve(settings: dict, connection) -> None:
     """A helper process (`HelperPool`): make the app, warm up, say so, then deliver for each
     run that asks, until the pipe closes or a stop is asked for."""
     sigterm_when_parent_ends()
-    from . import create_app, started
+    from . import create_app, logs, started
 
     app = create_app(settings)
+    logs.setup(app.config, "mail helper")  # a fresh interpreter: log as its scheduler does
     stop = stop_event(app)
     for number in (signal.SIGTERM, signal.SIGINT):  # only sets the flag: the mail in hand ends
         signal.signal(number, lambda *_: request_stop(app))

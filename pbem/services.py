@@ -11,6 +11,7 @@ import functools
 import hashlib
 import hmac
 import json
+import logging
 import re
 import secrets
 import threading
@@ -63,6 +64,8 @@ from .models import (
 from .rows import GameRow, SeatRow, write_changes
 from .tokens import hash_token, is_well_formed
 from .turnfile import MAX_ORDERS, Orders
+
+logger = logging.getLogger(__name__)
 
 EMAIL_PATTERN = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+")
 MAX_NAME = 60
@@ -838,13 +841,25 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
                            context_log)
         for key, window in own.info.pop(_MADE, ()):  # committed: the log is so now
             _windows.put(key, window)
+        _log_move(result, actor, via)
         return result
     # What the caller changed is in the database before the rows are read: its ORM objects,
     # and the moves it made before this one (the latest moves are read back; the mails and
     # timers it queued wait to be written together).
     insert_pending(session, MoveRecord)
     session.flush()
-    return _move(session, True, token, text, turn, seat_id, actor, via, now, context_log)
+    result = _move(session, True, token, text, turn, seat_id, actor, via, now, context_log)
+    _log_move(result, actor, via)  # made in the caller's transaction, which commits it
+    return result
+
+
+def _log_move(result: MoveResult, actor: str, via: str) -> None:
+    """One INFO line per move: the game, the seat (as players count them), the move, who and
+    how; never the link it came by."""
+    if logger.isEnabledFor(logging.INFO):
+        logger.info("move: game %d seat %d %s (%s, via %s)%s", result.game_id, result.seat + 1,
+                    result.notation, actor, via, "; the game is over" if result.finished
+                    else "")
 
 
 _MADE = "pbem_log_windows"  # session.info: the windows a move made, kept once it is committed

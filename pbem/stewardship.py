@@ -7,6 +7,7 @@ here: admin accounts, links, addresses, handing a seat over, taking back a move,
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
@@ -20,7 +21,7 @@ from .i18n import gettext as _
 from flask_babel import lazy_gettext as L_
 
 from . import i18n, mail
-from .db import get_row, one_at_a_time, utcnow, writing
+from .db import get_row, one_at_a_time, reading, utcnow, writing
 from .deadlines import reset_clock, start_clock, stop_clock
 from .games import SetupProblem, rules_for
 from .players import revoke_player_links
@@ -80,70 +81,137 @@ def create_admin(email: str, password: str) -> int:
         return admin.id
 
 
+def _verify(password_hash: str | None, password: str) -> bool:
+    """Whether `password` matches the hash; for no account (None), the same work for nothing,
+    so that the time taken tells nobody which accounts exist."""
+    if password_hash is None:
+        hasher.hash(password or "x")
+        return False
+    try:
+        return hasher.verify(password_hash, password or "")
+    except (VerificationError, InvalidHashError):
+        return False
+
+
 def authenticate(email: str, password: str, now: datetime | None = None) -> int | None:
-    """The admin's id when the password is right, else None (the same for unknown emails)."""
+    """The admin's id when the password is right, else None (the same for unknown emails).
+    The password is checked outside any transaction: a hash takes a tenth of a second of a
+    core, and SQLite's write lock is held by nobody meanwhile."""
     email = (email or "").strip().lower()[:254]
+    with reading() as session:
+        found = session.exec(select(Admin.id, Admin.password_hash)
+                             .where(Admin.email == email)).first()
+    if not _verify(found.password_hash if found else None, password):
+        return None
+    admin_id, old_hash = found
+    new_hash = hasher.hash(password) if hasher.check_needs_rehash(old_hash) else None
     with writing() as session:
-        admin = session.exec(select(Admin).where(Admin.email == email)).first()
+        admin = session.get(Admin, admin_id)
         if admin is None:
-            hasher.hash(password or "x")  # the same work as for a real account: no timing hint
             return None
-        try:
-            hasher.verify(admin.password_hash, password or "")
-        except (VerificationError, InvalidHashError):
-            return None
-        if hasher.check_needs_rehash(admin.password_hash):
-            admin.password_hash = hasher.hash(password)
+        if new_hash is not None and admin.password_hash == old_hash:
+            admin.password_hash = new_hash
         admin.last_login_at = now or utcnow()
         session.add(admin)
-        return admin.id
+    return admin_id
 
 
-LIMITED_ACCOUNT, LIMITED_ADDRESS = "account", "address"
+LIMITED_ACCOUNT, LIMITED_ADDRESS, LIMITED_SERVER = "account", "address", "server"
+
+
+def address_key(address: str | None) -> str:
+    """The address a login attempt is counted under: an IPv4 address as it is, an IPv6 one by
+    its /64 network (one line, one household: an attacker holds the whole /64)."""
+    text = (address or "unknown").strip()[:64]
+    try:
+        parsed = ipaddress.ip_address(text)
+    except ValueError:
+        return text
+    if parsed.version == 4:
+        return str(parsed)
+    if parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+
+
+def _windows(limit: str) -> list[tuple[int, timedelta]]:
+    return [(item.amount, timedelta(seconds=item.get_expiry())) for item in parse_many(limit)]
+
+
+def _refusal(session: Session, account: str, address: str, limit: str, server_limit: str,
+             trusted: bool, now: datetime) -> str | None:
+    """Why an attempt is refused unchecked, or None to check its password. Counts only, on
+    the indexes of the failures by address, by account and by time."""
+    def failures(*where):
+        def count(span: timedelta) -> int:
+            return session.exec(select(func.count()).select_from(LoginFailure)
+                                .where(*where, LoginFailure.at > now - span)).one()
+        return count
+
+    def over(count, windows) -> bool:
+        return any(count(span) >= amount for amount, span in windows)
+
+    windows = _windows(limit)
+    by_address = failures(LoginFailure.address == address)
+    if over(by_address, windows):
+        return LIMITED_ADDRESS
+    if trusted:  # a browser this account logged in from before
+        return None
+    if over(failures(LoginFailure.account == account), windows) \
+            and by_address(max(span for _, span in windows)) > 0:
+        return LIMITED_ACCOUNT
+    if over(failures(), _windows(server_limit)):
+        return LIMITED_SERVER
+    return None
 
 
 def login(email: str, password: str, address: str, limit: str,
-          now: datetime | None = None) -> int | str | None:
-    """Check a login against the rate `limit` (e.g. "10 per minute"), counted in the database
-    so that every server process shares it. Returns the admin's id, None for a wrong password,
-    or why it was refused unchecked/limited:
+          now: datetime | None = None, *, server_limit: str = "30 per minute",
+          trusted: bool = False) -> int | str | None:
+    """Check a login against the rate `limit` (e.g. "10 per minute") of failures per address
+    and per account, and `server_limit` of failures on the whole server, all counted in the
+    database so that every server process shares them. Returns the admin's id, None for a
+    wrong password, or why the attempt was refused without checking its password:
 
-    - LIMITED_ACCOUNT: the account had `limit` failed logins (from anywhere) in the window; the
-      password is not checked, so nobody can guess beyond the limit.
-    - LIMITED_ADDRESS: a wrong password from an address that had `limit` failures in the
-      window. A right password from that address still logs in: behind a proxy or in an office
-      many people share one address, and one of them guessing must not lock out the others.
+    - LIMITED_ADDRESS: the address (an IPv6 address's /64) had `limit` failures, on any
+      accounts, in the window: every attempt from it is refused until the window has passed,
+      the right password too (checking it would cost a hash per attempt of a flood).
+    - LIMITED_ACCOUNT: the account had `limit` failures, from anywhere, and this address has
+      failed too. An address that has not failed is checked: the admin gets in from their
+      own address while others guess, and a guesser gets one try per address.
+    - LIMITED_SERVER: the whole server had `server_limit` failures (a flood from many
+      addresses): only `trusted` attempts are checked, from a browser the account logged in
+      from before (the admin page's device cookie), until the flood abates.
 
-    Only failures count. Each attempt is written down as a failure before the password is
-    checked and taken back when it was right, so racing attempts cannot slip past the limit.
+    A refused attempt costs a few counts in a read transaction: no hash, no write. A checked
+    one is written down as a failure first, in a short write transaction that counts again
+    (racing attempts cannot slip past the limits); its password is checked after that
+    transaction, and the failure taken back when it was right. No hash runs while a write
+    lock is held.
     """
     now = now or utcnow()
     account = (email or "").strip().lower()[:254]
-    address = (address or "unknown")[:64]
-    windows = [(item.amount, timedelta(seconds=item.get_expiry())) for item in parse_many(limit)]
+    address = address_key(address)
+    with reading() as session:
+        refused = _refusal(session, account, address, limit, server_limit, trusted, now)
+    if refused:
+        return refused
     with writing() as session:
         # Count, then write down: racing attempts for one account or address take turns.
-        one_at_a_time(session, f"login account {account}", f"login address {address}")
-        session.exec(delete(LoginFailure).where(
-            LoginFailure.at < now - max(span for _, span in windows)))
-
-        def over(column, value) -> bool:
-            return any(session.exec(select(func.count()).select_from(LoginFailure)
-                                    .where(column == value, LoginFailure.at > now - span))
-                       .one() >= amount for amount, span in windows)
-
-        if over(LoginFailure.account, account):
-            return LIMITED_ACCOUNT
-        address_over = over(LoginFailure.address, address)
+        one_at_a_time(session, "login", f"login account {account}", f"login address {address}")
+        refused = _refusal(session, account, address, limit, server_limit, trusted, now)
+        if refused:
+            return refused
+        longest = max(span for _, span in _windows(limit) + _windows(server_limit))
+        session.exec(delete(LoginFailure).where(LoginFailure.at < now - longest))
         attempt = LoginFailure(account=account, address=address, at=now)
         session.add(attempt)
         session.flush()
         attempt_id = attempt.id
     admin_id = authenticate(account, password, now)
-    if admin_id is None:
-        return LIMITED_ADDRESS if address_over else None
-    with writing() as session:
-        session.exec(delete(LoginFailure).where(LoginFailure.id == attempt_id))
+    if admin_id is not None:
+        with writing() as session:
+            session.exec(delete(LoginFailure).where(LoginFailure.id == attempt_id))
     return admin_id
 
 

@@ -6,20 +6,59 @@ Errors under /api/ are answered in JSON, everywhere else as a page that says wha
 from __future__ import annotations
 
 import logging
-import re
 
 import orjson
-from flask import Flask, current_app, jsonify, make_response, render_template, request
+from flask import Flask, current_app, g, jsonify, make_response, render_template, request
 from flask.json.provider import DefaultJSONProvider
-from .i18n import gettext
-from flask_wtf.csrf import CSRFError, CSRFProtect
+from flask_wtf.csrf import CSRFError, CSRFProtect, same_origin, validate_csrf
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter
+from wtforms import ValidationError
 
-from .i18n import N_
+from .i18n import N_, gettext
+from .logs import HideSecrets, guard, hide_secrets
+
+logger = logging.getLogger(__name__)
 
 
-csrf = CSRFProtect()
+class SiteCSRF(CSRFProtect):
+    """Flask-WTF's CSRF protection, which also takes a same-origin `Origin` header for a
+    missing Referer over https, and logs every refusal.
+
+    Over https Flask-WTF wants the form's Referer to be this site; the pages' Referrer-Policy
+    (same-origin) sends it to this site only, so a form posts here and a seat's link never
+    reaches another site. A browser or a privacy extension that sends no Referer at all still
+    sends Origin with a POST: when it names this site, the form is taken. Each refusal is
+    logged as a WARNING with its reason, the method, the path (keys masked) and the client's
+    address; never the token."""
+
+    def protect(self, apply_exemptions: bool = False) -> None:
+        if apply_exemptions and (not request.endpoint or self._is_exempt()):
+            return
+        if request.method not in current_app.config["WTF_CSRF_METHODS"]:
+            return
+        try:
+            validate_csrf(self._get_csrf_token())
+        except ValidationError as exc:
+            self._error_response(exc.args[0])
+        if request.is_secure and current_app.config["WTF_CSRF_SSL_STRICT"]:
+            good = f"https://{request.host}/"
+            if request.referrer:
+                if not same_origin(request.referrer, good):
+                    self._error_response("The referrer does not match the host.")
+            elif not request.origin:
+                self._error_response("The referrer and origin headers are missing.")
+            elif request.origin == "null" or not same_origin(request.origin, good):
+                self._error_response("The origin does not match the host (no referrer).")
+        g.csrf_valid = True
+
+    def _error_response(self, reason: str):
+        logger.warning("refused a form (CSRF check): %s %s from %s: %s", request.method,
+                       hide_secrets(request.path), request.remote_addr, reason)
+        super()._error_response(reason)
+
+
+csrf = SiteCSRF()
 
 HINTS = {  # translated where shown
     400: N_("The request could not be read. Go back, reload the page and try again."),
@@ -32,18 +71,12 @@ HINTS = {  # translated where shown
 
 HSTS_SECONDS = 365 * 24 * 3600  # browsers keep to https for a year once they saw it
 
-SEAT_SECRET = re.compile(r"(/seat/|/me/)[A-Za-z0-9_-]{8,}")
+HideSeatSecrets = HideSecrets  # its former name
 
-
-class HideSeatSecrets(logging.Filter):
-    """Masks the token in seat and "my games" URLs in log lines (a request log must not hold
-    those keys)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if "/seat/" in message or "/me/" in message:
-            record.msg, record.args = SEAT_SECRET.sub(r"\1[hidden]", message), ()
-        return True
+# Pages reached by a secret link (a hand, a player's games, an invitation, a starter's game),
+# pages that show every hand (admin, mailbox) and the API: never kept by a cache, a proxy or
+# the browser's back button.
+PRIVATE_PATHS = ("/seat/", "/me/", "/invite/", "/new/game/", "/api/", "/mailbox", "/admin")
 
 
 class BoundedInt(IntegerConverter):
@@ -52,6 +85,18 @@ class BoundedInt(IntegerConverter):
 
     def __init__(self, map, fixed_digits=0, min=None, max=2**63 - 1, signed=False):
         super().__init__(map, fixed_digits, min, max, signed)
+
+
+def form_number(raw: object, low: int = 0, high: int = 2**31 - 1) -> int | None:
+    """A whole number typed into a form or a query string, when it is one from `low` to
+    `high` (by default what every database's keys hold); else None. Every number from outside
+    goes through this or the like before it reaches a query: PostgreSQL refuses a number
+    beyond its column's 32 bits, SQLite one beyond 64, and either would be a 500."""
+    text = str(raw).strip() if raw is not None else ""
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(high)):
+        return None
+    number = int(text)
+    return number if low <= number <= high else None
 
 
 def wants_json() -> bool:
@@ -143,23 +188,23 @@ def init_app(app: Flask) -> None:
     app.add_template_global(game_title)
     app.add_template_global(result_table_of)
     app.add_template_global(turn_number_of)
+    # Also where pbem.logs.setup has not run (`flask --app pbem run`, tests).
     for name in ("werkzeug", "gunicorn.access", app.logger.name):
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, HideSeatSecrets) for f in logger.filters):
-            logger.addFilter(HideSeatSecrets())
+        guard(logging.getLogger(name))
 
     @app.after_request
     def _headers(response):
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("X-Frame-Options", "DENY")
-        # Seat links hold secrets: never send them on as a Referer to another site.
-        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        # Seat links hold secrets: never send them on as a Referer to another site, but to
+        # this one (Flask-WTF checks a form's Referer over https).
+        response.headers.setdefault("Referrer-Policy", "same-origin")
         response.headers.setdefault(
             "Content-Security-Policy",
             "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
             "frame-ancestors 'none'; form-action 'self'")
         # Seat pages hold a hand, admin pages every hand: no cache, no back-button copy.
-        if request.path.startswith(("/seat/", "/api/", "/mailbox", "/admin")):
+        if request.path.startswith(PRIVATE_PATHS):
             response.headers["Cache-Control"] = "no-store"
         if app.config["BASE_URL"].startswith("https://"):
             response.headers.setdefault("Strict-Transport-Security",
