@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 import os
 import signal
 import subprocess
@@ -699,10 +698,6 @@ def mail_listener_command(host, port):
     _need_schema()
     app = current_app._get_current_object()
     check_settings(app, "mail-listener", replies_arrive=True)
-    if not logging.getLogger().handlers:  # each mail's line (pbem.inbox) on standard error
-        logging.basicConfig(level=logging.WARNING,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        logging.getLogger("pbem").setLevel(logging.INFO)
     host = host or app.config["MAIL_LISTEN_HOST"]
     port = port or app.config["MAIL_LISTEN_PORT"]
     try:

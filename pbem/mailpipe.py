@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from email.parser import BytesHeaderParser
 from email.policy import compat32
 from email.utils import parseaddr
+from pathlib import Path
 
 import click
 
@@ -245,9 +246,16 @@ def _pipe_app(ctx, config):
     from . import create_app
     from .config import ConfigError
 
+    # The instance's own secret_key, where there is one, signs what this mail may be about
+    # (a bounce's address: pbem.bounces).
+    instance = Path(config["INSTANCE_PATH"] or Path(__file__).resolve().parent.parent / "instance")
+    known = config["SECRET_KEY"] or (instance / "secret_key").is_file()
+    if not known:
+        log.warning("ingest-mail: no secret key is set (PBEM_SECRET_KEY, or --env-file) and the "
+                    "instance folder %s has none: bounces of the server's mail cannot be "
+                    "recognised by this process", instance)
     try:
-        return create_app(None if config["SECRET_KEY"] else
-                          {"SECRET_KEY": secrets.token_hex(32)})
+        return create_app(None if known else {"SECRET_KEY": secrets.token_hex(32)})
     except ConfigError as exc:
         _give_up(ctx, f"the settings cannot be read: {exc.message}")
     except OSError as exc:
@@ -268,7 +276,10 @@ def main(argv: list[str] | None = None) -> None:
     """`pbem ingest-mail ...` without loading the rest of the command line (pbem.entry)."""
     # On standard error, which a mail server's pipe logs with a deferred mail: the server's
     # own lines from INFO on (one for each mail, with its outcome), the libraries' warnings.
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: "
-                                                      "%(message)s")
-    logging.getLogger("pbem").setLevel(logging.INFO)
+    # (pbem.logs: the format, level and masking of every pbem process; the level from the
+    # environment here, before the settings are read.)
+    from .logs import LEVELS, setup
+
+    level = os.environ.get("PBEM_LOG_LEVEL", "INFO").upper()
+    setup({"LOG_LEVEL": level if level in LEVELS else "INFO"}, "ingest-mail", service=False)
     ingest_mail_command.main(args=argv, prog_name="pbem ingest-mail")
