@@ -138,7 +138,7 @@ def test_a_sender_killed_mid_batch_loses_nothing_and_sends_nothing_recorded_twic
     from pbem.outbox import STUCK_AFTER, deliver_all_due
 
     handler = SlowServer(pause=0.25)
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=5)
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=60)
     controller.start()
     try:
         instance = tmp_path / "instance"

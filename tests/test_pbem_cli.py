@@ -353,7 +353,7 @@ def test_serve_refuses_a_port_out_of_range(tmp_path):
 
 
 def run_until_healthy(command: list[str], cwd: Path, env: dict[str, str], port: int,
-                      wait: float = 60) -> str:
+                      wait: float = 180) -> str:
     """Start `command` (a server), wait until /health answers ok, stop it; its output."""
     server = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
@@ -362,7 +362,7 @@ def run_until_healthy(command: list[str], cwd: Path, env: dict[str, str], port: 
         while True:
             assert server.poll() is None, server.communicate()
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as r:
                     assert r.status == 200
                     assert json.load(r) == {"status": "ok"}
                     break
