@@ -20,6 +20,7 @@ merge their figures), through a new file moved into place.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import statistics
@@ -65,7 +66,10 @@ def merged(old: dict[str, float], measured: dict[str, float], root: Path) -> dic
 
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
+    """The figures at `path` locked against other runs (the lock file in the system's temporary
+    folder, named after the path: none left in the project)."""
+    name = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"pbem-file-times-{name}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
