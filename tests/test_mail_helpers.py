@@ -83,7 +83,7 @@ def helper_pids(parent: int) -> list[int]:
 
 @pytest.fixture
 def smtp_server():
-    handler = SlowServer(pause=0.02)
+    handler = HeldServer(pause=0.02, first=0, ready=None)  # holds nothing unless told
     controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=60)
     controller.start()
     try:
@@ -223,7 +223,8 @@ class HeldServer(SlowServer):
     async def handle_DATA(self, server, session, envelope):
         import asyncio
 
-        if self.held and len(self.message_ids) >= self.first and self.deadline is None:
+        if (self.ready is not None and self.held and len(self.message_ids) >= self.first
+                and self.deadline is None):
             self.deadline = time.monotonic() + WAIT
         while self.held and self.deadline is not None:
             if self.ready() or time.monotonic() > self.deadline:
@@ -283,21 +284,30 @@ def run_with_helpers(tmp_path, smtp_server):
     instance = tmp_path / "instance"
     app = make_app(instance, **smtp)
     queue_mails(app, senders.HELP_FROM + 300, datetime.now(UTC) - timedelta(minutes=1))
+
+    def claims() -> int:
+        return len({row.claim for row in outbox_rows(app) if row.status == SENDING})
+
+    # After the run's first claim the server answers no mail until a helper holds a claim
+    # beside the run's: on a busy machine the run could otherwise send the whole backlog
+    # before its helper has started.
+    handler.first, handler.ready = outbox.BATCH, lambda: claims() >= 2
     run = subprocess.Popen([sys.executable, "-m", "pbem", "run-jobs"], cwd=tmp_path,
                            env=environment(instance, PBEM_MAIL_SENDERS="2",
+                                           PBEM_SMTP_TIMEOUT_SECONDS=str(WAIT + 60),
                                            **{f"PBEM_{k}": v for k, v in smtp.items()}),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def working():
         assert run.poll() is None, run.communicate()
-        claims = {row.claim for row in outbox_rows(app) if row.status == SENDING}
-        return helper_pids(run.pid) if len(claims) >= 2 else []
+        return helper_pids(run.pid) if claims() >= 2 else []
 
     try:
-        yield app, run, wait_for(working, 120, "a helper to claim mail beside the run")
+        yield app, run, wait_for(working, WAIT, "a helper to claim mail beside the run")
     finally:
         if run.poll() is None:
             run.kill()
+        run.communicate(timeout=WAIT)  # reaped, its pipes closed
 
 
 def test_sigterm_to_a_run_stops_its_helpers_each_with_its_mail_in_hand_done(tmp_path,
