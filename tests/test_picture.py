@@ -292,6 +292,7 @@ HIDDEN_FONTS_SCRIPT = """
 import json, sys
 from pathlib import Path
 
+import resvg_py
 from pbem import create_app, picture
 from pbem.games import rules_for
 
