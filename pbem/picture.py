@@ -37,6 +37,7 @@ import os
 import struct
 import zlib
 from functools import lru_cache
+from pathlib import Path
 
 import orjson
 import resvg_py
@@ -65,6 +66,27 @@ SAMPLE_LANGUAGE = "en"  # the words of the pictures a palette is taken from
 FLAT_PIXELS = 1000  # a colour of more of a palette's sample (3.2 million pixels) is kept as is
 KMEANS = 2  # k-means passes over median cut's colours (more change nothing here)
 
+# The pictures' fonts, shipped with the package (pbem/fonts/LICENSE: free licences) and the only
+# ones resvg is given: it draws no text where no installed font answers the SVG's `sans-serif`
+# (a Debian machine with only its default fonts has no Arial or an alias of it), reads the
+# installed fonts once per process (a font installed later changes nothing until a restart),
+# and would draw a different picture with each machine's fonts. Liberation Sans has Arial's
+# metrics, which the boards' labels are laid out for; DejaVu Sans draws the few signs it has no
+# glyph for (resvg falls back to a font that has one: the "◀" of the player to move).
+FONTS = Path(__file__).resolve().parent / "fonts"
+FONT = "Liberation Sans"
+FONT_FILES = [str(FONTS / name) for name in ("LiberationSans-Regular.ttf",
+                                             "LiberationSans-Bold.ttf", "DejaVuSans.ttf")]
+FONT_OPTIONS = {"skip_system_fonts": True, "font_files": FONT_FILES, "font_family": FONT,
+                "sans_serif_family": FONT, "serif_family": FONT, "monospace_family": FONT,
+                "cursive_family": FONT, "fantasy_family": FONT}
+
+
+def render(svg: str, width: int) -> bytes:
+    """`svg` rendered by resvg `width` pixels wide, as PNG bytes, its text in the shipped font
+    whatever fonts the machine has."""
+    return resvg_py.svg_to_bytes(svg_string=svg, width=width, **FONT_OPTIONS)
+
 
 @lru_cache(maxsize=16)
 def png_of(kind: str, state_json: str, language: str = "en") -> bytes:
@@ -79,7 +101,7 @@ def png_of(kind: str, state_json: str, language: str = "en") -> bytes:
         state = rules.loads(state_json)
         if not hasattr(rules, "picture_pieces"):
             svg = rules.board_picture(state, None, False)
-            return resvg_py.svg_to_bytes(svg_string=svg, width=WIDTH)
+            return render(svg, WIDTH)
         room_below, pieces = rules.picture_pieces(state, WIDTH / BOARD_UNITS)
         return _board(kind, language, room_below).png(pieces)
 
@@ -349,7 +371,7 @@ def _bare_board(kind: str, svg: str) -> _Board:
 def _rendered(svg: str) -> Image.Image:
     """A bare board's `svg`, rendered once (per process) in RGB (the panel drawn over it
     covers the room below its map)."""
-    board = _decoded(resvg_py.svg_to_bytes(svg_string=svg, width=WIDTH))
+    board = _decoded(render(svg, WIDTH))
     # White where nothing is drawn: the last row, which the panel covers only in part (a
     # transparent pixel of the whole picture shows on the mail's white).
     return Image.alpha_composite(Image.new("RGBA", board.size, "white"), board).convert("RGB")
@@ -360,7 +382,7 @@ def _piece(svg: str, width: int, height: int) -> Image.Image:
     """A piece of a position, rendered once: positions share most of their pieces (a piece on
     a field, a score, a card), and resvg's cost is mostly the fonts it loads for each picture it
     renders, however small (a few KB each)."""
-    piece = _decoded(resvg_py.svg_to_bytes(svg_string=svg, width=width))
+    piece = _decoded(render(svg, width))
     if piece.size != (width, height):  # resvg rounds the height up, by a pixel
         piece = piece.crop((0, 0, width, height))
     return piece

@@ -8,21 +8,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
 from werkzeug.serving import make_server
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 SHOTS = Path(__file__).resolve().parent / "artifacts" / "screenshots"
 PHONE = {"width": 390, "height": 844}
 
 
 def require_browser():
-    """Playwright's sync API, or skip the calling test module when no browser can run."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
-    return pytest.importorskip("playwright.sync_api",
-                               reason="playwright is missing (pip install -e '.[test]')")
+    """Playwright's sync API, or skip the calling test module when no browser can run (fail it
+    in CI: tests/parts.py)."""
+    from parts import require
+
+    require("chromium")
+    require("playwright")
+    import playwright.sync_api
+
+    return playwright.sync_api
 
 
 def _closing_at_once(app):
@@ -62,7 +64,9 @@ def live_server(app) -> Iterator[str]:
 def chromium(sync_api) -> Iterator[object]:
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        from parts import require
+
+        browser = playwright.chromium.launch(executable_path=str(require("chromium")), args=ARGS)
         try:
             yield browser
         finally:

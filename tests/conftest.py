@@ -1,15 +1,27 @@
+import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The suite starts hundreds of Python processes (xdist workers, `pbem` commands, gunicorn,
+# schedulers and their helpers), each importing the project: compiling its modules anew in
+# each (PYTHONDONTWRITEBYTECODE set, as some sandboxes and CI images do) costs ~0.4 s of CPU a
+# process. The compiled modules are kept as Python keeps them by default (in __pycache__,
+# which .gitignore leaves out), for this process and every process it starts.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))  # the engine without installing it, for a bare `pytest`
+
+
+DEFAULT_DATABASES = "sqlite,postgresql"
 
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true",
                      help="rewrite the golden playthrough files instead of comparing with them")
-    parser.addoption("--databases", default="sqlite,postgresql",
+    parser.addoption("--databases", default=DEFAULT_DATABASES,
                      help="the databases the database tests run on, separated by commas "
                           "(default: sqlite,postgresql)")
 
@@ -36,25 +48,36 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     """The longest test files first (tests/file_times.py says why), each file's tests in
     their own order."""
-    from file_times import longest_first
+    from file_times import longest_first, times_path
 
     files = list(dict.fromkeys(item.nodeid.split("::", 1)[0] for item in items))
-    rank = {path: i for i, path in enumerate(longest_first(files))}
+    rank = {path: i for i, path in enumerate(longest_first(files, times_path(config)))}
     items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
+
+
+# The suite's own upkeep: tests/file_times.json kept (tests/file_times.py), and the programs
+# that are missing named at the end (tests/parts.py).
+from file_times import (  # noqa: F401
+    pytest_collection_finish,
+    pytest_configure,
+    pytest_deselected,
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+    pytest_xdist_node_collection_finished,
+)
+from parts import pytest_terminal_summary  # noqa: F401
 
 
 @pytest.fixture(scope="session")
 def postgres_server():
     """The session's PostgreSQL server (per xdist worker), started on first use."""
-    from databases import MISSING, PostgresServer, find_binaries, migrate_template
+    from databases import PostgresServer, migrate_template
+    from parts import require
 
-    binaries = find_binaries()
-    if binaries is None:
-        pytest.skip(MISSING)
-    server = PostgresServer(binaries)
+    server = PostgresServer(require("postgresql"))  # skipped without it (failed in CI)
     try:
         server.start()
         server.make_template(migrate_template)

@@ -46,11 +46,6 @@ def find_binaries() -> dict[str, str] | None:
     return None
 
 
-MISSING = ("PostgreSQL server binaries not found (initdb and pg_ctl, on PATH or in "
-           "/usr/lib/postgresql/*/bin): these tests ran on SQLite only. Install them (Debian: "
-           "apt-get install postgresql) to run them on PostgreSQL too")
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -138,6 +138,32 @@ class _CompiledTemplates(BytecodeCache):
 _templates = _CompiledTemplates()
 
 
+def _share_url_builders() -> None:
+    """Each app's URL rules compiled once per test process: werkzeug compiles every rule of a
+    new app's URL map into two Python functions (its `_compile_builder`: an AST, then
+    `compile`), some 30 ms of CPU an app, most of what making a test app costs. A builder is a
+    function of its rule's text, parts, defaults and `append_unknown` alone (the rule itself is
+    its first argument when called: bound to each rule as werkzeug binds it), so the apps of a
+    process share them."""
+    from werkzeug.routing.rules import Rule
+
+    compile_builder = Rule._compile_builder
+    built: dict = {}
+
+    def shared(self, append_unknown: bool = True):
+        key = (self.rule, tuple(self._trace), repr(sorted((self.defaults or {}).items())),
+               append_unknown)
+        builder = built.get(key)
+        if builder is None:
+            builder = built[key] = compile_builder(self, append_unknown)
+        return builder
+
+    Rule._compile_builder = shared
+
+
+_share_url_builders()
+
+
 def _test_app(settings: dict):
     app = create_app(settings)
     app.jinja_env.bytecode_cache = _templates

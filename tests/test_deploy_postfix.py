@@ -39,6 +39,7 @@ from email.utils import make_msgid
 from pathlib import Path
 
 import pytest
+from parts import require
 from server import Mailbox, game_state, make_app, new_game, text_of
 from sqlalchemy import text
 from sqlmodel import func, select
@@ -55,12 +56,9 @@ HOST = "127.0.0.1"
 PIPE_USER = "nobody"
 WAIT = 120  # seconds for Postfix to act; a hang fails the test
 
-POSTFIX = shutil.which("postfix") or ("/usr/sbin/postfix" if os.path.exists("/usr/sbin/postfix")
-                                      else None)
+POSTFIX = require("postfix")  # the module skipped without it (failed in CI): tests/parts.py
 pytestmark = [
     pytest.mark.usefixtures("database"),  # on SQLite and PostgreSQL
-    pytest.mark.skipif(POSTFIX is None, reason="no postfix here (apt-get install postfix): the "
-                                               "Postfix recipe is not tested"),
     pytest.mark.skipif(os.geteuid() != 0, reason="a private Postfix instance starts as root"),
 ]
 

@@ -16,7 +16,6 @@ import datetime
 import ipaddress
 import re
 import shlex
-import shutil
 import signal
 import socket
 import stat
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from parts import require
 from server import Mailbox, game_state, make_app, new_game
 from sqlmodel import func, select
 from test_my_games import _games_token
@@ -136,11 +136,7 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
 
 
 def nginx_binary() -> str:
-    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
-    if found is None:
-        pytest.skip("nginx is missing: the deployment test runs the real one "
-                    "(Debian: apt-get install nginx)")
-    return found
+    return require("nginx")  # skipped without it (failed in CI): tests/parts.py
 
 
 def has_ipv6() -> bool:

@@ -218,7 +218,7 @@ def slow_smtp():
     from test_mail_delivery import free_port
 
     handler = SlowAfterData(delay=2.5, slow=1)
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=5)
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=60)
     controller.start()
     yield handler, controller.port
     controller.stop()

@@ -149,7 +149,7 @@ def test_a_sender_killed_mid_batch_loses_nothing_and_sends_nothing_recorded_twic
     from pbem.outbox import STUCK_AFTER, deliver_all_due
 
     handler = SlowServer(pause=0.25)
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=5)
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=60)
     controller.start()
     try:
         instance = tmp_path / "instance"
@@ -302,8 +302,8 @@ def test_killing_serve_stops_its_scheduler_child(tmp_path):
         assert child and is_running(child)
         wait_for(lambda: answers(f"http://127.0.0.1:{port}/health"), 120, "serve to answer")
         serve.kill()  # SIGKILL: no clean-up code of the parent runs
-        serve.wait(10)
-        wait_for(lambda: not is_running(child), 30, "the scheduler child to stop")
+        serve.wait(60)
+        wait_for(lambda: not is_running(child), 120, "the scheduler child to stop")
     finally:
         if serve.poll() is None:
             serve.kill()

@@ -99,7 +99,7 @@ class SmtpServer:
 
     def start(self) -> None:
         self.controller = Controller(self.handler, hostname=HOST, port=self.port,
-                                     ready_timeout=5, **self.options)
+                                     ready_timeout=60, **self.options)
         self.controller.start()
 
     def stop(self) -> None:

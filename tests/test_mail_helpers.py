@@ -31,7 +31,7 @@ from test_hardening_processes import SlowServer, is_running, wait_for
 from test_pbem_cli import environment, free_port
 
 from pbem import outbox, senders
-from pbem.db import get_engine, reading
+from pbem.db import BUSY_TIMEOUT_SECONDS, get_engine, reading
 from pbem.jobs import run_jobs
 from pbem.models import QUEUED, SENDING, SENT, OutboxMessage
 
@@ -54,6 +54,18 @@ def outbox_rows(app) -> list[OutboxMessage]:
         return list(db.exec(select(OutboxMessage).order_by(OutboxMessage.id)))
 
 
+def smtp_connections(port: int | str) -> int:
+    """How many TCP connections to the local `port` its server still has open (established,
+    or closed by the other end and not yet by the server)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == int(port) and fields[3] in ("01", "08"):
+                count += 1
+    return count
+
+
 def helper_pids(parent: int) -> list[int]:
     """The helper processes `parent` started (multiprocessing's spawned children; not its
     resource tracker)."""
@@ -71,8 +83,8 @@ def helper_pids(parent: int) -> list[int]:
 
 @pytest.fixture
 def smtp_server():
-    handler = SlowServer(pause=0.02)
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=5)
+    handler = HeldServer(pause=0.02, first=0, ready=None)  # holds nothing unless told
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=60)
     controller.start()
     try:
         yield handler, {"MAIL_BACKEND": "smtp", "SMTP_HOST": "127.0.0.1",
@@ -145,7 +157,7 @@ def test_a_pool_replaces_a_helper_that_has_ended(tmp_path):
     try:
         [first] = pool.processes
         first.kill()
-        first.join(30)
+        first.join(WAIT)
         now = datetime.now(UTC)
         queue_mails(app, 20, now - timedelta(minutes=1))
         helpers = senders.Helpers(app, now, pool)
@@ -175,7 +187,7 @@ def test_the_scheduler_starts_its_helpers_with_it_and_a_sigterm_ends_them(tmp_pa
         if scheduler.poll() is None:
             scheduler.kill()
     assert scheduler.returncode == 0, err
-    wait_for(lambda: not any(is_running(pid) for pid in helpers), 30, "the helpers to end")
+    wait_for(lambda: not any(is_running(pid) for pid in helpers), WAIT, "the helpers to end")
 
 
 def test_warm_up_draws_the_bare_boards_of_each_number_of_players(app):
@@ -199,17 +211,58 @@ def test_warm_up_draws_the_bare_boards_of_each_number_of_players(app):
         assert picture._bare_board.cache_info().misses == drawn, "no board drawn again"
 
 
+class HeldServer(SlowServer):
+    """A slow SMTP server that, once it has taken `first` mails, answers no more until
+    `ready()` holds (checked while it waits, without blocking its other connections; `WAIT`
+    seconds at most)."""
+
+    def __init__(self, pause: float, first: int, ready):
+        super().__init__(pause)
+        self.first, self.ready, self.held, self.deadline = first, ready, True, None
+
+    async def handle_DATA(self, server, session, envelope):
+        import asyncio
+
+        if (self.ready is not None and self.held and len(self.message_ids) >= self.first
+                and self.deadline is None):
+            self.deadline = time.monotonic() + WAIT
+        while self.held and self.deadline is not None:
+            if self.ready() or time.monotonic() > self.deadline:
+                self.held = not self.ready()
+                break
+            await asyncio.sleep(0.02)
+        return await super().handle_DATA(server, session, envelope)
+
+
+WAIT = 120  # seconds any one event may take to come, however busy the machine
+
+
 def test_a_scheduler_run_delivers_a_backlog_with_helpers_over_smtp_each_mail_once(
-        tmp_path, smtp_server, caplog, monkeypatch):
-    handler, smtp = smtp_server
-    handler.pause = 0.03  # this process alone would take seconds: the helper takes a share
+        tmp_path, caplog, monkeypatch):
+    # The run delivers its first claim, sees the backlog and starts the helper; the server
+    # then answers no more mail until the helper has claimed some: this process alone would
+    # otherwise deliver the whole backlog on a machine too busy to start the helper meanwhile.
     monkeypatch.setattr(senders, "HELP_FROM", 100)
-    app = make_app(tmp_path / "instance", MAIL_SENDERS=2, **smtp)
-    now = datetime.now(UTC)
-    backlog = senders.HELP_FROM + 50
-    queue_mails(app, backlog, now - timedelta(minutes=1))
-    with caplog.at_level(logging.INFO, logger="pbem.senders"):
-        counts = run_jobs(app, now)
+    me = str(os.getpid())
+
+    def helper_claimed() -> bool:
+        return any(row.status == SENDING and row.claim.split("@")[0] != me
+                   for row in outbox_rows(app))
+
+    handler = HeldServer(0.01, outbox.BATCH, helper_claimed)  # SMTP's claims: a batch each
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=60)
+    controller.start()
+    try:
+        app = make_app(tmp_path / "instance", MAIL_SENDERS=2, MAIL_BACKEND="smtp",
+                       SMTP_HOST="127.0.0.1", SMTP_PORT=str(controller.port),
+                       SMTP_SECURITY="none", SMTP_TIMEOUT_SECONDS=WAIT + 60)  # held answers
+        now = datetime.now(UTC)
+        backlog = senders.HELP_FROM + 50
+        queue_mails(app, backlog, now - timedelta(minutes=1))
+        with caplog.at_level(logging.INFO, logger="pbem.senders"):
+            counts = run_jobs(app, now)
+    finally:
+        controller.stop()
     assert counts["mail_sent"] == backlog  # the helpers' deliveries counted in
     helped = [int(m.group(1)) for m in (re.search(r"the mail helpers delivered (\d+) mails",
                                                   r.getMessage()) for r in caplog.records) if m]
@@ -218,6 +271,7 @@ def test_a_scheduler_run_delivers_a_backlog_with_helpers_over_smtp_each_mail_onc
     assert {row.status for row in rows} == {SENT}
     assert sorted(handler.message_ids) == sorted(row.message_id for row in rows), \
         "each mail arrived once"
+    assert not handler.held, "the helper claimed mail"
 
 
 @contextmanager
@@ -230,21 +284,30 @@ def run_with_helpers(tmp_path, smtp_server):
     instance = tmp_path / "instance"
     app = make_app(instance, **smtp)
     queue_mails(app, senders.HELP_FROM + 300, datetime.now(UTC) - timedelta(minutes=1))
+
+    def claims() -> int:
+        return len({row.claim for row in outbox_rows(app) if row.status == SENDING})
+
+    # After the run's first claim the server answers no mail until a helper holds a claim
+    # beside the run's: on a busy machine the run could otherwise send the whole backlog
+    # before its helper has started.
+    handler.first, handler.ready = outbox.BATCH, lambda: claims() >= 2
     run = subprocess.Popen([sys.executable, "-m", "pbem", "run-jobs"], cwd=tmp_path,
                            env=environment(instance, PBEM_MAIL_SENDERS="2",
+                                           PBEM_SMTP_TIMEOUT_SECONDS=str(WAIT + 60),
                                            **{f"PBEM_{k}": v for k, v in smtp.items()}),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def working():
         assert run.poll() is None, run.communicate()
-        claims = {row.claim for row in outbox_rows(app) if row.status == SENDING}
-        return helper_pids(run.pid) if len(claims) >= 2 else []
+        return helper_pids(run.pid) if claims() >= 2 else []
 
     try:
-        yield app, run, wait_for(working, 120, "a helper to claim mail beside the run")
+        yield app, run, wait_for(working, WAIT, "a helper to claim mail beside the run")
     finally:
         if run.poll() is None:
             run.kill()
+        run.communicate(timeout=WAIT)  # reaped, its pipes closed
 
 
 def test_sigterm_to_a_run_stops_its_helpers_each_with_its_mail_in_hand_done(tmp_path,
@@ -266,10 +329,13 @@ def test_a_killed_run_takes_its_helpers_with_it_and_leaves_only_its_own_claim(tm
                                                                                smtp_server):
     with run_with_helpers(tmp_path, smtp_server) as (app, run, helpers):
         os.kill(run.pid, signal.SIGKILL)  # no clean-up code of the run's process runs
-        run.communicate(timeout=30)
-        wait_for(lambda: not any(is_running(pid) for pid in helpers), 30,
+        run.communicate(timeout=WAIT)
+        wait_for(lambda: not any(is_running(pid) for pid in helpers), WAIT,
                  "the helpers to end")
-    time.sleep(0.5)  # the SMTP server records a mail the killed process was sending, if any
+        # The SMTP server records a mail the killed processes were sending, if any, before it
+        # closes their connections.
+        wait_for(lambda: not smtp_connections(smtp_server[1]["SMTP_PORT"]), WAIT,
+                 "the SMTP server to close the killed processes' connections")
     rows = outbox_rows(app)
     claimed = [row for row in rows if row.status == SENDING]
     assert len({row.claim for row in claimed}) <= 1, "each helper gave its claim back"
@@ -334,7 +400,7 @@ def test_mail_claimed_for_a_helper_that_has_ended_goes_back_to_the_queue(tmp_pat
     helpers.start()
     [helper] = helpers.processes
     helper.kill()
-    helper.join(30)
+    helper.join(WAIT)
     helpers.hand_off()  # it hears the helper has ended, and claims nothing for it
     assert helpers.finish() == {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
     rows = outbox_rows(app)
@@ -369,7 +435,8 @@ def test_deliveries_recorded_later_are_written_once_the_lock_is_free_not_waited_
     try:
         started = time.monotonic()
         assert outbox.deliver_handed(app, claim, now, later) == 5
-        assert time.monotonic() - started < 5, "no wait for the lock"
+        # Waiting for the lock would take SQLite's busy timeout (and then give up).
+        assert time.monotonic() - started < BUSY_TIMEOUT_SECONDS, "no wait for the lock"
         assert len(list(Path(app.config["MAIL_FOLDER"]).glob("*.eml"))) == 5
         assert later.counts["sent"] == 0 and len(later.waiting) == 1
     finally:

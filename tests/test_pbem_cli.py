@@ -358,7 +358,7 @@ def test_serve_refuses_a_port_out_of_range(tmp_path):
 
 
 def run_until_healthy(command: list[str], cwd: Path, env: dict[str, str], port: int,
-                      wait: float = 60) -> str:
+                      wait: float = 180) -> str:
     """Start `command` (a server), wait until /health answers ok (the web server and the
     scheduler beside it are well), stop it; its output."""
     server = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
@@ -368,7 +368,7 @@ def run_until_healthy(command: list[str], cwd: Path, env: dict[str, str], port: 
         while True:
             assert server.poll() is None, server.communicate()
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as r:
                     # 503 (an HTTPError, so an OSError) until the scheduler beside it has run
                     assert r.status == 200
                     answer = json.load(r)

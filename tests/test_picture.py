@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import io
 import random
+import re
 import struct
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
-import resvg_py
 from flask_babel import force_locale
 from PIL import Image, ImageChops
 
@@ -48,8 +49,7 @@ def whole(state, language: str) -> Image.Image:
     rules = rules_for(KIND)
     with force_locale(language):
         svg = rules.board_picture(state, None, False)
-    return Image.open(io.BytesIO(resvg_py.svg_to_bytes(svg_string=svg,
-                                                       width=picture.WIDTH))).convert("RGB")
+    return Image.open(io.BytesIO(picture.render(svg, picture.WIDTH))).convert("RGB")
 
 
 @pytest.mark.parametrize("players, plies, seed, language", [
@@ -162,8 +162,7 @@ def test_a_game_without_layers_is_rendered_whole(app):
     rules = rules_for("knights-castles")
     state = rules.new_state(list(rules.colours[:3]), "picture-kc", None)
     png = picture.png_of("knights-castles", rules.dumps(state), "en")
-    expected = resvg_py.svg_to_bytes(svg_string=rules.board_picture(state, None, False),
-                                     width=picture.WIDTH)
+    expected = picture.render(rules.board_picture(state, None, False), picture.WIDTH)
     assert png == expected
 
 
@@ -269,3 +268,135 @@ def idat(png: bytes) -> bytes:
             data += body
         at += 12 + length
     return data
+
+
+# --- the shipped font: the same words on every machine, whatever fonts it has ------------------
+
+TEXT = re.compile(r"<text\b[^>]*>(.*?)</text>", re.DOTALL)
+TAG = re.compile(r"<[^>]+>")
+
+
+def kc_position(players: int, moves: int, seed: int):
+    """A Knights & Castles game after `moves` random legal moves."""
+    rules = rules_for("knights-castles")
+    state = rules.new_state(list(rules.colours[:players]), f"picture-kc-{seed}", None)
+    chooser = random.Random(seed)
+    for _ in range(moves):
+        if rules.to_move(state) is None:
+            break
+        state = rules.apply(state, rules.parse(state, chooser.choice(rules.legal(state))))
+    return state
+
+
+HIDDEN_FONTS_SCRIPT = """
+import json, sys
+from pathlib import Path
+
+import resvg_py
+from pbem import create_app, picture
+from pbem.games import rules_for
+
+folder, cases = Path(sys.argv[1]), json.loads(sys.argv[2])
+svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><text x="4" y="28" '
+       'font-family="sans-serif" font-size="20">Hello</text></svg>')
+blank = '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"></svg>'
+(folder / "system.txt").write_text(str(resvg_py.svg_to_bytes(svg_string=svg)
+                                       == resvg_py.svg_to_bytes(svg_string=blank)))
+with create_app({"INSTANCE_PATH": str(folder / "instance"), "SECRET_KEY": "x"}).app_context():
+    for number, (kind, state_json, language) in enumerate(cases):
+        (folder / f"{number}.png").write_bytes(picture.png_of(kind, state_json, language))
+"""
+
+
+def pictures_with_fonts(tmp_path, fonts: str, cases: list) -> tuple[bool, list[bytes]]:
+    """`cases` (kind, state JSON, language) drawn by pbem.picture in a new process that sees
+    only the fonts in the folder `fonts` (fontconfig's FONTCONFIG_FILE, which resvg reads for
+    the installed fonts); and whether resvg by itself drew no text there (`sans-serif`)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / f"seeing-{Path(fonts).name}"
+    folder.mkdir()
+    config = folder / "fonts.conf"
+    config.write_text(f'<?xml version="1.0"?>\n<fontconfig><dir>{fonts}</dir>'
+                      f'<cachedir>{folder / "cache"}</cachedir></fontconfig>\n')
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PBEM_")},
+           "FONTCONFIG_FILE": str(config), "HOME": str(folder)}
+    done = subprocess.run([sys.executable, "-c", HIDDEN_FONTS_SCRIPT, str(folder),
+                           json.dumps(cases)], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return ((folder / "system.txt").read_text() == "True",
+            [(folder / f"{number}.png").read_bytes() for number in range(len(cases))])
+
+
+def test_pictures_have_their_words_on_a_machine_without_the_fonts_they_name(app, tmp_path):
+    """resvg draws no text when no installed font answers the SVG's `sans-serif` (a Debian
+    machine with only its default DejaVu fonts, or none at all): the pictures are drawn with
+    the font shipped in the package, the same pixels as here, and with their words."""
+    kk, kc = rules_for(KIND), rules_for("knights-castles")
+    cases = [(KIND, kk.dumps(position(4, 90, 41)), "de"),
+             (KIND, kk.dumps(position(3, 30, 42)), "es"),
+             ("knights-castles", kc.dumps(kc_position(3, 60, 43)), "en")]
+    here = [picture.png_of(*case) for case in cases]
+    empty = tmp_path / "no-fonts"
+    empty.mkdir()
+    folders = [str(empty)]
+    if Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").exists():
+        folders.append("/usr/share/fonts/truetype/dejavu")  # Debian's default fonts alone
+    for fonts in folders:
+        no_text, there = pictures_with_fonts(tmp_path, fonts, cases)
+        if fonts == str(empty):
+            assert no_text, "resvg finds no font there by itself (else this proves nothing)"
+        assert there == here, f"the same pictures with only {fonts}"
+    # ... and those pictures have their words: without the SVG's text they look different.
+    for (kind, state_json, language), png in zip(cases, here, strict=True):
+        rules = rules_for(kind)
+        with force_locale(language):
+            svg = rules.board_picture(rules.loads(state_json), None, False)
+        assert TEXT.search(svg), "the picture has words"
+        drawn = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+        bare = np.asarray(Image.open(io.BytesIO(picture.render(TEXT.sub("", svg),
+                                                               picture.WIDTH))).convert("RGB"),
+                          dtype=np.int16)
+        assert drawn.shape == bare.shape
+        differ = (np.abs(drawn - bare).max(axis=2) > 64).sum()
+        assert differ > 500, f"{kind}: only {differ} pixels of text"
+
+
+def test_the_shipped_font_has_every_character_the_pictures_write(app):
+    """Every character of the pictures' words, in each language, has a glyph in the shipped
+    font (resvg is given no other to fall back on): drawn alone it is not the font's
+    missing-glyph box."""
+    import html
+
+    kk, kc = rules_for(KIND), rules_for("knights-castles")
+    states = [(kk, state) for state in kk.picture_samples()] + \
+        [(kk, position(5, 200, 44))] + [(kc, kc_position(4, moves, 45)) for moves in (0, 80, 400)]
+    characters = set()
+    for language in ("en", "de", "es"):
+        with force_locale(language):
+            for rules, state in states:
+                svgs = [rules.board_picture(state, None, False)]
+                if hasattr(rules, "picture_pieces"):
+                    svgs += [svg for *_, svg in rules.picture_pieces(
+                        state, picture.WIDTH / picture.BOARD_UNITS)[1]]
+                for svg in svgs:
+                    for text in TEXT.findall(svg):
+                        characters |= set(html.unescape(TAG.sub("", text)))
+    characters -= {" ", "\n", "\t"}
+    assert len(characters) > 60, "letters, digits, and the languages' own"
+
+    def drawn(character: str, weight: str) -> bytes:
+        return picture.render('<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40">'
+                              f'<text x="8" y="30" font-family="sans-serif" font-size="24" '
+                              f'font-weight="{weight}">{html.escape(character)}</text></svg>',
+                              40)
+
+    for weight in ("400", "700"):
+        missing = drawn("\U0010fffd", weight)  # a private-use character no font draws
+        assert missing != drawn("", weight), "the missing-glyph box"
+        absent = sorted(c for c in characters if drawn(c, weight) == missing)
+        assert not absent, f"no glyph for {absent} (weight {weight})"

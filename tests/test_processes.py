@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -24,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -33,7 +35,7 @@ from sqlmodel import select
 from test_mail_delivery import SmtpServer, free_port
 
 import engine
-from pbem.db import reading, utcnow
+from pbem.db import BUSY_TIMEOUT_SECONDS, get_engine, reading, utcnow
 from pbem.models import (
     DONE,
     PENDING,
@@ -96,10 +98,10 @@ class Cluster:
         self.start("web", [sys.executable, "-m", "gunicorn", "-w", str(WEB_WORKERS),
                            "-b", f"127.0.0.1:{self.port}", "--graceful-timeout", "5",
                            "wsgi:app"])
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + WAIT
         while True:
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=2).close()
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=30).close()
                 return
             except (urllib.error.URLError, ConnectionError, OSError):
                 assert self.processes["web"].poll() is None, self.log("web")
@@ -112,7 +114,52 @@ class Cluster:
     def kill(self, name: str) -> None:
         process = self.processes.pop(name)
         process.send_signal(signal.SIGKILL)
-        process.wait(10)
+        process.wait(WAIT)
+
+    def schedulers(self) -> list[str]:
+        return [name for name in self.processes if name.startswith("scheduler")]
+
+    @contextmanager
+    def schedulers_held(self):
+        """The schedulers stopped (SIGSTOP) outside any transaction while the block runs (the
+        games it makes are all there when they next look), and continued after it."""
+        names = self.schedulers()
+        deadline = time.monotonic() + WAIT
+        while True:
+            for name in names:
+                os.kill(self.processes[name].pid, signal.SIGSTOP)
+            if not self.writing():
+                break
+            self.resume(names)  # stopped inside a transaction: let it finish, and try again
+            assert time.monotonic() < deadline, "the schedulers were never out of a transaction"
+            time.sleep(0.02)
+        try:
+            yield
+        finally:
+            self.resume(names)
+
+    def resume(self, names: list[str]) -> None:
+        for name in names:
+            os.kill(self.processes[name].pid, signal.SIGCONT)
+
+    def writing(self) -> bool:
+        """Whether a process of the cluster is inside a transaction on the database now."""
+        engine = get_engine(self.app)
+        with engine.connect() as connection:
+            if connection.dialect.name == "sqlite":  # holding the write lock?
+                raw = connection.connection.dbapi_connection
+                raw.execute("PRAGMA busy_timeout = 0")
+                try:
+                    raw.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError:
+                    return True
+                finally:
+                    raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
+                raw.execute("ROLLBACK")
+                return False
+            return bool(connection.exec_driver_sql(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state <> 'idle'").scalar())
 
     def stop(self) -> None:
         for process in self.processes.values():
@@ -280,33 +327,37 @@ def _check_each_once(cluster, games: list[int], interrupted: int = 0) -> None:
 
 
 def test_many_games_timing_out_at_once_each_time_out_remind_and_mail_once(cluster):
-    due = utcnow() + timedelta(seconds=10)
-    games = _games_due_at(cluster.app, GAMES, due, "at-once")
-    assert utcnow() < due, "making the games took longer than planned: raise the margin"
+    with cluster.schedulers_held():  # however long making them takes, all are due at once
+        games = _games_due_at(cluster.app, GAMES, utcnow(), "at-once")
     _wait_until_settled(cluster, games)
     _check_each_once(cluster, games)
 
 
 def test_a_scheduler_killed_mid_work_loses_nothing_and_repeats_nothing(cluster):
-    due = utcnow() + timedelta(seconds=15)
-    games = _games_due_at(cluster.app, KILL_GAMES, due, "killed")
-    assert utcnow() < due, "making the games took longer than planned: raise the margin"
-    # Wait until one scheduler is in the middle of the timeouts, then kill it.
+    with cluster.schedulers_held():
+        games = _games_due_at(cluster.app, KILL_GAMES, utcnow(), "killed")
+    # Wait until one scheduler is in the middle of the timeouts, then kill it: stopped first,
+    # so that the claims it is seen to hold are still its own when it dies.
     deadline = time.monotonic() + WAIT
+    pids = {str(cluster.processes[name].pid): name for name in cluster.schedulers()}
     while True:
         timeouts = rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.kind == TIMEOUT)
         done = sum(t.status == DONE for t in timeouts)
+        assert done < len(games), "the timeouts ended before one was seen in hand"
         claimed = {t.claim.split("@", 1)[0] for t in timeouts if t.status == "claimed"}
         if done >= 3 and claimed:
-            break
+            victim = pids[next(iter(claimed))]
+            os.kill(cluster.processes[victim].pid, signal.SIGSTOP)
+            timeouts = rows(cluster.app, Timer, Timer.game_id.in_(games),
+                            Timer.kind == TIMEOUT)
+            left = [t for t in timeouts if t.status == "claimed"
+                    and t.claim.split("@", 1)[0] == str(cluster.processes[victim].pid)]
+            if left:
+                break
+            cluster.resume([victim])  # it finished its claim meanwhile
         assert time.monotonic() < deadline, "the timeouts did not start"
         time.sleep(0.01)
-    pids = {name: p.pid for name, p in cluster.processes.items()}
-    victim = next(name for name, pid in pids.items() if str(pid) in claimed)
     cluster.kill(victim)
-    timeouts = rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.kind == TIMEOUT)
-    left = [t for t in timeouts if t.status == "claimed"]
-    assert left, "the killed scheduler had finished its work: make more games"
 
     cluster.start_scheduler(victim)  # started again, as systemd would
     _wait_until_settled(cluster, games)

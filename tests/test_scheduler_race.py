@@ -20,8 +20,8 @@ its one reminder (24 h before) due and at t0 + 73 h its timeout. The jumps in `n
 outages (SCHEDULER_OUTAGE_MINUTES is huge). Two processes race with the production claim sizes
 (the first claim takes every due timer, the others race for the mail), four with claims of a
 few rows (each process handles a share; each holds its first claim of timers and of mail in a
-run for a moment, so that on a loaded machine the others, woken later from the barrier, still
-find work to claim). A longer run has four processes loop over many
+run until every process has tried its own, so that on a loaded machine the others, woken later
+from the barrier, still find work to claim). A longer run has four processes loop over many
 successive `now`s with short deadlines (reminders, timeouts, new turns, their reminders...); it
 must leave the database as one scheduler doing the same runs alone leaves a copy of it.
 
@@ -91,33 +91,64 @@ LOOP_STEPS = 20
 STEP = timedelta(hours=3)
 PRODUCTION_BATCHES = (jobs.BATCH, outbox.BATCH)
 SMALL_BATCHES = (3, 5)  # timers, mails per claim
-HOLD_SECONDS = 0.3
 
 
 # --- the scheduler processes --------------------------------------------------------------------
 
-class Hold:
-    """Holds this process's first claim of timers, and of mail, in each run for `seconds`."""
+KINDS = ("timers", "mail")
 
-    def __init__(self, seconds: float):
-        self.seconds = seconds
+
+class Hold:
+    """Holds this process's first claim of timers, and of mail, in each run (when `on`) until
+    every process of the race has tried its first claim of that kind in the run (`tried`,
+    counts shared by the processes): whoever comes first, the others find the rest of the work
+    there, however late a loaded machine wakes them."""
+
+    def __init__(self):
+        self.on, self.parties, self.step, self.tried = False, 0, 0, None
         self.held: set[str] = set()
+        self.counted: set[str] = set()
+
+    def new_run(self, step: int) -> None:
+        self.step = step
+        self.held.clear()
+        self.counted.clear()
+
+    def _slot(self, kind: str) -> int:
+        return self.step * len(KINDS) + KINDS.index(kind)
+
+    def tried_claim(self, kind: str) -> None:
+        if kind not in self.counted:
+            self.counted.add(kind)
+            with self.tried.get_lock():
+                self.tried[self._slot(kind)] += 1
 
     def first(self, kind: str) -> None:
-        if self.seconds and kind not in self.held:
+        if self.on and kind not in self.held:
             self.held.add(kind)
-            time.sleep(self.seconds)
+            deadline = time.monotonic() + WAIT
+            while self.tried[self._slot(kind)] < self.parties:
+                assert time.monotonic() < deadline, f"the others never tried to claim {kind}"
+                time.sleep(0.005)
 
 
-HOLD = Hold(0.0)
+HOLD = Hold()
 _CLAIM_TIMERS = jobs._claim
+_CLAIM_MAIL = outbox._claim
 
 
 def _claim_and_hold(now):
     claim, ids = _CLAIM_TIMERS(now)
+    HOLD.tried_claim("timers")
     if ids:
         HOLD.first("timers")
     return claim, ids
+
+
+def _claim_mail(*args, **kwargs):
+    claimed = _CLAIM_MAIL(*args, **kwargs)
+    HOLD.tried_claim("mail")
+    return claimed
 
 
 class RecordingBackend(LocalBackend):
@@ -144,7 +175,7 @@ class Collect(logging.Handler):
         self.lines.append(f"{record.levelname}: {record.getMessage()}")
 
 
-def _scheduler(index: int, barriers: dict, tasks, results) -> None:
+def _scheduler(index: int, barriers: dict, tried, tasks, results) -> None:
     """One scheduler process: for each task, its own app on the task's instance, then one
     `run_jobs` per `now`, each started together with the other processes of the task.
 
@@ -152,13 +183,15 @@ def _scheduler(index: int, barriers: dict, tasks, results) -> None:
     the processes take turns claiming and each handles a share of the work, and may hold each
     process's first claims of a run (`Hold`)."""
     jobs._claim = _claim_and_hold
+    outbox._claim = _claim_mail
+    HOLD.tried = tried
     while True:
         task = tasks.get()
         if task is None:
             break
         instance, config, nows, parties, batches, hold = task
         jobs.BATCH, outbox.BATCH = batches or PRODUCTION_BATCHES
-        HOLD.seconds = hold
+        HOLD.on, HOLD.parties = hold, parties
         barrier = barriers[parties]
         report = {"counts": [], "errors": [], "logs": []}
         try:
@@ -171,9 +204,9 @@ def _scheduler(index: int, barriers: dict, tasks, results) -> None:
             app.logger.setLevel(logging.INFO)
             with reading(app) as session:  # connect before the race, not during it
                 session.exec(select(Game.id)).first()
-            for now in nows:
+            for step, now in enumerate(nows):
                 barrier.wait(WAIT)
-                HOLD.held.clear()
+                HOLD.new_run(step)
                 report["counts"].append(run_jobs(app, now))
             report["logs"] = handler.lines
             get_engine(app).dispose()
@@ -194,18 +227,19 @@ def schedulers():
     part). Started without the developer's PBEM_* settings, like the apps of the tests."""
     context = multiprocessing.get_context("spawn")
     barriers = {n: context.Barrier(n) for n in (2, WORKERS)}
+    tried = context.Array("i", len(KINDS) * LOOP_STEPS)  # per run of a task, per kind (Hold)
     results = context.Queue()
     tasks = [context.Queue() for _ in range(WORKERS)]
     with pytest.MonkeyPatch.context() as patch:
         for key in [k for k in os.environ if k.startswith("PBEM_")]:
             patch.delenv(key)
         processes = [context.Process(target=_scheduler, daemon=True,
-                                     args=(i, barriers, tasks[i], results))
+                                     args=(i, barriers, tried, tasks[i], results))
                      for i in range(WORKERS)]
         for process in processes:
             process.start()
     try:
-        yield Pool(tasks, results)
+        yield Pool(tasks, results, tried)
     finally:
         for task in tasks:
             task.put(None)
@@ -221,13 +255,16 @@ def schedulers():
 
 
 class Pool:
-    def __init__(self, tasks, results):
-        self.tasks, self.results = tasks, results
+    def __init__(self, tasks, results, tried):
+        self.tasks, self.results, self.tried = tasks, results, tried
         self.waiting = (0, 0.0)
 
     def start(self, instance: Path, config: dict, nows: list, parties: int,
-              batches: tuple[int, int] | None = None, hold: float = 0.0) -> None:
+              batches: tuple[int, int] | None = None, hold: bool = False) -> None:
         """Have `parties` processes run the scheduler at each of `nows`, together."""
+        assert len(nows) * len(KINDS) <= len(self.tried)
+        with self.tried.get_lock():
+            self.tried[:] = [0] * len(self.tried)
         config = {**config, "DATABASE_URL": database_url(instance)}  # the test's database
         for i in range(parties):
             self.tasks[i].put((str(instance), config, nows, parties, batches, hold))
@@ -254,7 +291,7 @@ class Pool:
         return [reports[i] for i in sorted(reports)]
 
     def run(self, instance: Path, config: dict, nows: list, parties: int,
-            batches: tuple[int, int] | None = None, hold: float = 0.0) -> list[dict]:
+            batches: tuple[int, int] | None = None, hold: bool = False) -> list[dict]:
         self.start(instance, config, nows, parties, batches, hold)
         reports = self.reports()
         assert all(len(report["counts"]) == len(nows) for report in reports)
@@ -329,7 +366,7 @@ def test_schedulers_started_together_send_each_reminder_and_play_each_timeout_on
     reminder_at, timeout_at = t0 + timedelta(hours=49), t0 + timedelta(hours=73)
 
     reports = schedulers.run(instance, SINGLE, [reminder_at, timeout_at], parties, batches,
-                             hold=HOLD_SECONDS if batches else 0.0)
+                             hold=bool(batches))
     if batches:
         _check_work_was_shared(reports)
 
@@ -400,7 +437,7 @@ def test_schedulers_looping_over_many_times_do_what_one_scheduler_does(tmp_path,
     reference = _games(alone, LOOP, LOOP_GAMES, t0)
     assert _summary(app) == _summary(reference)
 
-    schedulers.start(instance, LOOP, nows, WORKERS, SMALL_BATCHES)
+    schedulers.start(instance, LOOP, nows, WORKERS, SMALL_BATCHES, hold=True)
     _run_alone(reference, nows)  # meanwhile: the racers mostly wait for each other's writes
     reports = schedulers.reports()
     _check_work_was_shared(reports)

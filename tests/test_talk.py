@@ -335,7 +335,7 @@ def test_messages_travel_by_real_smtp_both_ways(tmp_path):
         answer["Subject"], answer["Message-ID"] = f"Re: {mailed['Subject']}", make_msgid()
         quoted = "\n".join(f"> {line}" for line in text_of(mailed).splitlines())
         answer.set_content(f"Deal, by SMTP.\n\nOn Monday Player 0 wrote:\n{quoted}\n")
-        with smtplib.SMTP("127.0.0.1", listener.port, timeout=10) as client:
+        with smtplib.SMTP("127.0.0.1", listener.port, timeout=60) as client:
             client.send_message(answer)
         assert _stored(app)[-1] == (1, 0, "Deal, by SMTP.", "email")
         deliver_all_due(app)
