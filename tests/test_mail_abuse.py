@@ -159,7 +159,7 @@ def test_a_friend_flipping_accept_and_decline_tells_the_starter_once(tmp_path):
         post_page(client, f"/invite/{bruno}", f"/invite/{bruno}/accept", name="Bruno")
     post_page(client, f"/invite/{bruno}", f"/invite/{bruno}/decline")
     news = box.to("anna@example.org")[told:]
-    assert len(news) == 1 and "Bruno <bruno@example.org> declined" in text_of(news[0])
+    assert len(news) == 1 and "\"Bruno\" <bruno@example.org> declined" in text_of(news[0])
     with app.app_context():
         later = utcnow() + timedelta(hours=starting.DECLINE_NEWS_HOURS, minutes=1)
         starting.answer(bruno, True, "Bruno", now=later)
