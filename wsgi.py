@@ -3,7 +3,8 @@
 process does (pbem.logs: time, level, logger, no secrets, `[log] level`, the settings read),
 and freezes what start-up made (pbem.started)."""
 
-from pbem import create_app, logs, started
+from pbem import create_app, started
+from pbem.ground import logs
 
 app = create_app()
 logs.setup(app.config, "web (gunicorn worker)")

@@ -33,7 +33,7 @@ With `--kill`, halfway through the run one gunicorn worker and one scheduler (wi
 senders) are killed with SIGKILL, as the kernel's OOM killer or a crash would end them: gunicorn
 starts a new worker, and the scheduler is started again at once (as systemd's `Restart=` does).
 The mail its senders held goes back to the queue once its claim has made no progress for the
-outbox's stuck window (15 minutes, `pbem.outbox.stuck_after`), so a `--kill` run waits that long
+outbox's stuck window (15 minutes, `pbem.scheduler.outbox.stuck_after`), so a `--kill` run waits that long
 for the mail to drain (its timers' claims come back after `[scheduler] claim_seconds`, 20 s
 here). The same checks follow, and they must hold: no answered move lost or made twice, no gap in a game's log,
 every mail delivered. A move whose request the killed worker held has no answer (counted as
@@ -54,7 +54,7 @@ for a made-up account from an address of its own (X-Forwarded-For, which the ser
 answers are counted apart (`login_flood`) and the players' figures show what the flood cost.
 
 The board picture in HTML mail (`[mail] board_picture`) is off by default here: rendering it
-(resvg and Pillow, pbem.picture) takes 10 to 15 ms of CPU a move once a scheduler keeps the
+(resvg and Pillow, pbem.games.picture) takes 10 to 15 ms of CPU a move once a scheduler keeps the
 bare board (0.1 to 1 s before 6dbb651), and is done by the schedulers when the mail is sent,
 not in the move's request. `--board-picture` turns it on; the
 mail then drains long after the players stop.
@@ -86,15 +86,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import requests
+import results_file
 from aiosmtpd.controller import Controller
 from sqlmodel import select
 
-import results_file
-from pbem import create_app, schema
-from pbem.db import get_engine, reading
-from pbem.models import QUEUED, SENDING, SENT, Game, MoveRecord, OutboxMessage
-from pbem.outbox import stuck_after
-from pbem.services import create_game, parse_player
+from pbem import create_app
+from pbem.ground import schema
+from pbem.ground.db import get_engine, reading
+from pbem.ground.models import QUEUED, SENDING, SENT, Game, MoveRecord, OutboxMessage
+from pbem.scheduler.outbox import stuck_after
+from pbem.services.moves import create_game, parse_player
 
 TARGET_RATE = 100  # moves a second
 WORKERS = 4

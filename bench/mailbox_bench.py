@@ -3,7 +3,7 @@
 of one GET /mailbox/ (first page) and of the page of the oldest mail, the best of five, at each
 size, against the target (TARGET_SECONDS a page at every size), the growth from the smallest
 size to the largest, and the ratio against a floor measured in the same run: a bare Flask app
-on the same database file (an engine made by `pbem.db.make_engine`) whose one page reads the
+on the same database file (an engine made by `pbem.ground.db.make_engine`) whose one page reads the
 same fifty rows of the outbox with one SELECT and renders them as a table with Jinja. The
 ratio floor/pbem (1.0: as fast as the floor) is the figure to compare on a shared machine. The
 figures are saved as JSON in bench/results/ (unless --no-save).
@@ -35,9 +35,10 @@ import results_file
 from flask import Flask, render_template_string, request
 from sqlalchemy import insert, text
 
-from pbem import create_app, schema
-from pbem.db import get_engine, make_engine
-from pbem.models import SENT, OutboxMessage
+from pbem import create_app
+from pbem.ground import schema
+from pbem.ground.db import get_engine, make_engine
+from pbem.ground.models import SENT, OutboxMessage
 
 TARGET_SECONDS = 0.05  # a page of the mailbox, at any number of mails
 

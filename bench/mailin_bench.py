@@ -60,7 +60,7 @@ TARGETS = {"pipe": 0.5, "pipe+listener": 0.5, "listener": 0.05, "imap": 0.05}
 MAKE_GAMES = """
 import sys
 from pbem import create_app
-from pbem.services import create_game, parse_player
+from pbem.services.moves import create_game, parse_player
 app = create_app()
 with app.app_context():
     for n in range(int(sys.argv[1])):
@@ -70,7 +70,7 @@ with app.app_context():
 POLL = """
 import json, time
 from pbem import create_app
-from pbem.mailin import poll_imap
+from pbem.mailin.listener import poll_imap
 app = create_app()
 started = time.process_time()
 done = poll_imap(app)
@@ -241,7 +241,8 @@ def parsers() -> dict:
     import re
     from email.message import EmailMessage
 
-    from pbem import inbox, turnfile
+    from pbem.mailin import inbox
+    from pbem.services import turnfile
 
     def best(work) -> float:
         times = []

@@ -1,4 +1,4 @@
-"""What the mail's board picture (`pbem.picture.png_of`) costs a position, cold and warm, and
+"""What the mail's board picture (`pbem.games.picture.png_of`) costs a position, cold and warm, and
 how many bytes it is.
 
     python3 bench/picture_bench.py                   # the 1,000 positions of a burst
@@ -76,8 +76,8 @@ def _measure(count: int, passes: int, folder: str, pipe) -> None:
 def _figures(count: int, passes: int, folder: str) -> dict:
     from flask_babel import force_locale
 
-    from pbem import create_app, picture
-    from pbem.games import rules_for
+    from pbem import create_app
+    from pbem.games import picture, rules_for
 
     app = create_app({"INSTANCE_PATH": folder, "SECRET_KEY": "bench"})
     rules = rules_for(KIND)

@@ -1,11 +1,11 @@
-"""How long one scheduler run (`pbem.jobs.run_jobs`) takes on a big database.
+"""How long one scheduler run (`pbem.scheduler.jobs.run_jobs`) takes on a big database.
 
     python3 bench/scheduler_bench.py                 # 100,000 games
     python3 bench/scheduler_bench.py --quick         # 10,000 games
     python3 bench/scheduler_bench.py --games 50000 --runs 30 --profile
 
-The database is a SQLite file in a fresh temporary folder, set up as `pbem.db` sets it up (WAL,
-synchronous=NORMAL, BEGIN IMMEDIATE for writes) and migrated by `pbem.schema`. Its rows are
+The database is a SQLite file in a fresh temporary folder, set up as `pbem.ground.db` sets it up (WAL,
+synchronous=NORMAL, BEGIN IMMEDIATE for writes) and migrated by `pbem.ground.schema`. Its rows are
 written straight with SQLAlchemy Core (executemany), not through the services: N running games
 of three seats (a few real initial states from the engine, reused; each game that is due in a
 position of its own, 10 to 69 random legal moves in, so that every timeout mails a board picture
@@ -24,7 +24,7 @@ Figures (wall-clock time from time.perf_counter, one process, one thread):
       positions, the pictures' pieces, the mails' shared parts (board tables, position lines).
       What that process does before it, as `pbem scheduler` does before its first run (the app
       made, its helper senders started and ready, the mail templates compiled and the
-      pictures' bare boards drawn in each: pbem.senders.warm_up, the database connected), is
+      pictures' bare boards drawn in each: pbem.scheduler.senders.warm_up, the database connected), is
       its start-up, a figure of its own, also given added to (b). Before it, the time to
       create an empty file, which this machine's filesystem makes slow for minutes after mass
       deletions (`file_creation_microseconds`), says whether (b) was taken in that state. Above
@@ -34,7 +34,7 @@ Figures (wall-clock time from time.perf_counter, one process, one thread):
       the clock_version = 0 query in full, and every other statement whose plan scans a table;
   (f) the floor: the writes of (b) done bare (per timeout one transaction updating a game and
       adding a log entry and its mails; per mail the .eml file and its row marked sent in its
-      own transaction), on an engine made by `pbem.db.make_engine`; the ratio floor/pbem is the
+      own transaction), on an engine made by `pbem.ground.db.make_engine`; the ratio floor/pbem is the
       figure to compare on a shared machine, beside (b)'s wall and CPU time against the limit
       (5 s) and the target (1 s) for 1,000 timeouts, scaled to the timeouts of the run;
   (g) (a) again, after ANALYZE, with the outbox at 1, 10 and 100 times the sent mail of (b):
@@ -73,16 +73,17 @@ import sqlalchemy
 from sqlalchemy import event, func, insert, text
 from sqlmodel import select
 
-import pbem.jobs
-import pbem.mail
-import pbem.outbox
-import pbem.picture
-import pbem.senders
-import pbem.services
-from pbem import create_app, schema
-from pbem.db import get_engine, reading
+import pbem.games.picture
+import pbem.scheduler.jobs
+import pbem.scheduler.outbox
+import pbem.scheduler.senders
+import pbem.services.mail
+import pbem.services.moves
+from pbem import create_app
 from pbem.games import rules_for
-from pbem.models import (
+from pbem.ground import schema
+from pbem.ground.db import get_engine, reading
+from pbem.ground.models import (
     DONE,
     PENDING,
     REMINDER,
@@ -311,7 +312,7 @@ class Phases:
         self._undo.clear()
 
 
-class TimedBackend(pbem.outbox.LocalBackend):
+class TimedBackend(pbem.scheduler.outbox.LocalBackend):
     """The local backend, timed while it takes each mail (checked and built as it is taken)
     and writes its file."""
 
@@ -336,23 +337,23 @@ class TimedBackend(pbem.outbox.LocalBackend):
 
 
 PHASES = [  # (module, attribute, label); labels are indented under what calls them
-    (pbem.jobs, "guard_outage", "guard_outage"),
-    (pbem.jobs, "start_missing_clocks", "start_missing_clocks"),
-    (pbem.jobs, "handle_due_timers", "handle_due_timers"),
-    (pbem.jobs, "_claim", "  _claim (claim a batch of timers)"),
-    (pbem.jobs, "_handle_some", "  _handle_some (timers in one write transaction)"),
-    (pbem.jobs, "_act", "    _act (one timer: check, moves, done; in a savepoint)"),
-    (pbem.jobs, "_current", "      _current (game, seat, state still current?)"),
-    (pbem.jobs, "submit_move", "      submit_move (each default move)"),
-    (pbem.services, "_notify", "        _notify (the mails a turn's end causes)"),
-    (pbem.mail, "mint_key", "          mint_key (a fresh seat key per mail)"),
-    (pbem.jobs, "deliver_all_due", "deliver_all_due"),
-    (pbem.outbox, "_claim", "  outbox _claim (claim a batch of mails)"),
-    (pbem.outbox, "_write", "    _write (a mail queued as an intent written)"),
-    (pbem.mail, "render_later", "      render_later (its text and HTML, by Jinja)"),
-    (pbem.outbox, "build_message", "    build_message (the MIME message)"),
-    (pbem.picture, "png_of", "      png_of (the board picture; made once a position)"),
-    (pbem.outbox, "_record", "  _record (deliveries and their written texts, one transaction)"),
+    (pbem.scheduler.jobs, "guard_outage", "guard_outage"),
+    (pbem.scheduler.jobs, "start_missing_clocks", "start_missing_clocks"),
+    (pbem.scheduler.jobs, "handle_due_timers", "handle_due_timers"),
+    (pbem.scheduler.jobs, "_claim", "  _claim (claim a batch of timers)"),
+    (pbem.scheduler.jobs, "_handle_some", "  _handle_some (timers in one write transaction)"),
+    (pbem.scheduler.jobs, "_act", "    _act (one timer: check, moves, done; in a savepoint)"),
+    (pbem.scheduler.jobs, "_current", "      _current (game, seat, state still current?)"),
+    (pbem.scheduler.jobs, "submit_move", "      submit_move (each default move)"),
+    (pbem.services.moves, "_notify", "        _notify (the mails a turn's end causes)"),
+    (pbem.services.mail, "mint_key", "          mint_key (a fresh seat key per mail)"),
+    (pbem.scheduler.jobs, "deliver_all_due", "deliver_all_due"),
+    (pbem.scheduler.outbox, "_claim", "  outbox _claim (claim a batch of mails)"),
+    (pbem.scheduler.outbox, "_write", "    _write (a mail queued as an intent written)"),
+    (pbem.services.mail, "render_later", "      render_later (its text and HTML, by Jinja)"),
+    (pbem.scheduler.outbox, "build_message", "    build_message (the MIME message)"),
+    (pbem.games.picture, "png_of", "      png_of (the board picture; made once a position)"),
+    (pbem.scheduler.outbox, "_record", "  _record (deliveries and their written texts, one transaction)"),
 ]
 
 
@@ -416,12 +417,12 @@ def _short(statement: str, width: int = 140) -> str:
 def quiet_runs(app, runs: int, quiet: datetime) -> tuple[list[float], Statements]:
     """Time `runs` runs at `quiet`, when nothing is due; also what their SQL cost."""
     for _ in range(3):  # the first run writes the scheduler's JobState row; warm up caches
-        pbem.jobs.run_jobs(app, quiet)
+        pbem.scheduler.jobs.run_jobs(app, quiet)
     samples = []
     with statements(app) as seen:
         for _ in range(runs):
             started = time.perf_counter()
-            counts = pbem.jobs.run_jobs(app, quiet)
+            counts = pbem.scheduler.jobs.run_jobs(app, quiet)
             samples.append(time.perf_counter() - started)
             assert not any(counts.values()), f"something was due at {quiet}: {counts}"
     return samples, seen
@@ -452,17 +453,17 @@ def due_run(app, due_games: int, pool=None) -> tuple[float, dict, Phases]:
     if single:
         app.extensions["pbem_mail_backend"] = TimedBackend(app.config["MAIL_FOLDER"], phases)
     helped = []  # what the helpers delivered, as the pool reports it
-    finish = pbem.senders.HelperPool.finish
-    pbem.senders.HelperPool.finish = lambda self: helped.append(finish(self)) or helped[-1]
+    finish = pbem.scheduler.senders.HelperPool.finish
+    pbem.scheduler.senders.HelperPool.finish = lambda self: helped.append(finish(self)) or helped[-1]
     try:
         before, helpers_before = os.times(), helpers_cpu(pool) if pool else 0.0
         started = time.perf_counter()
-        counts = pbem.jobs.run_jobs(app, NOW, pool=pool)
+        counts = pbem.scheduler.jobs.run_jobs(app, NOW, pool=pool)
         seconds, after = time.perf_counter() - started, os.times()
         helpers_after = helpers_cpu(pool) if pool else 0.0
     finally:
         phases.restore()
-        pbem.senders.HelperPool.finish = finish
+        pbem.scheduler.senders.HelperPool.finish = finish
         app.extensions.pop("pbem_mail_backend", None)
     counts["mail_by_helpers"] = sum(sum(totals.values()) for totals in helped)
     counts["cpu_seconds"] = (after.user + after.system) - (before.user + before.system)
@@ -496,15 +497,15 @@ def print_burst(title: str, due_games: int, seconds: float, cpu: float, helpers_
 def start_up(folder: Path) -> tuple[object, object, float, float, float]:
     """A scheduler process's start, as `pbem scheduler` starts: the app made, its helper
     senders started ([mail] senders - 1 processes), its mail templates compiled and board
-    pictures' bare boards drawn (pbem.senders.warm_up), what start-up made left out of the
+    pictures' bare boards drawn (pbem.scheduler.senders.warm_up), what start-up made left out of the
     garbage collector's full passes (pbem.started), its database connected, and the
     helpers ready (each has done the same). Returns the app, the helper pool, and the wall,
     CPU and helpers' CPU seconds it took."""
     started, cpu = time.perf_counter(), time.process_time()
     app = open_app(folder)
-    pool = pbem.senders.HelperPool(app)
+    pool = pbem.scheduler.senders.HelperPool(app)
     pool.start()
-    pbem.senders.warm_up(app)
+    pbem.scheduler.senders.warm_up(app)
     pbem.started()
     with reading(app) as session:
         session.exec(select(func.count()).select_from(Timer)).one()
@@ -588,11 +589,11 @@ def profile_run(copy, due_games: int, top: int) -> str:
     share = max(1, due_games // 5)
     until = NOW - timedelta(minutes=9) + timedelta(minutes=9) / max(due_games, 1) * (share - 1)
     copy.config["MAIL_SENDERS"] = 1  # this process's own work alone
-    pbem.jobs.run_jobs(copy, until - timedelta(minutes=10))  # connect, warm up
+    pbem.scheduler.jobs.run_jobs(copy, until - timedelta(minutes=10))  # connect, warm up
     profiler = cProfile.Profile()
     started = time.perf_counter()
     profiler.enable()
-    counts = pbem.jobs.run_jobs(copy, until)
+    counts = pbem.scheduler.jobs.run_jobs(copy, until)
     profiler.disable()
     seconds = time.perf_counter() - started
     out = io.StringIO()
@@ -632,11 +633,11 @@ def plans(app, seen: list[tuple[str, tuple]]) -> list[tuple[str, str, list[str]]
 
 def floor_run(folder: Path, timeouts: int, mails: int, state_json: str, eml: bytes) -> float:
     """Seconds for the writes a burst of `timeouts` needs at the least, done with bare SQL on an
-    engine made by the same `pbem.db.make_engine`: per timeout one write transaction that
+    engine made by the same `pbem.ground.db.make_engine`: per timeout one write transaction that
     updates its game, adds a log entry and its share of `mails` mail rows; then per mail the
     .eml file written (as the local backend does) and its row marked sent in its own
     transaction (each delivery recorded before the next)."""
-    from pbem.db import make_engine
+    from pbem.ground.db import make_engine
 
     engine = make_engine(f"sqlite:///{folder / 'floor.sqlite3'}")
     writer = engine.execution_options(pbem_write=True)

@@ -6,7 +6,7 @@
 
 One process, one thread, Flask's test client (no sockets: WSGI calls straight into the app),
 wall-clock time from time.perf_counter. The database is a SQLite file in a fresh temporary
-folder, set up as `pbem.db` sets it up (WAL, synchronous=NORMAL, BEGIN IMMEDIATE for writes).
+folder, set up as `pbem.ground.db` sets it up (WAL, synchronous=NORMAL, BEGIN IMMEDIATE for writes).
 
 pbem: several seeded games are played side by side, each move chosen uniformly among the legal
 moves the API lists: `GET /api/v1/seat/<token>` for the seat to move, then `POST .../move` with
@@ -14,7 +14,7 @@ that move and turn. Outbox mail is queued as in production but not delivered (no
 runs under the test client). A finished game is replaced by a new seeded one, untimed.
 
 floor: the same loop, GET then POST, against a minimal Flask app with one endpoint on an engine
-made by the same `pbem.db.make_engine`: the GET reads one row, the POST writes one row in one
+made by the same `pbem.ground.db.make_engine`: the GET reads one row, the POST writes one row in one
 BEGIN IMMEDIATE transaction. The ratio pbem / floor says how much of the time is our own work;
 on a shared machine it is the figure to compare, as both sides see the same load.
 
@@ -53,9 +53,10 @@ import results_file
 from flask import Flask, jsonify, request
 from sqlalchemy import event, text
 
-from pbem import create_app, schema, started
-from pbem.db import make_engine
-from pbem.services import create_game, parse_player
+from pbem import create_app, started
+from pbem.ground import schema
+from pbem.ground.db import make_engine
+from pbem.services.moves import create_game, parse_player
 
 TARGET_RATIO = 0.5  # POST alone, pbem / floor
 MINIMUM_RATIO = 0.3  # what must be met at least
@@ -274,26 +275,26 @@ class Stopwatch:
 
 def breakdown(table: Table, moves: int) -> None:
     """Time the parts of `moves` move requests without a profiler (its overhead skews ORM code)."""
-    import pbem.api
-    import pbem.mail
-    import pbem.services
-    from pbem.db import get_engine
+    import pbem.services.mail
+    import pbem.services.moves
+    import pbem.web.api
     from pbem.games import rules_for
+    from pbem.ground.db import get_engine
 
     watch = Stopwatch()
     views = table.app.view_functions
     watch.wrap(views, "api.seat", "GET /api/v1/seat/<token> (view)", view=True)
     watch.wrap(views, "api.move", "POST /api/v1/seat/<token>/move (view)", view=True)
-    watch.wrap(pbem.api, "submit_move", "  submit_move")
-    watch.wrap(pbem.services, "_notify", "    _notify (mails of the move)")
-    watch.wrap(pbem.services, "_Recent", "      _Recent (the latest moves, read once)")
-    watch.wrap(pbem.mail, "render_template", "      render mail templates")
-    watch.wrap(pbem.api, "load_seat", "  load_seat (GET)")
-    watch.wrap(pbem.services, "_seat_game_seats",
+    watch.wrap(pbem.web.api, "submit_move", "  submit_move")
+    watch.wrap(pbem.services.moves, "_notify", "    _notify (mails of the move)")
+    watch.wrap(pbem.services.moves, "_Recent", "      _Recent (the latest moves, read once)")
+    watch.wrap(pbem.services.mail, "render_template", "      render mail templates")
+    watch.wrap(pbem.web.api, "load_seat", "  load_seat (GET)")
+    watch.wrap(pbem.services.moves, "_seat_game_seats",
                "    _seat_game_seats (seat, game, seats; any caller)")
-    watch.wrap(pbem.services, "_log", "    _log (the log in one reader's words)")
-    watch.wrap(pbem.api, "seat_document", "  seat_document")
-    watch.wrap(pbem.api, "jsonify", "  jsonify")
+    watch.wrap(pbem.services.moves, "_log", "    _log (the log in one reader's words)")
+    watch.wrap(pbem.web.api, "seat_document", "  seat_document")
+    watch.wrap(pbem.web.api, "jsonify", "  jsonify")
     rules = type(rules_for("kardinal-koenig"))
     for name in ("loads", "dumps", "legal", "describe", "view_dict", "position_lines"):
         watch.wrap(rules, name, f"  rules.{name} (engine, any caller)")
@@ -370,10 +371,10 @@ class Lengths:
                       for point in (EARLY, LATE)}
 
     def _prepare(self, point: int) -> dict:
-        from pbem.db import reading
         from pbem.games import rules_for
-        from pbem.models import Game
-        from pbem.services import submit_move
+        from pbem.ground.db import reading
+        from pbem.ground.models import Game
+        from pbem.services.moves import submit_move
 
         app = self.table.app
         while True:  # a game long enough for the late window, its moves chosen in advance
@@ -450,7 +451,7 @@ def length_figures(timings: dict[int, Timings]) -> dict[str, dict[str, float]]:
 def statement_counts(table: Table, moves: int) -> dict[str, float]:
     """Mean statements sent to the database per GET and per POST (BEGIN counted, COMMIT not:
     it is a call of the driver, not a statement)."""
-    from pbem.db import get_engine
+    from pbem.ground.db import get_engine
 
     engine = get_engine(table.app)
     sent = [0]

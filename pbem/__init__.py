@@ -1,108 +1,29 @@
-"""The play-by-email server: web pages, JSON API, database, mail in and out.
+"""The play-by-email server: web pages, JSON API, database, mail in and out, in floors.
 
-`create_app` only assembles: settings, the database engine, CSRF protection, the blueprints.
-Creating tables (migrations), seeding a demo game and sending mail are CLI commands.
+Each floor is a folder and imports only from its own folder or the floors below it (never up,
+never sideways into another channel's folder, and no two modules import each other:
+tests/test_layers.py reads every import and fails on one that does). Lowest first:
+
+0. `ground/`: what everything stands on: storage and migrations, the clock, settings, words
+   (i18n), link keys, logging.
+1. `games/`: the one interface to the engine's games (the rules the server plays by and how
+   a game is shown), the two games behind it, and the mail's board picture.
+2. `services/`: the service layer, the only place where the games and the database meet:
+   games, seats and links, the move path (`submit_move`, every move's one path), the log,
+   time and vacation, deadlines, stewardship, talk, games players start, composing mail.
+3. the channels, which call the services and do not import each other: `web/` (pages, the
+   JSON API, the admin's pages) and `mailin/` (players' mail: the SMTP listener, the IMAP
+   poller, the mail server's pipe).
+4. `scheduler/`: the scheduler's jobs and the delivery of mail (the outbox, helper senders).
+5. `cli/`: the `pbem` command's commands.
+6. the app, here: `create_app` (pbem.app) assembles the others, `pbem.command` is the `pbem`
+   command, `pbem.entry` its entry point, `python3 -m pbem` and wsgi.py run them.
 """
 
 from __future__ import annotations
 
-import gc
-import os
-from datetime import timedelta
-from pathlib import Path
-from typing import Any
-
-from flask import Flask
-from werkzeug.middleware.proxy_fix import ProxyFix
-
-from .config import ConfigError, load_settings, resolve_paths
-
-ROOT = Path(__file__).resolve().parent.parent
+from .app import create_app
+from .ground.config import ConfigError
+from .ground.process import started
 
 __all__ = ["ConfigError", "create_app", "started"]
-
-
-def _instance_secret(instance: Path) -> str:
-    """The instance's own secret key, made once; safe when several processes start at once."""
-    target = instance / "secret_key"
-    if not target.exists():
-        instance.mkdir(mode=0o700, parents=True, exist_ok=True)  # secrets live here
-        temporary = instance / f"secret_key.{os.getpid()}.tmp"
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as f:
-            f.write(os.urandom(32).hex())
-        try:
-            os.link(temporary, target)  # fails if another process won the race
-        except FileExistsError:
-            pass
-        finally:
-            temporary.unlink()
-    return target.read_text().strip()
-
-
-def create_app(test_config: dict[str, Any] | None = None) -> Flask:
-    """Make the app from defaults, the TOML file in PBEM_CONFIG, PBEM_* variables, then
-    `test_config`. Raises ConfigError naming any bad setting."""
-    settings = load_settings(overrides=test_config)
-    app = Flask(__name__, template_folder=str(ROOT / "templates"),
-                static_folder=str(ROOT / "pbem" / "static"),
-                instance_path=settings["INSTANCE_PATH"] or None)
-    app.config.update(resolve_paths(settings, Path(app.instance_path)))
-    if not app.config["SECRET_KEY"]:
-        app.config["SECRET_KEY"] = _instance_secret(Path(app.config["INSTANCE_PATH"]))
-    # Flask has defaults for these, so they are set unless the test configuration chose.
-    chosen = test_config or {}
-    for key, value in {"WTF_CSRF_TIME_LIMIT": None,  # a page may stay open for days
-                       "SESSION_COOKIE_SAMESITE": "Lax", "SESSION_COOKIE_HTTPONLY": True,
-                       "SESSION_COOKIE_SECURE": app.config["BASE_URL"].startswith("https://"),
-                       "PERMANENT_SESSION_LIFETIME": timedelta(
-                           hours=app.config["ADMIN_SESSION_HOURS"]),
-                       }.items():
-        if key not in chosen:
-            app.config[key] = value
-
-    from . import admin, api, db, i18n, mail, mailbox, pages, players, seat, start, watch, web
-
-    app.session_interface = admin.AdminSessions()  # the admin's session ends with its login
-    db.init_app(app)
-    i18n.init_app(app)
-    mail.init_app(app)
-    web.init_app(app)
-    if app.config["SERVE_TRUSTED_PROXIES"]:
-        # Behind N reverse proxies, the client's address is the Nth from the right in
-        # X-Forwarded-For (and the scheme and host come from X-Forwarded-Proto/-Host).
-        hops = app.config["SERVE_TRUSTED_PROXIES"]
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
-    app.register_blueprint(pages.bp)
-    app.register_blueprint(seat.bp)
-    app.register_blueprint(api.bp)
-    app.register_blueprint(mailbox.bp)
-    app.register_blueprint(admin.bp)
-    app.register_blueprint(watch.bp)
-    app.register_blueprint(players.bp)
-    app.register_blueprint(start.bp)
-
-    from .cli import commands
-
-    for command in commands:
-        app.cli.add_command(command)
-    return app
-
-
-YOUNG_OBJECTS = 10_000
-
-
-def started() -> None:
-    """Call once a server, scheduler or helper sender process has made its app and warmed up,
-    before it serves: what start-up made (modules, templates, the schema, the boards) is left
-    out of the garbage collector's full passes from then on (gc.freeze), which otherwise go
-    over all of it again every few hundred requests, 60-80 ms in the middle of one. Garbage
-    made until now is collected first.
-
-    The collector's youngest generation is also collected less often (every 10,000 new
-    objects instead of 700): a request makes a few thousand (a long game's more, its position
-    being larger), so with Python's default a move late in a game paid for more collections
-    than an early one, and the collections cost more than the little garbage they freed."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(YOUNG_OBJECTS, *gc.get_threshold()[1:])

@@ -1,6 +1,6 @@
 """The `pbem` command's entry point: `pbem ingest-mail` runs without importing the rest of the
-command line (pbem.mailpipe: a mail server starts it once per mail), every other command
-through `pbem.cli`."""
+command line (pbem.mailin.pipe: a mail server starts it once per mail), every other command
+through `pbem.command`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import sys
 
 def main() -> None:
     if sys.argv[1:2] == ["ingest-mail"]:
-        from .mailpipe import main as ingest_mail
+        from .app import create_app
+        from .mailin.pipe import main as ingest_mail
 
-        ingest_mail(sys.argv[2:])
-    from .cli import main as cli
+        ingest_mail(sys.argv[2:], create_app)
+    from .command import main as command
 
-    cli()
+    command()

@@ -81,7 +81,7 @@ def site_with_admin(tmp_path_factory, name: str) -> Iterator[tuple[object, str]]
     """(app, base URL): a module's app (see server.module_app), served, with an admin account."""
     from server import module_app
 
-    from pbem.stewardship import create_admin
+    from pbem.services.stewardship import create_admin
 
     app = module_app(tmp_path_factory, name)
     with app.app_context():

@@ -122,7 +122,7 @@ def _quick_password_hashes():
     process tests start (gunicorn, `pbem` commands) hash at the real cost."""
     from argon2 import PasswordHasher
 
-    from pbem import stewardship
+    from pbem.services import stewardship
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(stewardship, "hasher",

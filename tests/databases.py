@@ -161,9 +161,9 @@ _sqlite_template: Path | None = None
 
 def copy_sqlite_template(path: Path) -> None:
     """A new SQLite database file at `path`, a copy of one the migrations made (once per
-    process), private as the server makes its own (pbem.db.create_private)."""
+    process), private as the server makes its own (pbem.ground.db.create_private)."""
     global _sqlite_template
-    from pbem.db import create_private
+    from pbem.ground.db import create_private
 
     if _sqlite_template is None:
         import atexit
@@ -183,8 +183,9 @@ def copy_sqlite_template(path: Path) -> None:
 
 def migrate_template(url: str) -> None:
     """The schema of the migrations in the (empty) database at `url`."""
-    from pbem import create_app, schema
-    from pbem.db import get_engine
+    from pbem import create_app
+    from pbem.ground import schema
+    from pbem.ground.db import get_engine
 
     with tempfile.TemporaryDirectory() as folder:
         app = create_app({"INSTANCE_PATH": folder, "SECRET_KEY": "template",

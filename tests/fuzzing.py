@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 from sqlmodel import SQLModel
 
-import pbem.models  # noqa: F401  (the tables, for the database snapshot)
-from pbem.db import get_engine
+import pbem.ground.models  # noqa: F401  (the tables, for the database snapshot)
+from pbem.ground.db import get_engine
 
 settings.register_profile("fuzz", max_examples=40, derandomize=True, database=None,
                           deadline=None, suppress_health_check=list(HealthCheck))

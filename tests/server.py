@@ -12,14 +12,15 @@ from email import policy
 from email.parser import BytesParser
 from pathlib import Path
 
-from pbem import create_app, schema
 from jinja2 import BytecodeCache
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from pbem.db import get_engine
-from pbem.outbox import deliver_all_due
+from pbem import create_app
+from pbem.ground import schema
+from pbem.ground.db import get_engine
+from pbem.scheduler.outbox import deliver_all_due
 
 LINK = re.compile(r"https?://[^\s<>\"']+/seat/([A-Za-z0-9_-]{32})")
 
@@ -89,7 +90,7 @@ _catalogs: Path | None = None
 
 
 def seed_catalogs(instance: Path) -> None:
-    """A new instance folder gets the compiled translation catalogs (pbem.i18n compiles them
+    """A new instance folder gets the compiled translation catalogs (pbem.ground.i18n compiles them
     into each instance folder that has none: ~45 ms a test app). They are compiled once per
     process, by the app's own compile_catalogs, and copied with their times, so the app finds
     them up to date; an app on an existing folder compiles what is stale as before."""
@@ -97,7 +98,7 @@ def seed_catalogs(instance: Path) -> None:
     import shutil
     import tempfile
 
-    from pbem.i18n import compile_catalogs
+    from pbem.ground.i18n import compile_catalogs
 
     target = Path(instance) / "translations"
     if target.exists():
@@ -258,7 +259,7 @@ def legal_in(html: str) -> list[str]:
 
 def new_game(app, players: int = 3, seed: str = "1", **kwargs):
     """A game created through the service; returns (CreatedGame, tokens in seat order)."""
-    from pbem.services import create_game, parse_player
+    from pbem.services.moves import create_game, parse_player
 
     with app.app_context():
         created = create_game([parse_player(f"Player {i} <p{i}@example.org>")
@@ -269,8 +270,8 @@ def new_game(app, players: int = 3, seed: str = "1", **kwargs):
 def game_state(app, game_id: int = 1):
     """The stored Game row and its engine state."""
     import engine
-    from pbem.db import reading
-    from pbem.models import Game
+    from pbem.ground.db import reading
+    from pbem.ground.models import Game
 
     with app.app_context(), reading() as session:
         game = session.get(Game, game_id)
@@ -282,7 +283,7 @@ def play_moves(app, tokens: list[str], count: int, game_id: int = 1, pick=None,
     """Play `count` moves through submit_move (the first legal move, or `pick(legal)`),
     stopping early when `until(state)` holds or the game ends. Returns the results."""
     import engine
-    from pbem.services import submit_move
+    from pbem.services.moves import submit_move
 
     results = []
     for _ in range(count):
@@ -314,9 +315,9 @@ def finish_game(app, game_id: int, seed: str) -> None:
     and mark it finished."""
     import random
 
-    from pbem.db import writing
     from pbem.games import rules_for
-    from pbem.models import FINISHED, Game
+    from pbem.ground.db import writing
+    from pbem.ground.models import FINISHED, Game
 
     chooser = random.Random(seed)
     with app.app_context(), writing() as session:
@@ -334,7 +335,7 @@ def finish_game(app, game_id: int, seed: str) -> None:
 
 def rows(app, model, *where, order=None) -> list:
     """The rows of `model` matching `where`, by id (or by `order`)."""
-    from pbem.db import reading
+    from pbem.ground.db import reading
 
     with reading(app) as session:
         query = select(model).where(*where) if where else select(model)
@@ -358,7 +359,7 @@ def check_timed_out_logs(app, games: list[int] | None = None) -> dict[int, list[
     the replay of the log. Returns each game's turns (runs of consecutive moves of one seat)."""
     import engine
     from pbem.games import rules_for
-    from pbem.models import Game, MoveRecord, Seat
+    from pbem.ground.models import Game, MoveRecord, Seat
 
     rules = rules_for("kardinal-koenig")
 

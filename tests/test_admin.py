@@ -14,18 +14,26 @@ from pathlib import Path
 
 import pytest
 from server import (
-    Mailbox, field, game_state, html_of, make_app, new_game, play_moves, text_of, token_in,
+    Mailbox,
+    field,
+    game_state,
+    html_of,
+    make_app,
+    new_game,
+    play_moves,
+    text_of,
+    token_in,
 )
 from sqlalchemy import select as sa_select
 from sqlmodel import SQLModel, select
 
 import engine
-import pbem.models  # noqa: F401  (every table, for the snapshot)
-from pbem import stewardship
-from pbem.db import get_engine, reading, utcnow, writing
+import pbem.ground.models  # noqa: F401  (every table, for the snapshot)
 from pbem.games import rules_for
-from pbem.jobs import run_jobs
-from pbem.models import FAILED, Admin, AuditEntry, Game, MoveRecord, OutboxMessage, Seat
+from pbem.ground.db import get_engine, reading, utcnow, writing
+from pbem.ground.models import FAILED, Admin, AuditEntry, Game, MoveRecord, OutboxMessage, Seat
+from pbem.scheduler.jobs import run_jobs
+from pbem.services import stewardship
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -644,7 +652,7 @@ def test_a_new_link_mail_does_not_promise_that_earlier_links_work(app, admin, ma
 
 
 def test_a_handed_over_seat_does_not_keep_the_old_players_settings(app, admin):
-    from pbem.services import set_notify, set_timezone, take_vacation
+    from pbem.services.moves import set_notify, set_timezone, take_vacation
 
     _, tokens = new_game(app)
     with app.app_context():

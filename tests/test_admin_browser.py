@@ -22,8 +22,8 @@ sync_api = require_browser()
 from server import Mailbox, new_game, token_in
 from sqlmodel import select
 
-from pbem.db import reading
-from pbem.models import AuditEntry, OutboxMessage
+from pbem.ground.db import reading
+from pbem.ground.models import AuditEntry, OutboxMessage
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

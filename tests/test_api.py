@@ -16,9 +16,9 @@ from sqlalchemy import select
 from sqlmodel import SQLModel
 from werkzeug.serving import make_server
 
-import pbem.models  # noqa: F401  (the tables, for the database snapshot)
-from pbem.db import get_engine
-from pbem.services import UNKNOWN_LINK, create_game, parse_player
+import pbem.ground.models  # noqa: F401  (the tables, for the database snapshot)
+from pbem.ground.db import get_engine
+from pbem.services.moves import UNKNOWN_LINK, create_game, parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -210,8 +210,8 @@ def test_stale_turn_is_409_and_a_second_send_is_recognised(game):
 
 
 def test_a_paused_game_offers_no_moves_and_takes_none(game):
-    from pbem.db import writing
-    from pbem.models import PAUSED, Game
+    from pbem.ground.db import writing
+    from pbem.ground.models import PAUSED, Game
 
     app, client, tokens, mover, document = game
     with app.app_context(), writing() as session:
@@ -257,9 +257,9 @@ ILLEGAL = [
 
 def test_an_illegal_or_unreadable_move_is_422_with_the_engines_message(game):
     from engine import IllegalMoveError, NotationError, apply_move, parse_move
-    from pbem.db import reading
     from pbem.games import rules_for
-    from pbem.models import Game
+    from pbem.ground.db import reading
+    from pbem.ground.models import Game
 
     app, client, tokens, mover, document = game
     assert document["view"]["phase"] == "play"
@@ -501,9 +501,9 @@ def test_the_documented_answers_have_the_keys_of_real_answers(app, client):
 def finish_by_engine(app, game_id: int, seed: str) -> None:
     """Play a stored game to its end with random legal moves, straight through the engine."""
     from engine import apply_move, legal_moves
-    from pbem.db import writing
     from pbem.games import rules_for
-    from pbem.models import FINISHED, Game
+    from pbem.ground.db import writing
+    from pbem.ground.models import FINISHED, Game
 
     chooser = random.Random(seed)
     with app.app_context(), writing() as session:

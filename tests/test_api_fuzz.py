@@ -26,9 +26,9 @@ from server import finish_game, module_app
 from sqlalchemy import select
 from sqlmodel import SQLModel
 
-import pbem.models  # noqa: F401  (the tables, for the database snapshot)
-from pbem.db import get_engine
-from pbem.services import create_game, parse_player
+import pbem.ground.models  # noqa: F401  (the tables, for the database snapshot)
+from pbem.ground.db import get_engine
+from pbem.services.moves import create_game, parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -12,9 +12,9 @@ from server import field, module_app
 from sqlalchemy import select
 from sqlmodel import SQLModel
 
-import pbem.models  # noqa: F401  (the tables, for the database snapshot)
-from pbem.db import get_engine
-from pbem.services import UNKNOWN_LINK, create_game, parse_player
+import pbem.ground.models  # noqa: F401  (the tables, for the database snapshot)
+from pbem.ground.db import get_engine
+from pbem.services.moves import UNKNOWN_LINK, create_game, parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

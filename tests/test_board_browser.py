@@ -122,8 +122,8 @@ def test_the_history_shows_the_board_after_any_move(site, page):
 def _notations(app, game_id):
     from sqlmodel import select
 
-    from pbem.db import reading
-    from pbem.models import MoveRecord
+    from pbem.ground.db import reading
+    from pbem.ground.models import MoveRecord
 
     with app.app_context(), reading() as session:
         return [r.notation for r in session.exec(select(MoveRecord).where(

@@ -11,9 +11,9 @@ sync_api = require_browser()
 
 from sqlmodel import select
 
-from pbem.db import reading
-from pbem.jobs import run_jobs
-from pbem.models import Game, MoveRecord, Seat
+from pbem.ground.db import reading
+from pbem.ground.models import Game, MoveRecord, Seat
+from pbem.scheduler.jobs import run_jobs
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -12,13 +12,13 @@ from server import Mailbox, field, game_state, make_app, text_of
 from sqlmodel import select
 
 import engine
-from pbem import stewardship
-from pbem.db import reading
-from pbem.i18n import render
 from pbem.games import SetupProblem
-from pbem.jobs import run_jobs
-from pbem.models import FINISHED, AuditEntry, Game, MoveRecord, OutboxMessage, Seat
-from pbem.services import (
+from pbem.ground.db import reading
+from pbem.ground.i18n import render
+from pbem.ground.models import FINISHED, AuditEntry, Game, MoveRecord, OutboxMessage, Seat
+from pbem.scheduler.jobs import run_jobs
+from pbem.services import stewardship
+from pbem.services.moves import (
     NotFound,
     bot_player,
     create_game,

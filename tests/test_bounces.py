@@ -30,13 +30,13 @@ from test_hardening_processes import wait_for
 from test_mail_delivery import free_port, rows
 from test_mail_in import dovecot, imap_settings, mailbox  # noqa: F401  (fixtures)
 
-from pbem import bounces, stewardship
-from pbem.db import reading
-from pbem.inbox import handle_incoming
-from pbem.jobs import run_jobs
-from pbem.mailin import start_listener
-from pbem.models import FAILED, SENT, IncomingMail, MoveRecord, Seat
-from pbem.outbox import deliver_all_due
+from pbem.ground.db import reading
+from pbem.ground.models import FAILED, SENT, IncomingMail, MoveRecord, Seat
+from pbem.mailin.inbox import handle_incoming
+from pbem.mailin.listener import start_listener
+from pbem.scheduler.jobs import run_jobs
+from pbem.scheduler.outbox import deliver_all_due
+from pbem.services import bounces, stewardship
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -177,7 +177,7 @@ def test_a_bounce_from_postfix_marks_the_address_dead_and_the_organisers_hear_on
     listener = start_listener(app, HOST, listener_port)
     try:
         with app.app_context():
-            from pbem.services import create_game, parse_player
+            from pbem.services.moves import create_game, parse_player
 
             game = create_game([parse_player(f"Anna <anna@{PLAYERS_DOMAIN}>"),
                                 parse_player(f"Gone Player <{GONE}>"),

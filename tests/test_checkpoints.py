@@ -1,5 +1,5 @@
 """SQLite's WAL checkpoints, made by a thread of each process instead of inside a request's
-COMMIT (pbem.db.Checkpoints).
+COMMIT (pbem.ground.db.Checkpoints).
 
 What the WAL holds is read from its wal-index header in the -shm file (SQLite's file format,
 https://www.sqlite.org/walformat.html: mxFrame, the frames in the WAL, at byte 16; nBackfill,
@@ -23,8 +23,8 @@ from server import Databases, new_game, play_moves
 from sqlalchemy import update
 from sqlmodel import select
 
-from pbem import db
-from pbem.db import (
+from pbem.ground import db
+from pbem.ground.db import (
     AUTOCHECKPOINT_PAGES,
     checkpoints_for,
     get_engine,
@@ -34,7 +34,7 @@ from pbem.db import (
     writing,
     writing_rows,
 )
-from pbem.models import Game
+from pbem.ground.models import Game
 
 pytestmark = [pytest.mark.usefixtures("database"),
               pytest.mark.only_sqlite]  # checkpoints are SQLite's
@@ -253,7 +253,7 @@ def test_a_failing_checkpoint_is_logged_once_and_no_request_sees_it(app, monkeyp
             assert poll(lambda: checkpoints.commits == 0)
     finally:
         os.rename(path + ".moved", path)
-    warnings = [r for r in caplog.records if r.name == "pbem.db"]
+    warnings = [r for r in caplog.records if r.name == "pbem.ground.db"]
     assert len(warnings) == 1 and path in warnings[0].getMessage()
     assert "unable to open database file" in warnings[0].getMessage()
     made = checkpoints.checkpoints

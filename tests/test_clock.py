@@ -1,4 +1,4 @@
-"""The move clock (pbem.clock): deadlines that skip weekends and vacations, in any time zone.
+"""The move clock (pbem.ground.clock): deadlines that skip weekends and vacations, in any time zone.
 
 Examples are written in local wall time, which is what players see; the properties check the
 two functions against each other and against a slow count done a quarter of an hour at a time.
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.clock import add_running_time, format_local, running_time_between, zone
+from pbem.ground.clock import add_running_time, format_local, running_time_between, zone
 
 BERLIN = ZoneInfo("Europe/Berlin")
 HOUR, DAY = timedelta(hours=1), timedelta(days=1)

@@ -29,10 +29,10 @@ from sqlalchemy import func
 from sqlmodel import select
 
 import engine
-from pbem import schema
-from pbem.db import get_engine, reading
-from pbem.models import Game, MoveRecord, OutboxMessage, SeatKey
-from pbem.services import ServiceError, create_game, parse_player, submit_move
+from pbem.ground import schema
+from pbem.ground.db import get_engine, reading
+from pbem.ground.models import Game, MoveRecord, OutboxMessage, SeatKey
+from pbem.services.moves import ServiceError, create_game, parse_player, submit_move
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

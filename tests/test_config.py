@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pbem import create_app
-from pbem.config import SETTINGS, ConfigError, load_settings
+from pbem.ground.config import SETTINGS, ConfigError, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config.example.toml"

@@ -17,8 +17,8 @@ from fuzzing import junk, profile, text
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pbem.cli import cli
-from pbem.config import SETTINGS, ConfigError, load_settings
+from pbem.command import cli
+from pbem.ground.config import SETTINGS, ConfigError, load_settings
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.toml"
 

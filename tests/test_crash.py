@@ -36,9 +36,9 @@ from test_mail_delivery import Recorder, SmtpServer
 from test_processes import Cluster, _settings
 
 import engine
-from pbem.db import get_engine, reading, utcnow
-from pbem.models import QUEUED, SENDING, SENT, Game, MoveRecord, OutboxMessage, Seat
-from pbem.outbox import deliver_all_due, stuck_after
+from pbem.ground.db import get_engine, reading, utcnow
+from pbem.ground.models import QUEUED, SENDING, SENT, Game, MoveRecord, OutboxMessage, Seat
+from pbem.scheduler.outbox import deliver_all_due, stuck_after
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

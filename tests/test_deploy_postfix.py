@@ -45,9 +45,9 @@ from sqlalchemy import text
 from sqlmodel import func, select
 
 import engine
-from pbem.db import get_engine, reading
-from pbem.mailin import start_listener
-from pbem.models import IncomingMail, MoveRecord, OutboxMessage
+from pbem.ground.db import get_engine, reading
+from pbem.ground.models import IncomingMail, MoveRecord, OutboxMessage
+from pbem.mailin.listener import start_listener
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "deploy" / "postfix"
@@ -380,7 +380,7 @@ def test_a_database_outage_defers_the_reply_until_it_is_back(postfix):
 
 def test_with_the_mail_listener_running_the_pipe_hands_the_reply_over(postfix, caplog):
     """The recipe's optional service: `pbem mail-listener` on [mail] listen_port. The pipe
-    then hands each mail to it instead of loading the server (pbem.mailpipe)."""
+    then hands each mail to it instead of loading the server (pbem.mailin.pipe)."""
     import logging
 
     caplog.set_level(logging.INFO, logger="pbem")
@@ -397,4 +397,4 @@ def test_with_the_mail_listener_running_the_pipe_hands_the_reply_over(postfix, c
         controller.stop()
     assert moves(app) == before + 1
     assert any(str(message["Message-ID"]) in r.getMessage() and ": applied" in r.getMessage()
-               for r in caplog.records if r.name == "pbem.inbox"), "handled by the listener"
+               for r in caplog.records if r.name == "pbem.mailin.inbox"), "handled by the listener"

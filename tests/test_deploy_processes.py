@@ -33,10 +33,10 @@ from sqlmodel import func, select
 from test_my_games import _games_token
 from test_pbem_cli import environment, free_port
 
-from pbem.db import reading
-from pbem.models import LoginFailure, MoveRecord, TalkMessage
-from pbem.stewardship import address_key
-from pbem.tokens import new_token
+from pbem.ground.db import reading
+from pbem.ground.models import LoginFailure, MoveRecord, TalkMessage
+from pbem.ground.tokens import new_token
+from pbem.services.stewardship import address_key
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -208,7 +208,7 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
     base = f"https://localhost:{https_port}"
     instance = tmp_path / "instance"
     app = make_app(instance, BASE_URL=base, SERVE_TRUSTED_PROXIES=1)
-    from pbem.stewardship import create_admin
+    from pbem.services.stewardship import create_admin
 
     with app.app_context():
         create_admin(ADMIN, PASSWORD)
@@ -291,9 +291,9 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
         assert keys_in(path.read_text(), secret) == [], f"a live key in {name}'s log"
     served = logs["web"].read_text()
     assert re.search(r'"POST /seat/\[hidden\]/move HTTP/1\.[01]" 303', served), served[-2000:]
-    assert re.search(r" INFO pbem\.services: move: game \d+ seat 1 .+ \(player, via web\)",
+    assert re.search(r" INFO pbem\.services\.moves: move: game \d+ seat 1 .+ \(player, via web\)",
                      served)
-    assert re.search(r" INFO pbem\.logs: web \(gunicorn worker\) \(process \d+\): settings "
+    assert re.search(r" INFO pbem\.ground\.logs: web \(gunicorn worker\) \(process \d+\): settings "
                      rf"from {re.escape(str(config))}", served)
     assert "refused a form" not in served, "a form was refused behind the proxy"
 
@@ -423,7 +423,7 @@ def test_serve_refuses_trusted_proxies_on_an_address_others_can_reach(tmp_path, 
 
 
 def test_loopback_names_are_told_from_others():
-    from pbem.cli import is_loopback
+    from pbem.cli.processes import is_loopback
 
     assert all(map(is_loopback, ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost"]))
     assert not any(map(is_loopback, ["0.0.0.0", "::", "192.0.2.1", "example.invalid", ""]))

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from server import field, legal_in, module_app, new_game
 
-from pbem import stewardship
-from pbem.admin import ACTIONS
+from pbem.services import stewardship
+from pbem.web.admin import ACTIONS
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

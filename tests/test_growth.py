@@ -16,9 +16,8 @@ import pytest
 from server import make_app, new_game, play_moves
 from sqlalchemy import event, insert, text
 
-from pbem.db import get_engine, utcnow, writing
-from pbem.jobs import run_jobs
-from pbem.models import (
+from pbem.ground.db import get_engine, utcnow, writing
+from pbem.ground.models import (
     DONE,
     SENT,
     TIMEOUT,
@@ -29,6 +28,7 @@ from pbem.models import (
     SeatKey,
     Timer,
 )
+from pbem.scheduler.jobs import run_jobs
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

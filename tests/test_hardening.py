@@ -18,11 +18,11 @@ from server import game_state, make_app, new_game, play_moves
 from sqlmodel import select
 from test_admin import add_admin, csrf_of, login
 
-from pbem import stewardship
-from pbem.db import reading, writing
 from pbem.games import SetupProblem
-from pbem.models import FAILED, Game, OutboxMessage, Seat
-from pbem.services import check_title, parse_player
+from pbem.ground.db import reading, writing
+from pbem.ground.models import FAILED, Game, OutboxMessage, Seat
+from pbem.services import stewardship
+from pbem.services.moves import check_title, parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -226,7 +226,7 @@ def slow_smtp():
 
 def test_a_timeout_after_data_leaves_the_mail_unknown_and_it_is_not_sent_twice(
         tmp_path, slow_smtp):
-    from pbem.outbox import deliver_all_due
+    from pbem.scheduler.outbox import deliver_all_due
 
     handler, port = slow_smtp
     app = make_app(tmp_path / "instance", MAIL_BACKEND="smtp", SMTP_HOST="127.0.0.1",
@@ -257,8 +257,8 @@ def test_a_timeout_after_data_leaves_the_mail_unknown_and_it_is_not_sent_twice(
 def test_answers_to_a_replaced_key_are_limited_per_day(tmp_path):
     from test_mail_replies import DOMAIN, fill, ingest, reply_key, start, text_of
 
-    from pbem.inbox import REVOKED_ANSWERS_PER_DAY
-    from pbem.stewardship import create_admin, new_link
+    from pbem.mailin.inbox import REVOKED_ANSWERS_PER_DAY
+    from pbem.services.stewardship import create_admin, new_link
 
     app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN)
     box, invitation, orders = start(app)
@@ -294,7 +294,7 @@ def test_a_chosen_seed_is_mixed_with_the_secret_key_and_the_stored_seed_replays(
     play_moves(app, tokens, 5)
     game, now = game_state(app, created.game_id)
     with reading(app) as db:
-        from pbem.models import MoveRecord
+        from pbem.ground.models import MoveRecord
 
         notations = [r.notation for r in db.exec(select(MoveRecord).order_by(MoveRecord.number))]
     assert engine.replay(now.players, game.seed, notations, now.board, now.start) == now
@@ -325,7 +325,7 @@ def test_games_dealt_from_a_plain_seed_before_keep_replaying_identically(tmp_pat
         stewardship.take_back(admin, created.game_id, "a slip")
     game, taken_back = game_state(after, created.game_id)
     with reading(after) as db:
-        from pbem.models import MoveRecord
+        from pbem.ground.models import MoveRecord
 
         notations = [r.notation for r in db.exec(select(MoveRecord).order_by(MoveRecord.number))]
     assert 0 < len(notations) < 4 and game.seed == "48213"  # the last turn was taken back
@@ -351,7 +351,7 @@ def test_the_form_and_the_cli_say_how_the_seed_is_used(tmp_path):
 def test_sqlite_synchronous_is_a_setting(tmp_path, setting, pragma):
     from sqlalchemy import text
 
-    from pbem.db import get_engine
+    from pbem.ground.db import get_engine
 
     config = {} if setting is None else {"SQLITE_SYNCHRONOUS": setting}
     app = make_app(tmp_path / "instance", **config)
@@ -370,7 +370,7 @@ def test_a_wrong_synchronous_value_is_refused_by_name(tmp_path):
 # --- 12: superseded seat links expire after a documented time ---------------------------------
 
 def _keys_of(app, seat_number: int = 0):
-    from pbem.models import SeatKey
+    from pbem.ground.models import SeatKey
 
     with reading(app) as db:
         return db.exec(select(SeatKey).join(Seat, Seat.id == SeatKey.seat_id)
@@ -379,7 +379,7 @@ def _keys_of(app, seat_number: int = 0):
 
 def _age_keys(app, days: float, seat_number: int = 0, skip_first: bool = True) -> None:
     """Make the seat's keys (but its first) look `days` older."""
-    from pbem.models import SeatKey
+    from pbem.ground.models import SeatKey
 
     with writing(app) as db:
         for key in _keys_of(app, seat_number)[1 if skip_first else 0:]:

@@ -20,7 +20,7 @@ import requests
 from server import database_url, make_app
 from test_pbem_cli import environment, free_port
 
-from pbem import stewardship
+from pbem.services import stewardship
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -144,9 +144,10 @@ def test_a_sender_killed_mid_batch_loses_nothing_and_sends_nothing_recorded_twic
     from server import new_game
     from sqlmodel import select
 
-    from pbem.db import reading
-    from pbem.models import SENDING, SENT, OutboxMessage
-    from pbem.outbox import STUCK_AFTER, deliver_all_due
+    from pbem.ground.db import reading
+    from pbem.ground.models import SENDING, SENT, OutboxMessage
+    from pbem.scheduler.outbox import deliver_all_due
+    from pbem.services.health import STUCK_AFTER
 
     handler = SlowServer(pause=0.25)
     controller = Controller(handler, hostname="127.0.0.1", port=free_port(), ready_timeout=60)
@@ -207,9 +208,9 @@ def scheduler_left_nothing_half_done(app) -> list:
     """Timers left claimed, mail left sending, games whose timed-out seat is still to move."""
     from sqlmodel import select
 
-    from pbem.db import reading
     from pbem.games import rules_for
-    from pbem.models import CLAIMED, SENDING, Game, MoveRecord, OutboxMessage, Seat, Timer
+    from pbem.ground.db import reading
+    from pbem.ground.models import CLAIMED, SENDING, Game, MoveRecord, OutboxMessage, Seat, Timer
 
     problems = []
     with reading(app) as db:
@@ -231,8 +232,8 @@ def scheduler_left_nothing_half_done(app) -> list:
 def timeouts_done(app) -> int:
     from sqlmodel import func, select
 
-    from pbem.db import reading
-    from pbem.models import DONE, TIMEOUT, Timer
+    from pbem.ground.db import reading
+    from pbem.ground.models import DONE, TIMEOUT, Timer
 
     with reading(app) as db:
         return db.exec(select(func.count()).select_from(Timer).where(
@@ -269,7 +270,7 @@ def test_sigterm_lets_the_scheduler_finish_the_turn_in_hand_and_give_back_the_re
     assert 1 <= done < games, "stopped in the middle of the batch"
 
     # The next scheduler run plays the rest at once (nothing waits for a stale claim).
-    from pbem.jobs import run_jobs
+    from pbem.scheduler.jobs import run_jobs
 
     run_jobs(app)
     assert timeouts_done(app) == games and scheduler_left_nothing_half_done(app) == []
@@ -351,7 +352,7 @@ def test_processes_migrating_one_new_database_together_each_find_it_up_to_date(t
     transaction."""
     import multiprocessing
 
-    from pbem import schema
+    from pbem.ground import schema
 
     context = multiprocessing.get_context("spawn")
     for round_ in range(2):

@@ -21,12 +21,12 @@ from server import field, make_app
 from sqlmodel import select
 
 from engine import from_json, to_json
-from pbem import mail
-from pbem.db import reading, writing
-from pbem.i18n import render
 from pbem.games import rules_for
-from pbem.models import DigestItem, Game, MoveRecord, OutboxMessage, Seat
-from pbem.services import create_game, parse_player, submit_move
+from pbem.ground.db import reading, writing
+from pbem.ground.i18n import render
+from pbem.ground.models import DigestItem, Game, MoveRecord, OutboxMessage, Seat
+from pbem.services import mail
+from pbem.services.moves import create_game, parse_player, submit_move
 
 from helpers import redealt
 

@@ -1,4 +1,4 @@
-"""pbem.i18n's gettext/ngettext, which keep the catalog per context, translate as Flask-Babel
+"""pbem.ground.i18n's gettext/ngettext, which keep the catalog per context, translate as Flask-Babel
 does: the locale selector's language, `force_locale` inside and back outside, `refresh`, and
 the same words in templates and in Python code.
 
@@ -13,7 +13,8 @@ from babel.messages.mofile import write_mo
 from flask import render_template_string
 from flask_babel import force_locale, refresh
 
-from pbem import create_app, i18n
+from pbem import create_app
+from pbem.ground import i18n
 
 
 @pytest.fixture

@@ -21,9 +21,9 @@ from server import Mailbox, field, module_app, new_game
 from sqlalchemy import select
 from sqlmodel import SQLModel
 
-import pbem.models  # noqa: F401  (the tables, for the database snapshot)
-from pbem.db import get_engine
-from pbem.inbox import KEY_ADDRESS, handle_incoming
+import pbem.ground.models  # noqa: F401  (the tables, for the database snapshot)
+from pbem.ground.db import get_engine
+from pbem.mailin.inbox import KEY_ADDRESS, handle_incoming
 
 DOMAIN = "games.example.org"
 SEAT_ADDRESS = "p0@example.org"  # seat 0 starts (start=0): its key is the real one

@@ -1,4 +1,4 @@
-"""JSON answers (pbem.web.FastJSON, orjson) read back as the same values Flask's own provider
+"""JSON answers (pbem.web.site.FastJSON, orjson) read back as the same values Flask's own provider
 writes: sorted keys, dates and dataclasses through Flask's default, numbers orjson cannot
 write through the standard library."""
 
@@ -11,7 +11,7 @@ from flask.json.provider import DefaultJSONProvider
 from markupsafe import Markup
 
 from pbem import create_app
-from pbem.web import FastJSON
+from pbem.web.site import FastJSON
 
 
 @dataclass

@@ -132,10 +132,10 @@ def test_the_arena_command_line_for_knights_and_castles():
 def test_computer_players_take_seats_and_play_a_game_to_its_end(tmp_path):
     """Server seats: a 3-player game with a greedy and a random computer player and one person
     who never moves plays to its end through the scheduler, each bot move logged as a bot's."""
-    from pbem.db import reading
-    from pbem.jobs import run_jobs
-    from pbem.models import Game, MoveRecord
-    from pbem.services import bot_player, create_game, parse_player
+    from pbem.ground.db import reading
+    from pbem.ground.models import Game, MoveRecord
+    from pbem.scheduler.jobs import run_jobs
+    from pbem.services.moves import bot_player, create_game, parse_player
 
     app = make_app(tmp_path / "instance", SCHEDULER_OUTAGE_MINUTES=100000)
     now = datetime(2026, 11, 24, 12, tzinfo=UTC)

@@ -13,10 +13,10 @@ from server import new_game
 from sqlmodel import select
 
 import engine.knights_castles as kc
-from pbem.db import reading
 from pbem.games import rules_for
-from pbem.models import Game, MoveRecord
-from pbem.services import submit_move
+from pbem.ground.db import reading
+from pbem.ground.models import Game, MoveRecord
+from pbem.services.moves import submit_move
 
 RULES = rules_for("knights-castles")
 

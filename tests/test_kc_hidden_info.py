@@ -19,10 +19,10 @@ from test_kc_view import redeal
 
 import engine.knights_castles as kc
 from engine.knights_castles.rules import replace
-from pbem.db import reading, writing
 from pbem.games import rules_for
-from pbem.models import Game
-from pbem.services import create_game, parse_player, submit_move
+from pbem.ground.db import reading, writing
+from pbem.ground.models import Game
+from pbem.services.moves import create_game, parse_player, submit_move
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

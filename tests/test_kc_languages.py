@@ -11,15 +11,20 @@ import re
 import pytest
 from server import Mailbox, field, make_app, text_of
 from sqlmodel import select
-from test_three_languages import _newest_key, _reply, _unwanted, mails_in_own_language
-from test_three_languages import english_fragments  # noqa: F401  (a fixture)
+from test_three_languages import (
+    _newest_key,
+    _reply,
+    _unwanted,
+    english_fragments,  # noqa: F401  (a fixture)
+    mails_in_own_language,
+)
 
 import engine.knights_castles as kc
 from engine.knights_castles.moves import CARD_NAMES
-from pbem.db import reading
-from pbem.inbox import handle_incoming
-from pbem.models import Game, MoveRecord
-from pbem.services import PlayerSpec, create_game, submit_move
+from pbem.ground.db import reading
+from pbem.ground.models import Game, MoveRecord
+from pbem.mailin.inbox import handle_incoming
+from pbem.services.moves import PlayerSpec, create_game, submit_move
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

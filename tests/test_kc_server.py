@@ -15,10 +15,10 @@ from sqlmodel import select
 
 import engine.knights_castles as kc
 from engine.knights_castles.cards import DISASTER, INVASION, KINDS
-from pbem.db import reading
 from pbem.games import rules_for
-from pbem.jobs import run_jobs
-from pbem.models import Game, MoveRecord
+from pbem.ground.db import reading
+from pbem.ground.models import Game, MoveRecord
+from pbem.scheduler.jobs import run_jobs
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -294,8 +294,7 @@ def test_the_admin_form_creates_a_knights_and_castles_game_and_shows_its_state(t
 def test_replies_by_mail_play_a_turn_and_answer_an_offer(tmp_path):
     """Replies: the starter plays by replying to its invitation; an offer asks the other seat
     by mail, and its reply 'accept' answers it; then the starter is told it is its move again."""
-    from test_mail_replies import (DOMAIN, answers, fill, ingest, moves, newest_with_key,
-                                   reply_key)
+    from test_mail_replies import DOMAIN, answers, fill, ingest, moves, newest_with_key, reply_key
 
     app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN)
     box = Mailbox(app)
@@ -335,8 +334,8 @@ def test_your_turn_mails_tell_everything_since_the_seats_last_move(tmp_path, mon
     """A your-turn mail's news is every move since the seat last moved, however many moves the
     turns between were and whoever made them (a Knights & Castles turn is many moves; a loss
     or an answer is another seat's move within it)."""
-    from pbem import mail
-    from pbem.services import submit_move
+    from pbem.services import mail
+    from pbem.services.moves import submit_move
 
     app = make_app(tmp_path / "instance")
     _, tokens = new_game(app, 3, "kc-news", kind="knights-castles")

@@ -13,11 +13,11 @@ from server import Mailbox, field, make_app, text_of
 from sqlmodel import select
 from test_languages import new_game_form
 
-from pbem.db import reading
-from pbem.inbox import KEY_ADDRESS, handle_incoming
-from pbem.jobs import run_jobs
-from pbem.models import Game
-from pbem.services import PlayerSpec, create_game
+from pbem.ground.db import reading
+from pbem.ground.models import Game
+from pbem.mailin.inbox import KEY_ADDRESS, handle_incoming
+from pbem.scheduler.jobs import run_jobs
+from pbem.services.moves import PlayerSpec, create_game
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -9,10 +9,10 @@ import pytest
 from server import field, html_of, text_of
 from sqlmodel import select
 
-from pbem.db import reading
-from pbem.models import Seat
-from pbem.services import create_game, parse_player
-from pbem.stewardship import create_admin
+from pbem.ground.db import reading
+from pbem.ground.models import Seat
+from pbem.services.moves import create_game, parse_player
+from pbem.services.stewardship import create_admin
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -15,7 +15,7 @@ import secrets
 import pytest
 from server import field, make_app, new_game
 
-from pbem import turnfile
+from pbem.services import turnfile
 
 
 class Counting:

@@ -21,11 +21,11 @@ import pytest
 from server import game_state, new_game
 from test_pbem_cli import environment
 
-from pbem import logs
-from pbem.db import utcnow
-from pbem.jobs import run_jobs
-from pbem.services import submit_move
-from pbem.tokens import new_token
+from pbem.ground import logs
+from pbem.ground.db import utcnow
+from pbem.ground.tokens import new_token
+from pbem.scheduler.jobs import run_jobs
+from pbem.services.moves import submit_move
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -90,7 +90,7 @@ def test_any_loggers_line_is_masked_and_formatted_once_set_up(root_logging, monk
     assert key not in text
     lines = [line for line in text.splitlines() if LINE.match(line)]
     assert [line.split(" ", 3)[2:] for line in lines] == [
-        ["INFO", (f"pbem.logs: test (process {os.getpid()}): no settings file (PBEM_CONFIG "
+        ["INFO", (f"pbem.ground.logs: test (process {os.getpid()}): no settings file (PBEM_CONFIG "
                   "is not set): built-in defaults and PBEM_* variables; log level INFO")],
         ["WARNING", "somebody.else: a link: https://x.example/invite/[hidden]"],
         ["ERROR", "pbem.x: failed"]]
@@ -118,10 +118,10 @@ def test_a_command_logs_time_level_logger_and_the_settings_it_read(tmp_path):
     first = done.stderr.splitlines()[0]
     assert LINE.match(first), first
     assert all(LINE.match(line) for line in done.stderr.splitlines() if "INFO" in line)
-    assert re.search(r" INFO pbem\.logs: run-jobs \(process \d+\): no settings file "
+    assert re.search(r" INFO pbem\.ground\.logs: run-jobs \(process \d+\): no settings file "
                      r"\(PBEM_CONFIG is not set\)", first)
     done = _pbem(tmp_path, "pause", "1", PBEM_LOG_LEVEL="DEBUG")
-    assert re.search(r" DEBUG pbem\.logs: pause \(process \d+\): no settings file", done.stderr)
+    assert re.search(r" DEBUG pbem\.ground\.logs: pause \(process \d+\): no settings file", done.stderr)
     config = tmp_path / "config.toml"
     config.write_text('[log]\nlevel = "DEBUG"\n')
     done = _pbem(tmp_path, "run-jobs", PBEM_CONFIG=str(config))
@@ -156,12 +156,12 @@ def test_each_move_and_timeout_is_logged_at_info_without_its_key(app, caplog):
 
         move = str(engine.legal_moves(game_state(app)[1])[0])
         submit_move(tokens[0], move, game.turn, via="web")
-    moves = [r.getMessage() for r in caplog.records if r.name == "pbem.services"]
+    moves = [r.getMessage() for r in caplog.records if r.name == "pbem.services.moves"]
     assert moves == [f"move: game 1 seat 1 {move} (player, via web)"]
     caplog.clear()
     run_jobs(app, utcnow() + timedelta(days=30), simulated=True)
-    lines = [r.getMessage() for r in caplog.records if r.name in ("pbem.jobs",
-                                                                  "pbem.services")]
+    lines = [r.getMessage() for r in caplog.records if r.name in ("pbem.scheduler.jobs",
+                                                                  "pbem.services.moves")]
     assert any(re.fullmatch(r"timeout: game 1 seat \d missed its deadline; \d+ default "
                             r"move\(s\) played", line) for line in lines), lines
     assert any(re.fullmatch(r"move: game 1 seat \d .+ \(timeout, via scheduler\)", line)
@@ -182,7 +182,7 @@ def test_the_schedulers_mail_helpers_log_as_it_does(tmp_path):
                                      stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 600  # a busy machine: the helpers start slowly
-        while not re.search(r" INFO pbem\.logs: mail helper \(process \d+\): no settings file",
+        while not re.search(r" INFO pbem\.ground\.logs: mail helper \(process \d+\): no settings file",
                             log.read_text()):
             assert scheduler.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
@@ -190,5 +190,5 @@ def test_the_schedulers_mail_helpers_log_as_it_does(tmp_path):
     finally:
         scheduler.terminate()
         scheduler.wait(60)
-    assert re.search(r" INFO pbem\.logs: scheduler \(process \d+\): no settings file",
+    assert re.search(r" INFO pbem\.ground\.logs: scheduler \(process \d+\): no settings file",
                      log.read_text())

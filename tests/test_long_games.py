@@ -1,5 +1,5 @@
 """Long games: what a page, an API answer or a mail says about turns is read without going
-through the whole log (pbem.turns counts in the database), and says the same as counting the
+through the whole log (pbem.services.turns counts in the database), and says the same as counting the
 whole log move by move would.
 
 A game is played past the API's fifty log entries, so the entries shown start in the middle
@@ -11,13 +11,13 @@ import random
 import pytest
 from server import module_app, new_game, play_moves
 
-from pbem import turns
-from pbem.api import API_LOG
-from pbem.db import reading, writing
 from pbem.games import rules_for
-from pbem.models import Game, MoveRecord
-from pbem.services import load_seat
-from pbem.web import turn_number_of
+from pbem.ground.db import reading, writing
+from pbem.ground.models import Game, MoveRecord
+from pbem.services import turns
+from pbem.services.moves import load_seat
+from pbem.web.api import API_LOG
+from pbem.web.site import turn_number_of
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -18,11 +18,11 @@ from test_mail_in import HOST, free_port
 from test_mail_replies import DOMAIN, fill, ingest, reply_key, snapshot, start
 from test_start import INVITE, MANAGE, form, link_in, post_page
 
-from pbem.db import reading
-from pbem.inbox import KEY_ADDRESS, handle_incoming
-from pbem.mailin import start_listener
-from pbem.models import IncomingMail, OutboxMessage, SeatKey, TalkMessage
-from pbem.tokens import hash_token
+from pbem.ground.db import reading
+from pbem.ground.models import IncomingMail, OutboxMessage, SeatKey, TalkMessage
+from pbem.ground.tokens import hash_token
+from pbem.mailin.inbox import KEY_ADDRESS, handle_incoming
+from pbem.mailin.listener import start_listener
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -70,7 +70,7 @@ def test_an_automatic_reply_is_never_applied_posted_or_answered(app, route, name
 
 def test_an_automatic_reply_to_a_message_is_not_posted(app):
     """"I am away until Monday", sent to a table-talk mail's key, reaches no player."""
-    from pbem.talk import post_message
+    from pbem.services.talk import post_message
 
     _, tokens = new_game(app, 3, "talk", start=0)
     with app.app_context():
@@ -143,8 +143,8 @@ def test_a_friend_flipping_accept_and_decline_tells_the_starter_once(tmp_path):
     only after DECLINE_NEWS_HOURS. The starter's page always shows the answer as it is."""
     from datetime import timedelta
 
-    from pbem import start as starting
-    from pbem.db import utcnow
+    from pbem.ground.db import utcnow
+    from pbem.services import starting
 
     app = make_app(tmp_path / "instance", GAMES_OPEN_CREATION=True)
     client = app.test_client()
@@ -223,7 +223,7 @@ def test_malformed_headers_never_crash_the_reader(app, headers):
 def test_the_reply_address_holds_no_seat_link(app, client):
     """The Reply-To's key is not the link's token: it opens no page, and the link's token
     is no reply address. Replaced links take their reply keys along."""
-    from pbem.stewardship import create_admin, new_link
+    from pbem.services.stewardship import create_admin, new_link
 
     _box, invitation, orders = start(app)
     reply = KEY_ADDRESS.search(str(invitation["Reply-To"])).group(1)
@@ -247,7 +247,7 @@ def test_reply_addresses_mailed_before_the_upgrade_keep_working(app):
     link's own token, which still works there, and only there."""
     from sqlalchemy import update
 
-    from pbem.db import writing
+    from pbem.ground.db import writing
 
     _box, invitation, orders = start(app)
     link = text_of(invitation).split("/seat/")[1][:32]

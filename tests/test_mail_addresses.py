@@ -1,4 +1,4 @@
-"""Mail addresses written for the outbox (pbem.mail.formatted_address): a plain address and
+"""Mail addresses written for the outbox (pbem.services.mail.formatted_address): a plain address and
 name written directly, exactly as the standard library's Address writes them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from email.headerregistry import Address
 
 import pytest
 
-from pbem.mail import formatted_address, one_line
+from pbem.services.mail import formatted_address, one_line
 
 NAMES = ["Player 1", "Anna", "", "Jürgen Groß", "J. Smith", 'Ann "the fox" Lee', "Bob (club)",
          "a,b", "x:y", "semi;colon", "at@name", "back\\slash", "[br]", "tab\there", "<angle>",

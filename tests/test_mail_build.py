@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.mail import formatted_address, one_line
-from pbem.models import OutboxMessage
-from pbem.outbox import build_message
+from pbem.ground.models import OutboxMessage
+from pbem.scheduler.outbox import build_message
+from pbem.services.mail import formatted_address, one_line
 
 SENDER = "Kardinal & König <pbem@example.org>"
 WHEN = datetime(2030, 1, 7, 12, 0, tzinfo=UTC)
@@ -140,7 +140,7 @@ def test_message_ids_owe_nothing_to_the_global_random(tmp_path, monkeypatch):
 
     from server import make_app
 
-    from pbem.mail import new_message_id
+    from pbem.services.mail import new_message_id
 
     app = make_app(tmp_path / "instance", MAIL_FROM="Judge <judge@games.example.org>")
     monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
@@ -160,7 +160,7 @@ def test_no_header_is_parsed_by_the_library_on_the_way_out(monkeypatch):
     import json
 
     from pbem.games import rules_for
-    from pbem.outbox import WIRE
+    from pbem.scheduler.outbox import WIRE
 
     rules = rules_for("kardinal-koenig")
     state = rules.new_state(["yellow", "red", "green"], "no-parse", None)
@@ -207,7 +207,7 @@ def test_a_picture_s_base64_lines_are_the_library_s(size):
     import base64
     import os
 
-    from pbem.outbox import _base64_lines
+    from pbem.scheduler.outbox import _base64_lines
 
     data = os.urandom(size)
     text, wire = _base64_lines.__wrapped__(data)

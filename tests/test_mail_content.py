@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from server import field, game_state, html_of, new_game, play_moves, text_of, token_in
 
-from pbem.db import utcnow
-from pbem.outbox import deliver_all_due
+from pbem.ground.db import utcnow
+from pbem.scheduler.outbox import deliver_all_due
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -169,8 +169,8 @@ def test_sent_mail_keeps_no_link_in_the_database(app, mailbox):
     """Once delivered, the stored copy of a mail no longer holds the seat's secret."""
     from sqlmodel import select
 
-    from pbem.db import reading
-    from pbem.models import OutboxMessage
+    from pbem.ground.db import reading
+    from pbem.ground.models import OutboxMessage
 
     _, tokens = new_game(app, 3, "redact")
     mailbox.deliver()
@@ -191,8 +191,8 @@ def test_a_title_that_could_break_a_mail_header_is_refused(app):
             new_game(app, 3, "title", title=title)
     from sqlmodel import func, select
 
-    from pbem.db import reading
-    from pbem.models import Game
+    from pbem.ground.db import reading
+    from pbem.ground.models import Game
 
     with app.app_context(), reading() as session:
         assert session.exec(select(func.count()).select_from(Game)).one() == 0
@@ -309,8 +309,8 @@ def test_the_html_mail_shows_the_board_once_with_its_picture(app, mailbox):
     assert pictures[0] != pictures[1], "the picture after the first turn shows its pieces"
     from sqlmodel import select
 
-    from pbem.db import reading
-    from pbem.models import OutboxMessage
+    from pbem.ground.db import reading
+    from pbem.ground.models import OutboxMessage
 
     with app.app_context(), reading() as session:
         assert all(r.picture_json is None for r in session.exec(select(OutboxMessage))

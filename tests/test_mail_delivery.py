@@ -25,10 +25,11 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 from server import LINK, make_app
 from sqlmodel import select
 
-from pbem.db import reading, writing
-from pbem.models import FAILED, QUEUED, SENDING, SENT, OutboxMessage
-from pbem.outbox import REDACTED, STUCK_AFTER, deliver_all_due, deliver_queued
-from pbem.services import create_game, parse_player
+from pbem.ground.db import reading, writing
+from pbem.ground.models import FAILED, QUEUED, SENDING, SENT, OutboxMessage
+from pbem.scheduler.outbox import REDACTED, deliver_all_due, deliver_queued
+from pbem.services.health import STUCK_AFTER
+from pbem.services.moves import create_game, parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -30,10 +30,10 @@ from sqlmodel import select
 from test_hardening_processes import SlowServer, is_running, wait_for
 from test_pbem_cli import environment, free_port
 
-from pbem import outbox, senders
-from pbem.db import BUSY_TIMEOUT_SECONDS, get_engine, reading
-from pbem.jobs import run_jobs
-from pbem.models import QUEUED, SENDING, SENT, OutboxMessage
+from pbem.ground.db import BUSY_TIMEOUT_SECONDS, get_engine, reading
+from pbem.ground.models import QUEUED, SENDING, SENT, OutboxMessage
+from pbem.scheduler import outbox, senders
+from pbem.scheduler.jobs import run_jobs
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -191,8 +191,7 @@ def test_the_scheduler_starts_its_helpers_with_it_and_a_sigterm_ends_them(tmp_pa
 
 
 def test_warm_up_draws_the_bare_boards_of_each_number_of_players(app):
-    from pbem import picture
-    from pbem.games import rules_for
+    from pbem.games import picture, rules_for
 
     picture._board.cache_clear()
     picture._bare_board.cache_clear()
@@ -259,7 +258,7 @@ def test_a_scheduler_run_delivers_a_backlog_with_helpers_over_smtp_each_mail_onc
         now = datetime.now(UTC)
         backlog = senders.HELP_FROM + 50
         queue_mails(app, backlog, now - timedelta(minutes=1))
-        with caplog.at_level(logging.INFO, logger="pbem.senders"):
+        with caplog.at_level(logging.INFO, logger="pbem.scheduler.senders"):
             counts = run_jobs(app, now)
     finally:
         controller.stop()
@@ -457,7 +456,7 @@ def test_a_burst_of_timeouts_hands_its_mail_to_the_helper_between_its_transactio
         new_game(app, 3, seed, now=created)
     with app.app_context(), reading() as db:
         invitations = len(db.exec(select(OutboxMessage)).all())
-    with caplog.at_level(logging.DEBUG, logger="pbem.senders"):
+    with caplog.at_level(logging.DEBUG, logger="pbem.scheduler.senders"):
         # A moment ahead: the mail the timeouts queue is due at it (as at a real run's next).
         counts = run_jobs(app, datetime.now(UTC) + timedelta(minutes=1))
     assert counts["timeouts"] == 4

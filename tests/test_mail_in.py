@@ -29,10 +29,10 @@ from server import Mailbox, game_state, make_app, new_game
 from sqlmodel import func, select
 
 import engine
-from pbem.db import reading
-from pbem.jobs import run_jobs
-from pbem.mailin import poll_imap, start_listener
-from pbem.models import IncomingMail, MoveRecord, OutboxMessage
+from pbem.ground.db import reading
+from pbem.ground.models import IncomingMail, MoveRecord, OutboxMessage
+from pbem.mailin.listener import poll_imap, start_listener
+from pbem.scheduler.jobs import run_jobs
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -367,7 +367,7 @@ def test_serve_and_scheduler_say_which_settings_they_read_and_warn_without_reply
         tmp_path, capsys, monkeypatch):
     """With real mail (SMTP) or an IMAP mailbox, a missing reply domain is warned about at
     start; the local demo set-up is not."""
-    from pbem.cli import check_settings
+    from pbem.ground.config import check_settings
 
     app = make_app(tmp_path / "instance")
     assert check_settings(app, "serve") is False

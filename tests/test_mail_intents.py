@@ -29,18 +29,18 @@ from server import (
 from sqlalchemy import event
 from sqlmodel import select
 
-from pbem import mail
-from pbem.db import get_engine, reading, utcnow
-from pbem.models import QUEUED, SENDING, SENT, OutboxMessage
-from pbem.outbox import (
+from pbem.ground.db import get_engine, reading, utcnow
+from pbem.ground.models import QUEUED, SENDING, SENT, OutboxMessage
+from pbem.scheduler.outbox import (
     REDACTED,
-    STUCK_AFTER,
     UNWRITTEN,
     LocalBackend,
     deliver_all_due,
     deliver_queued,
 )
-from pbem.services import set_language
+from pbem.services import mail
+from pbem.services.health import STUCK_AFTER
+from pbem.services.moves import set_language
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -137,7 +137,7 @@ def test_a_mail_that_cannot_be_written_stays_queued_logged_and_goes_later(tmp_pa
 
     monkeypatch.setitem(mail._COMPOSERS, "your_turn", broken)
     now = utcnow()
-    with caplog.at_level(logging.ERROR, logger="pbem.outbox"):
+    with caplog.at_level(logging.ERROR, logger="pbem.scheduler.outbox"):
         counts = deliver_all_due(app, now)
     assert counts == {"sent": 1, "retry": 1, "failed": 0, "unknown": 0}  # "moved" went
     (row,) = _rows(app, "your_turn")

@@ -22,9 +22,9 @@ from server import Mailbox, database_url, game_state, make_app, new_game
 from sqlmodel import func, select
 
 import engine
-from pbem.db import reading
-from pbem.mailin import start_listener
-from pbem.models import IncomingMail, MoveRecord, OutboxMessage
+from pbem.ground.db import reading
+from pbem.ground.models import IncomingMail, MoveRecord, OutboxMessage
+from pbem.mailin.listener import start_listener
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -154,8 +154,8 @@ def test_a_database_mid_upgrade_defers_the_mail(club):
     server): 75, saying what to do; once the versions agree, the same mail is applied."""
     from sqlalchemy import text
 
-    from pbem import schema
-    from pbem.db import get_engine
+    from pbem.ground import schema
+    from pbem.ground.db import get_engine
 
     raw = club.reply()
     with club.app.app_context():
@@ -222,7 +222,7 @@ def test_a_listener_that_cannot_reach_its_database_defers_the_pipe_mail(club, tm
     broken = make_app(tmp_path / "broken", MAIL_REPLY_DOMAIN=DOMAIN,
                       DATABASE_URL=database_url(tmp_path / "broken"))
     broken.config["DATABASE_URL"] = "unused"
-    from pbem import db
+    from pbem.ground import db
 
     broken.extensions["pbem_db"] = db.make_engine(
         f"postgresql+psycopg://pbem@{HOST}:{free_port()}/nowhere")
@@ -237,6 +237,6 @@ def test_a_listener_that_cannot_reach_its_database_defers_the_pipe_mail(club, tm
     assert b"451" in done.stderr
     assert club.counts()["MoveRecord"] == 0
     key = club.reply_to.split("+", 1)[1].split("@", 1)[0]
-    failed = [r for r in caplog.records if r.name == "pbem.mailin"]
+    failed = [r for r in caplog.records if r.name == "pbem.mailin.listener"]
     assert failed and "answered 451" in failed[-1].getMessage()
     assert key not in caplog.text

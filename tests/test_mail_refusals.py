@@ -17,10 +17,10 @@ from server import make_app
 from sqlmodel import select
 from test_mail_delivery import RETRY, new_game, rows, smtp_app
 
-from pbem import bounces, stewardship
-from pbem.db import reading
-from pbem.models import FAILED, QUEUED, SENT, OutboxMessage, Seat
-from pbem.outbox import deliver_all_due, deliver_queued
+from pbem.ground.db import reading
+from pbem.ground.models import FAILED, QUEUED, SENT, OutboxMessage, Seat
+from pbem.scheduler.outbox import deliver_all_due, deliver_queued
+from pbem.services import bounces, stewardship
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -238,7 +238,7 @@ def test_each_delivery_is_logged_without_links(tmp_path, server, caplog):
     caplog.set_level(logging.INFO, logger="pbem")
     deliver_queued(app, datetime.now(UTC))
     anna, bruno, clara = [r.id for r in rows(app) if r.kind == "invitation"]
-    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "pbem.outbox"]
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "pbem.scheduler.outbox"]
     assert (logging.INFO, f"mail {anna} (invitation, game {created.game_id}) sent") in lines
     assert any(level == logging.ERROR and message.startswith(
         f"mail {bruno} (invitation, game {created.game_id}) failed (attempt 1): ")
@@ -258,7 +258,7 @@ def test_the_local_folder_logs_each_mail_too(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="pbem")
     deliver_all_due(app, datetime.now(UTC))
     sent = [r.getMessage() for r in caplog.records
-            if r.name == "pbem.outbox" and r.levelno == logging.INFO]
+            if r.name == "pbem.scheduler.outbox" and r.levelno == logging.INFO]
     assert sorted(sent) == sorted(f"mail {r.id} (invitation, game {created.game_id}) sent"
                                   for r in rows(app))
     assert {r.status for r in rows(app)} == {SENT}

@@ -19,9 +19,9 @@ from server import Mailbox, game_state, make_app, new_game, text_of
 from sqlmodel import func, select
 
 import engine
-from pbem.db import reading
-from pbem.inbox import KEY_ADDRESS, Handled, handle_incoming
-from pbem.models import IncomingMail, MoveRecord, OutboxMessage
+from pbem.ground.db import reading
+from pbem.ground.models import IncomingMail, MoveRecord, OutboxMessage
+from pbem.mailin.inbox import KEY_ADDRESS, Handled, handle_incoming
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -260,7 +260,7 @@ def test_a_second_delivery_of_one_mail_changes_nothing(app, route):
 
 def test_a_reply_to_an_old_mail_is_stale(app):
     box, invitation, orders = start(app)
-    from pbem.services import submit_move
+    from pbem.services.moves import submit_move
 
     game, _ = game_state(app)
     with app.app_context():
@@ -325,7 +325,7 @@ def test_an_unknown_key_is_logged_and_answered_only_to_a_players_address(app, ro
     assert "not the reply address of a game" in " ".join(text_of(answer).split())
     assert key not in text_of(answer)
     warned = [r.getMessage() for r in caplog.records
-              if r.name == "pbem.inbox" and r.levelname == "WARNING"]
+              if r.name == "pbem.mailin.inbox" and r.levelname == "WARNING"]
     assert any(": unknown (no such key" in line for line in warned), warned
     assert not any(key in r.getMessage() for r in caplog.records)
     # Once a day; and never to a stranger.
@@ -339,7 +339,7 @@ def test_an_unknown_key_is_logged_and_answered_only_to_a_players_address(app, ro
 
 
 def test_a_replaced_key_gets_a_generic_answer_only_from_and_to_the_seats_address(app):
-    from pbem.stewardship import create_admin, new_link
+    from pbem.services.stewardship import create_admin, new_link
 
     box, invitation, orders = start(app)
     with app.app_context():
@@ -368,7 +368,7 @@ def test_a_replaced_key_gets_a_generic_answer_only_from_and_to_the_seats_address
 
 
 def test_a_reply_to_an_aborted_game_is_told_the_game_is_over(app):
-    from pbem.stewardship import abort_game, create_admin
+    from pbem.services.stewardship import abort_game, create_admin
 
     box, invitation, orders = start(app)
     with app.app_context():

@@ -12,9 +12,9 @@ from sqlmodel import select
 from test_mail_delivery import free_port
 from test_pbem_cli import pbem
 
-from pbem.db import utcnow, writing
-from pbem.models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
-from pbem.outbox import deliver_all_due
+from pbem.ground.db import utcnow, writing
+from pbem.ground.models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
+from pbem.scheduler.outbox import deliver_all_due
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

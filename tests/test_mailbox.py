@@ -93,7 +93,7 @@ def test_the_mailbox_answers_only_this_machine_unless_opened_to_others(tmp_path,
 
 
 def test_the_mailbox_pages_through_the_mail_without_reading_every_file(app, client, mailbox):
-    from pbem.mailbox import PAGE
+    from pbem.web.mailbox import PAGE
 
     for i in range(18):  # 54 invitations
         new_game(app, 3, f"page-{i}")
@@ -117,7 +117,7 @@ def test_the_mailbox_pages_through_the_mail_without_reading_every_file(app, clie
 
 
 def test_a_link_at_the_end_of_a_sentence_leaves_the_full_stop_out():
-    from pbem.mailbox import linkify
+    from pbem.web.mailbox import linkify
 
     html = str(linkify("This mail was sent by http://127.0.0.1:5000. See (http://x.org/a)."))
     assert '<a href="http://127.0.0.1:5000">http://127.0.0.1:5000</a>. See' in html

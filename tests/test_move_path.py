@@ -23,12 +23,14 @@ from sqlmodel import select
 
 import engine
 import engine.knights_castles as kc
-from pbem import i18n, services, stewardship, turns
-from pbem.api import API_LOG, _LogItems
-from pbem.db import get_engine, reading, reading_rows, utcnow, writing
 from pbem.games import ByState, MoveError, StateCache, rules_for
-from pbem.models import Game, MoveRecord
-from pbem.services import LogEntry, load_seat, submit_move
+from pbem.ground import i18n
+from pbem.ground.db import get_engine, reading, reading_rows, utcnow, writing
+from pbem.ground.models import Game, MoveRecord
+from pbem.services import moves as services
+from pbem.services import stewardship, turns
+from pbem.services.moves import LogEntry, load_seat, submit_move
+from pbem.web.api import API_LOG, _LogItems
 
 
 @pytest.mark.parametrize("kind", ["kardinal-koenig", "knights-castles"])
@@ -343,8 +345,8 @@ def test_a_turns_end_finds_the_games_waiting_timers_without_its_finished_ones(ap
     waiting timers, not by walking every timer the game ever had (three a turn)."""
     from sqlalchemy import insert
 
-    from pbem.deadlines import _OBSOLETE
-    from pbem.models import DONE, TIMEOUT, Timer
+    from pbem.ground.models import DONE, TIMEOUT, Timer
+    from pbem.services.deadlines import _OBSOLETE
 
     new_game(app, 3, "timers")
     past = utcnow() - timedelta(days=3)
@@ -378,8 +380,8 @@ def test_a_links_first_newer_key_is_found_in_one_step_among_many(app):
     the seat's keys in order (ix_seatkey_seat), not by walking every key made since."""
     from sqlalchemy import insert, update
 
-    from pbem.models import Seat, SeatKey
-    from pbem.tokens import hash_token
+    from pbem.ground.models import Seat, SeatKey
+    from pbem.ground.tokens import hash_token
 
     _, tokens = new_game(app, 3, "keys")
     now = utcnow()

@@ -16,11 +16,17 @@ from sqlalchemy import select as sa_select
 from sqlalchemy import text
 from sqlmodel import SQLModel, select
 
-import pbem.models  # noqa: F401  (every table, for the snapshot)
-from pbem.db import get_engine, get_row, reading, utcnow, writing
-from pbem.models import Game, PlayerKey, Seat, SeatKey
-from pbem.services import create_game, parse_player, revoke_seat_links
-from pbem.stewardship import create_admin, hand_over, hand_to_bot, new_link, revoke_games_links
+import pbem.ground.models  # noqa: F401  (every table, for the snapshot)
+from pbem.ground.db import get_engine, get_row, reading, utcnow, writing
+from pbem.ground.models import Game, PlayerKey, Seat, SeatKey
+from pbem.services.moves import create_game, parse_player, revoke_seat_links
+from pbem.services.stewardship import (
+    create_admin,
+    hand_over,
+    hand_to_bot,
+    new_link,
+    revoke_games_links,
+)
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -147,13 +153,14 @@ def test_the_key_is_kept_out_of_the_stored_mail_and_the_log(app, client, mailbox
     masks it."""
     _game(app, [ANNA, "Bruno <b@example.org>", "Chiara <c@example.org>"], "mine-6", "Cup")
     token = _games_token(mailbox, "anna@example.org")
-    from pbem.models import OutboxMessage
+    from pbem.ground.models import OutboxMessage
 
     with reading(app) as db:
         bodies = [m.text_body + m.html_body for m in db.exec(select(OutboxMessage))]
     assert bodies and not any(token in body for body in bodies)
-    from pbem.web import HideSeatSecrets
     import logging
+
+    from pbem.web.site import HideSeatSecrets
 
     record = logging.LogRecord("werkzeug", logging.INFO, "", 0, f'"GET /me/{token} HTTP/1.1"',
                                (), None)

@@ -22,9 +22,9 @@ from sqlalchemy import func, inspect
 from sqlmodel import select
 
 from pbem import create_app
-from pbem.db import get_engine, reading, writing
-from pbem.models import Game, OutboxMessage, Seat
-from pbem.services import game_seed
+from pbem.ground.db import get_engine, reading, writing
+from pbem.ground.models import Game, OutboxMessage, Seat
+from pbem.services.moves import game_seed
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -347,7 +347,7 @@ def test_serve_refuses_an_empty_database(tmp_path):
     done = pbem(tmp_path / "instance", "serve", "--port", str(free_port()))
     assert done.returncode == 1
     assert done.stdout == ""
-    # A service logs what settings it read first (pbem.logs); its error is one line.
+    # A service logs what settings it read first (pbem.ground.logs); its error is one line.
     lines = [line for line in done.stderr.splitlines() if not LOG_LINE.match(line)]
     assert len(lines) == 1 and INIT_DB in lines[0]
 
@@ -430,8 +430,8 @@ def test_mail_status_counts_the_outbox_and_lists_failures(app, runner):
     from server import new_game
     from sqlmodel import select
 
-    from pbem.db import writing
-    from pbem.models import OutboxMessage
+    from pbem.ground.db import writing
+    from pbem.ground.models import OutboxMessage
 
     new_game(app, 3, "status")
     with app.app_context(), writing() as session:

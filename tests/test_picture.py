@@ -1,4 +1,4 @@
-"""The mail's board picture (pbem.picture): the bare board rendered once per size, a position's
+"""The mail's board picture (pbem.games.picture): the bare board rendered once per size, a position's
 pieces drawn over a copy of it, in the game's palette of 256 colours, the same to the eye as
 rendering the whole SVG."""
 
@@ -16,9 +16,9 @@ import pytest
 from flask_babel import force_locale
 from PIL import Image, ImageChops
 
-from pbem import create_app, picture
-from pbem.games import rules_for
-from pbem.kept import Kept
+from pbem import create_app
+from pbem.games import picture, rules_for
+from pbem.ground.kept import Kept
 
 KIND = "kardinal-koenig"
 COLOURS = ["yellow", "red", "green", "blue", "purple"]
@@ -112,7 +112,7 @@ def test_the_kept_palette_holds_every_colour_of_the_sample(app):
     """pbem.games.picture_palettes is the palette of the game's sample (`picture_samples`: every
     player colour, every card colour face up): each colour of over FLAT_PIXELS of the sample's
     pixels (the fills of countries, pieces, cards, panel) is in it exactly, and each sample
-    picture is within the bound (else write the module anew: python3 -m pbem.picture)."""
+    picture is within the bound (else write the module anew: python3 -m pbem.games.picture)."""
     kept = picture._palette(KIND)
     rules = rules_for(KIND)
     samples = rules.picture_samples()
@@ -293,8 +293,8 @@ import json, sys
 from pathlib import Path
 
 import resvg_py
-from pbem import create_app, picture
-from pbem.games import rules_for
+from pbem import create_app
+from pbem.games import picture, rules_for
 
 folder, cases = Path(sys.argv[1]), json.loads(sys.argv[2])
 svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><text x="4" y="28" '
@@ -309,7 +309,7 @@ with create_app({"INSTANCE_PATH": str(folder / "instance"), "SECRET_KEY": "x"}).
 
 
 def pictures_with_fonts(tmp_path, fonts: str, cases: list) -> tuple[bool, list[bytes]]:
-    """`cases` (kind, state JSON, language) drawn by pbem.picture in a new process that sees
+    """`cases` (kind, state JSON, language) drawn by pbem.games.picture in a new process that sees
     only the fonts in the folder `fonts` (fontconfig's FONTCONFIG_FILE, which resvg reads for
     the installed fonts); and whether resvg by itself drew no text there (`sans-serif`)."""
     import json

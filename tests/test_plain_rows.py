@@ -1,4 +1,4 @@
-"""The move path's plain rows (pbem.rows): games and seats read with one Core statement and
+"""The move path's plain rows (pbem.ground.rows): games and seats read with one Core statement and
 written back column by column, beside the ORM objects the rest of the server uses.
 
 A plain row must read every column as the model does, write back exactly what changed, pass
@@ -17,8 +17,8 @@ from sqlalchemy import bindparam, event, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
-from pbem import mail
-from pbem.db import (
+from pbem.games import rules_for
+from pbem.ground.db import (
     Cached,
     cached_insert,
     get_engine,
@@ -28,11 +28,11 @@ from pbem.db import (
     writing,
     writing_rows,
 )
-from pbem.deadlines import start_clock
-from pbem.games import rules_for
-from pbem.models import PENDING, Game, OutboxMessage, Seat, SeatKey, Timer
-from pbem.rows import GameRow, SeatRow, write_changes
-from pbem.services import NotFound, _seat_game_seats, _seat_rows, submit_move
+from pbem.ground.models import PENDING, Game, OutboxMessage, Seat, SeatKey, Timer
+from pbem.ground.rows import GameRow, SeatRow, write_changes
+from pbem.services import mail
+from pbem.services.deadlines import start_clock
+from pbem.services.moves import NotFound, _seat_game_seats, _seat_rows, submit_move
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -314,8 +314,8 @@ def test_a_turn_played_in_the_callers_session_is_told_whole_in_its_mails(app):
 def test_a_read_of_plain_rows_sees_one_moment_on_sqlite(app):
     """reading_rows begins its transaction on the driver (BEGIN, sent straight to SQLite): a
     move committed meanwhile is not seen halfway through a page's reads."""
-    from pbem.db import get_engine as engine_of
-    from pbem.db import reading_rows
+    from pbem.ground.db import get_engine as engine_of
+    from pbem.ground.db import reading_rows
 
     if engine_of(app).dialect.name != "sqlite":
         pytest.skip("PostgreSQL reads each statement at its own moment (READ COMMITTED)")

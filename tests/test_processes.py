@@ -35,8 +35,8 @@ from sqlmodel import select
 from test_mail_delivery import SmtpServer, free_port
 
 import engine
-from pbem.db import BUSY_TIMEOUT_SECONDS, get_engine, reading, utcnow
-from pbem.models import (
+from pbem.ground.db import BUSY_TIMEOUT_SECONDS, get_engine, reading, utcnow
+from pbem.ground.models import (
     DONE,
     PENDING,
     REMINDER,

@@ -1,4 +1,4 @@
-"""The scheduler (`pbem.jobs.run_jobs`) driven by an injected clock: reminders, timeouts and the
+"""The scheduler (`pbem.scheduler.jobs.run_jobs`) driven by an injected clock: reminders, timeouts and the
 default move, absent seats, weekends, vacations, pauses, the outage guard, time zones, and
 `pbem run-jobs`.
 
@@ -21,12 +21,12 @@ from sqlalchemy import event
 from sqlmodel import select
 
 import engine
-from pbem.db import get_engine, reading
-from pbem.deadlines import TimeControl
 from pbem.games.kardinal_koenig import KardinalKoenig
-from pbem.jobs import _claim, handle_due_timers, run_jobs
-from pbem.models import PENDING, JobState, MoveRecord, OutboxMessage, Seat, Timer
-from pbem.services import extend_deadline, pause_game, resume_game, submit_move
+from pbem.ground.db import get_engine, reading
+from pbem.ground.models import PENDING, JobState, MoveRecord, OutboxMessage, Seat, Timer
+from pbem.scheduler.jobs import _claim, handle_due_timers, run_jobs
+from pbem.services.deadlines import TimeControl
+from pbem.services.moves import extend_deadline, pause_game, resume_game, submit_move
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -54,8 +54,8 @@ class Clock:
 def clock(monkeypatch):
     """The time the web pages and the services see when not given one."""
     fake = Clock(T0)
-    monkeypatch.setattr("pbem.services.utcnow", lambda: fake.now)
-    monkeypatch.setattr("pbem.seat.utcnow", lambda: fake.now)
+    monkeypatch.setattr("pbem.services.moves.utcnow", lambda: fake.now)
+    monkeypatch.setattr("pbem.web.seat.utcnow", lambda: fake.now)
     return fake
 
 
@@ -752,10 +752,10 @@ def test_a_timer_that_fails_changes_nothing_and_the_others_time_out(tmp_path, mo
     """Timers share write transactions, each in a savepoint of its own: one that fails half
     way (its move made, then an error) leaves its game as it was, is logged and kept claimed
     until its claim is given back; the timers around it stand."""
-    import pbem.jobs
+    import pbem.scheduler.jobs
 
     app = _games_due(tmp_path, 3)
-    real = pbem.jobs.submit_move
+    real = pbem.scheduler.jobs.submit_move
 
     def failing(*args, **kwargs):
         result = real(*args, **kwargs)
@@ -763,7 +763,7 @@ def test_a_timer_that_fails_changes_nothing_and_the_others_time_out(tmp_path, mo
             raise RuntimeError("the rules broke")
         return result
 
-    monkeypatch.setattr(pbem.jobs, "submit_move", failing)
+    monkeypatch.setattr(pbem.scheduler.jobs, "submit_move", failing)
     due = T0 + 72 * HOUR + MINUTE
     with caplog.at_level("ERROR"):
         counts = run_jobs(app, due)
@@ -784,10 +784,10 @@ def test_a_timer_that_fails_changes_nothing_and_the_others_time_out(tmp_path, mo
 
 def test_the_timers_of_a_claim_share_write_transactions_of_a_bounded_size(tmp_path,
                                                                          monkeypatch):
-    import pbem.jobs
+    import pbem.scheduler.jobs
 
     app = _games_due(tmp_path, 4)
-    monkeypatch.setattr(pbem.jobs, "TRANSACTION_SECONDS", 60)  # the count bounds them here
+    monkeypatch.setattr(pbem.scheduler.jobs, "TRANSACTION_SECONDS", 60)  # the count bounds them here
     app.config["SCHEDULER_TIMERS_PER_TRANSACTION"] = 5
     writes = []
 
@@ -828,12 +828,12 @@ def test_a_stop_asked_for_in_the_middle_of_a_transaction_ends_it_after_the_timer
         tmp_path, monkeypatch):
     """SIGTERM while a write transaction of timers is under way: the timer in hand is played
     to its end and committed with those before it; the rest of the claim goes back at once."""
-    import pbem.jobs
-    from pbem.outbox import stop_event
+    import pbem.scheduler.jobs
+    from pbem.scheduler.outbox import stop_event
 
     app = _games_due(tmp_path, 6)
     assert run_jobs(app, T0 + 71 * HOUR)["reminders"] == 12  # only the timeouts are left
-    real = pbem.jobs._act
+    real = pbem.scheduler.jobs._act
     acted = []
 
     def act(session, timer_id, claim, now):
@@ -843,7 +843,7 @@ def test_a_stop_asked_for_in_the_middle_of_a_transaction_ends_it_after_the_timer
             stop_event(app).set()  # as the SIGTERM handler does, during the second timer
         return counted
 
-    monkeypatch.setattr(pbem.jobs, "_act", act)
+    monkeypatch.setattr(pbem.scheduler.jobs, "_act", act)
     with app.app_context():
         counts = handle_due_timers(T0 + 72 * HOUR + MINUTE)
     assert counts["timeouts"] == 2 and acted == ["timeouts", "timeouts"]

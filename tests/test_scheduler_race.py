@@ -52,11 +52,9 @@ from server import (
 )
 from sqlmodel import select
 
-from pbem import jobs, outbox
-from pbem.db import get_engine, reading, utcnow
 from pbem.games import rules_for
-from pbem.jobs import run_jobs
-from pbem.models import (
+from pbem.ground.db import get_engine, reading, utcnow
+from pbem.ground.models import (
     CLAIMED,
     DONE,
     PENDING,
@@ -69,7 +67,9 @@ from pbem.models import (
     Seat,
     Timer,
 )
-from pbem.outbox import LocalBackend
+from pbem.scheduler import jobs, outbox
+from pbem.scheduler.jobs import run_jobs
+from pbem.scheduler.outbox import LocalBackend
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -9,14 +9,14 @@ import pytest
 from server import field, game_state, new_game
 from sqlmodel import select
 
-from pbem.db import reading, utcnow
-from pbem.models import Seat
+from pbem.ground.db import reading, utcnow
+from pbem.ground.models import Seat
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 
 def _berlin_game(app, seed):
-    from pbem.deadlines import time_control
+    from pbem.services.deadlines import time_control
 
     with app.app_context():
         time = time_control(72, "24,2", False, "Europe/Berlin")

@@ -23,8 +23,8 @@ from server import make_app, new_game
 from test_hardening_processes import is_running, wait_for
 from test_pbem_cli import environment
 
-from pbem.models import QUEUED, SENDING, UNKNOWN
-from pbem.outbox import deliver_queued
+from pbem.ground.models import QUEUED, SENDING, UNKNOWN
+from pbem.scheduler.outbox import deliver_queued
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -14,9 +14,9 @@ import pytest
 from server import Mailbox, field, finish_game, make_app, new_game, text_of
 from sqlmodel import func, select
 
-from pbem.db import reading, utcnow
-from pbem.jobs import run_jobs
-from pbem.models import Game, Invitation, OutboxMessage, Proposal, Seat
+from pbem.ground.db import reading, utcnow
+from pbem.ground.models import Game, Invitation, OutboxMessage, Proposal, Seat
+from pbem.scheduler.jobs import run_jobs
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -200,9 +200,9 @@ def test_the_final_mail_and_page_offer_a_rematch_with_the_same_players(app, clie
     created, tokens = new_game(app, 3, "rematch", start=0)
     finish_game(app, created.game_id, "rematch")
     with app.app_context():  # the final mails, as the last move would write them
-        from pbem import mail
-        from pbem.db import writing
         from pbem.games import rules_for
+        from pbem.ground.db import writing
+        from pbem.services import mail
 
         with writing() as session:
             game = session.get(Game, created.game_id)

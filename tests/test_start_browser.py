@@ -19,8 +19,8 @@ from sqlmodel import select
 from test_mail_replies import fill, ingest, reply_key
 from test_talk_browser import _write as _talk
 
-from pbem.db import reading
-from pbem.models import Game, Seat
+from pbem.ground.db import reading
+from pbem.ground.models import Game, Seat
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -10,15 +10,15 @@ import re
 from datetime import timedelta
 
 import pytest
-from server import Mailbox, field, game_state, make_app, new_game, text_of, html_of
+from server import Mailbox, field, game_state, html_of, make_app, new_game, text_of
 from sqlmodel import select
 from test_mail_replies import fill, ingest, reply_key
 
-from pbem.db import reading, utcnow
-from pbem.jobs import run_jobs
-from pbem.models import AuditEntry, MoveRecord, TalkMessage
-from pbem.stewardship import create_admin
-from pbem.talk import post_message
+from pbem.ground.db import reading, utcnow
+from pbem.ground.models import AuditEntry, MoveRecord, TalkMessage
+from pbem.scheduler.jobs import run_jobs
+from pbem.services.stewardship import create_admin
+from pbem.services.talk import post_message
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -314,8 +314,8 @@ def test_messages_travel_by_real_smtp_both_ways(tmp_path):
 
     from test_mail_delivery import SmtpServer
 
-    from pbem.mailin import start_listener
-    from pbem.outbox import deliver_all_due
+    from pbem.mailin.listener import start_listener
+    from pbem.scheduler.outbox import deliver_all_due
 
     outgoing = SmtpServer()
     outgoing.start()

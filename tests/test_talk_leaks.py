@@ -16,9 +16,9 @@ from sqlalchemy import update
 from sqlmodel import select
 from test_hidden_info import masked
 
-from pbem.db import reading, writing
-from pbem.models import Game, OutboxMessage, Seat, TalkMessage
-from pbem.talk import post_message
+from pbem.ground.db import reading, writing
+from pbem.ground.models import Game, OutboxMessage, Seat, TalkMessage
+from pbem.services.talk import post_message
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

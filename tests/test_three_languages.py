@@ -19,10 +19,10 @@ from server import Mailbox, game_state, html_of, make_app, text_of
 from sqlmodel import select
 
 import engine
-from pbem.db import reading
-from pbem.inbox import KEY_ADDRESS, handle_incoming
-from pbem.models import MoveRecord
-from pbem.services import PlayerSpec, create_game, submit_move
+from pbem.ground.db import reading
+from pbem.ground.models import MoveRecord
+from pbem.mailin.inbox import KEY_ADDRESS, handle_incoming
+from pbem.services.moves import PlayerSpec, create_game, submit_move
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -202,7 +202,7 @@ def test_plural_forms(app, language, one, two, zero):
     from flask_babel import force_locale, ngettext
 
     from engine.words import say_n
-    from pbem import i18n
+    from pbem.ground import i18n
 
     with app.app_context(), force_locale(language):
         assert [ngettext("%(num)d card", "%(num)d cards", n) for n in (1, 2, 0)] == \

@@ -14,11 +14,11 @@ from sqlalchemy import func, select
 from sqlmodel import select as select_rows
 
 import engine
-from pbem import schema, transfer
-from pbem.db import reading
-from pbem.models import QUEUED, SENT, AuditEntry, Game, OutboxMessage
-from pbem.services import pause_game
-from pbem.stewardship import create_admin
+from pbem.ground import schema, transfer
+from pbem.ground.db import reading
+from pbem.ground.models import QUEUED, SENT, AuditEntry, Game, OutboxMessage
+from pbem.services.moves import pause_game
+from pbem.services.stewardship import create_admin
 
 pytestmark = pytest.mark.usefixtures("database")  # the target: SQLite, and PostgreSQL
 

@@ -176,7 +176,7 @@ def test_compiled_into_the_instance_folder(tmp_path):
 
 def test_language_setting_checked():
     """`[games] language` takes en, de or es and names them when it is anything else."""
-    from pbem.config import ConfigError, load_settings
+    from pbem.ground.config import ConfigError, load_settings
 
     assert load_settings(overrides={"GAMES_LANGUAGE": "de"})["GAMES_LANGUAGE"] == "de"
     with pytest.raises(ConfigError, match="en, de, es"):

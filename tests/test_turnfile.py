@@ -6,7 +6,7 @@ import pytest
 from server import field, game_state, new_game, text_of
 
 import engine
-from pbem.turnfile import ORDERS_LINE, read
+from pbem.services.turnfile import ORDERS_LINE, read
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -126,7 +126,7 @@ def test_the_your_turn_mail_carries_the_turn_file(app, mailbox):
 def test_the_turn_line_counts_turns_as_players_do_and_keeps_the_move_counter():
     """'Turn: 5 (move 14)': the players' turn, and the move counter the orders are checked
     against; a file from before the turn number ('Turn: 14') still reads as move 14."""
-    from pbem.turnfile import turn_line
+    from pbem.services.turnfile import turn_line
 
     assert turn_line(5, 14) == "Turn: 5 (move 14)"
     assert read("Turn: 5 (move 14)\ndraw deck\n").turn == 14

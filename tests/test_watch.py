@@ -20,14 +20,15 @@ from server import field, make_app, module_app
 from sqlmodel import select
 
 import engine
-from pbem import mail, schema, stewardship
-from pbem.db import reading, writing
-from pbem.i18n import render
 from pbem.games import rules_for
-from pbem.models import Game, MoveRecord, OutboxMessage, Seat
-from pbem.outbox import deliver_all_due
-from pbem.services import create_game, parse_player, submit_move
-from pbem.tokens import TOKEN_PATTERN
+from pbem.ground import schema
+from pbem.ground.db import reading, writing
+from pbem.ground.i18n import render
+from pbem.ground.models import Game, MoveRecord, OutboxMessage, Seat
+from pbem.ground.tokens import TOKEN_PATTERN
+from pbem.scheduler.outbox import deliver_all_due
+from pbem.services import mail, stewardship
+from pbem.services.moves import create_game, parse_player, submit_move
 
 from helpers import redealt
 

@@ -23,10 +23,10 @@ from test_admin import ADMIN, PASSWORD, add_admin, csrf_of, everything, login
 from test_my_games import _games_token
 from test_start import INVITE, link_in, proposed
 
-from pbem import stewardship
-from pbem.db import utcnow, writing
-from pbem.jobs import run_jobs
-from pbem.models import FAILED, QUEUED, SENDING, OutboxMessage
+from pbem.ground.db import utcnow, writing
+from pbem.ground.models import FAILED, QUEUED, SENDING, OutboxMessage
+from pbem.scheduler.jobs import run_jobs
+from pbem.services import stewardship
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -96,11 +96,11 @@ def test_without_a_referer_a_same_origin_origin_header_is_taken(proxied):
 ])
 def test_a_form_from_elsewhere_is_refused_and_the_refusal_logged(proxied, caplog, headers,
                                                                 reason):
-    with caplog.at_level(logging.WARNING, logger="pbem.web"):
+    with caplog.at_level(logging.WARNING, logger="pbem.web.site"):
         response = _login_over_https(proxied, **headers)
     assert response.status_code == 400
     assert "came from elsewhere" in response.get_data(as_text=True)
-    [record] = [r for r in caplog.records if r.name == "pbem.web"]
+    [record] = [r for r in caplog.records if r.name == "pbem.web.site"]
     assert record.levelname == "WARNING"
     assert record.getMessage() == (f"refused a form (CSRF check): POST /admin/login from "
                                    f"203.0.113.5: {reason}")
@@ -111,12 +111,12 @@ def test_a_refused_csrf_token_is_logged_with_the_reason_and_never_the_token_or_k
     client = app.test_client()
     page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
     good = field(page, "csrf_token")
-    with caplog.at_level(logging.WARNING, logger="pbem.web"):
+    with caplog.at_level(logging.WARNING, logger="pbem.web.site"):
         missing = client.post(f"/seat/{tokens[0]}/move", data={"move": "x", "turn": "0"})
         wrong = client.post(f"/seat/{tokens[0]}/move", data={"move": "x", "turn": "0",
                                                               "csrf_token": good[:-4] + "AAAA"})
     assert missing.status_code == wrong.status_code == 400
-    lines = [r.getMessage() for r in caplog.records if r.name == "pbem.web"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "pbem.web.site"]
     assert lines == [
         ("refused a form (CSRF check): POST /seat/[hidden]/move from 127.0.0.1: "
          "The CSRF token is missing."),
@@ -441,7 +441,7 @@ def test_the_instance_translations_are_0700_and_0600_whatever_the_umask(tmp_path
 
 
 def test_an_older_servers_open_translations_are_closed(tmp_path):
-    from pbem.i18n import compile_catalogs
+    from pbem.ground.i18n import compile_catalogs
 
     target = tmp_path / "translations"
     compile_catalogs(target)

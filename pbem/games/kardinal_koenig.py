@@ -19,10 +19,10 @@ from engine.kardinal_koenig.state import JOKER_ANY, JOKER_OTHER
 from engine.kardinal_koenig.svg import board_pieces, board_svg, panel_height
 from engine.words import Phrase
 
-from .. import i18n
-from ..i18n import N_, gettext, ngettext
-from ..kept import Kept
-from . import ByState, MoveError, ResultTable, SetupProblem, StateCache
+from ..ground import i18n
+from ..ground.i18n import N_, gettext, ngettext
+from ..ground.kept import Kept
+from .interface import ByState, MoveError, ResultTable, SetupProblem, StateCache
 
 # The invitation's and the seat page's summary of the rules, in each language written from that
 # language's rule book (../shared/rules/kardinal-koenig.{en,de,es}.md), with its own words.
@@ -199,7 +199,7 @@ class KardinalKoenig:
     def ply(self, state: kk.GameState) -> int:
         return state.ply
 
-    # A logged move that goes on with the turn in progress (pbem.turns): the draws after a
+    # A logged move that goes on with the turn in progress (pbem.services.turns): the draws after a
     # placement, an exchange or a pass belong to its turn.
     continues_turn = ("draw",)
 
@@ -349,7 +349,7 @@ class KardinalKoenig:
     def picture_samples(self) -> list[kk.GameState]:
         """Positions whose still pictures together show every colour a still picture can: the
         board's, each player colour's monasteries, advisors and score, and every card colour
-        face up (pbem.picture takes the palette of its PNGs from them). A seeded game of every
+        face up (pbem.games.picture takes the palette of its PNGs from them). A seeded game of every
         colour, taken where its face-up cards show a colour not yet shown, from its 40th move."""
         state = self.new_state(list(self.colours), "picture-sample", 0)
         chooser = random.Random("picture-sample")

@@ -22,12 +22,12 @@ from engine.knights_castles.moves import MAX_NOTATION_LENGTH
 from engine.knights_castles.narrate import describe, hand_words, name, phase
 from engine.knights_castles.svg import tableau_svg
 
-from .. import i18n
-from ..i18n import N_, gettext, ngettext
-from ..kept import Kept
-from . import ByState, MoveError, SetupProblem, StateCache
+from ..ground import i18n
+from ..ground.i18n import N_, gettext, ngettext
+from ..ground.kept import Kept
+from .interface import ByState, MoveError, SetupProblem, StateCache
 
-MOVE_LOG_LENGTH = 200  # the move log's notation column (pbem.models.MoveRecord.notation)
+MOVE_LOG_LENGTH = 200  # the move log's notation column (pbem.ground.models.MoveRecord.notation)
 
 # The rule page has no home of its own that we know of; the search finds the game's entries.
 RULES_URL = ("https://boardgamegeek.com/geeksearch.php?action=search&objecttype=boardgame"

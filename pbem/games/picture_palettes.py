@@ -1,7 +1,7 @@
-"""The palette of each game's still pictures (pbem.picture), as `pbem.picture.sampled_palette`
+"""The palette of each game's still pictures (pbem.games.picture), as `pbem.games.picture.sampled_palette`
 gives it: kept here, not taken at start, since drawing the sample and finding its palette take
 half a second that a new process would spend before its first mail. Written by
-`python3 -m pbem.picture` (again whenever the pictures' colours change; a test checks that
+`python3 -m pbem.games.picture` (again whenever the pictures' colours change; a test checks that
 this palette still holds every colour of the sample)."""
 
 PALETTES = {

@@ -1,0 +1,91 @@
+"""The app: `create_app` assembles the house (pbem/__init__.py) and does nothing else.
+
+It reads the settings, makes the database engine, sets up CSRF protection, the words (i18n),
+the mail's and pages' template helpers, and registers the blueprints (pbem.web) and the
+command line's commands (pbem.cli). Creating tables (migrations), seeding a demo game and
+sending mail are CLI commands. The top floor: it may import every other.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from .ground.config import ROOT, load_settings, resolve_paths
+
+
+def _instance_secret(instance: Path) -> str:
+    """The instance's own secret key, made once; safe when several processes start at once."""
+    target = instance / "secret_key"
+    if not target.exists():
+        instance.mkdir(mode=0o700, parents=True, exist_ok=True)  # secrets live here
+        temporary = instance / f"secret_key.{os.getpid()}.tmp"
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as f:
+            f.write(os.urandom(32).hex())
+        try:
+            os.link(temporary, target)  # fails if another process won the race
+        except FileExistsError:
+            pass
+        finally:
+            temporary.unlink()
+    return target.read_text().strip()
+
+
+def create_app(test_config: dict[str, Any] | None = None) -> Flask:
+    """Make the app from defaults, the TOML file in PBEM_CONFIG, PBEM_* variables, then
+    `test_config`. Raises ConfigError naming any bad setting."""
+    settings = load_settings(overrides=test_config)
+    # The package's app (its logger "pbem", its instance folder beside the package).
+    app = Flask("pbem", template_folder=str(ROOT / "templates"),
+                static_folder=str(ROOT / "pbem" / "web" / "static"),
+                instance_path=settings["INSTANCE_PATH"] or None)
+    app.config.update(resolve_paths(settings, Path(app.instance_path)))
+    if not app.config["SECRET_KEY"]:
+        app.config["SECRET_KEY"] = _instance_secret(Path(app.config["INSTANCE_PATH"]))
+    # Flask has defaults for these, so they are set unless the test configuration chose.
+    chosen = test_config or {}
+    for key, value in {"WTF_CSRF_TIME_LIMIT": None,  # a page may stay open for days
+                       "SESSION_COOKIE_SAMESITE": "Lax", "SESSION_COOKIE_HTTPONLY": True,
+                       "SESSION_COOKIE_SECURE": app.config["BASE_URL"].startswith("https://"),
+                       "PERMANENT_SESSION_LIFETIME": timedelta(
+                           hours=app.config["ADMIN_SESSION_HOURS"]),
+                       }.items():
+        if key not in chosen:
+            app.config[key] = value
+
+    from .cli import commands
+    from .ground import db, i18n
+    from .services import mail
+    from .web import admin, api, mailbox, pages, players, seat, start, watch
+    from .web import site as web
+
+    app.session_interface = admin.AdminSessions()  # the admin's session ends with its login
+    db.init_app(app)
+    i18n.init_app(app)
+    mail.init_app(app)
+    web.init_app(app)
+    if app.config["SERVE_TRUSTED_PROXIES"]:
+        # Behind N reverse proxies, the client's address is the Nth from the right in
+        # X-Forwarded-For (and the scheme and host come from X-Forwarded-Proto/-Host).
+        hops = app.config["SERVE_TRUSTED_PROXIES"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
+    app.register_blueprint(pages.bp)
+    app.register_blueprint(seat.bp)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(mailbox.bp)
+    app.register_blueprint(admin.bp)
+    app.register_blueprint(watch.bp)
+    app.register_blueprint(players.bp)
+    app.register_blueprint(start.bp)
+    for command in commands:
+        app.cli.add_command(command)
+    # What a process this app starts makes its own app with (pbem.scheduler.senders: the
+    # helper senders), so that the floors below need not import this one.
+    app.extensions["pbem_factory"] = create_app
+    return app

@@ -1,0 +1,48 @@
+"""What the commands of the `pbem` command line share: one-line errors, the schema check."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+from alembic.util import CommandError
+from flask import current_app
+from sqlalchemy.exc import DBAPIError
+
+from ..ground import schema
+
+
+def _base() -> str:
+    return current_app.config["BASE_URL"].rstrip("/")
+
+
+def _need_schema() -> None:
+    problem = schema.problem(current_app)
+    if problem:
+        raise click.ClickException(problem)
+
+
+def _upgrade() -> None:
+    try:
+        schema.upgrade(current_app)
+    except CommandError as exc:  # e.g. a schema version this server does not know
+        raise click.ClickException(schema.problem(current_app) or str(exc)) from None
+
+
+def _one_line_errors(command):
+    """A database that cannot be opened or a folder that cannot be made (also while the app is
+    made) is reported in one line, like every other failure, instead of a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except DBAPIError as exc:
+            # PostgreSQL's messages run over several lines (a hint on the second)
+            reason = " ".join(str(exc.orig).split())
+            raise click.ClickException(f"the database failed: {reason}") from None
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            raise click.ClickException(f"{exc.strerror or exc}{where}") from None
+
+    return wrapper

@@ -1,0 +1,48 @@
+"""The `pbem` command itself: a Flask command group holding pbem.cli's commands, which makes
+each command's app with `create_app` and sets up its logging (pbem.ground.logs).
+
+The top floor: it may import every other. `pbem ingest-mail` does not come here (pbem.entry).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from flask.cli import FlaskGroup
+
+from .app import create_app
+from .cli import SERVICES, commands
+from .games import games_help
+from .ground import logs
+from .ground.config import ConfigError
+
+
+def _make_app():
+    app = create_app()
+    command = click.get_current_context(silent=True)
+    name = command.info_name if command else "pbem"
+    logs.setup(app.config, name, service=name in SERVICES)
+    return app
+
+
+class _Group(FlaskGroup):
+    def list_commands(self, ctx):
+        # The app adds no commands of its own, so listing them needs no app: a bad setting
+        # must not turn `pbem --help` into a traceback (running a command reports it).
+        return sorted(self.commands)
+
+
+cli = _Group(name="pbem", create_app=_make_app, add_default_commands=False,
+             load_dotenv=False, add_version_option=False,
+             help=f"Board games by post ({games_help('titles')}): the play-by-email server.")
+for _command in commands:
+    cli.add_command(_command)
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="pbem")
+    except ConfigError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)

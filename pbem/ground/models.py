@@ -1,0 +1,424 @@
+"""The tables: hosted games, their seats and seat keys, the move log, and the mail outbox.
+
+A Game row holds the current engine state as JSON (a cache: the seed plus the move log rebuild
+it) and `turn`, the number of moves applied so far, which every move form and API call quotes
+back so that a stale submission can be told apart from a fresh one. Seat keys are the secrets
+in move links; only their SHA-256 is stored.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+
+from sqlalchemy import Column, Index, Integer, Text, UniqueConstraint, text
+from sqlmodel import Field, SQLModel
+
+from .db import UtcDateTime, utcnow
+from .i18n import N_
+
+RUNNING, PAUSED, FINISHED, ABORTED = "running", "paused", "finished", "aborted"
+GAME_STATUSES = (RUNNING, PAUSED, FINISHED, ABORTED)
+
+NOTIFY_EVERY, NOTIFY_TURN, NOTIFY_DIGEST = "every", "turn", "digest"
+NOTIFY_CHOICES = {  # translated where shown
+    NOTIFY_EVERY: N_("a mail after every turn"),
+    NOTIFY_TURN: N_("only when it is my turn"),
+    NOTIFY_DIGEST: N_("a daily digest of the other turns"),
+}
+
+# What a seat gets by mail for the messages of its game (table talk): each message as a mail,
+# a daily digest of them, or none (they wait on its page).
+TALK_EACH, TALK_DIGEST, TALK_NONE = "each", "digest", "none"
+def N_(text: str) -> str:
+    """Marks `text` for the catalogs (pybabel extract -k N_); translated where it is shown."""
+    return text
+
+
+TALK_CHOICES = {
+    TALK_EACH: N_("each message as a mail"),
+    TALK_DIGEST: N_("a daily digest of the messages"),
+    TALK_NONE: N_("no mail: I read them on my page"),
+}
+TO_ALL = -1  # a seat key's `talk_to` for a message to every seat
+
+QUEUED, SENDING, SENT, FAILED = "queued", "sending", "sent", "failed"
+UNKNOWN = "unknown"  # the server took the whole message but never answered: it may have arrived
+
+
+def partial_index(name: str, *columns: str, status: str) -> Index:
+    """An index of the rows in one status only (rows in flight: their number does not grow
+    with history); queries reach it through `pbem.ground.db.is_status`."""
+    condition = text(f"status = '{status}'")
+    return Index(name, *columns, sqlite_where=condition, postgresql_where=condition)
+
+
+class Game(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=40)
+    title: str = Field(max_length=200)
+    # The address of the game's public spectator page (/watch/<watch_id>): random, and no
+    # seat's link, so anyone may be given it.
+    watch_id: str = Field(default_factory=lambda: secrets.token_urlsafe(12), max_length=32,
+                          unique=True, index=True)
+    status: str = Field(default=RUNNING, max_length=20, index=True)
+    seed: str = Field(max_length=100)
+    start_seat: int
+    turn: int = 0
+    state_json: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    turn_started_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime,
+                                      nullable=False)
+    deadline_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    finished_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # Time control, chosen at creation.
+    deadline_hours: int = 72
+    reminder_hours: str = Field(default="24,2", max_length=100)  # before the deadline
+    weekend_pause: bool = False
+    timezone: str = Field(default="UTC", max_length=64)
+    # The clock of the current turn: extra hours an admin gave, intervals the clock stood
+    # still (game pauses, scheduler outages) as JSON [[from, until], ...], and a version that
+    # changes whenever the deadline is set anew, so that older timers know they are obsolete.
+    extension_hours: int = 0
+    clock_pauses: str = Field(default="[]", sa_column=Column(Text, nullable=False,
+                                                            server_default="[]"))
+    clock_version: int = Field(default=0, index=True)  # 0: not started (after an upgrade)
+    paused_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # Who plays the turns of an absent seat: None, the default move; else that computer player.
+    absent_bot: str | None = Field(default=None, max_length=20)
+
+
+class Seat(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("game_id", "number"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id", index=True)
+    number: int
+    name: str = Field(max_length=100)
+    email: str = Field(max_length=254)
+    colour: str = Field(max_length=20)
+    notify: str = Field(default=NOTIFY_EVERY, max_length=10)
+    timezone: str | None = Field(default=None, max_length=64)  # for showing times to them
+    language: str = Field(default="en", max_length=8)  # en, de or es: its pages and mails
+    timeouts_in_row: int = 0
+    absent: bool = False  # timed out too often: the default move is played at once
+    # A computer player (its name, like "strong") plays this seat, in the scheduler; it gets
+    # no mail and has no links. None: a person plays it.
+    bot: str | None = Field(default=None, max_length=20)
+    vacation_days_used: int = 0
+    vacation_from: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    vacation_until: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # Table talk: how its messages reach the seat by mail, the newest message it marked read
+    # on its page, and the newest one mailed to it (a digest starts after the later of both).
+    talk_notify: str = Field(default=TALK_EACH, max_length=10,
+                             sa_column_kwargs={"server_default": TALK_EACH})
+    talk_read_id: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    talk_mailed_id: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # Mail to the seat's address failed for good (a bounce, or the mail server's 5xx refusal of
+    # the recipient; pbem.services.bounces): when, why, and the address it was about. The mark counts
+    # while that is still the seat's address; a mail queued after it that goes out clears it,
+    # but the address stays, so that the organisers hear of it once.
+    mail_dead_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    mail_dead_reason: str | None = Field(default=None, max_length=500)
+    mail_dead_address: str | None = Field(default=None, max_length=254)
+
+    @property
+    def is_mail_dead(self) -> bool:
+        """Mail to the seat's present address fails for good (shown to the organisers)."""
+        return self.mail_dead_at is not None and (self.mail_dead_address or "").lower() \
+            == (self.email or "").lower()
+
+
+class SeatKey(SQLModel, table=True):
+    """One secret link to a seat; each mail to a seat carries a fresh one."""
+
+    # A seat's keys in the order they were made: a link's first newer key is one step away
+    # (pbem.services.moves.superseded_at).
+    __table_args__ = (Index("ix_seatkey_seat", "seat_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    seat_id: int = Field(foreign_key="seat.id")
+    token_hash: str = Field(max_length=64, unique=True)
+    # The reply address's key (play+<key>@), a secret of its own: a mail server's log holds
+    # it, and it opens no page. NULL for keys made before reply keys were (their reply
+    # address carries the link's own token, which still works there).
+    reply_hash: str | None = Field(default=None, max_length=64, unique=True)
+    turn: int | None = None  # the game's turn when the key was mailed: a reply answers that turn
+    # A key mailed with a message (table talk): a reply's text goes to every seat (TO_ALL) or
+    # privately to the seat of this number. None: a reply holds orders only.
+    talk_to: int | None = None
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class PlayerKey(SQLModel, table=True):
+    """One secret link to a player's "my games" page, which lists every game of an address.
+
+    Each mail to a seat carries a fresh one beside the seat's key; only the SHA-256 is stored.
+    It shows the games and opens a seat only by a POST (a fresh seat key), so a mail scanner
+    that opens it changes nothing. It opens only seats its address holds now, stops when a
+    seat of the address has its links revoked, and expires (pbem.web.players)."""
+
+    # An address's keys in the order they were made: a key's first newer key is one step away
+    # (pbem.web.players), and revoking an address's keys finds them by the same index.
+    __table_args__ = (Index("ix_playerkey_address", "email", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(max_length=254)  # lower case
+    token_hash: str = Field(max_length=64, unique=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class MoveRecord(SQLModel, table=True):
+    """One applied move: who, when, how, and the log in plain words for each reader."""
+
+    # Also the index of the log by game (no other: every move writes each index's entry).
+    __table_args__ = (UniqueConstraint("game_id", "number"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id")
+    number: int  # the game's turn counter before this move
+    seat: int
+    notation: str = Field(max_length=200)
+    actor: str = Field(default="player", max_length=20)  # player, timeout, bot, admin
+    via: str = Field(default="web", max_length=20)  # web, api, email, cli, scheduler
+    lines_json: str = Field(sa_column=Column(Text, nullable=False))  # {"-1"|"<seat>": [line]}
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+class DigestItem(SQLModel, table=True):
+    """News for a seat that chose the daily digest, waiting to be mailed in one message."""
+
+    # Only news not mailed yet is ever looked up (by seat, or all of it for the daily run).
+    __table_args__ = (Index("ix_digestitem_waiting", "seat_id", "id",
+                            sqlite_where=text("sent = 0"), postgresql_where=text("sent = false")),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    seat_id: int = Field(foreign_key="seat.id")  # indexed with `sent` above
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    sent: bool = Field(default=False)
+
+
+class OutboxMessage(SQLModel, table=True):
+    """A mail to send, written in the same transaction as the change that caused it."""
+
+    # The sender's queries touch only mail waiting or in flight, never the history of sent mail
+    # (which only grows): partial indexes hold just those rows (see pbem.ground.db.is_status).
+    __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),
+                      partial_index("ix_outbox_waiting", "next_attempt_at", "id", status=QUEUED),
+                      partial_index("ix_outbox_sending", "claimed_at", status=SENDING),
+                      partial_index("ix_outbox_claim", "claim", status=SENDING))
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
+    seat_id: int | None = Field(default=None, foreign_key="seat.id", index=True)
+    kind: str = Field(max_length=30)
+    to_addr: str = Field(max_length=400)
+    subject: str = Field(max_length=300)
+    text_body: str = Field(sa_column=Column(Text, nullable=False))
+    html_body: str = Field(sa_column=Column(Text, nullable=False))
+    message_id: str = Field(max_length=200, unique=True)
+    reply_to: str | None = Field(default=None, max_length=300)  # play+<key>@domain, or none
+    # An answer to a player's mail threads under it: In-Reply-To and References.
+    in_reply_to: str | None = Field(default=None, max_length=300)
+    references: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # The board picture of the HTML mail, rendered when the mail is built (outside the move's
+    # transaction): {"kind", "state", "cid"}; cleared once the mail is sent.
+    picture_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    secrets_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
+    # A mail a move caused is queued as an intent: which mail, for which seat, and the game as
+    # it was after that move (pbem.services.mail.later). Its text is written once, when it is first
+    # delivered, into the bodies above, and this is cleared in the same transaction.
+    intent_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    status: str = Field(default=QUEUED, max_length=10)
+    attempts: int = 0
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    next_attempt_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime,
+                                      nullable=False)
+    claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    claim: str | None = Field(default=None, max_length=40)
+    sent_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # When it failed for good or its fate became unknown (a retry gives up, the server refused
+    # it with a 5xx, or a bounce came back for it after it was sent): `pbem mail-status`
+    # reports failures of a recent window by it.
+    failed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # The mark of the seat's address as dead when the mail was queued (Seat.mail_dead_at): the
+    # mail going out clears that mark (pbem.services.bounces), with no look at the seat for other mail.
+    seat_dead_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+PENDING, CLAIMED, DONE = "pending", "claimed", "done"
+REMINDER, TIMEOUT = "reminder", "timeout"
+
+
+class Timer(SQLModel, table=True):
+    """A reminder or a timeout due for the seat to move; claimed by one scheduler run."""
+
+    __table_args__ = (Index("ix_timer_due", "status", "due_at"),
+                      partial_index("ix_timer_waiting", "game_id", status=PENDING),
+                      partial_index("ix_timer_claimed", "claimed_at", status=CLAIMED),
+                      partial_index("ix_timer_claim", "claim", status=CLAIMED))
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id", index=True)
+    seat_id: int = Field(foreign_key="seat.id")
+    kind: str = Field(max_length=10)
+    due_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+    clock_version: int
+    status: str = Field(default=PENDING, max_length=10)
+    claim: str | None = Field(default=None, max_length=40)
+    claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    done_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    outcome: str | None = Field(default=None, max_length=40)
+
+
+class JobState(SQLModel, table=True):
+    """When a scheduler job last ran (for the outage guard)."""
+
+    name: str = Field(primary_key=True, max_length=40)
+    last_run_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+
+
+class Admin(SQLModel, table=True):
+    """A person who may set up and look after games (created with `pbem create-admin`)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(max_length=254, unique=True)
+    password_hash: str = Field(max_length=400)
+    session_version: int = 0  # bumped at logout and password change: older sessions end
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    last_login_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class AuditEntry(SQLModel, table=True):
+    """One admin action: who, what, why, when."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    admin_id: int | None = Field(default=None, foreign_key="admin.id")
+    game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
+    action: str = Field(max_length=40)
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    detail: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+class IncomingMail(SQLModel, table=True):
+    """A mail that reached the server (a reply with orders), remembered by its Message-ID so
+    that a second delivery of it changes nothing."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    message_id: str = Field(max_length=300, unique=True)
+    seat_id: int | None = Field(default=None, foreign_key="seat.id", index=True)
+    received_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    outcome: str = Field(max_length=20)
+    detail: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    # How often the same mail came again (each time changing nothing; answered only the first)
+    repeats: int = Field(default=0, sa_column=Column(Integer, nullable=False, server_default="0"))
+
+
+class LoginFailure(SQLModel, table=True):
+    """A failed admin login, kept for the longest window of ADMIN_LOGIN_LIMIT: the limit counts
+    these per account and per address, in the database, so every server process sees them."""
+
+    __table_args__ = (Index("ix_loginfailure_account", "account", "at"),
+                      Index("ix_loginfailure_address", "address", "at"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    account: str = Field(max_length=254)  # the email as typed, lower case (known or not)
+    address: str = Field(max_length=64)  # the client's address (see SERVE_TRUSTED_PROXIES)
+    at: datetime = Field(sa_type=UtcDateTime, nullable=False, index=True)
+
+
+class TalkMessage(SQLModel, table=True):
+    """A message between the seats of a game: to every seat, or privately to one.
+
+    A private message is for its two seats only: no other seat, spectator, history page or
+    API answer of another seat shows it, and an admin reads it only through an audit entry."""
+
+    __table_args__ = (Index("ix_talkmessage_game", "game_id", "id"),
+                      Index("ix_talkmessage_sender", "sender_seat_id", "created_at"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id")
+    sender_seat_id: int = Field(foreign_key="seat.id")
+    sender: int  # the sender's seat number
+    to_seat: int | None = None  # the one seat number it is for; None: every seat
+    body: str = Field(sa_column=Column(Text, nullable=False))
+    via: str = Field(default="web", max_length=20)  # web, api, email
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+TALK_DIGEST_CHORE, INVITATION_EXPIRY = "talk_digest", "invite_expiry"
+
+
+class Chore(SQLModel, table=True):
+    """Due work of the scheduler beside the turns' timers (which end with their game's clock):
+    a seat's digest of messages, an invitation's expiry. Claimed by one scheduler run."""
+
+    __table_args__ = (Index("ix_chore_due", "status", "due_at"),
+                      partial_index("ix_chore_pending", "kind", "ref_id", status=PENDING))
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=20)
+    ref_id: int  # the seat (a digest) or the invitation (an expiry)
+    due_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+    status: str = Field(default=PENDING, max_length=10)
+    claim: str | None = Field(default=None, max_length=40)
+    claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    done_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+# A game players start themselves (pbem.services.starting): its proposal goes through these states.
+UNCONFIRMED, INVITING, STARTING, STARTED, CANCELLED = (
+    "unconfirmed", "inviting", "starting", "started", "cancelled")
+# An invitation's states: waiting (the starter has not confirmed their address yet), pending
+# (mailed, unanswered), accepted, declined, expired.
+WAITING, ACCEPTED, DECLINED, EXPIRED = "waiting", "accepted", "declined", "expired"
+
+
+class Proposal(SQLModel, table=True):
+    """A game a player starts from the public "new game" page (or a rematch), with the time
+    control and the game chosen, until everyone invited has answered and it starts."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=40)
+    title: str = Field(max_length=200)
+    variant: str | None = Field(default=None, max_length=60)
+    deadline_hours: int
+    reminder_hours: str = Field(max_length=100)
+    weekend_pause: bool = False
+    timezone: str = Field(default="UTC", max_length=64)
+    status: str = Field(default=UNCONFIRMED, max_length=20, index=True)
+    starter_ip: str = Field(max_length=64, index=True)
+    rematch_of: int | None = Field(default=None, foreign_key="game.id", index=True)
+    game_id: int | None = Field(default=None, foreign_key="game.id")
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    started_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class Invitation(SQLModel, table=True):
+    """One person asked to a proposed game: the starter (number 0, whose link confirms their
+    address and then manages the game until it starts) or a friend (whose link accepts or
+    declines). Only the SHA-256 of a link's key is stored."""
+
+    __table_args__ = (UniqueConstraint("proposal_id", "number"),
+                      Index("ix_invitation_email", "email", "created_at"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    proposal_id: int = Field(foreign_key="proposal.id", index=True)
+    number: int  # the seat it asks for, in order; 0: the starter
+    name: str = Field(max_length=100)
+    email: str = Field(max_length=254)  # lower case; "" for a computer player
+    colour: str = Field(max_length=20)
+    bot: str | None = Field(default=None, max_length=20)
+    token_hash: str | None = Field(default=None, max_length=64, unique=True)
+    status: str = Field(default=WAITING, max_length=20)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    expires_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    answered_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # When the starter was last told that this one declined (pbem.services.starting.DECLINE_NEWS_HOURS)
+    decline_told_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)

@@ -1,0 +1,74 @@
+"""Plain rows of games and seats, for the move path: read and written with Core statements.
+
+A move, a seat's page and an API answer read their seat, game and seats in one statement
+(`pbem.services.moves`); building ORM objects from it, keeping them in an identity map and flushing
+them through the unit of work cost more than the statements themselves. They get these instead:
+one attribute per column, named as the model's (`game.turn`, `seat.absent`), so the code that
+reads a game or a seat (mails, clocks, templates) takes either. What changed since the row was
+read is written back by `write_changes`, in one UPDATE of those columns.
+
+The ORM models (pbem.ground.models) stay the schema and what every other part of the server uses.
+This module does not read rows (the services do) nor decide what to write.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import Table, bindparam, update
+from sqlalchemy.engine import Connection
+
+from .db import Cached
+from .models import Game, Seat
+
+
+class PlainRow:
+    """One row of `table`: its columns as attributes, and the values it was read with."""
+
+    table: ClassVar[Table]
+    names: ClassVar[tuple[str, ...]]
+    _update: ClassVar[Any]
+
+    def __init__(self, values) -> None:
+        self.__dict__.update(zip(self.names, values))
+        self._read = tuple(values)
+
+    def __init_subclass__(cls, model=None, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.table = model.__table__
+        cls.names = tuple(column.key for column in cls.table.columns)
+        # The columns to write come with the values (SET takes the keys given), so one
+        # statement serves every set of changed columns; SQLAlchemy compiles each set once.
+        cls._update = Cached(update(cls.table).where(cls.table.c.id == bindparam("row_id")))
+
+    def changes(self) -> dict[str, Any]:
+        """The columns whose values differ from those the row was read (or last written) with."""
+        values = self.__dict__
+        now = tuple(map(values.__getitem__, self.names))
+        read = self._read
+        if now == read and tuple(map(type, now)) == tuple(map(type, read)):
+            return {}  # most rows a move reads: compared in C, not column by column
+        return {name: value for name, value, was in zip(self.names, now, read)
+                if value != was or type(value) is not type(was)}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id}>"
+
+
+class GameRow(PlainRow, model=Game):
+    """A game as the move path reads it (the columns of pbem.ground.models.Game)."""
+
+
+class SeatRow(PlainRow, model=Seat):
+    """A seat as the move path reads it (the columns of pbem.ground.models.Seat)."""
+
+
+def write_changes(connection: Connection, row: PlainRow) -> bool:
+    """Write the columns of `row` that changed since it was read, in one UPDATE; whether there
+    were any."""
+    changed = row.changes()
+    if not changed:
+        return False
+    row._update.execute(connection, [{**changed, "row_id": row.id}])
+    row._read = tuple(row.__dict__[name] for name in row.names)
+    return True

@@ -1,0 +1,716 @@
+"""The mails the server writes: one small function per message, each a .txt and .html template.
+
+Composing a mail only adds a row to the outbox in the caller's transaction; `pbem.scheduler.outbox`
+delivers it later. Every mail to a seat carries a fresh seat key in its link, remembered in
+the row's `secrets_json` so the stored copy can be blanked once the mail is out.
+
+The mails a move causes (your turn, a move was made, the game is over, the server moved for
+you) are queued as intents (`later=True`): the row gets its address, subject, links and
+Message-ID at once, and what the text is written from (the mail, its seat, its news as sentence
+data, and the game and seats as they were after that move) in `intent_json`. The sender writes
+the text once, with `render_later`, before it first sends the mail, and stores it in the row
+with the outcome of that first try (one transaction: a sender that dies in between writes the
+same text again from the same intent); so the move's transaction does not render mail, and a
+mail delivered after later moves still shows the position after its own move.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from email.headerregistry import Address
+from email.utils import getaddresses, parseaddr
+
+import orjson
+from flask import current_app, g
+from flask_babel import force_locale
+from markupsafe import Markup
+from sqlalchemy import bindparam, false, update
+from sqlmodel import Session, select
+
+from ...games import GameRules, choices, rules_for
+from ...ground import i18n
+from ...ground.db import Cached, insert_later, insert_pending, locked, utcnow
+from ...ground.i18n import gettext as _
+from ...ground.models import TO_ALL, DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
+from ...ground.rows import GameRow, SeatRow
+from ...ground.tokens import hash_token, new_token
+from .. import turnfile, turns
+
+
+@dataclass(frozen=True)
+class QueuedMail:
+    """A mail as `queue` wrote it to the outbox (the columns it set)."""
+
+    game_id: int | None
+    seat_id: int | None
+    kind: str
+    to_addr: str
+    subject: str
+    text_body: str
+    html_body: str
+    message_id: str
+    secrets_json: str
+    reply_to: str | None
+    created_at: datetime
+    next_attempt_at: datetime
+    in_reply_to: str | None = None
+    references: str | None = None
+    picture_json: str | None = None
+    intent_json: str | None = None  # a mail written when delivered (see `later`)
+    seat_dead_at: datetime | None = None  # the seat's address marked dead then (pbem.services.bounces)
+
+
+REPLY_PREFIX = re.compile(r"^(re|aw|sv|antw|wg|r)(\[\d+\])?\s*:", re.IGNORECASE)
+
+
+def seat_link(token: str) -> str:
+    return f"{current_app.config['BASE_URL'].rstrip('/')}/seat/{token}"
+
+
+def mint_key(session: Session, seat: Seat, turn: int | None = None,
+             talk_to: int | None = None) -> str:
+    """A new secret link key for `seat`, mailed at game turn `turn` (with a message: `talk_to`,
+    the audience of a reply); the token is returned once and never stored."""
+    return mint_keys(session, seat, turn, talk_to)[0]
+
+
+def mint_keys(session: Session, seat: Seat, turn: int | None = None,
+              talk_to: int | None = None) -> tuple[str, str]:
+    """`mint_key`'s link token and the reply key of the same row (the key of the mail's
+    reply address, `reply_address`): a secret of its own, which opens no page, revoked and
+    expired with the link. Both returned once, only their hashes stored."""
+    token, reply = new_token(), new_token()
+    insert_later(session, SeatKey, {"seat_id": seat.id, "token_hash": hash_token(token),
+                                    "reply_hash": hash_token(reply), "turn": turn,
+                                    "talk_to": talk_to, "created_at": utcnow()})
+    return token, reply
+
+
+def games_link(token: str) -> str:
+    return f"{current_app.config['BASE_URL'].rstrip('/')}/me/{token}"
+
+
+def mint_player_key(session: Session, email: str) -> str:
+    """A new secret link key to the "my games" page of `email`, returned once, never stored."""
+    token = new_token()
+    insert_later(session, PlayerKey, {"email": email.lower(), "token_hash": hash_token(token),
+                                      "created_at": utcnow()})
+    return token
+
+
+def reply_address(token: str) -> str | None:
+    """The Reply-To that carries a seat's reply key (`mint_keys`), when replies are
+    configured."""
+    # While a reply is handled, the domain it came to stands in for an unset setting, so the
+    # mails it causes carry a Reply-To whichever process wrote them.
+    domain = current_app.config["MAIL_REPLY_DOMAIN"] or g.get("reply_domain")
+    return f"play+{token}@{domain}" if domain else None
+
+
+def one_line(text: str) -> str:
+    """`text` fit for a mail header: anything unprintable (line separators included) becomes a
+    space. Names are checked when they are entered; this keeps a name stored before that check
+    from making every mail that names it fail."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
+# A plain address (a dot-atom before and after its one @) and a name without specials, which
+# the standard library's Address would give back unchanged: written directly, because parsing
+# them into an Address costs a tenth of a millisecond for each of the thousands of mails of a
+# deadline burst. Anything else still goes through Address.
+_PLAIN_ADDRESS = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+                            r"@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*")
+_SPECIALS = frozenset('()<>@,:;."[]\\')
+
+
+def formatted_address(name: str, email: str) -> str:
+    name = one_line(name)
+    if _PLAIN_ADDRESS.fullmatch(email) and _SPECIALS.isdisjoint(name):
+        return f"{name} <{email}>" if name else email
+    return str(Address(display_name=name, addr_spec=email))
+
+
+def _domain() -> str:
+    return _domain_of(current_app.config["MAIL_FROM"])
+
+
+def new_message_id(prefix: str = "") -> str:
+    """A Message-ID (or Content-ID) no other mail has: 128 bits from the operating system.
+    Not the standard library's make_msgid, which takes its bits from the global `random`:
+    whoever seeds that (a test framework does, for every example it tries) makes two mails
+    queued in the same hundredth of a second share an id, and the outbox refuses the second."""
+    return f"<{prefix}{secrets.token_hex(16)}@{_domain()}>"
+
+
+@functools.lru_cache(maxsize=8)
+def _domain_of(sender: str) -> str:
+    _, address = parseaddr(sender)
+    return address.rpartition("@")[2] or "pbem.localhost"
+
+
+def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
+          game: Game | None = None, seat: Seat | None = None, secrets: tuple[str, ...] = (),
+          reply_to: str | None = None, picture: bool = False,
+          answering: Answering | None = None, **context) -> QueuedMail:
+    """Render `templates/email/<template>.txt|.html` and queue the message.
+
+    With `picture`, the HTML part shows the game's board as a PNG attached inline (rendered
+    when the mail is built, from the game as it is now). `answering` threads the mail under
+    a player's own mail. While `render_later` writes a queued intent, nothing is queued: the
+    row's text is returned, written with its own picture."""
+    rendering = session.info.get(_RENDERING)
+    picture_json = None
+    if rendering is not None:
+        if rendering.picture_json:
+            context["picture_cid"] = orjson.loads(rendering.picture_json)["cid"]
+    elif picture and game is not None:
+        picture_json = _picture(game)
+        if picture_json is not None:
+            context["picture_cid"] = orjson.loads(picture_json)["cid"]
+    if game is not None and seat is not None and "summary" not in context:
+        rules = rules_for(game.kind)
+        summary = getattr(rules, "position_summary", rules.position_lines)
+        context["summary"] = summary(rules.loads(game.state_json), seat.number)
+    context.update(game=game, seat=seat, base_url=current_app.config["BASE_URL"].rstrip("/"))
+    if answering is not None:
+        subject = answering.subject(subject)
+    now = utcnow()
+    message = QueuedMail(
+        game_id=game.id if game else None, seat_id=seat.id if seat else None, kind=kind,
+        to_addr=to, subject=one_line(subject),
+        text_body=render_template(f"email/{template}.txt", context),
+        html_body=render_template(f"email/{template}.html", context),
+        # An intent written keeps its row's Message-ID and links: none made for it.
+        message_id=new_message_id() if rendering is None else rendering.message_id,
+        secrets_json=json.dumps(list(secrets)) if rendering is None else rendering.secrets_json,
+        reply_to=reply_to, created_at=now, next_attempt_at=now,
+        in_reply_to=answering.message_id if answering else None,
+        references=answering.references if answering else None, picture_json=picture_json,
+        seat_dead_at=getattr(seat, "mail_dead_at", None))
+    if rendering is None:
+        # A row, not an ORM object: building an OutboxMessage costs more than rendering it.
+        insert_later(session, OutboxMessage, dict(vars(message)))
+    return message
+
+
+def render_template(name: str, context: dict) -> str:
+    """A mail template rendered with `context` by the app's Jinja environment. Not Flask's
+    render_template: mail templates use nothing of a request (Flask's context processors add
+    `g`, `request` and `session`, and its signals are for pages), and thousands of mails in a
+    burst each paid for them twice."""
+    return current_app.jinja_env.get_template(name).render(context)
+
+
+def _picture(game: Game) -> str | None:
+    """The board picture of a mail about `game` as it is now (made when the mail is built),
+    with the Content-ID its HTML shows it by; None when pictures are off."""
+    if not current_app.config["MAIL_BOARD_PICTURE"]:
+        return None
+    cid = new_message_id("board.")[1:-1]
+    return orjson.dumps({"kind": game.kind, "state": game.state_json, "cid": cid,
+                         "language": i18n.language()}).decode()
+
+
+def board_table(game, pictured) -> Markup:
+    """The game's board in words for HTML mail (`templates/games/<kind>/mail_board.html`): the
+    same for every seat of a game at one move, so written once per position, language and
+    picture setting (`pictured`: a picture is shown above it) and kept; the seats' mails of one
+    move share it."""
+    app = current_app._get_current_object()
+    kept = app.extensions.get(_BOARD_TABLES)
+    if kept is None:
+        kept = app.extensions[_BOARD_TABLES] = functools.lru_cache(maxsize=64)(
+            functools.partial(_board_table, app))
+    return kept(game.kind, game.state_json, game.watch_id, bool(pictured), i18n.language(),
+                current_app.config["BASE_URL"].rstrip("/"))
+
+
+_BOARD_TABLES = "pbem_mail_board_tables"
+
+
+def _board_table(app, kind: str, state_json: str, watch_id: str, pictured: bool,
+                 language: str, base_url: str) -> Markup:
+    """The board table's HTML; called in `language` (the current locale)."""
+    template = app.jinja_env.get_template(f"games/{kind}/mail_board.html")
+    game = _Table(kind=kind, state_json=state_json, watch_id=watch_id)
+    return Markup(template.render(game=game, rules=rules_for(kind), picture_cid=pictured,
+                                  base_url=base_url))
+
+
+@dataclass(frozen=True)
+class _Table:
+    """What of a game its board table is written from."""
+
+    kind: str
+    state_json: str
+    watch_id: str
+
+
+def init_app(app) -> None:
+    app.add_template_global(board_table)
+    app.add_template_filter(inert, "typed")
+
+
+@dataclass(frozen=True)
+class Answering:
+    """The player's mail an answer threads under: its Message-ID, References and Subject."""
+
+    message_id: str | None
+    prior_references: str
+    their_subject: str
+
+    @property
+    def references(self) -> str | None:
+        ids = self.prior_references.split() + ([self.message_id] if self.message_id else [])
+        return " ".join(ids[-10:]) or None  # RFC 5322: theirs, then the one answered
+
+    def subject(self, ours: str) -> str:
+        """'Re: ' and the subject they wrote (ours when they wrote none), as mail programs
+        answer, so the answer sits in the same conversation ('AW: Re: x' becomes 'Re: x')."""
+        theirs = " ".join(self.their_subject.split())[:200]
+        while REPLY_PREFIX.match(theirs):
+            theirs = REPLY_PREFIX.sub("", theirs, count=1).strip()
+        return f"Re: {theirs or ours}"
+
+
+def _in_seat_language(compose):
+    """Compose a mail to a seat (the third argument) in the seat's language, subject and all."""
+    @functools.wraps(compose)
+    def in_language(session, game, seat, *args, **kwargs):
+        with i18n.in_language(seat.language):
+            return compose(session, game, seat, *args, **kwargs)
+    return in_language
+
+
+def _subject(game: Game, text: str) -> str:
+    return f"[{game.title} #{game.id}] {text}"
+
+
+def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
+             template: str, picture: bool = True, talk_to: int | None = None,
+             **context) -> QueuedMail | None:
+    """Queue a mail to a seat with a fresh link, its HTML part showing the board (`picture`);
+    None for a computer player's seat, which has neither mail nor links. `talk_to`: a reply
+    to it is a message to that audience (see `mint_key`)."""
+    rendering = session.info.get(_RENDERING)
+    if rendering is not None:  # an intent written: with the links it was queued with
+        token, mine, *__ = orjson.loads(rendering.secrets_json)
+        reply = None  # the row keeps its Reply-To
+    elif seat.bot is not None:
+        return None
+    else:
+        token, reply = mint_keys(session, seat, game.turn, talk_to)
+        mine = mint_player_key(session, seat.email)
+    return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
+                 subject=_subject(game, str(subject)), template=template, game=game, seat=seat,
+                 secrets=(token, mine, reply) if reply else (token, mine), link=seat_link(token),
+                 reply_to=reply_address(reply) if reply else None,
+                 games_link=games_link(mine), picture=picture, **context)
+
+
+def _deadline_text(deadline: datetime | None, seat: Seat, game: Game) -> str | None:
+    """A deadline in the seat's own time zone, or the game's until the player chooses one."""
+    return i18n.format_local(deadline, seat.timezone or game.timezone) if deadline else None
+
+
+@_in_seat_language
+def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules,
+               state, taking_over: bool = False) -> QueuedMail | None:
+    to_move = rules.to_move(state)
+    """The first mail of a seat: the players, the position and how to play; `taking_over` when
+    it joins a game under way (the seat was handed to it), which it does not start."""
+    subject = _("You take over a seat") if taking_over else _("You are invited to play")
+    turn_file = None
+    if to_move == seat.number:  # the seat that starts gets its turn file, as a "your turn" mail
+        turn_file = turnfile.render(
+            game.title, game.id, seat.name, seat.colour, game.turn,
+            rules.position_lines(state, seat.number), choices(rules, state),
+            rules.order_examples, turn_number=turns.current(session, rules, game.id, state))
+    return _to_seat(session, game, seat, "invitation", subject, "invitation",
+                    taking_over=taking_over, turn_file=turn_file,
+                    rules=rules, seats=seats, is_my_turn=to_move == seat.number,
+                    to_move=seats[to_move] if to_move is not None else None,
+                    position=rules.position_lines(state, seat.number),
+                    deadline=_deadline_text(game.deadline_at, seat, game),
+                    how_to_play=rules.how_to_play(state), rules_note=rules.variant_note(state))
+
+
+_DIGEST_COVERED = Cached(update(DigestItem)
+                         .where(DigestItem.seat_id == bindparam("of_seat"),
+                                DigestItem.sent == false())
+                         .values(sent=True))
+
+
+@_in_seat_language
+def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
+              news: list[str], reminder: bool = False, first_turn: bool = False,
+              later: bool = False) -> QueuedMail | None:
+    """`news`: what happened since the seat last moved (since the start, in its `first_turn`).
+    `later`: queued as an intent (see the module's docstring)."""
+    if _RENDERING not in session.info and seat.bot is None:
+        # The news below covers what the digest would have said.
+        insert_pending(session, DigestItem)
+        _DIGEST_COVERED.execute(session.connection(), [{"of_seat": seat.id}])
+    subject = _("Reminder: your move is due %(deadline)s",
+                deadline=_deadline_text(game.deadline_at, seat, game)) \
+        if reminder else _("Your turn")
+    if later:
+        return _intent(session, game, seat, "reminder" if reminder else "your_turn", subject,
+                       "your_turn", news=news, reminder=reminder, first_turn=first_turn)
+    position = rules.position_lines(state, seat.number)
+    # The legal moves are the seat to move's: listed for that seat only (they show its hand).
+    legal = choices(rules, state) if rules.to_move(state) == seat.number else []
+    # The turn in progress after the game's latest move (counted in the log up to it, which
+    # later moves do not change). A mail written later reads it on its reading session's
+    # connection (nothing of the session's own waits to be written there).
+    log = session.connection() if _RENDERING in session.info else session
+    turn_number = turns.in_progress(rules, turns.of_move(log, rules, game.id, game.turn - 1),
+                                    state)
+    turn_file = turnfile.render(game.title, game.id, seat.name, seat.colour, game.turn, position,
+                                legal, rules.order_examples, turn_number=turn_number)
+    return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,
+                    "your_turn", rules=rules, news=news, reminder=reminder, position=position,
+                    turn_number=turn_number,
+                    first_turn=first_turn,
+                    turn_file=turn_file, deadline=_deadline_text(game.deadline_at, seat, game))
+
+
+@_in_seat_language
+def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, state,
+                   lines: list[str], absent: bool, bot: str | None = None,
+                   later: bool = False) -> QueuedMail | None:
+    """The server moved for the seat: its default move after a deadline, or, for an absent
+    seat in a game that says so, the computer player `bot`."""
+    subject = (_("You are absent: the computer player (%(bot)s) moved for you", bot=bot) if bot
+               else _("Your deadline passed: the server moved for you"))
+    if later:
+        return _intent(session, game, seat, "played_for_you", subject, "played_for_you",
+                       lines=lines, absent=absent, bot=bot)
+    return _to_seat(session, game, seat, "played_for_you", subject, "played_for_you",
+                    rules=rules, lines=lines, absent=absent, bot=bot,
+                    position=rules.position_lines(state, seat.number))
+
+
+@_in_seat_language
+def notice(session: Session, game: Game, seat: Seat, subject: str, lines: list[str],
+           answering: Answering | None = None,
+           links_revoked: bool = False, kind: str = "notice") -> QueuedMail | None:
+    """A short message about the game (paused, resumed, deadline moved) with the seat's link;
+    with `answering`, the answer to the seat's own mail, threaded under it; `links_revoked`
+    when the link in it replaces every earlier one. `kind`: the outbox row's (pbem.mailin.inbox
+    counts its refusals by theirs)."""
+    return _to_seat(session, game, seat, kind, subject, "notice", picture=False,
+                    lines=lines, answering=answering, heading=subject,
+                    is_answer=answering is not None, links_revoked=links_revoked)
+
+
+def to_admins(session: Session, subject: str, lines: list[str],
+              game: Game | None = None) -> list[QueuedMail]:
+    """A message to every address in MAIL_ADMINS (logged too, so it is never lost)."""
+    addresses = [a for _, a in getaddresses([current_app.config["MAIL_ADMINS"]]) if a]
+    # In the default language: `subject` and `lines` may be lazy strings (flask_babel's
+    # lazy_gettext), written now.
+    with force_locale(current_app.config["GAMES_LANGUAGE"]):
+        current_app.logger.warning("%s: %s", subject, " ".join(map(str, lines)))
+        return [queue(session, kind="admin", to=address, subject=f"[pbem] {subject}",
+                      template="admin", game=game, lines=lines) for address in addresses]
+
+
+@_in_seat_language
+def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lines: list[str],
+          next_seat: Seat, later: bool = False) -> QueuedMail | None:
+    subject = _("%(name)s is next", name=next_seat.name)
+    if later:
+        return _intent(session, game, seat, "moved", subject, "moved", lines=lines,
+                       next_seat=next_seat)
+    return _to_seat(session, game, seat, "moved", subject, "moved",
+                    rules=rules, lines=lines, next_seat=next_seat,
+                    position=rules.position_lines(state, seat.number))
+
+
+@_in_seat_language
+def digest(session: Session, game: Game, seat: Seat, rules: GameRules, state,
+           items: list[DigestItem]) -> QueuedMail | None:
+    return _to_seat(session, game, seat, "digest", _("What happened today"), "digest",
+                    rules=rules, items=items, position=rules.position_lines(state, seat.number))
+
+
+@_in_seat_language
+def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules, state,
+          lines: list[str], later: bool = False) -> QueuedMail | None:
+    if later:
+        return _intent(session, game, seat, "final", _("The game is over"), "final",
+                       lines=lines, seats=seats)
+    result = rules.outcome_lines(state)
+    lines = [line for line in lines if line not in set(result)]  # told once, below
+    table = getattr(rules, "result_table", None)
+    return _to_seat(session, game, seat, "final", _("The game is over"), "final", rules=rules,
+                    seats=seats, lines=lines, result=result,
+                    outcome=rules.outcome(state), table=table(state) if table else None)
+
+
+# --- mails written when they are delivered -----------------------------------------------------
+
+_RENDERING = "pbem_mail_rendering"  # session.info: the outbox row `render_later` writes
+# What of the game and its seats a mail is written from, as it was when it was queued.
+_GAME_AT = ("state_json", "turn", "status", "title", "timezone")
+_SEAT_AT = ("name", "colour", "timezone", "language")
+
+
+# A seat named in an intent: an ORM object, or the plain row the move path reads (pbem.ground.rows).
+SEATS = (Seat, SeatRow)
+
+
+def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, compose: str,
+            **args) -> QueuedMail | None:
+    """Queue mail `compose(session, game, seat, ..., **args)` as an intent: its address,
+    subject, links and Message-ID now, its text when it is delivered (`render_later`).
+    `args` are sentences, seats (a list of all of them, or one), and plain values."""
+    if seat.bot is not None:
+        return None
+    named = {seat.number: seat}  # the seats the mail names, as they are now
+    for value in args.values():
+        for other in value if isinstance(value, list) else [value]:
+            if isinstance(other, SEATS):
+                named[other.number] = other
+    token, reply = mint_keys(session, seat, game.turn)
+    mine = mint_player_key(session, seat.email)
+    now = utcnow()
+    intent = {"mail": compose, "seat": seat.number,
+              "game": {**{name: getattr(game, name) for name in _GAME_AT},
+                       "deadline_at": game.deadline_at.isoformat() if game.deadline_at else None},
+              "seats": {str(n): [getattr(s, name) for name in _SEAT_AT]
+                        for n, s in named.items()},
+              "args": {name: _encoded(value) for name, value in args.items()}}
+    message = QueuedMail(
+        game_id=game.id, seat_id=seat.id, kind=kind,
+        to_addr=formatted_address(seat.name, seat.email),
+        subject=one_line(_subject(game, str(subject))), text_body="", html_body="",
+        message_id=new_message_id(), secrets_json=json.dumps([token, mine, reply]),
+        reply_to=reply_address(reply), created_at=now, next_attempt_at=now,
+        picture_json=_picture(game),
+        intent_json=orjson.dumps(intent).decode(),  # read back by orjson.loads
+        seat_dead_at=seat.mail_dead_at)
+    insert_later(session, OutboxMessage, dict(vars(message)))
+    return message
+
+
+def _seats_of(session: Session, game: Game) -> list[Seat]:
+    """The game's seats in seat order."""
+    return list(session.exec(select(Seat).where(Seat.game_id == game.id)
+                             .order_by(Seat.number)))
+
+
+def _encoded(value):
+    if isinstance(value, i18n.Sentence):
+        return {"sentence": value.data}
+    if isinstance(value, SEATS):
+        return {"seat": value.number}
+    if isinstance(value, list):
+        if value and all(isinstance(v, SEATS) for v in value):
+            return {"seats": True}
+        return [_encoded(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"a mail written later cannot keep {type(value).__name__}")
+
+
+def _decoded(value, seats: list):
+    if isinstance(value, list):
+        return [_decoded(v, seats) for v in value]
+    if isinstance(value, dict):
+        if "sentence" in value:
+            return i18n.lazy(value["sentence"])
+        if "seat" in value:
+            return seats[value["seat"]]
+        if "seats" in value:
+            return seats
+    return value
+
+
+class _As:
+    """A game or seat as it was when a mail was queued: the stored values, the rest read
+    from the row as it is (its id, kind and the like, which do not change)."""
+
+    def __init__(self, row, values: dict):
+        self._row = row
+        self.__dict__.update(values)
+
+    def __getattr__(self, name):
+        return getattr(self._row, name)
+
+
+_COMPOSERS = {}  # filled below: the mails that may be queued as intents
+
+
+_READ = "pbem_mail_read"  # session.info: the games and seats `render_later` read, by game id
+# Games with their seats (in seat order) as plain rows (pbem.ground.rows), in one statement.
+_GAMES_AND_SEATS = (select(*Game.__table__.c, *Seat.__table__.c)
+                    .join(Seat, Seat.game_id == Game.id)
+                    .where(Game.id.in_(bindparam("game_ids", expanding=True)))
+                    .order_by(Game.id, Seat.number))
+_GAME_COLUMNS = len(Game.__table__.c)
+
+
+def read_games(session: Session, game_ids) -> None:
+    """Read the games `game_ids` and their seats for the mails `render_later` writes in
+    `session`, in one statement: a sender reads those of a whole claim at once."""
+    read = session.info.setdefault(_READ, {})
+    wanted = sorted(set(game_ids) - set(read))
+    if not wanted:
+        return
+    rows = session.connection().execute(_GAMES_AND_SEATS, {"game_ids": wanted}).all()
+    for row in rows:
+        if row[0] not in read:
+            read[row[0]] = GameRow(row[:_GAME_COLUMNS]), []
+        read[row[0]][1].append(SeatRow(row[_GAME_COLUMNS:]))
+
+
+def _game_and_seats(session: Session, game_id: int) -> tuple[GameRow, list[SeatRow]]:
+    """A game and its seats as `session` reads them, read once per session: the mails of one
+    move (and of one game in a sender's claim) are written from the same rows."""
+    read_games(session, [game_id])
+    found = session.info[_READ].get(game_id)
+    if found is None:
+        raise LookupError(f"game {game_id} does not exist any more")
+    return found
+
+
+def render_later(session: Session, row: OutboxMessage) -> tuple[str, str, str]:
+    """The subject, text and HTML of an outbox row queued as an intent, written as they would
+    have been when it was queued: from the game and seats as they were then, with the row's own
+    links and picture. Needs the app's context; reads only (the game and its seats once per
+    session: one session may write many mails)."""
+    intent = orjson.loads(row.intent_json)  # written by orjson (`_intent`)
+    game_row, seat_rows = _game_and_seats(session, row.game_id)
+    at = dict(intent["game"])
+    deadline = at.pop("deadline_at")
+    game = _As(game_row, {**at, "deadline_at": datetime.fromisoformat(deadline)
+                          if deadline else None})
+    named = intent["seats"]
+    seats = [_As(s, dict(zip(_SEAT_AT, named[str(s.number)]))) if str(s.number) in named else s
+             for s in seat_rows]
+    seat = seats[intent["seat"]]
+    if seat.id != row.seat_id:
+        raise LookupError(f"seat {intent['seat']} of game {row.game_id} is not the mail's")
+    rules = rules_for(game_row.kind)
+    args = {name: _decoded(value, seats) for name, value in intent["args"].items()}
+    session.info[_RENDERING] = row
+    try:
+        message = _COMPOSERS[intent["mail"]](session, game, seat, rules=rules,
+                                             state=rules.loads(game.state_json), **args)
+    finally:
+        session.info.pop(_RENDERING, None)
+    return message.subject, message.text_body, message.html_body
+
+
+@_in_seat_language
+def talk_message(session: Session, game: Game, seat: Seat, message, sender: Seat,
+                 to: Seat | None) -> QueuedMail | None:
+    """A message of the table talk for `seat`: a reply to it answers the same audience (every
+    seat, or the sender alone for a private message)."""
+    private = message.to_seat is not None
+    subject = (_("Private message from %(name)s", name=sender.name) if private
+               else _("%(name)s to everyone", name=sender.name))
+    return _to_seat(session, game, seat, "talk", subject, "talk", picture=False,
+                    talk_to=sender.number if private else TO_ALL, message=message,
+                    sender=sender, private=private, recipient=to)
+
+
+@_in_seat_language
+def talk_digest(session: Session, game: Game, seat: Seat, messages: list,
+                names: dict[int, Seat]) -> QueuedMail | None:
+    """The messages a seat that chose the digest has not read yet, in one mail; a reply to it
+    goes to every seat."""
+    return _to_seat(session, game, seat, "talk_digest", _("Messages in the game"),
+                    "talk_digest", picture=False, talk_to=TO_ALL, messages=messages,
+                    names=names)
+
+
+_COMPOSERS.update(your_turn=your_turn, moved=moved, final=final, played_for_you=played_for_you)
+
+
+def due_digests(session: Session, now: datetime) -> int:
+    """Queue a digest for every seat whose oldest waiting news is a digest period old."""
+    cutoff = now.timestamp() - current_app.config["GAMES_DIGEST_HOURS"] * 3600
+    # Locked: a second scheduler waits here, then finds these items sent.
+    items = session.exec(locked(select(DigestItem).where(DigestItem.sent == false())
+                                .order_by(DigestItem.seat_id, DigestItem.id))).all()
+    by_seat: dict[int, list[DigestItem]] = {}
+    for item in items:
+        by_seat.setdefault(item.seat_id, []).append(item)
+    queued = 0
+    for seat_id, waiting in by_seat.items():
+        if waiting[0].created_at.timestamp() > cutoff:
+            continue
+        seat = session.get(Seat, seat_id)
+        game = session.get(Game, seat.game_id)
+        rules = rules_for(game.kind)
+        for item in waiting:
+            item.sent = True
+            session.add(item)
+        digest(session, game, seat, rules, rules.loads(game.state_json), waiting)
+        queued += 1
+    return queued
+
+
+# --- games players start (pbem.services.starting): mail to addresses, before there is a seat ----------------
+#
+# These go to addresses a stranger typed on the public /new page, so nothing typed there may
+# reach another address's subject (a title such as "Your account is locked - call ..."): the
+# subjects name the kind of game only (the starter's own title only in mail to the starter). In
+# the body, the names, titles and addresses typed are quoted as typed (`inert`: nothing in them
+# reads as a link), and no mail is addressed by a typed name (the To is the address alone).
+
+_LINKISH = re.compile(r"[.\u3002\uff0e\uff61](?=\w)|:(?=//)")
+
+
+def inert(text) -> str:
+    """Text someone typed, for quoting in a mail to another address: one line, and nothing in
+    it reads as a link (a dot before a letter or digit, as in a domain, is written [.], and
+    :// as [:]//)."""
+    return _LINKISH.sub(lambda match: f"[{match.group()}]", one_line(str(text)))
+
+
+def _start_mail(session: Session, kind: str, invitation, subject: str, template: str,
+                **context) -> QueuedMail:
+    return queue(session, kind=kind, to=invitation.email, subject=subject, template=template,
+                 invitation=invitation, **context)
+
+
+def start_confirm(session: Session, proposal, starter, link: str, friends) -> QueuedMail:
+    """The starter's link that confirms their address (and then shows their game's page). Its
+    subject names the kind of game only: whoever typed the form may not own the address."""
+    rules = rules_for(proposal.kind)
+    return _start_mail(session, "start_confirm", starter,
+                       _("Confirm your address to start a game of %(game)s", game=rules.title),
+                       "start_confirm", proposal=proposal, link=link, friends=friends,
+                       rules=rules)
+
+
+def start_invitation(session: Session, proposal, invitation, starter, everyone,
+                     link: str) -> QueuedMail:
+    """An invitation to a game a player starts, with the link to accept or decline it; its
+    subject names the kind of game only, the names the starter typed are quoted in it."""
+    rules = rules_for(proposal.kind)
+    return _start_mail(session, "start_invite", invitation,
+                       _("Invitation to a game of %(game)s", game=rules.title),
+                       "start_invitation", proposal=proposal, starter=starter,
+                       everyone=everyone, link=link, rules=rules,
+                       expires=i18n.format_local(invitation.expires_at, proposal.timezone))
+
+
+def start_news(session: Session, proposal, invitation, link: str | None, lines: list[str],
+               status: list[str]) -> QueuedMail:
+    """News of a proposed game for the starter (a decline, an expiry; `link`: their page) or
+    for a friend (the game called off: a subject without the starter's title)."""
+    rules = rules_for(proposal.kind)
+    subject = (_("News of %(title)s", title=proposal.title) if invitation.number == 0
+               else _("News of a game of %(game)s", game=rules.title))
+    return _start_mail(session, "start_news", invitation, subject, "start_news",
+                       proposal=proposal, link=link, lines=lines, status=status, rules=rules)

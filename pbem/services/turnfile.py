@@ -1,0 +1,130 @@
+"""Turn files: the position as plain text with an orders block, and reading orders back.
+
+A turn file is what a "your turn" mail's text part carries and what the seat page offers for
+download; the player writes moves in the notation under the ORDERS line and uploads it (or, in
+a later step, replies by mail). Reading is forgiving about what surrounds the orders (quoted
+text, signatures, the rest of the file) and strict about the orders themselves: each one goes
+through `submit_move` like any other move.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+
+from ..ground import i18n
+from ..ground.i18n import gettext
+
+ORDERS_LINE = "=== ORDERS ==="
+# A turn file holds one turn, which in some games is many moves (buys, builds, payments, offers
+# and discards); far more than any turn takes is a mistake, not a turn.
+MAX_ORDERS = 100
+# "Turn: 12 (move 47)": the turn as players count it, and the game's move counter that makes a
+# file from an old position stale. Files written before the turn number was added say
+# "Turn: 47", the move counter alone. Matched against one stripped line at a time (fullmatch):
+# a pattern run over the whole text with MULTILINE and a leading \s* scans every following
+# blank line from every line start, quadratic in the lines (issue 34: 32,000 newlines took 8 s).
+TURN_LINE = re.compile(r"Turn:\s*(\d{1,9})(?:\s*\(move\s+(\d{1,9})\))?", re.IGNORECASE)
+# Where a reply's own text ends: a signature, or an original that mail programs add unquoted.
+STOP = re.compile(r"^(--\s*$|-{3,}\s*Original Message|_{5,}|From:\s)", re.IGNORECASE)
+# The line a mail program puts above the quoted original (top or bottom posting): skipped.
+QUOTE_HEADER = re.compile(r"^(On .{0,200}wrote:|Am .{0,200}schrieb .{0,100}:)\s*$",
+                          re.IGNORECASE)
+
+
+def turn_line(turn_number: int | None, moves: int) -> str:
+    """The file's 'Turn:' line: the players' turn and the move counter it was made at."""
+    return f"Turn: {moves}" if turn_number is None else f"Turn: {turn_number} (move {moves})"
+
+
+def render(game_title: str, game_id: int, seat_name: str, colour: str, turn: int,
+           position: list[str], legal: list[str], examples: tuple[str, ...] = (),
+           turn_number: int | None = None) -> str:
+    """The turn file of one seat for one turn (`turn`: the game's move counter; `turn_number`:
+    the turn as players count it); `examples` are a whole turn in the game's notation (its
+    rules' `order_examples`)."""
+    # The Turn and ORDERS lines are read back and stay as they are; the rest is the reader's.
+    seat = f"{seat_name} ({i18n.colour(colour)})"
+    lines = [gettext("Turn file of %(seat)s in %(game)s", seat=seat,
+                     game=f"{game_title} #{game_id}"),
+             gettext("Game: %(id)d", id=game_id), gettext("Seat: %(seat)s", seat=seat),
+             turn_line(turn_number, turn), "", *position, ""]
+    if legal:
+        lines.append(gettext("Legal moves now (%(num)d), for example:", num=len(legal)))
+        lines.extend(f"#   {move}" for move in legal[:12])
+        lines.append("")
+    lines += [ORDERS_LINE,
+              *("# " + line for line in textwrap.wrap(
+                  gettext("Write your moves below, one per line, in the notation (in English, "
+                          "German or Spanish); lines starting with # are ignored.") + " " +
+                  (gettext("A whole turn at once is fine, for example:") if examples else
+                   gettext("A whole turn at once is fine.")), 90)),
+              *(f"#   {example}" for example in examples),
+              ""]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Orders:
+    turn: int | None  # the turn the file was made for, when it says
+    lines: list[str]  # the moves, as written (but see `printable`)
+
+
+def printable(line: str) -> str:
+    """`line` with each character that is neither printable nor a space (NUL, terminal escapes,
+    direction overrides) made U+FFFD: no order or message holds one, an answer quoting the line
+    must not carry one, and PostgreSQL cannot store a NUL in text at all."""
+    if line.isprintable():
+        return line
+    return "".join(c if c.isprintable() or c.isspace() else "\ufffd" for c in line)
+
+
+def own_lines(text: str) -> list[str]:
+    """The lines a reply's writer wrote (stripped, see `printable`): quoted lines ('>') and the
+    line introducing them left out wherever they stand, and nothing from a signature or an
+    original pasted unquoted on."""
+    own = []
+    for line in text.splitlines():
+        stripped = printable(line).strip()
+        if STOP.match(stripped):
+            break
+        if stripped.startswith(">") or QUOTE_HEADER.match(stripped):
+            continue
+        own.append(stripped)
+    return own
+
+
+def read_talk(text: str) -> tuple[str, Orders]:
+    """A reply to a message: its own text above an ORDERS line (all of it without one) is the
+    message; the orders under that line, if any, are orders as in `read`."""
+    own = own_lines(text)
+    marked = [i for i, line in enumerate(own) if line == ORDERS_LINE]
+    message = "\n".join(own[:marked[0]] if marked else own).strip("\n")
+    return message, read(text) if marked else Orders(None, [])
+
+
+def turn_in(text: str) -> int | None:
+    """The move counter of the text's first 'Turn:' line (quoted lines do not count), if any."""
+    for line in text.splitlines():
+        match = TURN_LINE.fullmatch(line.strip())
+        if match:
+            return int(match.group(2) or match.group(1))
+    return None
+
+
+def read(text: str) -> Orders:
+    """The orders in a turn file or a reply.
+
+    Only the reply's own lines count: quoted lines ('>') and the line introducing them are left
+    out wherever they stand (top or bottom posting), and reading ends at a signature or at an
+    original pasted unquoted. Within them, the lines after an ORDERS line if there is one, else
+    all; comments ('#') and blank lines left out."""
+    turn = turn_in(text)
+    own = own_lines(text)
+    marked = [i for i, line in enumerate(own) if line == ORDERS_LINE]
+    if marked:
+        own = own[marked[-1] + 1:]
+    orders = [line for line in own if line and not line.startswith("#")
+              and (marked or not TURN_LINE.fullmatch(line))]
+    return Orders(turn, orders)

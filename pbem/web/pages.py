@@ -1,0 +1,45 @@
+"""The front page: what this server is, and the way to the mailbox in the demo set-up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Blueprint, Response, current_app, jsonify, render_template
+from sqlalchemy import func
+from sqlmodel import select
+
+from ..games import game_kinds, rules_for
+from ..ground.db import reading
+from ..ground.models import Game
+from .mailbox import is_enabled
+
+bp = Blueprint("pages", __name__)
+
+
+@bp.get("/")
+def home():
+    with reading() as session:
+        counts = dict(session.exec(select(Game.status, func.count()).group_by(Game.status)).all())
+    games = [rules_for(kind) for kind in game_kinds()]
+    return render_template("pages/home.html", counts=counts, mailbox=is_enabled(), games=games)
+
+
+@bp.get("/health")
+def health():
+    """For monitoring: 200 when the database, the scheduler and the mail are well, else 503
+    (pbem.services.health says what counts as unwell)."""
+    from ..services.health import check
+
+    answer, healthy = check(current_app._get_current_object())
+    response = jsonify(answer)
+    response.status_code = 200 if healthy else 503
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    """The site's icon where browsers and feed readers look for it without asking the page."""
+    icon = Path(current_app.static_folder, "favicon.svg").read_bytes()
+    return Response(icon, mimetype="image/svg+xml",
+                    headers={"Cache-Control": "public, max-age=86400"})

@@ -1,0 +1,38 @@
+"""A player's "my games" page (pbem.services.my_games): every game of one email address,
+behind a secret link like a seat's.
+
+Opening the page changes nothing (mail scanners open links); *Open* on a game is a POST that
+mints a fresh seat key for that seat and goes to its page.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, redirect, render_template, request, url_for
+
+from ..services.moves import ServiceError
+from ..services.my_games import my_games, open_seat
+
+bp = Blueprint("players", __name__, url_prefix="/me")
+
+
+def _error(exc: ServiceError):
+    return render_template("error.html", status=exc.status, message=exc.message), exc.status
+
+
+@bp.get("/<token>")
+def page(token: str):
+    try:
+        email, entries = my_games(token)
+    except ServiceError as exc:
+        return _error(exc)
+    return render_template("players/games.html", email=email, entries=entries, token=token,
+                           waiting=sum(1 for e in entries if e.my_move))
+
+
+@bp.post("/<token>/open")
+def open_game(token: str):
+    try:
+        link = open_seat(token, request.form.get("game", ""))
+    except ServiceError as exc:
+        return _error(exc)
+    return redirect(url_for("seat.page", token=link.rsplit("/", 1)[1]), code=303)

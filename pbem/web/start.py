@@ -1,0 +1,179 @@
+"""The pages of games players start themselves (pbem.services.starting): the public "new
+game" form, the starter's page, an invitation's page and a finished game's rematch.
+
+Every link is a GET that only shows a page (mail scanners open links); the buttons on it POST.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
+
+from ..games import DEFAULT_KIND, game_kinds, rules_for
+from ..ground.models import ACCEPTED, INVITING
+from ..services.deadlines import MAX_HOURS, MIN_HOURS
+from ..services.moves import GameNotRunning, ServiceError
+from ..services.starting import (
+    answer,
+    cancel,
+    confirm,
+    invitation_view,
+    proposal_of,
+    propose,
+    read_form,
+    rematch,
+    seat_view,
+    start_game,
+    starter_view,
+)
+from .site import wake_sender
+
+bp = Blueprint("start", __name__)
+
+
+def _client_address() -> str:
+    return (request.remote_addr or "unknown")[:64]
+
+
+def _open() -> None:
+    if not current_app.config["GAMES_OPEN_CREATION"]:
+        abort(404)
+
+
+def _kind(value) -> str:
+    return value if value in game_kinds() else DEFAULT_KIND
+
+
+def _new_page(form, errors, status=200, kind=DEFAULT_KIND):
+    rules = rules_for(kind)
+    config = current_app.config
+    return render_template("start/new.html", form=form, errors=errors, rules=rules,
+                           games=game_kinds(), kind=kind,
+                           default_hours=config["GAMES_MOVE_DEADLINE_HOURS"],
+                           default_zone=config["GAMES_TIMEZONE"], min_hours=MIN_HOURS,
+                           max_hours=MAX_HOURS), status
+
+
+def _error(exc: ServiceError):
+    return render_template("error.html", status=exc.status, message=exc.message), exc.status
+
+
+@bp.get("/new")
+def new():
+    _open()
+    return _new_page({}, {}, kind=_kind(request.args.get("game")))
+
+
+@bp.post("/new")
+def new_post():
+    _open()
+    kind = _kind(request.form.get("game"))
+    draft, errors = read_form(request.form, kind)
+    if errors:
+        return _new_page(request.form, errors, 422, kind)
+    try:
+        propose(draft, _client_address())
+    except ServiceError as exc:
+        return _new_page(request.form, {"players": exc.message}, exc.status, kind)
+    wake_sender()
+    return render_template("start/sent.html", email=draft.starter.email)
+
+
+def _manage_page(token: str, status: int = 200, error: str | None = None):
+    try:
+        view = starter_view(token)
+    except ServiceError as exc:
+        return _error(exc)
+    proposal, everyone = view.proposal, view.everyone
+    rules = rules_for(proposal.kind)
+    accepted = sum(1 for i in everyone if i.status == ACCEPTED)
+    return render_template("start/manage.html", token=token, proposal=proposal,
+                           everyone=everyone, rules=rules, accepted=accepted, error=error,
+                           can_start=proposal.status == INVITING
+                           and accepted >= rules.min_players, game=view.game,
+                           has_seat=view.has_seat), status
+
+
+@bp.get("/new/game/<token>")
+def manage(token: str):
+    return _manage_page(token)
+
+
+def _starter_action(token: str, action):
+    try:
+        action()
+    except ServiceError as exc:
+        return _manage_page(token, exc.status, exc.message)
+    wake_sender()
+    return redirect(url_for("start.manage", token=token), code=303)
+
+
+@bp.post("/new/game/<token>/confirm")
+def confirm_post(token: str):
+    return _starter_action(token, lambda: confirm(token))
+
+
+@bp.post("/new/game/<token>/start")
+def start_post(token: str):
+    def go():
+        start_game(proposal_of(token), by_starter=True)
+    return _starter_action(token, go)
+
+
+@bp.post("/new/game/<token>/cancel")
+def cancel_post(token: str):
+    return _starter_action(token, lambda: cancel(token))
+
+
+def _invitation_page(token: str, status: int = 200, error: str | None = None, form=None):
+    try:
+        invitation, proposal, everyone = invitation_view(token)
+        if invitation.number == 0:
+            return redirect(url_for("start.manage", token=token), code=303)
+    except ServiceError as exc:
+        return _error(exc)
+    return render_template("start/invitation.html", token=token, invitation=invitation,
+                           proposal=proposal, everyone=everyone, rules=rules_for(proposal.kind),
+                           error=error, form=form or {}), status
+
+
+@bp.get("/invite/<token>")
+def invitation(token: str):
+    return _invitation_page(token)
+
+
+@bp.post("/invite/<token>/<choice>")
+def answer_post(token: str, choice: str):
+    if choice not in ("accept", "decline"):
+        abort(404)
+    try:
+        ready = answer(token, choice == "accept", request.form.get("name"))
+        if ready:
+            proposal_id = proposal_of(token)
+            try:
+                start_game(proposal_id)
+            except GameNotRunning:  # the last two accepted at once: the other one started it
+                pass
+    except ServiceError as exc:
+        return _invitation_page(token, exc.status, exc.message, request.form)
+    wake_sender()
+    return redirect(url_for("start.invitation", token=token), code=303)
+
+
+@bp.get("/seat/<token>/rematch")
+def rematch_page(token: str):
+    try:
+        seat, game, seats = seat_view(token)
+    except ServiceError as exc:
+        return _error(exc)
+    return render_template("start/rematch.html", token=token, seat=seat, game=game,
+                           seats=seats)
+
+
+@bp.post("/seat/<token>/rematch")
+def rematch_post(token: str):
+    try:
+        link = rematch(token, _client_address())
+    except ServiceError as exc:
+        return _error(exc)
+    wake_sender()
+    return redirect(link, code=303)

@@ -1,0 +1,166 @@
+"""The public spectator page of a game, its board picture, and the history of its moves.
+
+`/watch/<watch_id>` is a game's address for anyone, not a seat link: the board from a
+spectator's view (no hand, no card of the deck), the scores, whose turn it is, what is on the
+table and the log in a spectator's words. With `?at=N` it shows the board as it was after the
+first N moves, replayed from the game's set-up through the game interface, with every move
+linked and previous/next links. `/watch/<watch_id>/board.svg` is the picture alone.
+
+`/seat/<token>/history?at=N` is the same history in one seat's view: its own hand as it was
+then, never another seat's. Every route here is a GET and changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from flask import Blueprint, Response, render_template, request
+from sqlmodel import Session, select
+
+from ..games import GameRules, rules_for
+from ..ground.db import reading
+from ..ground.models import Game, Seat
+from ..services.moves import LogEntry, Malformed, NotFound, ServiceError, _log, load_seat
+
+bp = Blueprint("watch", __name__)
+
+WATCH_ID = re.compile(r"[A-Za-z0-9_-]{8,32}")
+UNKNOWN_GAME = ("There is no game to watch at this address. Check that it was copied whole; "
+                "the address is in every mail of the game, under “See the board”.")
+SPECTATOR = -1  # the log's reader number for a spectator's words
+
+
+@dataclass(frozen=True)
+class Moment:
+    """Which position a history page shows: after `at` of the game's `moves` moves."""
+
+    at: int | None  # None: the position as it is now
+    moves: int
+
+    @property
+    def shown(self) -> int:
+        return self.moves if self.at is None else self.at
+
+    @property
+    def previous(self) -> int | None:
+        return self.shown - 1 if self.shown > 0 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.shown + 1 if self.shown < self.moves else None
+
+
+def moment(raw: str | None, moves: int) -> Moment:
+    """The `at` of a history address, checked against the `moves` logged so far."""
+    if raw is None:
+        return Moment(None, moves)
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
+        raise Malformed(f"“at={raw[:20]}” is not a move number: use a whole number from 0 to "
+                        f"{moves} (0 is the set-up, {moves} the position now).")
+    at = int(raw)
+    if at > moves:
+        raise NotFound(f"This game has {moves} move{'' if moves == 1 else 's'} so far, so there "
+                       f"is no position after move {at}. Use a number from 0 to {moves}.")
+    return Moment(at, moves)
+
+
+def _history(rules: GameRules, state, log: list[LogEntry], when: Moment):
+    """The state at `when`: the stored one now, else the first moves replayed from the set-up."""
+    if when.at is None:
+        return state
+    notations = [entry.notation for entry in sorted(log, key=lambda e: e.number)]
+    return rules.history_state(state, notations[:when.at])
+
+
+def _error(exc: ServiceError):
+    return render_template("error.html", status=exc.status, message=exc.message), exc.status
+
+
+# --- the spectator's pages ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Watched:
+    """What a spectator page needs about one game, read in one snapshot."""
+
+    game: Game
+    seats: list[Seat]
+    rules: GameRules
+    state: object
+    log: list[LogEntry]  # oldest first, in a spectator's words
+
+
+def _game_for(session: Session, watch_id: str) -> Game:
+    if not WATCH_ID.fullmatch(watch_id):
+        raise NotFound(UNKNOWN_GAME)
+    game = session.exec(select(Game).where(Game.watch_id == watch_id)).first()
+    if game is None:
+        raise NotFound(UNKNOWN_GAME)
+    return game
+
+
+def load_watched(watch_id: str, with_log: bool = True) -> Watched:
+    with reading() as session:
+        game = _game_for(session, watch_id)
+        rules = rules_for(game.kind)
+        seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
+                                  .order_by(Seat.number)))
+        log = _log(session, game, SPECTATOR, None, rules)[0][::-1] if with_log else []
+        return Watched(game, seats, rules, rules.loads(game.state_json), log)
+
+
+def _answer(response: Response) -> Response:
+    # Anyone with the address may look, but search engines are asked to leave it out.
+    response.headers["X-Robots-Tag"] = "noindex, nofollow"
+    return response
+
+
+@bp.get("/watch/<watch_id>")
+def spectate(watch_id: str):
+    try:
+        watched = load_watched(watch_id)
+        when = moment(request.args.get("at"), len(watched.log))
+    except ServiceError as exc:
+        return _error(exc)
+    rules = watched.rules
+    state = _history(rules, watched.state, watched.log, when)
+    to_move = rules.to_move(state)
+    page = render_template(
+        "watch/game.html", game=watched.game, seats=watched.seats, rules=rules,
+        view=rules.view(state, None), picture=rules.board_picture(state, None, False),
+        seat=None, log=watched.log, when=when, to_move=to_move,
+        outcome=rules.outcome_lines(state), kind_template=f"games/{watched.game.kind}/")
+    return _answer(Response(page))
+
+
+@bp.get("/watch/<watch_id>/board.svg")
+def board_picture(watch_id: str):
+    """The board as it is now, from a spectator's view, as an SVG image of its own."""
+    try:
+        watched = load_watched(watch_id, with_log=False)
+    except ServiceError as exc:
+        return _error(exc)
+    picture = watched.rules.board_picture(watched.state, None, False)
+    return _answer(Response(picture, mimetype="image/svg+xml"))
+
+
+# --- a seat's own history -----------------------------------------------------------------------
+
+@bp.get("/seat/<token>/history")
+def seat_history(token: str):
+    """The board and the seat's own hand as they were after move N (?at=N; default: now)."""
+    try:
+        ctx = load_seat(token, log_limit=None)
+        log = ctx.log[::-1]  # oldest first, in this seat's words
+        when = moment(request.args.get("at"), len(log))
+    except ServiceError as exc:
+        return _error(exc)
+    rules, seat = ctx.rules, ctx.seat
+    state = _history(rules, ctx.state, log, when)
+    to_move = rules.to_move(state)
+    return render_template(
+        "watch/seat_history.html", ctx=ctx, game=ctx.game, seat=seat, seats=ctx.seats,
+        rules=rules, view=rules.view(state, seat.number),
+        picture=rules.board_picture(state, seat.number, False), token=token, log=log,
+        when=when, to_move=to_move, outcome=rules.outcome_lines(state),
+        kind_template=f"games/{ctx.game.kind}/")

@@ -1,0 +1,227 @@
+"""pbem/ is a house in layers (pbem/__init__.py): each module's floor is its folder, and no
+import climbs to a higher floor, goes sideways into another channel's folder, or closes a
+circle of modules, whether direct (a imports b, b imports a) or longer.
+
+Every import under pbem/ is read with `ast`, wherever it stands (at the top, in a function, or
+under `if TYPE_CHECKING:`: a name a module needs for its types is a dependency too); only a
+module's `if __name__ == "__main__":` block is left out, a program of its own that stands on
+top of the house, and Alembic's scripts (pbem/ground/migrations/), which Alembic runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pbem"
+
+# The floors, lowest first, by folder; the modules in pbem/ itself (the app: pbem/__init__.py,
+# app.py, entry.py, __main__.py) are the top floor. Folders on the same floor (the channels)
+# may not import each other.
+FLOORS = {"ground": 0, "games": 1, "services": 2, "web": 3, "mailin": 3, "scheduler": 4,
+          "cli": 5}
+TOP = 6
+
+
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def python_files(package: Path = PACKAGE) -> list[Path]:
+    return sorted(p for p in package.rglob("*.py")
+                  if "migrations" not in p.relative_to(package).parts)
+
+
+def _is_main_block(node: ast.AST) -> bool:
+    """`if __name__ == "__main__":`"""
+    test = getattr(node, "test", None)
+    return (isinstance(node, ast.If) and isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
+
+
+def _imports(tree: ast.AST):
+    """Every Import and ImportFrom node of `tree`, but those under a `__main__` block."""
+    for node in ast.iter_child_nodes(tree):
+        if _is_main_block(node):
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        yield from _imports(node)
+
+
+def imports_of(path: Path, modules: set[str], package: Path = PACKAGE) -> dict[str, int]:
+    """The modules of `modules` that the module at `path` imports, each with the line of its
+    first import: `from x import y` names module x.y when there is one, else x."""
+    name = module_name(path, package)
+    is_package = path.name == "__init__.py"
+    found: dict[str, int] = {}
+    for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            if node.level:
+                base = name.split(".")
+                base = base[:len(base) - node.level + (1 if is_package else 0)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules
+                       else module for alias in node.names]
+        for target in targets:
+            while target and target not in modules:  # `import pbem.x.y`: its module
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.setdefault(target, node.lineno)
+    return found
+
+
+def graph(package: Path = PACKAGE) -> dict[str, dict[str, int]]:
+    """Each module of the package and what it imports of it (module -> line)."""
+    paths = {module_name(p, package): p for p in python_files(package)}
+    modules = set(paths)
+    return {name: imports_of(path, modules, package) for name, path in paths.items()}
+
+
+def room(module: str) -> str:
+    """The folder a module belongs to (the top floor's modules: the package's own name)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in FLOORS) \
+        else parts[0]
+
+
+def floor(module: str) -> int:
+    return FLOORS.get(room(module), TOP)
+
+
+def wrong_way(edges: dict[str, dict[str, int]]) -> list[str]:
+    """Each import that climbs, or goes sideways into another folder of the same floor."""
+    found = []
+    for module, targets in sorted(edges.items()):
+        for target, line in sorted(targets.items()):
+            if room(module) == room(target):
+                continue
+            if floor(target) > floor(module):
+                found.append(f"{module}:{line} climbs to {target} "
+                             f"(floor {floor(module)} -> {floor(target)})")
+            elif floor(target) == floor(module):
+                found.append(f"{module}:{line} goes sideways to {target} "
+                             f"({room(module)} -> {room(target)}, both floor {floor(module)})")
+    return found
+
+
+def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round a longer circle
+    (Tarjan's strongly connected components of more than one module), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in edges.get(module, {}):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
+def _circle(edges: dict[str, dict[str, int]], group: list[str]) -> str:
+    """The group in words for the message: each pair in it that imports each other, or else
+    one circle through its first module."""
+    pairs = [f"{a} <-> {b}" for a in group for b in group
+             if a < b and b in edges[a] and a in edges[b]]
+    if pairs:
+        return "; ".join(pairs)
+    members, path = set(group), [group[0]]
+    while True:
+        step = next(t for t in sorted(edges[path[-1]]) if t in members
+                    and (t == group[0] or t not in path))
+        path.append(step)
+        if step == group[0]:
+            return " -> ".join(path)
+
+
+def test_every_module_has_a_floor():
+    """Every folder of pbem/ with Python modules is one of the floors; each floor's package
+    says in its docstring what it owns and what it may import."""
+    folders = {room(module) for module in graph()} - {"pbem"}
+    assert folders <= set(FLOORS), f"folders without a floor: {folders - set(FLOORS)}"
+    for folder in FLOORS:
+        init = PACKAGE / folder / "__init__.py"
+        assert init.is_file(), f"pbem/{folder}/ is missing"
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and "import" in doc.lower(), f"pbem/{folder}/__init__.py says nothing of its imports"
+
+
+def test_no_import_climbs_or_goes_sideways():
+    """A module imports only from its own folder or from a lower floor."""
+    found = wrong_way(graph())
+    assert not found, "imports the wrong way:\n" + "\n".join(found)
+
+
+def test_no_modules_import_each_other():
+    """No circle of imports between modules, direct or longer."""
+    edges = graph()
+    found = cycles(edges)
+    assert not found, "modules that import each other:\n" + "\n".join(
+        _circle(edges, group) for group in found)
+
+
+def test_the_checks_see_what_they_must(tmp_path):
+    """The checks find a circle (also through an import only for types), a climbing import, a
+    sideways one and a relative import's target, and leave a `__main__` block out."""
+    package = tmp_path / "pbem"
+    files = {
+        "__init__.py": '"""top"""\nfrom .ground import db\n',
+        "ground/__init__.py": '"""ground"""\n',
+        "ground/db.py": "def f():\n    from ..services import moves\n",
+        "services/__init__.py": '"""services"""\n',
+        "services/moves.py": "from ..ground.db import f\nfrom . import log\n",
+        "services/log.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                            "    from .moves import x\n"),
+        "web/__init__.py": '"""web"""\n',
+        "web/pages.py": "import pbem.mailin.inbox\n",
+        "mailin/__init__.py": '"""mailin"""\n',
+        "mailin/inbox.py": ("from pbem.ground import db\nif __name__ == '__main__':\n"
+                            "    from pbem import entry\n"),
+    }
+    for name, text in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text)
+    edges = graph(package)
+    assert edges["pbem.services.moves"] == {"pbem.ground.db": 1, "pbem.services.log": 2}
+    assert edges["pbem.mailin.inbox"] == {"pbem.ground.db": 1}
+    assert edges["pbem"] == {"pbem.ground.db": 2}
+    assert cycles(edges) == [["pbem.ground.db", "pbem.services.log", "pbem.services.moves"]]
+    assert _circle(edges, cycles(edges)[0]) == \
+        "pbem.ground.db <-> pbem.services.moves; pbem.services.log <-> pbem.services.moves"
+    circle = {"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}}
+    assert cycles(circle) == [["a", "b", "c"]]
+    assert _circle(circle, ["a", "b", "c"]) == "a -> b -> c -> a"
+    assert wrong_way(edges) == [
+        "pbem.ground.db:2 climbs to pbem.services.moves (floor 0 -> 2)",
+        "pbem.web.pages:1 goes sideways to pbem.mailin.inbox (web -> mailin, both floor 3)"]
