@@ -71,7 +71,6 @@ import random
 import re
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -95,7 +94,8 @@ from pbem.ground import schema
 from pbem.ground.db import get_engine, reading
 from pbem.ground.models import QUEUED, SENDING, SENT, Game, MoveRecord, OutboxMessage
 from pbem.scheduler.outbox import stuck_after
-from pbem.services.moves import create_game, parse_player
+from pbem.services.games import create_game
+from pbem.services.players import parse_player
 
 TARGET_RATE = 100  # moves a second
 WORKERS = 4

@@ -56,7 +56,8 @@ from sqlalchemy import event, text
 from pbem import create_app, started
 from pbem.ground import schema
 from pbem.ground.db import make_engine
-from pbem.services.moves import create_game, parse_player
+from pbem.services.games import create_game
+from pbem.services.players import parse_player
 
 TARGET_RATIO = 0.5  # POST alone, pbem / floor
 MINIMUM_RATIO = 0.3  # what must be met at least
@@ -277,6 +278,7 @@ def breakdown(table: Table, moves: int) -> None:
     """Time the parts of `moves` move requests without a profiler (its overhead skews ORM code)."""
     import pbem.services.mail
     import pbem.services.moves
+    import pbem.services.seats
     import pbem.web.api
     from pbem.games import rules_for
     from pbem.ground.db import get_engine
@@ -290,9 +292,9 @@ def breakdown(table: Table, moves: int) -> None:
     watch.wrap(pbem.services.moves, "_Recent", "      _Recent (the latest moves, read once)")
     watch.wrap(pbem.services.mail, "render_template", "      render mail templates")
     watch.wrap(pbem.web.api, "load_seat", "  load_seat (GET)")
-    watch.wrap(pbem.services.moves, "_seat_game_seats",
+    watch.wrap(pbem.services.seats, "_seat_game_seats",
                "    _seat_game_seats (seat, game, seats; any caller)")
-    watch.wrap(pbem.services.moves, "_log", "    _log (the log in one reader's words)")
+    watch.wrap(pbem.services.seats, "_log", "    _log (the log in one reader's words)")
     watch.wrap(pbem.web.api, "seat_document", "  seat_document")
     watch.wrap(pbem.web.api, "jsonify", "  jsonify")
     rules = type(rules_for("kardinal-koenig"))

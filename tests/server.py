@@ -259,7 +259,8 @@ def legal_in(html: str) -> list[str]:
 
 def new_game(app, players: int = 3, seed: str = "1", **kwargs):
     """A game created through the service; returns (CreatedGame, tokens in seat order)."""
-    from pbem.services.moves import create_game, parse_player
+    from pbem.services.games import create_game
+    from pbem.services.players import parse_player
 
     with app.app_context():
         created = create_game([parse_player(f"Player {i} <p{i}@example.org>")

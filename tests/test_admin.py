@@ -652,7 +652,7 @@ def test_a_new_link_mail_does_not_promise_that_earlier_links_work(app, admin, ma
 
 
 def test_a_handed_over_seat_does_not_keep_the_old_players_settings(app, admin):
-    from pbem.services.moves import set_notify, set_timezone, take_vacation
+    from pbem.services.time import set_notify, set_timezone, take_vacation
 
     _, tokens = new_game(app)
     with app.app_context():

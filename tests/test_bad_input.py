@@ -14,7 +14,9 @@ from sqlmodel import SQLModel
 
 import pbem.ground.models  # noqa: F401  (the tables, for the database snapshot)
 from pbem.ground.db import get_engine
-from pbem.services.moves import UNKNOWN_LINK, create_game, parse_player
+from pbem.services.games import create_game
+from pbem.services.players import parse_player
+from pbem.services.seats import UNKNOWN_LINK
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

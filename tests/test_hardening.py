@@ -22,7 +22,7 @@ from pbem.games import SetupProblem
 from pbem.ground.db import reading, writing
 from pbem.ground.models import FAILED, Game, OutboxMessage, Seat
 from pbem.services import stewardship
-from pbem.services.moves import check_title, parse_player
+from pbem.services.players import check_title, parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

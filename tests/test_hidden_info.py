@@ -26,7 +26,9 @@ from pbem.ground.db import reading, writing
 from pbem.ground.i18n import render
 from pbem.ground.models import DigestItem, Game, MoveRecord, OutboxMessage, Seat
 from pbem.services import mail
-from pbem.services.moves import create_game, parse_player, submit_move
+from pbem.services.games import create_game
+from pbem.services.moves import submit_move
+from pbem.services.players import parse_player
 
 from helpers import redealt
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from kc_support import play, position
-from server import make_app, new_game
+from server import make_app
 from sqlmodel import select
 from test_kc_view import redeal
 
@@ -135,7 +135,8 @@ def test_computer_players_take_seats_and_play_a_game_to_its_end(tmp_path):
     from pbem.ground.db import reading
     from pbem.ground.models import Game, MoveRecord
     from pbem.scheduler.jobs import run_jobs
-    from pbem.services.moves import bot_player, create_game, parse_player
+    from pbem.services.games import create_game
+    from pbem.services.players import bot_player, parse_player
 
     app = make_app(tmp_path / "instance", SCHEDULER_OUTAGE_MINUTES=100000)
     now = datetime(2026, 11, 24, 12, tzinfo=UTC)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from server import field, html_of, text_of
+from server import field
 from sqlmodel import select
 
 from pbem.ground.db import reading
 from pbem.ground.models import Seat
-from pbem.services.moves import create_game, parse_player
+from pbem.services.games import create_game
+from pbem.services.players import parse_player
 from pbem.services.stewardship import create_admin
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL

@@ -15,7 +15,7 @@ from pbem.games import rules_for
 from pbem.ground.db import reading, writing
 from pbem.ground.models import Game, MoveRecord
 from pbem.services import turns
-from pbem.services.moves import load_seat
+from pbem.services.seats import load_seat
 from pbem.web.api import API_LOG
 from pbem.web.site import turn_number_of
 

@@ -28,8 +28,9 @@ from sqlmodel import select
 from pbem.ground.db import reading, writing
 from pbem.ground.models import FAILED, QUEUED, SENDING, SENT, OutboxMessage
 from pbem.scheduler.outbox import REDACTED, deliver_all_due, deliver_queued
+from pbem.services.games import create_game
 from pbem.services.health import STUCK_AFTER
-from pbem.services.moves import create_game, parse_player
+from pbem.services.players import parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -40,7 +40,7 @@ from pbem.scheduler.outbox import (
 )
 from pbem.services import mail
 from pbem.services.health import STUCK_AFTER
-from pbem.services.moves import set_language
+from pbem.services.time import set_language
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

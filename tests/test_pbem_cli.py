@@ -21,10 +21,9 @@ from server import LINK, bare_app, database_url
 from sqlalchemy import func, inspect
 from sqlmodel import select
 
-from pbem import create_app
 from pbem.ground.db import get_engine, reading, writing
 from pbem.ground.models import Game, OutboxMessage, Seat
-from pbem.services.moves import game_seed
+from pbem.services.games import game_seed
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

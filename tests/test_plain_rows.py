@@ -32,7 +32,9 @@ from pbem.ground.models import PENDING, Game, OutboxMessage, Seat, SeatKey, Time
 from pbem.ground.rows import GameRow, SeatRow, write_changes
 from pbem.services import mail
 from pbem.services.deadlines import start_clock
-from pbem.services.moves import NotFound, _seat_game_seats, _seat_rows, submit_move
+from pbem.services.errors import NotFound
+from pbem.services.moves import submit_move
+from pbem.services.seats import _seat_game_seats, _seat_rows
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

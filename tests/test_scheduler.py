@@ -26,7 +26,8 @@ from pbem.ground.db import get_engine, reading
 from pbem.ground.models import PENDING, JobState, MoveRecord, OutboxMessage, Seat, Timer
 from pbem.scheduler.jobs import _claim, handle_due_timers, run_jobs
 from pbem.services.deadlines import TimeControl
-from pbem.services.moves import extend_deadline, pause_game, resume_game, submit_move
+from pbem.services.moves import submit_move
+from pbem.services.time import extend_deadline, pause_game, resume_game
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -54,7 +55,8 @@ class Clock:
 def clock(monkeypatch):
     """The time the web pages and the services see when not given one."""
     fake = Clock(T0)
-    monkeypatch.setattr("pbem.services.moves.utcnow", lambda: fake.now)
+    for module in ("games", "moves", "seats", "time"):  # the services' modules that ask it
+        monkeypatch.setattr(f"pbem.services.{module}.utcnow", lambda: fake.now)
     monkeypatch.setattr("pbem.web.seat.utcnow", lambda: fake.now)
     return fake
 

@@ -18,13 +18,15 @@ from sqlalchemy import Column, Integer, MetaData, Table, inspect
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, select
 
-from pbem import create_app
 from pbem.games import rules_for
 from pbem.ground import models as _models  # noqa: F401  (the tables register on SQLModel.metadata)
 from pbem.ground import schema
 from pbem.ground.db import get_engine, reading, writing
 from pbem.ground.models import Game, MoveRecord, Seat
-from pbem.services.moves import create_game, load_seat, parse_player, submit_move
+from pbem.services.games import create_game
+from pbem.services.moves import submit_move
+from pbem.services.players import parse_player
+from pbem.services.seats import load_seat
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLES = {"game", "seat", "seatkey", "moverecord", "digestitem", "outboxmessage"}

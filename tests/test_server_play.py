@@ -7,7 +7,8 @@ import pytest
 from server import field, game_state, legal_in, text_of, token_in
 
 from engine import Place, default_board, parse_move
-from pbem.services.moves import create_game, parse_player
+from pbem.services.games import create_game
+from pbem.services.players import parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -28,7 +28,9 @@ from pbem.ground.models import Game, MoveRecord, OutboxMessage, Seat
 from pbem.ground.tokens import TOKEN_PATTERN
 from pbem.scheduler.outbox import deliver_all_due
 from pbem.services import mail, stewardship
-from pbem.services.moves import create_game, parse_player, submit_move
+from pbem.services.games import create_game
+from pbem.services.moves import submit_move
+from pbem.services.players import parse_player
 
 from helpers import redealt
 

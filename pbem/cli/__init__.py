@@ -29,15 +29,10 @@ from ..ground.models import FAILED, QUEUED, RUNNING, SENDING, UNKNOWN, Game, Out
 from ..mailin.pipe import ingest_mail_command
 from ..scheduler.outbox import deliver_all_due
 from ..services.deadlines import time_control
-from ..services.moves import (
-    ServiceError,
-    bot_player,
-    create_game,
-    extend_deadline,
-    parse_player,
-    pause_game,
-    resume_game,
-)
+from ..services.errors import ServiceError
+from ..services.games import create_game
+from ..services.players import bot_player, parse_player
+from ..services.time import extend_deadline, pause_game, resume_game
 from .common import _base, _need_schema, _one_line_errors, _upgrade
 from .processes import (
     mail_listener_command,

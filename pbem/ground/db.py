@@ -461,7 +461,7 @@ def init_app(app: Flask) -> None:
     app.extensions["pbem_db_writer"] = engine.execution_options(pbem_write=True)
     # The move path's own transactions send their BEGIN straight to the driver.
     app.extensions["pbem_db_rows"] = engine.execution_options(pbem_begun=True)
-    # Names this app's database in what the process keeps of it (pbem.services.moves' log windows):
+    # Names this app's database in what the process keeps of it (pbem.services.log's windows):
     # two apps of one process may hold copies of one game in two databases.
     app.extensions["pbem_db_token"] = uuid.uuid4().hex
 

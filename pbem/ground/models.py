@@ -134,7 +134,7 @@ class SeatKey(SQLModel, table=True):
     """One secret link to a seat; each mail to a seat carries a fresh one."""
 
     # A seat's keys in the order they were made: a link's first newer key is one step away
-    # (pbem.services.moves.superseded_at).
+    # (pbem.services.seats.superseded_at).
     __table_args__ = (Index("ix_seatkey_seat", "seat_id", "id"),)
 
     id: int | None = Field(default=None, primary_key=True)

@@ -1,7 +1,7 @@
 """Plain rows of games and seats, for the move path: read and written with Core statements.
 
 A move, a seat's page and an API answer read their seat, game and seats in one statement
-(`pbem.services.moves`); building ORM objects from it, keeping them in an identity map and flushing
+(`pbem.services.seats`); building ORM objects from it, keeping them in an identity map and flushing
 them through the unit of work cost more than the statements themselves. They get these instead:
 one attribute per column, named as the model's (`game.turn`, `seat.absent`), so the code that
 reads a game or a seat (mails, clocks, templates) takes either. What changed since the row was

@@ -65,14 +65,9 @@ from ..ground.models import (
 )
 from ..ground.tokens import hash_token
 from ..services import bounces, mail
-from ..services.moves import (
-    GameNotRunning,
-    ServiceError,
-    StaleTurn,
-    is_expired,
-    submit_orders,
-    superseded_at,
-)
+from ..services.errors import GameNotRunning, ServiceError, StaleTurn
+from ..services.moves import submit_orders
+from ..services.seats import is_expired, superseded_at
 from ..services.talk import post_message
 from ..services.turnfile import Orders, read, read_talk
 

@@ -48,7 +48,8 @@ from ..ground.models import (
 from ..mailin.listener import poll_imap
 from ..services import mail
 from ..services.deadlines import add_pause, reset_clock, start_clock
-from ..services.moves import ServiceError, submit_move
+from ..services.errors import ServiceError
+from ..services.moves import submit_move
 from ..services.talk import run_due_chores
 from .outbox import deliver_all_due, stop_event
 from .senders import MAILS_A_TIMER, HelperPool, Helpers

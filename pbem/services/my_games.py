@@ -8,7 +8,7 @@ password, and an organiser can revoke the links of an address (`revoke_player_li
 A key is a key to every seat of its address, so it is held short: it lists and opens only the
 seats its address holds now (not one handed to another person or to a computer player, checked
 in the transaction that mints the seat key); revoking a seat's links revokes every key of its
-address (`pbem.services.moves.revoke_seat_links`); and a key expires `[games] old_link_days` after a
+address (`pbem.services.seats.revoke_seat_links`); and a key expires `[games] old_link_days` after a
 newer one was mailed to the address, and `[games] my_games_link_days` after it was mailed in
 any case, the newest too.
 """
@@ -28,8 +28,9 @@ from ..ground.db import get_row, reading, utcnow, writing
 from ..ground.i18n import N_, gettext
 from ..ground.models import ABORTED, FINISHED, PAUSED, RUNNING, Game, PlayerKey, Seat
 from ..ground.tokens import hash_token, is_well_formed
+from .errors import LinkExpired, Malformed, NotFound
 from .mail import mint_key, seat_link
-from .moves import LinkExpired, Malformed, NotFound, superseded_at
+from .seats import superseded_at
 
 UNKNOWN = ("This link to your games is not valid: it may be mistyped, cut short by the mail "
            "program, or revoked by an organiser. Use the link in your latest mail from a game.")

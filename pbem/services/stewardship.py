@@ -1,7 +1,7 @@
 """What an admin may do to a game: each action checked, written to the audit log with the admin
 and a reason, and told to the players it touches, in one transaction.
 
-Pausing, resuming and extending reuse the clock controls in `pbem.services.moves`; everything else is
+Pausing, resuming and extending reuse the clock controls in `pbem.services.time`; everything else is
 here: admin accounts, links, addresses, handing a seat over, taking back a move, aborting.
 """
 
@@ -40,19 +40,11 @@ from ..ground.models import (
 )
 from . import mail
 from .deadlines import reset_clock, start_clock, stop_clock
-from .moves import (
-    GameNotRunning,
-    Malformed,
-    NotFound,
-    Rejected,
-    check_bot,
-    check_player,
-    extend_deadline,
-    pause_game,
-    resume_game,
-    revoke_seat_links,
-)
+from .errors import GameNotRunning, Malformed, NotFound, Rejected
 from .my_games import revoke_player_links
+from .players import check_bot, check_player
+from .seats import revoke_seat_links
+from .time import extend_deadline, pause_game, resume_game
 
 MAX_REASON = 500
 hasher = PasswordHasher()

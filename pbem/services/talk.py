@@ -37,14 +37,9 @@ from ..ground.models import (
     TalkMessage,
 )
 from . import mail
-from .moves import (
-    GameNotRunning,
-    Malformed,
-    Rejected,
-    ServiceError,
-    _seat_game_seats,
-    unsafe_character,
-)
+from .errors import GameNotRunning, Malformed, Rejected, ServiceError
+from .players import unsafe_character
+from .seats import _seat_game_seats
 
 THREAD_LIMIT = 200  # the newest messages a page or an API answer shows
 

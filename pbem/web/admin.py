@@ -52,7 +52,9 @@ from ..ground.models import (
 )
 from ..services import stewardship, talk
 from ..services.deadlines import MAX_HOURS, MIN_HOURS, time_control
-from ..services.moves import ServiceError, bot_player, check_player, check_title, create_game
+from ..services.errors import ServiceError
+from ..services.games import create_game
+from ..services.players import bot_player, check_player, check_title
 from .site import HINTS, form_number, wake_sender
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")

@@ -15,7 +15,10 @@ from flask import Blueprint, current_app, jsonify, request
 from ..ground.kept import Kept
 from ..ground.models import RUNNING
 from ..services import talk
-from ..services.moves import LogEntry, Malformed, SeatContext, ServiceError, load_seat, submit_move
+from ..services.errors import Malformed, ServiceError
+from ..services.log import LogEntry
+from ..services.moves import submit_move
+from ..services.seats import SeatContext, load_seat
 from .site import csrf, wake_sender
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -26,7 +29,7 @@ API_LOG = 50
 
 class _LogItems:
     """Each log entry as the answer shows it, made once per process: an answer shows the same
-    fifty entries after every move, and the entries (`pbem.services.moves.LogEntry`) are shared
+    fifty entries after every move, and the entries (`pbem.services.log.LogEntry`) are shared
     objects that never change, so one is looked up by its identity. The item holds the move
     as the reader sees it (`notation_for`), which is compared, not assumed."""
 
@@ -50,7 +53,7 @@ class _LogItems:
 
 
 _log_item = _LogItems()
-# The items of a whole log list, by the list's identity: a log list (pbem.services.moves' windows)
+# The items of a whole log list, by the list's identity: a log list (pbem.services.log's windows)
 # is one seat's view of one position of one game, so its items never differ.
 _log_lists = Kept(512)
 

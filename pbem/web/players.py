@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, render_template, request, url_for
 
-from ..services.moves import ServiceError
+from ..services.errors import ServiceError
 from ..services.my_games import my_games, open_seat
 
 bp = Blueprint("players", __name__, url_prefix="/me")

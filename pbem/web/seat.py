@@ -22,21 +22,15 @@ from ..ground.db import utcnow
 from ..ground.i18n import format_local, gettext, ngettext
 from ..ground.models import NOTIFY_CHOICES, TALK_CHOICES
 from ..services import talk, turnfile
-from ..services.moves import (
-    Malformed,
-    NotYourTurn,
-    Rejected,
-    SeatContext,
-    ServiceError,
+from ..services.errors import Malformed, NotYourTurn, Rejected, ServiceError
+from ..services.moves import moved_on, submit_move, submit_orders
+from ..services.seats import SeatContext, load_seat
+from ..services.time import (
     come_back,
     end_vacation_now,
-    load_seat,
-    moved_on,
     set_language,
     set_notify,
     set_timezone,
-    submit_move,
-    submit_orders,
     take_vacation,
 )
 from .site import wake_sender

@@ -11,7 +11,7 @@ from flask import Blueprint, abort, current_app, redirect, render_template, requ
 from ..games import DEFAULT_KIND, game_kinds, rules_for
 from ..ground.models import ACCEPTED, INVITING
 from ..services.deadlines import MAX_HOURS, MIN_HOURS
-from ..services.moves import GameNotRunning, ServiceError
+from ..services.errors import GameNotRunning, ServiceError
 from ..services.starting import (
     answer,
     cancel,

@@ -21,7 +21,9 @@ from sqlmodel import Session, select
 from ..games import GameRules, rules_for
 from ..ground.db import reading
 from ..ground.models import Game, Seat
-from ..services.moves import LogEntry, Malformed, NotFound, ServiceError, _log, load_seat
+from ..services.errors import Malformed, NotFound, ServiceError
+from ..services.log import LogEntry, _log
+from ..services.seats import load_seat
 
 bp = Blueprint("watch", __name__)
 

@@ -1,0 +1,42 @@
+"""The refusals of the service layer: each a ServiceError, whose `status` is the HTTP status
+the web layer answers with and whose `message` is for the person who asked."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """A request the service refuses; `status` is the HTTP status the web layer answers with."""
+
+    status = 400
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class Malformed(ServiceError):
+    status = 400
+
+
+class NotFound(ServiceError):
+    status = 404
+
+
+class StaleTurn(ServiceError):
+    status = 409
+
+
+class NotYourTurn(ServiceError):
+    status = 409
+
+
+class GameNotRunning(ServiceError):
+    status = 409
+
+
+class Rejected(ServiceError):
+    status = 422
+
+
+class LinkExpired(NotFound):
+    status = 410

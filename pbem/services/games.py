@@ -1,0 +1,112 @@
+"""Creating a game (`create_game`): its seats, its clock and the invitation mails, the seed
+it is dealt from (`game_seed`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from flask import current_app
+
+from ..games import DEFAULT_KIND, SetupProblem, rules_for
+from ..ground import i18n
+from ..ground.db import (
+    utcnow,
+    writing,
+)
+from ..ground.i18n import _
+from ..ground.models import (
+    Game,
+    Seat,
+)
+from . import mail
+from .deadlines import TimeControl, start_clock, time_control
+from .players import PlayerSpec, check_bot, check_title
+
+
+def game_seed(chosen: str) -> str:
+    """The seed a new game is dealt from, and stored with it, for `chosen` (an admin's seed).
+
+    With GAMES_SECRET_SEEDS (the default) it is an HMAC of the chosen seed under the server's
+    secret key: a short seed such as "48213" could otherwise be found by a player, who tries
+    seeds until one deals the cards they see, and then knows every hand and the deck. The same
+    chosen seed still deals the same cards on this server. The stored seed is what the engine
+    replays from, so games created before (whose stored seed is the chosen one) replay as
+    they always did, and a new secret key changes no running game."""
+    if not current_app.config["GAMES_SECRET_SEEDS"]:
+        return chosen
+    key = current_app.config["SECRET_KEY"].encode()
+    return hmac.new(key, b"pbem game seed\0" + chosen.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class CreatedGame:
+    game_id: int
+    links: list[tuple[str, str, str | None]]  # (name, colour, link) per seat, in seat order;
+    # a computer player's seat has no link (None)
+
+
+def create_game(players: list[PlayerSpec], seed: str | None = None, *,
+                kind: str = DEFAULT_KIND, colours: list[str] | None = None,
+                start: int | None = None, title: str | None = None,
+                time: TimeControl | None = None, now: datetime | None = None,
+                variant: str | None = None, absent_bot: str | None = None) -> CreatedGame:
+    """Set up a game, its seats, its clock and the invitation mails; returns each seat's
+    first link. `time` defaults to the time control in the settings; `variant` is one of
+    the game's `variants` (None: its default). A player made by `bot_player` is a computer
+    player's seat. `absent_bot` names the computer player that plays an absent seat's turns
+    (None: the default move)."""
+    rules = rules_for(kind)
+    if not rules.min_players <= len(players) <= rules.max_players:
+        raise SetupProblem(_("%(game)s is for %(least)d to %(most)d players, not %(count)d",
+                             game=rules.title, least=rules.min_players,
+                             most=rules.max_players, count=len(players)))
+    for p in players:
+        if p.bot is not None:
+            check_bot(p.bot, kind)
+    if absent_bot is not None:
+        check_bot(absent_bot, kind)
+    emails = [p.email.lower() for p in players if p.bot is None]
+    if len(set(emails)) != len(emails):
+        raise SetupProblem(_("each player needs their own email address"))
+    for p in players:
+        if p.language is not None:
+            try:
+                i18n.check_language(p.language)
+            except ValueError as exc:
+                raise SetupProblem(str(exc)) from None
+    colours = list(colours or rules.colours[:len(players)])
+    seed = seed if seed is not None else secrets.token_hex(16)
+    if not isinstance(seed, str) or not 0 < len(seed) <= 100 or not seed.isprintable():
+        raise SetupProblem(_("the seed must be 1 to 100 printable characters"))
+    seed = game_seed(seed)
+    title = check_title(title) if title is not None else rules.title
+    time = time or time_control()
+    state = rules.new_state(colours, seed, start, variant)
+    now = now or utcnow()
+    with writing() as session:
+        game = Game(kind=kind, title=title, seed=seed,
+                    start_seat=rules.start_seat(state), turn=0, state_json=rules.dumps(state),
+                    created_at=now, updated_at=now, turn_started_at=now,
+                    deadline_hours=time.deadline_hours, reminder_hours=time.reminders_text,
+                    weekend_pause=time.weekend_pause, timezone=time.timezone,
+                    absent_bot=absent_bot)
+        session.add(game)
+        session.flush()
+        seats = [Seat(game_id=game.id, number=n, name=p.name, email=p.email, colour=colours[n],
+                      bot=p.bot, language=p.language or current_app.config["GAMES_LANGUAGE"])
+                 for n, p in enumerate(players)]
+        session.add_all(seats)
+        session.flush()
+        start_clock(session, game, seats[rules.to_move(state)], now)
+        links = []
+        for seat in seats:
+            message = mail.invitation(session, game, seat, seats, rules, state)
+            links.append((seat.name, seat.colour, None if message is None else mail.seat_link(
+                json.loads(message.secrets_json)[0])))
+        return CreatedGame(game.id, links)
