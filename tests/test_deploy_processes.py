@@ -1,7 +1,7 @@
 """The deployment docs/deploy.md describes, run for real (issue 29, points 1 and 10; issue 34,
-points 4, 7 and 8): nginx with deploy/nginx-pbem.conf and a self-signed certificate in front of
-gunicorn started as deploy/pbem-web.service starts it, the scheduler as
-deploy/pbem-scheduler.service starts it, and Debian's chromium through it all (the admin logs
+points 4, 7 and 8): nginx with deploy/nginx/pbem.conf and a self-signed certificate in front of
+gunicorn started as deploy/systemd/pbem-web.service starts it, the scheduler as
+deploy/systemd/pbem-scheduler.service starts it, and Debian's chromium through it all (the admin logs
 in, a seat moves by clicking, table talk posts); then no live key in any log. Also gunicorn's
 access log file and `pbem serve`'s request log, and `pbem serve` refusing trusted proxies on an
 address others can reach.
@@ -69,7 +69,7 @@ def listening(port: int) -> bool:
 def unit_service(name: str) -> dict[str, str]:
     """The [Service] settings of a systemd unit in deploy/."""
     settings, section = {}, None
-    for line in (DEPLOY / name).read_text().splitlines():
+    for line in (DEPLOY / "systemd" / name).read_text().splitlines():
         line = line.strip()
         if line.startswith("["):
             section = line
@@ -150,10 +150,10 @@ def has_ipv6() -> bool:
 
 def nginx_site(folder: Path, http_port: int, https_port: int, app_port: int
                ) -> tuple[Path, Path]:
-    """deploy/nginx-pbem.conf with this test's ports and paths (and nothing else changed), in
+    """deploy/nginx/pbem.conf with this test's ports and paths (and nothing else changed), in
     a main configuration of its own: a private nginx. Returns that and its certificate."""
     cert, key = self_signed(folder)
-    site = (DEPLOY / "nginx-pbem.conf").read_text()
+    site = (DEPLOY / "nginx" / "pbem.conf").read_text()
     replaced = {
         "listen 80;": f"listen 127.0.0.1:{http_port};",
         "listen [::]:80;": f"listen [::1]:{http_port};",
@@ -166,7 +166,7 @@ def nginx_site(folder: Path, http_port: int, https_port: int, app_port: int
         "http://127.0.0.1:8000": f"http://127.0.0.1:{app_port}",
     }
     for old, new in replaced.items():
-        assert old in site, f"deploy/nginx-pbem.conf no longer has {old!r}: update this test"
+        assert old in site, f"deploy/nginx/pbem.conf no longer has {old!r}: update this test"
         site = site.replace(old, new)
     if not has_ipv6():  # a machine without IPv6 cannot listen on it
         site = "\n".join(line for line in site.splitlines() if "[::1]" not in line)

@@ -31,7 +31,7 @@ from pbem.services import stewardship
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 HOST = "games.example.org"
-# What nginx (deploy/nginx-pbem.conf) adds to every request it passes on.
+# What nginx (deploy/nginx/pbem.conf) adds to every request it passes on.
 PROXIED = {"X-Forwarded-For": "203.0.113.5", "X-Forwarded-Proto": "https",
            "X-Forwarded-Host": HOST}
 
