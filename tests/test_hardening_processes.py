@@ -264,7 +264,7 @@ def test_sigterm_lets_the_scheduler_finish_the_turn_in_hand_and_give_back_the_re
         if scheduler.poll() is None:
             scheduler.kill()
     assert scheduler.returncode == 0, err
-    assert "Scheduler stopped." in out
+    assert "Scheduler stopped." in err
     assert scheduler_left_nothing_half_done(app) == []
     done = timeouts_done(app)
     assert 1 <= done < games, "stopped in the middle of the batch"
@@ -320,18 +320,22 @@ def test_the_scheduler_stops_cleanly_when_its_parents_pipe_closes(tmp_path):
     watched, lifeline = os.pipe()
     scheduler = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler", "--parent-pipe",
                                   str(watched)], pass_fds=(watched,), cwd=tmp_path,
-                                 env=environment(instance), stdout=subprocess.PIPE, text=True)
+                                 env=environment(instance), stderr=subprocess.PIPE, text=True)
     os.close(watched)
     try:
-        assert "running the job" in scheduler.stdout.readline()
+        # Its start and stop are log lines, with their time stamps (issue 29, point 10).
+        started = next((line for line in scheduler.stderr if "running the job" in line), "")
+        assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\S* INFO \S+: Scheduler: running",
+                        started), started
         time.sleep(0.5)
         assert scheduler.poll() is None, "it runs while the parent lives"
         os.close(lifeline)
-        out, _ = scheduler.communicate(timeout=30)
+        _, err = scheduler.communicate(timeout=30)
     finally:
         if scheduler.poll() is None:
             scheduler.kill()
-    assert scheduler.returncode == 0 and "Scheduler stopped." in out
+    assert scheduler.returncode == 0 and re.search(r"\d\d:\d\d\S* INFO \S+: Scheduler stopped\.",
+                                                   err), err
 
 
 # --- found on the way: processes migrating one new database together ---------------------------

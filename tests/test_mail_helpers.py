@@ -179,7 +179,7 @@ def test_the_scheduler_starts_its_helpers_with_it_and_a_sigterm_ends_them(tmp_pa
         helpers = wait_for(lambda: len(helper_pids(scheduler.pid)) == 2
                            and helper_pids(scheduler.pid), 120,
                            "the scheduler's two helpers, before any mail is due")
-        wait_for(lambda: "Scheduler: running" in (scheduler.stdout.readline() or ""), 120,
+        wait_for(lambda: "Scheduler: running" in (scheduler.stderr.readline() or ""), 120,
                  "the scheduler to run")
         scheduler.send_signal(signal.SIGTERM)
         _, err = scheduler.communicate(timeout=60)

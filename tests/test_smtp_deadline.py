@@ -168,7 +168,7 @@ def test_the_scheduler_stops_on_sigterm_while_an_answer_never_ends(tmp_path, end
             scheduler.kill()
             scheduler.communicate()
     assert scheduler.returncode == 0, err
-    assert "Scheduler stopped." in out
+    assert "Scheduler stopped." in err
     assert re.search(r"mail \d+ \(invitation, game 1\) may or may not have arrived: .*did not "
                      rf"end within {TIMEOUT} s", err), err
     assert SENDING not in statuses(app) and statuses(app).count(UNKNOWN) == 1

@@ -158,14 +158,14 @@ def scheduler_command(parent_pipe):
     scheduler.add_job(_tick, "interval", seconds=tick, args=[app, pool], id="pbem-jobs",
                       max_instances=1, coalesce=True, next_run_time=utcnow())
     scheduler.start()
-    click.echo(f"Scheduler: running the job every {tick} s (stop with Ctrl-C)")
+    app.logger.info("Scheduler: running the job every %s s (stop with Ctrl-C)", tick)
     try:
         while not stop.is_set():
             time.sleep(0.2)
         scheduler.shutdown(wait=True)  # the run in hand finishes its item, gives back the rest
     finally:
         pool.close()
-    click.echo("Scheduler stopped.")
+    app.logger.info("Scheduler stopped.")
 
 
 HELPERS_READY_SECONDS = 60  # how long a starting scheduler waits for its helper senders
@@ -233,7 +233,7 @@ def mail_listener_command(host, port):
         controller = start_listener(app, host, port)
     except (OSError, RuntimeError) as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from None
-    click.echo(f"Reading replies by SMTP on {host}:{port}; Ctrl-C stops.")
+    app.logger.info("Reading replies by SMTP on %s:%s; Ctrl-C stops.", host, port)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
