@@ -70,8 +70,9 @@ from ..ground.db import (
     writing,
 )
 from ..ground.models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
-from ..services import bounces
+from ..services import bounces, mail
 from ..services.health import stuck_after
+from ..services.mail import intents
 
 logger = logging.getLogger(__name__)
 BATCH = 10  # claimed at a time: what a sender killed mid-batch leaves behind
@@ -834,11 +835,9 @@ UNWRITTEN = "cannot write this mail's text (it stays queued and is tried again):
 
 
 def _write(session, row) -> None:
-    """Write the text of a mail queued as an intent (pbem.services.mail.render_later) into `row`; it is
-    stored with the outcome of its delivery. Raises when it cannot be written."""
-    from ..services.mail import render_later
-
-    row.subject, row.text_body, row.html_body = render_later(session, row)
+    """Write the text of a mail queued as an intent (pbem.services.mail.intents.render) into
+    `row`; it is stored with the outcome of its delivery. Raises when it cannot be written."""
+    row.text_body, row.html_body = intents.render(session, row)
     row.written = True
 
 
@@ -950,8 +949,6 @@ def _deliver(app: Flask, backend: Backend, writer, claim: str, rows: list, now: 
     """Build and send the claim's `rows`, recording each outcome in `counts`; give back what
     was left unsent. With `later` (an idempotent backend's), the deliveries are recorded when
     the write lock is free, and counted there."""
-    from ..services.mail import read_games
-
     sender, stop = app.config["MAIL_FROM"], stop_event(app)
     by_id = {row.id: row for row in rows}
     ours = set(by_id)  # the rows still claimed by this sender, as its last record saw them
@@ -970,7 +967,7 @@ def _deliver(app: Flask, backend: Backend, writer, claim: str, rows: list, now: 
                 if row.intent_json is not None:
                     if session is None:
                         session = stack.enter_context(reading(app))
-                        read_games(session, {r.game_id for r in rows if r.intent_json})
+                        intents.read_games(session, {r.game_id for r in rows if r.intent_json})
                     try:
                         _write(session, row)
                     except Exception as exc:  # a bug or a vanished game: the mail waits, logged
@@ -1034,11 +1031,9 @@ def deliver_all_due(app: Flask, now: datetime | None = None,
     """Queue due digests, then deliver batches until nothing due is left. With `helpers` (a
     scheduler run's, pbem.scheduler.senders), a backlog of at least HELP_FROM mails is delivered together
     with helper processes, whose deliveries are counted in too."""
-    from ..services.mail import due_digests
-
     now = now or utcnow()
     with app.app_context(), writing(app) as session:
-        due_digests(session, now)
+        mail.due_digests(session, now)
     if helpers is not None:
         helpers.done_queueing()
     total = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
