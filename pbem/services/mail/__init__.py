@@ -186,8 +186,7 @@ def written(template: str, context: dict, game, seat, picture_json: str | None
         context["picture_cid"] = orjson.loads(picture_json)["cid"]
     if game is not None and seat is not None and "summary" not in context:
         rules = rules_for(game.kind)
-        summary = getattr(rules, "position_summary", rules.position_lines)
-        context["summary"] = summary(rules.loads(game.state_json), seat.number)
+        context["summary"] = rules.position_summary(rules.loads(game.state_json), seat.number)
     context.update(game=game, seat=seat, base_url=current_app.config["BASE_URL"].rstrip("/"))
     return (render_template(f"email/{template}.txt", context),
             render_template(f"email/{template}.html", context))

@@ -100,7 +100,7 @@ def _final(session: Session, game, seat, rules: GameRules, state, lines: list,
     told = set(result)
     return {"rules": rules, "seats": seats, "result": result, "outcome": rules.outcome(state),
                 "lines": [line for line in lines if line not in told],  # told once, in `result`
-                "table": rules.result_table(state) if hasattr(rules, "result_table") else None}
+                "table": rules.result_table(state)}
 
 
 def _played_for_you_subject(game, seat, bot=None, **_args) -> str:
