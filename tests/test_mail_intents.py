@@ -32,10 +32,10 @@ from sqlmodel import select
 
 from pbem.ground.db import get_engine, reading, utcnow
 from pbem.ground.models import QUEUED, SENDING, SENT, OutboxMessage
+from pbem.scheduler.backends import LocalBackend
 from pbem.scheduler.outbox import (
     REDACTED,
     UNWRITTEN,
-    LocalBackend,
     deliver_all_due,
     deliver_queued,
 )
