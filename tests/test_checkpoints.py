@@ -1,5 +1,5 @@
 """SQLite's WAL checkpoints, made by a thread of each process instead of inside a request's
-COMMIT (pbem.ground.db.Checkpoints).
+COMMIT (pbem.ground.checkpoints.Checkpoints).
 
 What the WAL holds is read from its wal-index header in the -shm file (SQLite's file format,
 https://www.sqlite.org/walformat.html: mxFrame, the frames in the WAL, at byte 16; nBackfill,
@@ -23,10 +23,9 @@ from server import Databases, new_game, play_moves
 from sqlalchemy import update
 from sqlmodel import select
 
-from pbem.ground import db
+from pbem.ground import checkpoints as db
+from pbem.ground.checkpoints import AUTOCHECKPOINT_PAGES, checkpoints_for
 from pbem.ground.db import (
-    AUTOCHECKPOINT_PAGES,
-    checkpoints_for,
     get_engine,
     make_engine,
     reading,
@@ -253,7 +252,7 @@ def test_a_failing_checkpoint_is_logged_once_and_no_request_sees_it(app, monkeyp
             assert poll(lambda: checkpoints.commits == 0)
     finally:
         os.rename(path + ".moved", path)
-    warnings = [r for r in caplog.records if r.name == "pbem.ground.db"]
+    warnings = [r for r in caplog.records if r.name == "pbem.ground.checkpoints"]
     assert len(warnings) == 1 and path in warnings[0].getMessage()
     assert "unable to open database file" in warnings[0].getMessage()
     made = checkpoints.checkpoints

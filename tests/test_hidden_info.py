@@ -22,11 +22,13 @@ from sqlmodel import select
 
 from engine import from_json, to_json
 from pbem.games import rules_for
+from pbem.ground import i18n
 from pbem.ground.db import reading, writing
 from pbem.ground.i18n import render
 from pbem.ground.models import DigestItem, Game, MoveRecord, OutboxMessage, Seat
 from pbem.services import mail
 from pbem.services.games import create_game
+from pbem.services.mail import intents
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
 
@@ -99,11 +101,16 @@ def composed_mails(app, seat_number: int) -> list[str]:
         items = [DigestItem(seat_id=seat.id, text=json.dumps(lines), created_at=NOW)]
         messages = [
             mail.invitation(session, game, seat, seats, rules, state),
-            mail.your_turn(session, game, seat, rules, state, lines),
-            mail.moved(session, game, seat, rules, state, lines, seats[state.current]),
+            intents.your_turn(session, game, seat, [i18n.lazy(line) for line in lines]),
+            intents.moved(session, game, seat, [i18n.lazy(line) for line in lines],
+                          seats[state.current]),
             mail.digest(session, game, seat, rules, state, items),
         ]
-        bodies = [f"{m.subject}\n{m.text_body}\n{m.html_body}" for m in messages]
+        # The mails a move causes are written when they are delivered: written here by the
+        # same function.
+        bodies = ["\n".join([m.subject, *(intents.render(session, m) if m.intent_json
+                                           else (m.text_body, m.html_body))])
+                  for m in messages]
         session.rollback()  # the seat keys and digest flags they made are not kept
     return [masked(body) for body in bodies]
 

@@ -334,20 +334,20 @@ def test_your_turn_mails_tell_everything_since_the_seats_last_move(tmp_path, mon
     """A your-turn mail's news is every move since the seat last moved, however many moves the
     turns between were and whoever made them (a Knights & Castles turn is many moves; a loss
     or an answer is another seat's move within it)."""
-    from pbem.services import mail
+    from pbem.services.mail import intents
     from pbem.services.moves import submit_move
 
     app = make_app(tmp_path / "instance")
     _, tokens = new_game(app, 3, "kc-news", kind="knights-castles")
     sent = []
-    original = mail.your_turn
+    original = intents.your_turn
 
-    def recording(session, game, seat, rules, state, news, *args, **kwargs):
+    def recording(session, game, seat, news, *args, **kwargs):
         # The news as stored (message ids and parameters), each written when the mail is.
         sent.append((seat.number, game.turn, [getattr(line, "data", line) for line in news]))
-        return original(session, game, seat, rules, state, news, *args, **kwargs)
+        return original(session, game, seat, news, *args, **kwargs)
 
-    monkeypatch.setattr(mail, "your_turn", recording)
+    monkeypatch.setattr(intents, "your_turn", recording)
     rng = random.Random(3)
     for _ in range(160):
         game, state = state_of(app)

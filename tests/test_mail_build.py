@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pbem.ground.models import OutboxMessage
-from pbem.scheduler.outbox import build_message
+from pbem.scheduler.wire import build_message
 from pbem.services.mail import formatted_address, one_line
 
 SENDER = "Kardinal & König <pbem@example.org>"
@@ -160,7 +160,7 @@ def test_no_header_is_parsed_by_the_library_on_the_way_out(monkeypatch):
     import json
 
     from pbem.games import rules_for
-    from pbem.scheduler.outbox import WIRE
+    from pbem.scheduler.wire import WIRE
 
     rules = rules_for("kardinal-koenig")
     state = rules.new_state(["yellow", "red", "green"], "no-parse", None)
@@ -207,7 +207,7 @@ def test_a_picture_s_base64_lines_are_the_library_s(size):
     import base64
     import os
 
-    from pbem.scheduler.outbox import _base64_lines
+    from pbem.scheduler.wire import _base64_lines
 
     data = os.urandom(size)
     text, wire = _base64_lines.__wrapped__(data)

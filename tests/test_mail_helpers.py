@@ -33,6 +33,7 @@ from test_pbem_cli import environment, free_port
 from pbem.ground.db import BUSY_TIMEOUT_SECONDS, get_engine, reading
 from pbem.ground.models import QUEUED, SENDING, SENT, OutboxMessage
 from pbem.scheduler import outbox, senders
+from pbem.scheduler.backends import SmtpBackend
 from pbem.scheduler.jobs import run_jobs
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
@@ -338,7 +339,7 @@ def test_a_killed_run_takes_its_helpers_with_it_and_leaves_only_its_own_claim(tm
     rows = outbox_rows(app)
     claimed = [row for row in rows if row.status == SENDING]
     assert len({row.claim for row in claimed}) <= 1, "each helper gave its claim back"
-    assert len(claimed) <= outbox.claim_size(outbox.SmtpBackend(app.config))
+    assert len(claimed) <= outbox.claim_size(SmtpBackend(app.config))
     recorded = {row.message_id for row in rows if row.status == SENT}
     arrived = smtp_server[0].message_ids
     assert len(arrived) == len(set(arrived)), "nothing sent twice"

@@ -12,6 +12,7 @@ import json
 import logging
 import re
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -31,15 +32,15 @@ from sqlmodel import select
 
 from pbem.ground.db import get_engine, reading, utcnow
 from pbem.ground.models import QUEUED, SENDING, SENT, OutboxMessage
+from pbem.scheduler.backends import LocalBackend
 from pbem.scheduler.outbox import (
     REDACTED,
     UNWRITTEN,
-    LocalBackend,
     deliver_all_due,
     deliver_queued,
 )
-from pbem.services import mail
 from pbem.services.health import STUCK_AFTER
+from pbem.services.mail import intents
 from pbem.services.time import set_language
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
@@ -135,7 +136,8 @@ def test_a_mail_that_cannot_be_written_stays_queued_logged_and_goes_later(tmp_pa
     def broken(*args, **kwargs):
         raise RuntimeError("template exploded")
 
-    monkeypatch.setitem(mail._COMPOSERS, "your_turn", broken)
+    monkeypatch.setitem(intents.INTENTS, "your_turn",
+                        replace(intents.INTENTS["your_turn"], context=broken))
     now = utcnow()
     with caplog.at_level(logging.ERROR, logger="pbem.scheduler.outbox"):
         counts = deliver_all_due(app, now)
@@ -176,8 +178,8 @@ def test_a_mail_is_written_once_and_sent_again_from_its_stored_text(tmp_path, mo
         def never(*args, **kwargs):
             raise AssertionError("written twice")
 
-        for name in list(mail._COMPOSERS):
-            monkeypatch.setitem(mail._COMPOSERS, name, never)
+        for name, intent in list(intents.INTENTS.items()):
+            monkeypatch.setitem(intents.INTENTS, name, replace(intent, context=never))
         assert deliver_all_due(app, now + timedelta(hours=1))["sent"] == 2
         for got in smtp.received[-2:]:
             message = got["message"]
@@ -335,3 +337,33 @@ def test_a_claim_is_larger_where_sending_again_does_no_harm(app, backend, claime
         new_game(app, 3, f"claims-{i}")  # twelve invitations
     app.extensions["pbem_mail_backend"] = backend(app.config["MAIL_FOLDER"])
     assert deliver_queued(app, utcnow())["sent"] == claimed
+
+
+def test_a_mail_queued_before_the_upgrade_is_written_from_its_old_intent(app, mailbox):
+    """Outboxes of running servers hold intents written by the code before the mail kinds
+    were described once: their format (which mail, its seat, the game and seats then, the
+    arguments) is still read, so those mails go out after an upgrade."""
+    _, tokens = new_game(app, 3, "upgrade")
+    mailbox.deliver()
+    _, after = _one_turn(app, tokens)
+    (row,) = _rows(app, "your_turn")
+    game, _ = game_state(app)
+    seat = after.current
+    # As the server before this change wrote it (pbem/mail.py's `_intent`, at a572433).
+    old = {"mail": "your_turn", "seat": seat,
+           "game": {"state_json": game.state_json, "turn": game.turn, "status": game.status,
+                    "title": game.title, "timezone": game.timezone, "deadline_at": None},
+           "seats": {str(seat): [f"Player {seat}", after.players[seat], None, "en"]},
+           "args": {"news": ["Older news, as plain text"], "reminder": False,
+                    "first_turn": False}}
+    with app.app_context(), get_engine(app).begin() as connection:
+        connection.execute(OutboxMessage.__table__.update()
+                           .where(OutboxMessage.id == row.id)
+                           .values(intent_json=json.dumps(old)))
+    mailbox.deliver()
+    (mine,) = [m for m in mailbox.to(f"p{seat}@example.org")
+               if str(m["Subject"]).endswith("Your turn")]
+    text = text_of(mine)
+    assert "Older news, as plain text" in text and _card_line(after, seat) in text
+    (row,) = _rows(app, "your_turn")
+    assert row.status == SENT and row.intent_json is None

@@ -380,9 +380,9 @@ def test_the_shipped_font_has_every_character_the_pictures_write(app):
         with force_locale(language):
             for rules, state in states:
                 svgs = [rules.board_picture(state, None, False)]
-                if hasattr(rules, "picture_pieces"):
-                    svgs += [svg for *_, svg in rules.picture_pieces(
-                        state, picture.WIDTH / picture.BOARD_UNITS)[1]]
+                layers = rules.picture_pieces(state, picture.WIDTH / picture.BOARD_UNITS)
+                if layers is not None:
+                    svgs += [svg for *_, svg in layers[1]]
                 for svg in svgs:
                     for text in TEXT.findall(svg):
                         characters |= set(html.unescape(TAG.sub("", text)))

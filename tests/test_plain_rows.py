@@ -30,9 +30,9 @@ from pbem.ground.db import (
 )
 from pbem.ground.models import PENDING, Game, OutboxMessage, Seat, SeatKey, Timer
 from pbem.ground.rows import GameRow, SeatRow, write_changes
-from pbem.services import mail
 from pbem.services.deadlines import start_clock
 from pbem.services.errors import NotFound
+from pbem.services.mail import intents
 from pbem.services.moves import submit_move
 from pbem.services.seats import _seat_game_seats, _seat_rows
 
@@ -140,15 +140,13 @@ def test_a_mail_queued_for_later_names_plain_seats_as_it_names_orm_seats(app):
     with app.test_request_context("/"), writing() as session:
         game, seats = _plain(session.connection())
         seat = seats[0]
-        rules = rules_for(game.kind)
-        state = rules.loads(game.state_json)
-        mail.moved(session, game, seat, rules, state, [], seats[2], later=True)
-        mail.final(session, game, seat, seats, rules, state, [], later=True)
+        intents.moved(session, game, seat, [], seats[2])
+        intents.final(session, game, seat, seats, [])
         orm_game = session.get(Game, game.id)
         orm_seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
                                       .order_by(Seat.number)))
-        mail.moved(session, orm_game, orm_seats[0], rules, state, [], orm_seats[2], later=True)
-        mail.final(session, orm_game, orm_seats[0], orm_seats, rules, state, [], later=True)
+        intents.moved(session, orm_game, orm_seats[0], [], orm_seats[2])
+        intents.final(session, orm_game, orm_seats[0], orm_seats, [])
     for kind in ("moved", "final"):
         plain, orm = _intents(app, kind)
         assert plain == orm

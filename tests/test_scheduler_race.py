@@ -68,8 +68,8 @@ from pbem.ground.models import (
     Timer,
 )
 from pbem.scheduler import jobs, outbox
+from pbem.scheduler.backends import LocalBackend
 from pbem.scheduler.jobs import run_jobs
-from pbem.scheduler.outbox import LocalBackend
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -200,15 +200,13 @@ def test_the_final_mail_and_page_offer_a_rematch_with_the_same_players(app, clie
     created, tokens = new_game(app, 3, "rematch", start=0)
     finish_game(app, created.game_id, "rematch")
     with app.app_context():  # the final mails, as the last move would write them
-        from pbem.games import rules_for
         from pbem.ground.db import writing
-        from pbem.services import mail
+        from pbem.services.mail import intents
 
         with writing() as session:
             game = session.get(Game, created.game_id)
             seats = list(session.exec(select(Seat).order_by(Seat.number)))
-            rules = rules_for(game.kind)
-            mail.final(session, game, seats[1], seats, rules, rules.loads(game.state_json), [])
+            intents.final(session, game, seats[1], seats, [])
     box = Mailbox(app)
     final = box.to("p1@example.org")[-1]
     assert "/rematch" in text_of(final) and "Play again with the same players" in text_of(final)

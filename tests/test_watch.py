@@ -29,6 +29,7 @@ from pbem.ground.tokens import TOKEN_PATTERN
 from pbem.scheduler.outbox import deliver_all_due
 from pbem.services import mail, stewardship
 from pbem.services.games import create_game
+from pbem.services.mail import intents
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
 
@@ -389,15 +390,15 @@ def test_html_mails_carry_a_board_summary_and_the_spectator_link_but_no_svg(app)
         game = session.get(Game, 1)
         seats = list(session.exec(select(Seat).where(Seat.game_id == 1).order_by(Seat.number)))
         bodies = [mail.invitation(session, game, seats[0], seats, RULES, now).html_body,
-                  mail.your_turn(session, game, seats[1], RULES, now, ["news"]).html_body,
-                  mail.moved(session, game, seats[2], RULES, now, ["news"], seats[0]).html_body,
-                  mail.played_for_you(session, game, seats[3], RULES, now, ["x"], False
-                                      ).html_body]
+                  *(intents.render(session, queued)[1] for queued in (
+                      intents.your_turn(session, game, seats[1], ["news"]),
+                      intents.moved(session, game, seats[2], ["news"], seats[0]),
+                      intents.played_for_you(session, game, seats[3], ["x"], False)))]
         for body in bodies:
             assert summary_rows(body) == expected_rows(now)
             assert link in body and "<svg" not in body
         game.state_json = RULES.dumps(end)  # as the last move leaves it, never stored
-        final = mail.final(session, game, seats[0], seats, RULES, end, []).html_body
+        final = intents.render(session, intents.final(session, game, seats[0], seats, []))[1]
         session.rollback()
     assert summary_rows(final) == expected_rows(end) != expected_rows(now)
     assert link in final and "<svg" not in final

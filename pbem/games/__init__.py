@@ -14,13 +14,18 @@ from .interface import (
     GameRules,
     MoveError,
     ResultTable,
+    Rules,
+    RulesBase,
     SetupProblem,
+    Shown,
+    ShownBase,
     StateCache,
     choices,
 )
 
-__all__ = ["DEFAULT_KIND", "ByState", "GameRules", "MoveError", "ResultTable", "SetupProblem",
-           "StateCache", "choices", "game_kinds", "games_help", "registry", "rules_for"]
+__all__ = ["DEFAULT_KIND", "ByState", "GameRules", "MoveError", "ResultTable", "Rules",
+           "RulesBase", "SetupProblem", "Shown", "ShownBase", "StateCache", "choices",
+           "game_kinds", "games_help", "registry", "rules_for"]
 
 
 def games_help(what: str) -> str:

@@ -1,11 +1,15 @@
-"""The one interface through which the server plays a game.
+"""The one interface through which the server plays a game, in two parts.
 
-The web pages, the API, the mails and the services know a game only through `GameRules`:
-set up, who is to move, the legal moves in text, parse and apply a move, a seat's view, the
-log in words, the outcome, the default move for a seat that missed its deadline, the board as a
-picture, and the position after any number of logged moves. A second game
-is a second module here plus its templates under `templates/games/<kind>/`; nothing else
-changes.
+`Rules`, the rules the server plays by: set up, who is to move, the legal moves in text, parse
+and apply a move, a seat's view, the outcome, the default move for a seat that missed its
+deadline, the computer players, and the position after any number of logged moves. `Shown`,
+how a game is shown: the log and the position in words, the result table, the forms, the
+variant questions, the pictures and a move's preview. Each is a Protocol; their optional
+members are methods with defaults in `RulesBase` and `ShownBase`, which both adapters inherit,
+so a caller calls them and never asks whether they are there. `GameRules` is both parts, what
+`rules_for` gives. The web pages, the API, the mails and the services know a game only through
+it: a second game is a second module here plus its templates under `templates/games/<kind>/`;
+nothing else changes.
 """
 
 from __future__ import annotations
@@ -44,25 +48,20 @@ class ResultTable:
     rules_url: str
 
 
-class GameRules(Protocol):
+class Rules(Protocol):
+    """The rules the server plays by: set-up, whose decision, the legal moves, parse and apply,
+    the views, the outcome, the default move and the computer players. Optional members have
+    their defaults in `RulesBase`."""
+
     kind: str  # the key in the registry and the templates folder name
-    title: str
     min_players: int
     max_players: int
     colours: tuple[str, ...]  # seat colours, in the order seats take them by default
-    rules_url: str  # where players read the whole rules
     variants: dict[str, str]  # readings of the rules a game is created with; the first is default
-    order_examples: tuple[str, ...]  # a whole turn in the notation, for turn files
-    variant_question: str  # what the create form asks about `variants`
-    variant_help: str  # how to name `variants` on the command line, in a sentence
-    def summary(self) -> str: ...  # the game in a sentence or two, for the front page
 
     def new_state(self, colours: list[str], seed: str, start: int | None,
                   variant: str | None = None) -> Any: ...
     def variant_of(self, state: Any) -> str: ...
-    def how_to_play(self, state: Any) -> list[str]: ...  # paragraphs for the invitation mail
-    def variant_label(self, variant: str) -> str: ...  # a `variants` key in the reader's words
-    def variant_note(self, state: Any) -> str: ...  # shown on every page and mail of the game
     def dumps(self, state: Any) -> str: ...
     def loads(self, text: str) -> Any: ...
     def ply(self, state: Any) -> int: ...
@@ -76,43 +75,119 @@ class GameRules(Protocol):
     def parse(self, state: Any, text: str) -> Any: ...
     def apply(self, state: Any, move: Any) -> Any: ...
     def notation(self, move: Any) -> str: ...
-    # A logged move's notation as `reader` may see it (a move can name a secret card). It may
-    # depend on the game's players, not on the rest of the position: an answer's log items
-    # are kept from one move to the next (pbem.web.api).
-    def notation_for(self, state: Any, notation: str, mover: int, reader: int | None) -> str: ...
-    def describe(self, before: Any, move: Any, after: Any, reader: int | None) -> list[str]: ...
-    # Optional: what a move will do, for its preview (in the future tense); also
-    # board_picture(..., move=) to ring the pieces a move placed.
-    # def foretell(self, before: Any, move: Any, after: Any) -> list[str]: ...
-    # and with it the position a preview may show without revealing a hidden card:
-    # def foretold_state(self, before: Any, move: Any, after: Any) -> Any: ...
+    def replay(self, state: Any, notations: list[str]) -> Any: ...  # same set-up, these moves
+    # The game as it was after the first moves of its log (same set-up): for the history pages.
+    def history_state(self, state: Any, notations: list[str]) -> Any: ...
     def view(self, state: Any, seat: int | None) -> Any: ...
     # JSON-ready: shared by every caller asking for the same position and seat (ByState).
     def view_dict(self, state: Any, seat: int | None) -> dict: ...
     def scores(self, state: Any) -> dict[str, int]: ...
     def outcome(self, state: Any) -> dict | None: ...
-    def outcome_lines(self, state: Any) -> list[str]: ...
-    # Optional: result_table(state) -> ResultTable | None, the result as one table (pages and
-    # the final mail show it instead of outcome_lines).
-    def position_lines(self, state: Any, seat: int | None) -> list[str]: ...
-    # Optional: position_summary(state, seat), the lines the HTML mail lists above its picture
-    # and table of the board (by default position_lines).
-    def move_from_form(self, state: Any, form: Any) -> str: ...
     def default_move(self, state: Any) -> str: ...  # played for a seat that timed out
     bots: tuple[str, ...]  # the computer players this game has, weakest first
     # The move computer player `bot` makes for the seat to move, from that seat's view alone;
     # `seed` is its random input.
     def bot_move(self, state: Any, bot: str, seed: str) -> str: ...
-    def replay(self, state: Any, notations: list[str]) -> Any: ...  # same set-up, these moves
-    # The game as it was after the first moves of its log (same set-up): for the history pages.
-    def history_state(self, state: Any, notations: list[str]) -> Any: ...
+    # How players count turns (pbem.services.turns), defaults in RulesBase.
+    continues_turn: tuple[str, ...] | None
+    def starts_turn(self, notation: str) -> bool: ...
+    def mid_turn(self, state: Any) -> bool: ...
+
+
+class RulesBase:
+    """The defaults of `Rules`'s optional members: every logged move begins a turn."""
+
+    # The notation prefixes of moves that go on with the turn in progress (K&K's "draw"),
+    # counted by the database; None when only `starts_turn` knows.
+    continues_turn: tuple[str, ...] | None = ()
+
+    def starts_turn(self, notation: str) -> bool:
+        """Whether a logged move (its notation) begins a turn, the first move aside."""
+        return not notation.startswith(self.continues_turn or ())
+
+    def mid_turn(self, state: Any) -> bool:
+        """Whether `state` is in the middle of a turn (the seat to move goes on with it)."""
+        return False
+
+
+class Shown(Protocol):
+    """How a game is shown: its names and words, the log and the position in words, the
+    result, the forms, the variant questions, the pictures and the preview of a move. Optional
+    members have their defaults in `ShownBase`."""
+
+    title: str
+    rules_url: str  # where players read the whole rules
+    order_examples: tuple[str, ...]  # a whole turn in the notation, for turn files
+    variant_question: str  # what the create form asks about `variants`
+    variant_help: str  # how to name `variants` on the command line, in a sentence
+    def summary(self) -> str: ...  # the game in a sentence or two, for the front page
+    def how_to_play(self, state: Any) -> list[str]: ...  # paragraphs for the invitation mail
+    def variant_label(self, variant: str) -> str: ...  # a `variants` key in the reader's words
+    def variant_note(self, state: Any) -> str: ...  # shown on every page and mail of the game
+    # A logged move's notation as `reader` may see it (a move can name a secret card). It may
+    # depend on the game's players, not on the rest of the position: an answer's log items
+    # are kept from one move to the next (pbem.web.api).
+    def notation_for(self, state: Any, notation: str, mover: int, reader: int | None) -> str: ...
+    def describe(self, before: Any, move: Any, after: Any, reader: int | None) -> list[str]: ...
+    def outcome_lines(self, state: Any) -> list[str]: ...
+    def position_lines(self, state: Any, seat: int | None) -> list[str]: ...
+    def move_from_form(self, state: Any, form: Any) -> str: ...
     # The board as one <svg> element as `seat` (None: a spectator) may see it; `interactive`
     # marks what can be clicked to build a move. Never in mail: mail programs do not show SVG.
     def board_picture(self, state: Any, seat: int | None, interactive: bool) -> str: ...
-    # Optional, for the mail's PNG (pbem.games.picture), which then renders the bare board once per
-    # size and language and draws only a position's pieces over a copy of it:
-    # picture_pieces(state, pixels_per_unit) -> (room_below, [(left, top, width, height,
-    # svg)]) and picture_board(room_below) -> svg, together the spectator's board_picture.
+    # What a move will do, for its preview; a game that foretells also takes
+    # board_picture(..., move=) to ring the pieces a move placed.
+    def foretell(self, before: Any, move: Any, after: Any) -> list[str] | None: ...
+    def foretold_state(self, before: Any, move: Any, after: Any) -> Any: ...
+    def result_table(self, state: Any) -> ResultTable | None: ...
+    def position_summary(self, state: Any, seat: int | None) -> list[str]: ...
+    def picture_pieces(self, state: Any, pixels_per_unit: float
+                       ) -> tuple[float, list[tuple]] | None: ...
+    def picture_board(self, room_below: float) -> str: ...
+    def picture_samples(self) -> list[Any]: ...
+
+
+class ShownBase:
+    """The defaults of `Shown`'s optional members."""
+
+    def foretell(self, before: Any, move: Any, after: Any) -> list[str] | None:
+        """What a move will do, in the future tense, for its preview; None for a game that
+        cannot foretell (the preview then shows the position after it in words)."""
+        return None
+
+    def foretold_state(self, before: Any, move: Any, after: Any) -> Any:
+        """The position a preview may show without revealing a hidden card."""
+        return after
+
+    def result_table(self, state: Any) -> ResultTable | None:
+        """The result as one table (pages and the final mail show it instead of
+        `outcome_lines`); None when the game has none, or is not over."""
+        return None
+
+    def position_summary(self, state: Any, seat: int | None) -> list[str]:
+        """The lines an HTML mail lists above its picture and table of the board."""
+        return self.position_lines(state, seat)
+
+    def picture_pieces(self, state: Any, pixels_per_unit: float
+                       ) -> tuple[float, list[tuple]] | None:
+        """The mail's PNG (pbem.games.picture) in layers: (room_below, [(left, top, width,
+        height, svg)]), the pieces drawn over `picture_board(room_below)`, together the
+        spectator's `board_picture`; None when the picture is drawn whole from that."""
+        return None
+
+    def picture_board(self, room_below: float) -> str:
+        """The bare board under `picture_pieces`, as svg."""
+        raise NotImplementedError(f"{type(self).__name__} draws its picture whole")
+
+    def picture_samples(self) -> list[Any]:
+        """Positions that show every colour the pictures can (for their palette); none by
+        default."""
+        return []
+
+
+class GameRules(Rules, Shown, Protocol):
+    """A game as the server hosts it: its rules and how it is shown (what `rules_for` gives).
+    A second game is an adapter inheriting `RulesBase` and `ShownBase`."""
 
 
 class StateCache:

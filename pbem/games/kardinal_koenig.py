@@ -22,7 +22,15 @@ from engine.words import Phrase
 from ..ground import i18n
 from ..ground.i18n import N_, gettext, ngettext
 from ..ground.kept import Kept
-from .interface import ByState, MoveError, ResultTable, SetupProblem, StateCache
+from .interface import (
+    ByState,
+    MoveError,
+    ResultTable,
+    RulesBase,
+    SetupProblem,
+    ShownBase,
+    StateCache,
+)
 
 # The invitation's and the seat page's summary of the rules, in each language written from that
 # language's rule book (../shared/rules/kardinal-koenig.{en,de,es}.md), with its own words.
@@ -111,7 +119,7 @@ def _said(exc: Exception) -> str:
     return i18n.render(exc.args[0]) if exc.args else str(exc)
 
 
-class KardinalKoenig:
+class KardinalKoenig(RulesBase, ShownBase):
     kind = "kardinal-koenig"
     title = "Kardinal & König"
     min_players = 3

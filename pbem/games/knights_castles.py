@@ -25,7 +25,14 @@ from engine.knights_castles.svg import tableau_svg
 from ..ground import i18n
 from ..ground.i18n import N_, gettext, ngettext
 from ..ground.kept import Kept
-from .interface import ByState, MoveError, SetupProblem, StateCache
+from .interface import (
+    ByState,
+    MoveError,
+    RulesBase,
+    SetupProblem,
+    ShownBase,
+    StateCache,
+)
 
 MOVE_LOG_LENGTH = 200  # the move log's notation column (pbem.ground.models.MoveRecord.notation)
 
@@ -107,7 +114,7 @@ def _names(cards) -> str:
     return ", ".join(i18n.render(name(c)) for c in cards)
 
 
-class KnightsCastles:
+class KnightsCastles(RulesBase, ShownBase):
     kind = "knights-castles"
     title = "Knights & Castles"
     min_players = kc.MIN_PLAYERS

@@ -99,10 +99,10 @@ def png_of(kind: str, state_json: str, language: str = "en") -> bytes:
     rules = rules_for(kind)
     with force_locale(language):
         state = rules.loads(state_json)
-        if not hasattr(rules, "picture_pieces"):
-            svg = rules.board_picture(state, None, False)
-            return render(svg, WIDTH)
-        room_below, pieces = rules.picture_pieces(state, WIDTH / BOARD_UNITS)
+        layers = rules.picture_pieces(state, WIDTH / BOARD_UNITS)
+        if layers is None:
+            return render(rules.board_picture(state, None, False), WIDTH)
+        room_below, pieces = layers
         return _board(kind, language, room_below).png(pieces)
 
 
@@ -409,11 +409,10 @@ def warm_up() -> None:
     with force_locale(SAMPLE_LANGUAGE):
         for kind in game_kinds():
             rules = rules_for(kind)
-            if not hasattr(rules, "picture_pieces"):
-                continue
-            rooms = {rules.picture_pieces(rules.new_state(list(rules.colours)[:players],
-                                                          "warm-up", 0), WIDTH / BOARD_UNITS)[0]
-                     for players in range(rules.min_players, rules.max_players + 1)}
+            layers = [rules.picture_pieces(rules.new_state(list(rules.colours)[:players],
+                                                           "warm-up", 0), WIDTH / BOARD_UNITS)
+                      for players in range(rules.min_players, rules.max_players + 1)]
+            rooms = {layer[0] for layer in layers if layer is not None}
             for room_below in sorted(rooms):
                 _board(kind, SAMPLE_LANGUAGE, room_below)
 
@@ -447,6 +446,6 @@ if __name__ == "__main__":  # python3 -m pbem.games.picture: picture_palettes wr
     with tempfile.TemporaryDirectory() as folder, create_app(
             {"INSTANCE_PATH": folder, "SECRET_KEY": "palettes"}).app_context():
         written = {kind: sampled_palette(kind).rgb for kind in game_kinds()
-                   if hasattr(rules_for(kind), "picture_samples")}
+                   if rules_for(kind).picture_samples()}
     Path(picture_palettes.__file__).write_text(palettes_source(written), encoding="utf-8")
 

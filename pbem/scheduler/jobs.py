@@ -49,6 +49,7 @@ from ..mailin.listener import poll_imap
 from ..services import mail
 from ..services.deadlines import add_pause, reset_clock, start_clock
 from ..services.errors import ServiceError
+from ..services.mail import intents
 from ..services.moves import submit_move
 from ..services.talk import run_due_chores
 from .outbox import deliver_all_due, stop_event
@@ -324,8 +325,7 @@ def _act(session, timer_id: int, claim: str, now: datetime) -> str | None:
         outcome, counted = "obsolete", "obsolete"
     elif timer.kind == REMINDER:
         game, seat = session.get(Game, current.game_id), session.get(Seat, current.seat_id)
-        mail.your_turn(session, game, seat, rules_for(current.kind), current.state, [],
-                       reminder=True)
+        intents.your_turn(session, game, seat, [], reminder=True)
         outcome, counted = "sent", "reminders"
     elif current.bot is None:
         played = _default_moves(session, timer, now, current)

@@ -47,9 +47,9 @@ from sqlmodel import select
 from ..games import picture
 from ..ground.db import get_engine, is_status
 from ..ground.models import QUEUED, OutboxMessage
+from .backends import backend_for
 from .outbox import (
     LaterRecords,
-    backend_for,
     claim_for,
     claim_size,
     deliver_handed,

@@ -62,6 +62,7 @@ from .log import (
     _windows,
     _written,
 )
+from .mail import intents
 from .seats import SeatContext, _seat_rows
 from .turnfile import MAX_ORDERS, Orders
 
@@ -347,8 +348,8 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
             after, mover: SeatRow, actor: str, now: datetime, told: dict[str, list],
             window: _Window | None = None) -> None:
     """Queue the mails a move causes: the end of the game, or the end of a turn. They are
-    queued as intents (pbem.services.mail, `later`): written when they are delivered, not in the move's
-    transaction, from the game as it is after this move."""
+    queued as intents (pbem.services.mail.intents): written when they are delivered, not in the
+    move's transaction, from the game as it is after this move."""
     to_move = rules.to_move(after)
     if to_move is not None and to_move == rules.to_move(before):
         return  # the same seat goes on (its draws): nobody needs a mail yet
@@ -359,14 +360,13 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
         _timed_out(session, game, rules, after, mover, recent)
     elif actor == "bot" and mover.bot is None:  # an absent person's turn, played by the bot
         lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number), "bot")
-        mail.played_for_you(session, game, mover, rules, after, lines, absent=True,
-                            bot=game.absent_bot, later=True)
+        intents.played_for_you(session, game, mover, lines, absent=True, bot=game.absent_bot)
     if to_move is None:
         game.status, game.finished_at = FINISHED, now
         stop_clock(session, game, now)
         for seat in seats:
             lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
-            mail.final(session, game, seat, seats, rules, after, lines, later=True)
+            intents.final(session, game, seat, seats, lines)
         return
     start_clock(session, game, seats[to_move], now)
     # The turn that just ended: every move since someone other than the mover last moved.
@@ -378,13 +378,13 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
             # Its first turn when it has no move in `recent`, which reaches back to the first
             # move while a seat has not moved (and this seat is not the mover).
             first = last < 0
-            mail.your_turn(session, game, seat, rules, after, news, first_turn=first, later=True)
+            intents.your_turn(session, game, seat, news, first_turn=first)
         elif seat.number in (mover.number, to_move):
             continue
         else:
             lines = recent.lines_since(seat.number, turn_began)
             if seat.notify == NOTIFY_EVERY:
-                mail.moved(session, game, seat, rules, after, lines, seats[to_move], later=True)
+                intents.moved(session, game, seat, lines, seats[to_move])
             elif seat.notify == NOTIFY_DIGEST:
                 insert_later(session, DigestItem, {
                     "seat_id": seat.id, "created_at": now, "text": json.dumps(
@@ -408,8 +408,7 @@ def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Sea
             L_("From now on the server plays the default move at once at each of their turns, "
                "until they make a move again."),
         ], game=game)
-    mail.played_for_you(session, game, mover, rules, after, lines, absent=mover.absent,
-                        later=True)
+    intents.played_for_you(session, game, mover, lines, absent=mover.absent)
 
 
 # --- orders: several moves at once, from a turn file or a reply --------------------------------

@@ -1,9 +1,9 @@
 """Turn numbers as players count them: a placement or an exchange and the draws after it are
 one turn (the log and the API count moves; a turn is one to four of them).
 
-A game's rules may say which logged moves go on with the turn in progress
-(`continues_turn`: notation prefixes, such as K&K's "draw") and whether a position is in the
-middle of a turn (`mid_turn(state)`); without them every move is a turn. The prefixes are
+A game's rules say which logged moves go on with the turn in progress (`continues_turn`:
+notation prefixes, such as K&K's "draw") and whether a position is in the middle of a turn
+(`mid_turn(state)`); by default (pbem.games.RulesBase) every move is a turn. The prefixes are
 counted by the database (a move's turn is the number of turn-beginning moves up to it), so
 numbering a page's latest moves, or finding the turn in progress, costs the same at move 10
 and at move 200. Rules that only say it in Python (`starts_turn(notation)`) are counted here,
@@ -24,10 +24,7 @@ from ..ground.models import MoveRecord
 def _prefixes(rules) -> tuple[str, ...] | None:
     """The notation prefixes of moves that go on with a turn; None when only a Python
     `starts_turn` knows."""
-    prefixes = getattr(rules, "continues_turn", None)
-    if prefixes is None and hasattr(rules, "starts_turn"):
-        return None
-    return tuple(prefixes or ())
+    return rules.continues_turn
 
 
 @functools.cache
@@ -116,9 +113,8 @@ def _counted(rules, bounded: bool):
 
 def in_progress(rules, last: int, state) -> int:
     """The turn in progress in `state`, the latest logged move being of turn `last`."""
-    mid = getattr(rules, "mid_turn", None)
     over = state is not None and rules.to_move(state) is None
-    return max(last, 1) if (over or (mid is not None and state is not None and mid(state))) \
+    return max(last, 1) if (over or (state is not None and rules.mid_turn(state))) \
         else last + 1
 
 

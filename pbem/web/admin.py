@@ -104,7 +104,7 @@ def offered(game: Game, rules, has_moves: bool) -> dict[str, Action]:
     return {key: action for key, action in ACTIONS.items()
             if game.status in action.statuses
             and (key != "take_back" or has_moves)
-            and (key not in ("bot", "absent_bot") or getattr(rules, "bots", ()))}
+            and (key not in ("bot", "absent_bot") or rules.bots)}
 
 
 class AdminSessions(SecureCookieSessionInterface):

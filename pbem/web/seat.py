@@ -132,9 +132,8 @@ def preview(token: str):
     # Never the card a draw would take: foretell names no hidden card and the map shows only
     # the position the game kind says a preview may show; describe is told in a spectator's
     # words, on the map as it is now (for a game kind that cannot foretell).
-    foretell = getattr(ctx.rules, "foretell", None)
-    if foretell is not None:
-        lines = foretell(ctx.state, move, after)
+    lines = ctx.rules.foretell(ctx.state, move, after)
+    if lines is not None:
         shown = ctx.rules.foretold_state(ctx.state, move, after)
         picture = ctx.rules.board_picture(shown, ctx.seat.number, False,
                                           move=move if shown is after else None)

@@ -142,8 +142,7 @@ def result_table_of(game):
     if not kind or not state_json:
         return None
     rules = rules_for(kind)
-    build = getattr(rules, "result_table", None)
-    return build(rules.loads(state_json)) if build else None
+    return rules.result_table(rules.loads(state_json))
 
 
 def turn_number_of(game) -> int:

@@ -4,14 +4,11 @@ Composing a mail only adds a row to the outbox in the caller's transaction; `pbe
 delivers it later. Every mail to a seat carries a fresh seat key in its link, remembered in
 the row's `secrets_json` so the stored copy can be blanked once the mail is out.
 
-The mails a move causes (your turn, a move was made, the game is over, the server moved for
-you) are queued as intents (`later=True`): the row gets its address, subject, links and
-Message-ID at once, and what the text is written from (the mail, its seat, its news as sentence
-data, and the game and seats as they were after that move) in `intent_json`. The sender writes
-the text once, with `render_later`, before it first sends the mail, and stores it in the row
-with the outcome of that first try (one transaction: a sender that dies in between writes the
-same text again from the same intent); so the move's transaction does not render mail, and a
-mail delivered after later moves still shows the position after its own move.
+The mails here are written when they are queued; the mails a move causes are described in
+`pbem.services.mail.intents` and written when they are delivered. Both are written by one
+function, `written`. This module is the building blocks (links and keys, addresses, the
+outbox row, the board picture and table) and the mails written at once: invitations, notices,
+digests, table talk, the admins' mails and the mails of games players start.
 """
 
 from __future__ import annotations
@@ -29,15 +26,14 @@ import orjson
 from flask import current_app, g
 from flask_babel import force_locale
 from markupsafe import Markup
-from sqlalchemy import bindparam, false, update
+from sqlalchemy import false
 from sqlmodel import Session, select
 
 from ...games import GameRules, choices, rules_for
 from ...ground import i18n
-from ...ground.db import Cached, insert_later, insert_pending, locked, utcnow
+from ...ground.db import insert_later, locked, utcnow
 from ...ground.i18n import gettext as _
 from ...ground.models import TO_ALL, DigestItem, Game, OutboxMessage, PlayerKey, Seat, SeatKey
-from ...ground.rows import GameRow, SeatRow
 from ...ground.tokens import hash_token, new_token
 from .. import turnfile, turns
 
@@ -157,45 +153,43 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
           game: Game | None = None, seat: Seat | None = None, secrets: tuple[str, ...] = (),
           reply_to: str | None = None, picture: bool = False,
           answering: Answering | None = None, **context) -> QueuedMail:
-    """Render `templates/email/<template>.txt|.html` and queue the message.
+    """Write `templates/email/<template>.txt|.html` (`written`) and queue the message.
 
     With `picture`, the HTML part shows the game's board as a PNG attached inline (rendered
     when the mail is built, from the game as it is now). `answering` threads the mail under
-    a player's own mail. While `render_later` writes a queued intent, nothing is queued: the
-    row's text is returned, written with its own picture."""
-    rendering = session.info.get(_RENDERING)
-    picture_json = None
-    if rendering is not None:
-        if rendering.picture_json:
-            context["picture_cid"] = orjson.loads(rendering.picture_json)["cid"]
-    elif picture and game is not None:
-        picture_json = _picture(game)
-        if picture_json is not None:
-            context["picture_cid"] = orjson.loads(picture_json)["cid"]
-    if game is not None and seat is not None and "summary" not in context:
-        rules = rules_for(game.kind)
-        summary = getattr(rules, "position_summary", rules.position_lines)
-        context["summary"] = summary(rules.loads(game.state_json), seat.number)
-    context.update(game=game, seat=seat, base_url=current_app.config["BASE_URL"].rstrip("/"))
+    a player's own mail."""
+    picture_json = _picture(game) if picture and game is not None else None
     if answering is not None:
         subject = answering.subject(subject)
+    text, html = written(template, context, game, seat, picture_json)
     now = utcnow()
     message = QueuedMail(
         game_id=game.id if game else None, seat_id=seat.id if seat else None, kind=kind,
-        to_addr=to, subject=one_line(subject),
-        text_body=render_template(f"email/{template}.txt", context),
-        html_body=render_template(f"email/{template}.html", context),
-        # An intent written keeps its row's Message-ID and links: none made for it.
-        message_id=new_message_id() if rendering is None else rendering.message_id,
-        secrets_json=json.dumps(list(secrets)) if rendering is None else rendering.secrets_json,
+        to_addr=to, subject=one_line(subject), text_body=text, html_body=html,
+        message_id=new_message_id(), secrets_json=json.dumps(list(secrets)),
         reply_to=reply_to, created_at=now, next_attempt_at=now,
         in_reply_to=answering.message_id if answering else None,
         references=answering.references if answering else None, picture_json=picture_json,
         seat_dead_at=getattr(seat, "mail_dead_at", None))
-    if rendering is None:
-        # A row, not an ORM object: building an OutboxMessage costs more than rendering it.
-        insert_later(session, OutboxMessage, dict(vars(message)))
+    # A row, not an ORM object: building an OutboxMessage costs more than rendering it.
+    insert_later(session, OutboxMessage, dict(vars(message)))
     return message
+
+
+def written(template: str, context: dict, game, seat, picture_json: str | None
+            ) -> tuple[str, str]:
+    """The text and HTML of a mail: `templates/email/<template>.txt|.html` with `context`, the
+    board picture of `picture_json` (its Content-ID), and for a mail to a seat the position
+    in short. The one place a mail's text is written, whether when it is queued or (a mail
+    queued as an intent, `render`) when it is delivered."""
+    if picture_json is not None:
+        context["picture_cid"] = orjson.loads(picture_json)["cid"]
+    if game is not None and seat is not None and "summary" not in context:
+        rules = rules_for(game.kind)
+        context["summary"] = rules.position_summary(rules.loads(game.state_json), seat.number)
+    context.update(game=game, seat=seat, base_url=current_app.config["BASE_URL"].rstrip("/"))
+    return (render_template(f"email/{template}.txt", context),
+            render_template(f"email/{template}.html", context))
 
 
 def render_template(name: str, context: dict) -> str:
@@ -297,20 +291,15 @@ def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
     """Queue a mail to a seat with a fresh link, its HTML part showing the board (`picture`);
     None for a computer player's seat, which has neither mail nor links. `talk_to`: a reply
     to it is a message to that audience (see `mint_key`)."""
-    rendering = session.info.get(_RENDERING)
-    if rendering is not None:  # an intent written: with the links it was queued with
-        token, mine, *__ = orjson.loads(rendering.secrets_json)
-        reply = None  # the row keeps its Reply-To
-    elif seat.bot is not None:
+    if seat.bot is not None:
         return None
-    else:
-        token, reply = mint_keys(session, seat, game.turn, talk_to)
-        mine = mint_player_key(session, seat.email)
+    token, reply = mint_keys(session, seat, game.turn, talk_to)
+    mine = mint_player_key(session, seat.email)
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
                  subject=_subject(game, str(subject)), template=template, game=game, seat=seat,
-                 secrets=(token, mine, reply) if reply else (token, mine), link=seat_link(token),
-                 reply_to=reply_address(reply) if reply else None,
-                 games_link=games_link(mine), picture=picture, **context)
+                 secrets=(token, mine, reply), link=seat_link(token),
+                 reply_to=reply_address(reply), games_link=games_link(mine), picture=picture,
+                 **context)
 
 
 def _deadline_text(deadline: datetime | None, seat: Seat, game: Game) -> str | None:
@@ -340,62 +329,6 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
                     how_to_play=rules.how_to_play(state), rules_note=rules.variant_note(state))
 
 
-_DIGEST_COVERED = Cached(update(DigestItem)
-                         .where(DigestItem.seat_id == bindparam("of_seat"),
-                                DigestItem.sent == false())
-                         .values(sent=True))
-
-
-@_in_seat_language
-def your_turn(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-              news: list[str], reminder: bool = False, first_turn: bool = False,
-              later: bool = False) -> QueuedMail | None:
-    """`news`: what happened since the seat last moved (since the start, in its `first_turn`).
-    `later`: queued as an intent (see the module's docstring)."""
-    if _RENDERING not in session.info and seat.bot is None:
-        # The news below covers what the digest would have said.
-        insert_pending(session, DigestItem)
-        _DIGEST_COVERED.execute(session.connection(), [{"of_seat": seat.id}])
-    subject = _("Reminder: your move is due %(deadline)s",
-                deadline=_deadline_text(game.deadline_at, seat, game)) \
-        if reminder else _("Your turn")
-    if later:
-        return _intent(session, game, seat, "reminder" if reminder else "your_turn", subject,
-                       "your_turn", news=news, reminder=reminder, first_turn=first_turn)
-    position = rules.position_lines(state, seat.number)
-    # The legal moves are the seat to move's: listed for that seat only (they show its hand).
-    legal = choices(rules, state) if rules.to_move(state) == seat.number else []
-    # The turn in progress after the game's latest move (counted in the log up to it, which
-    # later moves do not change). A mail written later reads it on its reading session's
-    # connection (nothing of the session's own waits to be written there).
-    log = session.connection() if _RENDERING in session.info else session
-    turn_number = turns.in_progress(rules, turns.of_move(log, rules, game.id, game.turn - 1),
-                                    state)
-    turn_file = turnfile.render(game.title, game.id, seat.name, seat.colour, game.turn, position,
-                                legal, rules.order_examples, turn_number=turn_number)
-    return _to_seat(session, game, seat, "reminder" if reminder else "your_turn", subject,
-                    "your_turn", rules=rules, news=news, reminder=reminder, position=position,
-                    turn_number=turn_number,
-                    first_turn=first_turn,
-                    turn_file=turn_file, deadline=_deadline_text(game.deadline_at, seat, game))
-
-
-@_in_seat_language
-def played_for_you(session: Session, game: Game, seat: Seat, rules: GameRules, state,
-                   lines: list[str], absent: bool, bot: str | None = None,
-                   later: bool = False) -> QueuedMail | None:
-    """The server moved for the seat: its default move after a deadline, or, for an absent
-    seat in a game that says so, the computer player `bot`."""
-    subject = (_("You are absent: the computer player (%(bot)s) moved for you", bot=bot) if bot
-               else _("Your deadline passed: the server moved for you"))
-    if later:
-        return _intent(session, game, seat, "played_for_you", subject, "played_for_you",
-                       lines=lines, absent=absent, bot=bot)
-    return _to_seat(session, game, seat, "played_for_you", subject, "played_for_you",
-                    rules=rules, lines=lines, absent=absent, bot=bot,
-                    position=rules.position_lines(state, seat.number))
-
-
 @_in_seat_language
 def notice(session: Session, game: Game, seat: Seat, subject: str, lines: list[str],
            answering: Answering | None = None,
@@ -422,191 +355,10 @@ def to_admins(session: Session, subject: str, lines: list[str],
 
 
 @_in_seat_language
-def moved(session: Session, game: Game, seat: Seat, rules: GameRules, state, lines: list[str],
-          next_seat: Seat, later: bool = False) -> QueuedMail | None:
-    subject = _("%(name)s is next", name=next_seat.name)
-    if later:
-        return _intent(session, game, seat, "moved", subject, "moved", lines=lines,
-                       next_seat=next_seat)
-    return _to_seat(session, game, seat, "moved", subject, "moved",
-                    rules=rules, lines=lines, next_seat=next_seat,
-                    position=rules.position_lines(state, seat.number))
-
-
-@_in_seat_language
 def digest(session: Session, game: Game, seat: Seat, rules: GameRules, state,
            items: list[DigestItem]) -> QueuedMail | None:
     return _to_seat(session, game, seat, "digest", _("What happened today"), "digest",
                     rules=rules, items=items, position=rules.position_lines(state, seat.number))
-
-
-@_in_seat_language
-def final(session: Session, game: Game, seat: Seat, seats: list[Seat], rules: GameRules, state,
-          lines: list[str], later: bool = False) -> QueuedMail | None:
-    if later:
-        return _intent(session, game, seat, "final", _("The game is over"), "final",
-                       lines=lines, seats=seats)
-    result = rules.outcome_lines(state)
-    lines = [line for line in lines if line not in set(result)]  # told once, below
-    table = getattr(rules, "result_table", None)
-    return _to_seat(session, game, seat, "final", _("The game is over"), "final", rules=rules,
-                    seats=seats, lines=lines, result=result,
-                    outcome=rules.outcome(state), table=table(state) if table else None)
-
-
-# --- mails written when they are delivered -----------------------------------------------------
-
-_RENDERING = "pbem_mail_rendering"  # session.info: the outbox row `render_later` writes
-# What of the game and its seats a mail is written from, as it was when it was queued.
-_GAME_AT = ("state_json", "turn", "status", "title", "timezone")
-_SEAT_AT = ("name", "colour", "timezone", "language")
-
-
-# A seat named in an intent: an ORM object, or the plain row the move path reads (pbem.ground.rows).
-SEATS = (Seat, SeatRow)
-
-
-def _intent(session: Session, game: Game, seat: Seat, kind: str, subject: str, compose: str,
-            **args) -> QueuedMail | None:
-    """Queue mail `compose(session, game, seat, ..., **args)` as an intent: its address,
-    subject, links and Message-ID now, its text when it is delivered (`render_later`).
-    `args` are sentences, seats (a list of all of them, or one), and plain values."""
-    if seat.bot is not None:
-        return None
-    named = {seat.number: seat}  # the seats the mail names, as they are now
-    for value in args.values():
-        for other in value if isinstance(value, list) else [value]:
-            if isinstance(other, SEATS):
-                named[other.number] = other
-    token, reply = mint_keys(session, seat, game.turn)
-    mine = mint_player_key(session, seat.email)
-    now = utcnow()
-    intent = {"mail": compose, "seat": seat.number,
-              "game": {**{name: getattr(game, name) for name in _GAME_AT},
-                       "deadline_at": game.deadline_at.isoformat() if game.deadline_at else None},
-              "seats": {str(n): [getattr(s, name) for name in _SEAT_AT]
-                        for n, s in named.items()},
-              "args": {name: _encoded(value) for name, value in args.items()}}
-    message = QueuedMail(
-        game_id=game.id, seat_id=seat.id, kind=kind,
-        to_addr=formatted_address(seat.name, seat.email),
-        subject=one_line(_subject(game, str(subject))), text_body="", html_body="",
-        message_id=new_message_id(), secrets_json=json.dumps([token, mine, reply]),
-        reply_to=reply_address(reply), created_at=now, next_attempt_at=now,
-        picture_json=_picture(game),
-        intent_json=orjson.dumps(intent).decode(),  # read back by orjson.loads
-        seat_dead_at=seat.mail_dead_at)
-    insert_later(session, OutboxMessage, dict(vars(message)))
-    return message
-
-
-def _seats_of(session: Session, game: Game) -> list[Seat]:
-    """The game's seats in seat order."""
-    return list(session.exec(select(Seat).where(Seat.game_id == game.id)
-                             .order_by(Seat.number)))
-
-
-def _encoded(value):
-    if isinstance(value, i18n.Sentence):
-        return {"sentence": value.data}
-    if isinstance(value, SEATS):
-        return {"seat": value.number}
-    if isinstance(value, list):
-        if value and all(isinstance(v, SEATS) for v in value):
-            return {"seats": True}
-        return [_encoded(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    raise TypeError(f"a mail written later cannot keep {type(value).__name__}")
-
-
-def _decoded(value, seats: list):
-    if isinstance(value, list):
-        return [_decoded(v, seats) for v in value]
-    if isinstance(value, dict):
-        if "sentence" in value:
-            return i18n.lazy(value["sentence"])
-        if "seat" in value:
-            return seats[value["seat"]]
-        if "seats" in value:
-            return seats
-    return value
-
-
-class _As:
-    """A game or seat as it was when a mail was queued: the stored values, the rest read
-    from the row as it is (its id, kind and the like, which do not change)."""
-
-    def __init__(self, row, values: dict):
-        self._row = row
-        self.__dict__.update(values)
-
-    def __getattr__(self, name):
-        return getattr(self._row, name)
-
-
-_COMPOSERS = {}  # filled below: the mails that may be queued as intents
-
-
-_READ = "pbem_mail_read"  # session.info: the games and seats `render_later` read, by game id
-# Games with their seats (in seat order) as plain rows (pbem.ground.rows), in one statement.
-_GAMES_AND_SEATS = (select(*Game.__table__.c, *Seat.__table__.c)
-                    .join(Seat, Seat.game_id == Game.id)
-                    .where(Game.id.in_(bindparam("game_ids", expanding=True)))
-                    .order_by(Game.id, Seat.number))
-_GAME_COLUMNS = len(Game.__table__.c)
-
-
-def read_games(session: Session, game_ids) -> None:
-    """Read the games `game_ids` and their seats for the mails `render_later` writes in
-    `session`, in one statement: a sender reads those of a whole claim at once."""
-    read = session.info.setdefault(_READ, {})
-    wanted = sorted(set(game_ids) - set(read))
-    if not wanted:
-        return
-    rows = session.connection().execute(_GAMES_AND_SEATS, {"game_ids": wanted}).all()
-    for row in rows:
-        if row[0] not in read:
-            read[row[0]] = GameRow(row[:_GAME_COLUMNS]), []
-        read[row[0]][1].append(SeatRow(row[_GAME_COLUMNS:]))
-
-
-def _game_and_seats(session: Session, game_id: int) -> tuple[GameRow, list[SeatRow]]:
-    """A game and its seats as `session` reads them, read once per session: the mails of one
-    move (and of one game in a sender's claim) are written from the same rows."""
-    read_games(session, [game_id])
-    found = session.info[_READ].get(game_id)
-    if found is None:
-        raise LookupError(f"game {game_id} does not exist any more")
-    return found
-
-
-def render_later(session: Session, row: OutboxMessage) -> tuple[str, str, str]:
-    """The subject, text and HTML of an outbox row queued as an intent, written as they would
-    have been when it was queued: from the game and seats as they were then, with the row's own
-    links and picture. Needs the app's context; reads only (the game and its seats once per
-    session: one session may write many mails)."""
-    intent = orjson.loads(row.intent_json)  # written by orjson (`_intent`)
-    game_row, seat_rows = _game_and_seats(session, row.game_id)
-    at = dict(intent["game"])
-    deadline = at.pop("deadline_at")
-    game = _As(game_row, {**at, "deadline_at": datetime.fromisoformat(deadline)
-                          if deadline else None})
-    named = intent["seats"]
-    seats = [_As(s, dict(zip(_SEAT_AT, named[str(s.number)]))) if str(s.number) in named else s
-             for s in seat_rows]
-    seat = seats[intent["seat"]]
-    if seat.id != row.seat_id:
-        raise LookupError(f"seat {intent['seat']} of game {row.game_id} is not the mail's")
-    rules = rules_for(game_row.kind)
-    args = {name: _decoded(value, seats) for name, value in intent["args"].items()}
-    session.info[_RENDERING] = row
-    try:
-        message = _COMPOSERS[intent["mail"]](session, game, seat, rules=rules,
-                                             state=rules.loads(game.state_json), **args)
-    finally:
-        session.info.pop(_RENDERING, None)
-    return message.subject, message.text_body, message.html_body
 
 
 @_in_seat_language
@@ -630,9 +382,6 @@ def talk_digest(session: Session, game: Game, seat: Seat, messages: list,
     return _to_seat(session, game, seat, "talk_digest", _("Messages in the game"),
                     "talk_digest", picture=False, talk_to=TO_ALL, messages=messages,
                     names=names)
-
-
-_COMPOSERS.update(your_turn=your_turn, moved=moved, final=final, played_for_you=played_for_you)
 
 
 def due_digests(session: Session, now: datetime) -> int:
