@@ -20,8 +20,8 @@ from flask import (
 from ..games import MoveError, choices
 from ..ground.db import utcnow
 from ..ground.i18n import format_local, gettext, ngettext
-from ..ground.models import NOTIFY_CHOICES, TALK_CHOICES
-from ..services import talk, turnfile
+from ..ground.models import FEED_SEAT, NOTIFY_CHOICES, TALK_CHOICES
+from ..services import feeds, talk, turnfile
 from ..services.errors import Malformed, NotYourTurn, Rejected, ServiceError
 from ..services.moves import moved_on, submit_move, submit_orders
 from ..services.seats import SeatContext, load_seat
@@ -62,6 +62,8 @@ def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None =
         vacation_left=current_app.config["GAMES_VACATION_DAYS"] - seat.vacation_days_used,
         zones=COMMON_ZONES, talk=talk.thread_of(seat, ctx.seats), talk_choices=TALK_CHOICES,
         talk_max=current_app.config["TALK_MAX_LENGTH"], talk_error=talk_error,
+        feed_link=feeds.feed_url(feeds.seat_feed_token(seat.id, seat.email), FEED_SEAT)
+        if seat.bot is None else None,
         kind_template=f"games/{ctx.game.kind}/"), status
 
 
