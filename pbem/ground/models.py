@@ -87,6 +87,9 @@ class Game(SQLModel, table=True):
     paused_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     # Who plays the turns of an absent seat: None, the default move; else that computer player.
     absent_bot: str | None = Field(default=None, max_length=20)
+    # The turn counter at which a request to take back a turn stands (pbem.services.undo), or
+    # None: the move path, which reads this row anyway, ends a request only when there is one.
+    undo_turn: int | None = Field(default=None, nullable=True)
 
 
 class Seat(SQLModel, table=True):
