@@ -136,7 +136,8 @@ RUN_EXAMPLES = 300  # per operation: enough to reach 664.0 and a text one past t
 # seat's rate of messages (429), and 422 for what the schema cannot state: the rules of the
 # game (a move that does not parse or is not legal now, two different move counts), a
 # message of spaces or with control characters, `to` a seat the game has not or a computer
-# player. Never 400: that says the body is not of the document's form.
+# player, a turn to take back that the game's state refuses (not the seat's last, or no request
+# standing to answer). Never 400: that says the body is not of the document's form.
 VALID_REFUSED = ["2xx", "404", "409", "410", "422", "429"]
 # And a schema-violating one, beside the usual refusals: 413 for a body over the server's
 # limit (a text far over maxLength), 410 for an old token.
@@ -158,7 +159,8 @@ def schemathesis_run(app, token: str, examples: int = RUN_EXAMPLES) -> dict:
         "operations": [{"include-operation-id": operation,
                         "checks": {"positive_data_acceptance": {
                             "expected-statuses": VALID_REFUSED}}}
-                       for operation in ("makeMove", "postMessage")],
+                       for operation in ("makeMove", "postMessage", "askUndo",
+                                         "answerUndo")],
     })
     schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", app, config=config)
     found = {"failures": [], "requests": {}, "checks": {}, "errors": []}

@@ -36,6 +36,7 @@ from test_pbem_cli import environment, free_port
 from pbem.ground.db import reading
 from pbem.ground.models import LoginFailure, MoveRecord, TalkMessage
 from pbem.ground.tokens import new_token
+from pbem.services.feeds import new_calendar_feed
 from pbem.services.stewardship import address_key
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
@@ -214,6 +215,8 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
         create_admin(ADMIN, PASSWORD)
     created, tokens = new_game(app, 3, "behind-nginx", start=0)
     games_key = _games_token(Mailbox(app), "p0@example.org")
+    with app.app_context():  # a calendar feed, polled through nginx below (issue 33)
+        calendar_key = new_calendar_feed(games_key)
     config = tmp_path / "config.toml"  # /etc/pbem/config.toml, as the units name it
     config.write_text(f'base_url = "{base}"\n[serve]\ntrusted_proxies = 1\n')
     env = environment(instance, PBEM_CONFIG=str(config), PBEM_SECRET_KEY="deploy-test-secret",
@@ -269,6 +272,12 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
             assert page.goto(f"{base}/me/{games_key}").status == 200
         finally:
             context.close()
+        polled = requests.get(f"{base}/feeds/{calendar_key}/deadlines.ics", timeout=60,
+                              verify=str(cert))
+        assert polled.status_code == 200 and b"BEGIN:VCALENDAR" in polled.content
+        again = requests.get(f"{base}/feeds/{calendar_key}/deadlines.ics", timeout=60,
+                             verify=str(cert), headers={"If-None-Match": polled.headers["ETag"]})
+        assert again.status_code == 304
 
         # nginx and the app agree on the client's address: a forged X-Forwarded-For is
         # replaced by nginx with the real one, which the login limit counts.
@@ -283,9 +292,10 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
         refused = [r for r in burst if r.status_code == 429 and "nginx" in r.text]
         assert 5 <= len(refused) < 20, [r.status_code for r in burst]
         alive(gunicorn, logs["web"])
-    secret = tokens + [games_key]
+    secret = [*tokens, games_key, calendar_key]
     access = (folder / "access.log").read_text()
     assert "/seat/[hidden]/move" in access and "/me/[hidden]" in access
+    assert "/feeds/[hidden]/deadlines.ics" in access
     assert 'seat/[hidden]" "Mozilla' in access  # a page opened from a seat page: its Referer
     for name, path in [("nginx", folder / "access.log"), *logs.items()]:
         assert keys_in(path.read_text(), secret) == [], f"a live key in {name}'s log"

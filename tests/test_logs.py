@@ -44,6 +44,7 @@ def test_every_kind_of_key_is_masked_and_nothing_else():
         f"GET /invite/{key}/accept": "GET /invite/[hidden]/accept",
         f"POST /new/game/{key}/confirm": "POST /new/game/[hidden]/confirm",
         f"GET /api/v1/seat/{key}/messages": "GET /api/v1/seat/[hidden]/messages",
+        f"GET /feeds/{key}/moves.atom": "GET /feeds/[hidden]/moves.atom",
         f'"https://games.example.org/seat/{key}" "Mozilla/5.0"':
             '"https://games.example.org/seat/[hidden]" "Mozilla/5.0"',
         f"reply from play+{key}@games.example.org": "reply from play+[hidden]@games.example.org",

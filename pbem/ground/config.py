@@ -141,6 +141,8 @@ SETTINGS: dict[str, Setting] = {
     "GAMES_LANGUAGE": Setting("en", str, _one_of("en", "de", "es")),
     "GAMES_ABSENT_AFTER_TIMEOUTS": Setting(3, int, _at_least(1)),
     "GAMES_VACATION_DAYS": Setting(7, int, _between(0, 365)),
+    "GAMES_UNDO": Setting(True, bool),
+    "GAMES_UNDO_HOURS": Setting(24, int, _between(1, 336)),
     "GAMES_SECRET_SEEDS": Setting(True, bool),
     "GAMES_OLD_LINK_DAYS": Setting(7, int, _between(1, 365)),
     "GAMES_MY_GAMES_LINK_DAYS": Setting(14, int, _between(1, 365)),

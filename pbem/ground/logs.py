@@ -31,7 +31,7 @@ HIDDEN = "[hidden]"
 
 # A path whose next segment is a secret key: a seat's link and its API, a "my games" link, a
 # friend's invitation, a starter's link to a proposed game.
-SECRET_PATH = re.compile(r"(/(?:seat|me|invite|new/game|api/v1/seat)/)[A-Za-z0-9_-]{8,}")
+SECRET_PATH = re.compile(r"(/(?:seat|me|invite|new/game|api/v1/seat|feeds)/)[A-Za-z0-9_-]{8,}")
 # A reply address (play+<key>@domain, and any other local part with a key after the "+").
 REPLY_KEY = re.compile(r"(\b[A-Za-z0-9._-]+\+)[A-Za-z0-9_-]{16,}(@)")
 # A bare key anywhere else in a line: 32 characters of the URL-safe alphabet on their own, not

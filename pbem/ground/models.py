@@ -87,6 +87,9 @@ class Game(SQLModel, table=True):
     paused_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     # Who plays the turns of an absent seat: None, the default move; else that computer player.
     absent_bot: str | None = Field(default=None, max_length=20)
+    # The turn counter at which a request to take back a turn stands (pbem.services.undo), or
+    # None: the move path, which reads this row anyway, ends a request only when there is one.
+    undo_turn: int | None = Field(default=None, nullable=True)
 
 
 class Seat(SQLModel, table=True):
@@ -422,3 +425,53 @@ class Invitation(SQLModel, table=True):
     answered_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     # When the starter was last told that this one declined (pbem.services.starting.DECLINE_NEWS_HOURS)
     decline_told_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+# A feed key's kinds: a seat's private Atom feed of its game's moves, an address's calendar.
+FEED_SEAT, FEED_CALENDAR = "seat", "calendar"
+
+
+class FeedKey(SQLModel, table=True):
+    """The key of a private feed (pbem.services.feeds): a seat's Atom feed of its game's moves
+    (`seat_id`, and the address that held the seat when it was made), or an address's
+    iCalendar feed of its deadlines (`seat_id` None). A feed program polls the same address for
+    years, so the key is stable: it is derived from the server's secret key and `nonce`
+    (HMAC), so that the page can show it again, and only its SHA-256 is stored, to find it.
+    A new key revokes the old; a seat's is revoked with the seat's links."""
+
+    __table_args__ = (Index("ix_feedkey_owner", "kind", "email", "seat_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=10)
+    email: str = Field(max_length=254)  # lower case
+    seat_id: int | None = Field(default=None, foreign_key="seat.id", index=True)
+    nonce: str = Field(max_length=32)
+    token_hash: str = Field(max_length=64, unique=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+# An undo request's states (pbem.services.undo): asked and waiting for the others' answers,
+# done (every other seat agreed and the turn was taken back), declined, ended by a move,
+# expired.
+UNDO_ASKED, UNDO_DONE, UNDO_DECLINED, UNDO_MOVED_ON, UNDO_EXPIRED = (
+    "asked", "done", "declined", "moved_on", "expired")
+
+
+class UndoRequest(SQLModel, table=True):
+    """A seat's request to take back its last turn, until every other seat agrees (done), one
+    declines, a move is made, or it expires (pbem.services.undo)."""
+
+    __table_args__ = (UniqueConstraint("game_id", "first_move"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id", index=True)
+    seat_id: int = Field(foreign_key="seat.id")
+    seat: int  # the asker's seat number
+    turn: int  # the game's turn counter when asked: the request stands only while it is so
+    first_move: int  # the number of the first move of the turn to take back
+    answers_json: str = Field(default="{}", sa_column=Column(Text, nullable=False))
+    status: str = Field(default=UNDO_ASKED, max_length=10)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    expires_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+    ended_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)

@@ -43,7 +43,7 @@ from ..ground.models import (
     Seat,
 )
 from ..ground.rows import GameRow, SeatRow, write_changes
-from . import mail, turns
+from . import mail, turns, undo
 from .deadlines import reset_clock, start_clock, stop_clock
 from .errors import (
     GameNotRunning,
@@ -186,6 +186,11 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
     if actor == "player":
         seat.timeouts_in_row, seat.absent = 0, False
     _notify(session, game, seats, rules, before, after, seat, actor, now, lines, window)
+    if game.undo_turn is not None:  # a request to take back a turn stood: it ends
+        game.undo_turn = None
+        asker = undo.moved_on(connection, game.id, now)
+        if asker is not None:
+            undo.tell_moved_on(session, game, seats[asker])
     if came_back and rules.to_move(after) == seat.number:
         reset_clock(session, game, seat, now)  # its turn waits for it again
     # The game's row and any seat the move changed, each in one UPDATE of what changed.

@@ -26,6 +26,7 @@ from ..ground.db import (
 )
 from ..ground.i18n import N_, _
 from ..ground.models import (
+    FeedKey,
     Game,
     PlayerKey,
     Seat,
@@ -70,7 +71,8 @@ def revoke_seat_links(session: Session, seat: Seat, now: datetime) -> None:
     """Revoke every link of `seat` (a leaked link, a seat handed over or to a computer player)
     and every "my games" link of its address: each of those could mint a new link to the seat
     (pbem.web.players), whichever game's mail carried it, so revoking only the ones mailed with
-    this seat's mails would leave a leaked one from another game working. The mail that brings
+    this seat's mails would leave a leaked one from another game working; and the seat's feed
+    key. The mail that brings
     the seat's new link brings a new "my games" link too, as does any later mail of the address.
     The "my games" links go first: a "my games" POST that holds one (FOR UPDATE) and mints a
     seat key is waited for, and the seat keys' update then sees the key it made."""
@@ -78,6 +80,9 @@ def revoke_seat_links(session: Session, seat: Seat, now: datetime) -> None:
                                          PlayerKey.revoked_at.is_(None))
                  .values(revoked_at=now))
     session.exec(update(SeatKey).where(SeatKey.seat_id == seat.id, SeatKey.revoked_at.is_(None))
+                 .values(revoked_at=now))
+    # The seat's private feed too (pbem.services.feeds): a leaked link may have leaked it.
+    session.exec(update(FeedKey).where(FeedKey.seat_id == seat.id, FeedKey.revoked_at.is_(None))
                  .values(revoked_at=now))
 
 

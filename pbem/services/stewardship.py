@@ -34,11 +34,10 @@ from ..ground.models import (
     AuditEntry,
     Game,
     LoginFailure,
-    MoveRecord,
     OutboxMessage,
     Seat,
 )
-from . import mail
+from . import mail, takeback
 from .deadlines import reset_clock, start_clock, stop_clock
 from .errors import GameNotRunning, Malformed, NotFound, Rejected
 from .my_games import revoke_player_links
@@ -451,30 +450,13 @@ def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = N
         game = _game(session, game_id)
         if game.status not in (RUNNING, FINISHED):
             raise GameNotRunning(f"game {game.id} is {game.status}; resume it first")
-        records = list(session.exec(select(MoveRecord).where(MoveRecord.game_id == game.id)
-                                    .order_by(MoveRecord.number)))
+        records = takeback.records_of(session, game)
         if not records:
             raise Rejected("no move has been made yet")
-        mover = records[-1].seat
-        first = len(records)
-        while first > 0 and records[first - 1].seat == mover:
-            first -= 1
-        undone = records[first:]
-        rules = rules_for(game.kind)
-        state = rules.replay(rules.loads(game.state_json), [r.notation for r in records[:first]])
-        session.exec(delete(MoveRecord).where(MoveRecord.id.in_([r.id for r in undone])))
-        game.state_json = rules.dumps(state)
-        game.turn = undone[0].number
-        game.status, game.finished_at = RUNNING, None
-        game.updated_at = now
-        seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
-                                  .order_by(Seat.number)))
-        to_move = seats[rules.to_move(state)]
-        start_clock(session, game, to_move, now)
-        who = seats[mover]
-        for seat in seats:
-            moves = "; ".join(rules.notation_for(state, r.notation, r.seat, seat.number)
-                              for r in undone)
+        done = takeback.take_back(session, game, records, takeback.last_run(records), now)
+        undone, mover, who, to_move = done.undone, done.mover.number, done.mover, done.to_move
+        for seat in done.seats:
+            moves = done.told_to(seat)
             lines = [L_("An organiser took back the last turn of %(name)s (%(colour)s): "
                         "%(moves)s.", name=who.name, colour=i18n.lazy_colour(who.colour),
                         moves=moves), L_("Reason: %(reason)s", reason=reason),

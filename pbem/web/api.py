@@ -14,7 +14,7 @@ from flask import Blueprint, current_app, jsonify, request
 
 from ..ground.kept import Kept
 from ..ground.models import RUNNING
-from ..services import talk
+from ..services import talk, undo
 from ..services.errors import Malformed, ServiceError
 from ..services.log import LogEntry
 from ..services.moves import submit_move
@@ -256,3 +256,33 @@ def post_message(token: str):
     wake_sender()
     sent = next(e for e in entries if e.key == posted.id)
     return jsonify(sent.as_dict()), 201
+
+
+@bp.post("/seat/<token>/undo")
+def ask_undo(token: str):
+    """Ask the other players to let this seat take back its last turn (pbem.services.undo)."""
+    try:
+        asked = undo.ask(token)
+    except ServiceError as exc:
+        return _error(exc)
+    wake_sender()
+    return jsonify(status=asked.status, expires_at=asked.expires_at.isoformat())
+
+
+@bp.post("/seat/<token>/undo/answer")
+def answer_undo(token: str):
+    """Agree to or decline the request of another seat that stands in the game."""
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:
+        body = None
+    if not isinstance(body, dict) or set(body) != {"answer"} \
+            or body["answer"] not in (undo.AGREE, undo.DECLINE):
+        return _bad_request('send a JSON object {"answer": "agree"} or {"answer": "decline"} '
+                            'with the header Content-Type: application/json')
+    try:
+        status = undo.answer(token, body["answer"])
+    except ServiceError as exc:
+        return _error(exc)
+    wake_sender()
+    return jsonify(status=status)

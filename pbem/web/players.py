@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, render_template, request, url_for
 
+from ..ground.models import FEED_CALENDAR
 from ..services.errors import ServiceError
+from ..services.feeds import calendar_feed_token, feed_url
 from ..services.my_games import my_games, open_seat
 
 bp = Blueprint("players", __name__, url_prefix="/me")
@@ -25,8 +27,13 @@ def page(token: str):
         email, entries = my_games(token)
     except ServiceError as exc:
         return _error(exc)
+    try:
+        calendar_link = feed_url(calendar_feed_token(token), FEED_CALENDAR)
+    except ServiceError as exc:
+        return _error(exc)
     return render_template("players/games.html", email=email, entries=entries, token=token,
-                           waiting=sum(1 for e in entries if e.my_move))
+                           waiting=sum(1 for e in entries if e.my_move),
+                           calendar_link=calendar_link)
 
 
 @bp.post("/<token>/open")

@@ -20,8 +20,15 @@ from flask import (
 from ..games import MoveError, choices
 from ..ground.db import utcnow
 from ..ground.i18n import format_local, gettext, ngettext
-from ..ground.models import NOTIFY_CHOICES, TALK_CHOICES
-from ..services import talk, turnfile
+from ..ground.models import (
+    FEED_SEAT,
+    NOTIFY_CHOICES,
+    TALK_CHOICES,
+    UNDO_ASKED,
+    UNDO_DECLINED,
+    UNDO_DONE,
+)
+from ..services import feeds, talk, turnfile, undo
 from ..services.errors import Malformed, NotYourTurn, Rejected, ServiceError
 from ..services.moves import moved_on, submit_move, submit_orders
 from ..services.seats import SeatContext, load_seat
@@ -62,6 +69,11 @@ def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None =
         vacation_left=current_app.config["GAMES_VACATION_DAYS"] - seat.vacation_days_used,
         zones=COMMON_ZONES, talk=talk.thread_of(seat, ctx.seats), talk_choices=TALK_CHOICES,
         talk_max=current_app.config["TALK_MAX_LENGTH"], talk_error=talk_error,
+        undo_request=undo.pending_for(ctx.game, seat, ctx.seats, now),
+        may_ask_undo=current_app.config["GAMES_UNDO"] and ctx.game.status == "running"
+        and bool(ctx.log) and ctx.log[0].seat == seat.number,
+        feed_link=feeds.feed_url(feeds.seat_feed_token(seat.id, seat.email), FEED_SEAT)
+        if seat.bot is None else None,
         kind_template=f"games/{ctx.game.kind}/"), status
 
 
@@ -311,3 +323,24 @@ def talk_settings(token: str):
     return _seat_action(token, lambda: talk.set_talk_notify(token,
                                                             request.form.get("talk_notify", "")),
                         lambda result, ctx: gettext("Your mail setting for messages is saved."))
+
+
+@bp.post("/<token>/undo")
+def ask_undo(token: str):
+    """Ask the others to let this seat take back its last turn."""
+    def done(request, ctx: SeatContext) -> str:
+        if request.status == UNDO_DONE:
+            return gettext("Your last turn is taken back: the computer players agreed.")
+        return gettext("The other players are asked; your turn is taken back if every one of "
+                       "them agrees before anyone moves.")
+    return _seat_action(token, lambda: undo.ask(token), done)
+
+
+@bp.post("/<token>/undo/answer")
+def answer_undo(token: str):
+    """Agree to or decline another seat's request to take back its last turn."""
+    told = {UNDO_DONE: gettext("Everyone agreed: the turn is taken back."),
+            UNDO_DECLINED: gettext("You declined: the turn stays as it was."),
+            UNDO_ASKED: gettext("You agreed; the others have not all answered yet.")}
+    return _seat_action(token, lambda: undo.answer(token, request.form.get("answer")),
+                        lambda status, ctx: told[status])
