@@ -12,7 +12,7 @@ from server import field, finish_game, html_of, make_app, text_of
 from sqlalchemy import select as sa_select
 from sqlmodel import SQLModel, select
 
-import pbem.ground.models  # noqa: F401  (every table, for the snapshot)
+import pbem.ground.models  # every table, for the snapshot
 from pbem.ground.db import get_engine, reading, utcnow
 from pbem.ground.models import LinkRequest, Profile, Seat
 from pbem.services.games import create_game
@@ -54,7 +54,7 @@ PROFILE = {"name": "Anna K.", "language": "de", "timezone": "Europe/Berlin", "no
 def _save(client, token, **changes):
     page = client.get(f"/me/{token}/profile").get_data(as_text=True)
     return client.post(f"/me/{token}/profile", data={
-        "csrf_token": field(page, "csrf_token"), **{**PROFILE, **changes}})
+        "csrf_token": field(page, "csrf_token"), **PROFILE, **changes})
 
 
 def test_the_saved_profile_gives_new_games_their_defaults(app, client, mailbox):

@@ -31,7 +31,6 @@ from ..ground.models import (
     Game,
     LinkRequest,
     Profile,
-    RatedResult,
     Rating,
     Seat,
 )
