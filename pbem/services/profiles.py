@@ -202,7 +202,7 @@ class FinishedGame:
     rated: bool
 
 
-def _ranks(rules, state) -> dict[str, int]:
+def ranks_of(rules, state) -> dict[str, int]:
     """Each colour's place in a finished game: by score, then by the rules' tie-break (pieces
     left, where the game has one); tied seats share a place."""
     table = getattr(rules, "result_table", None)
@@ -227,7 +227,7 @@ def finished_games(session: Session, email: str, limit: int = MAX_FINISHED) -> l
     games = []
     for seat, game in seats:
         rules = rules_for(game.kind)
-        rank = _ranks(rules, rules.loads(game.state_json)).get(seat.colour)
+        rank = ranks_of(rules, rules.loads(game.state_json)).get(seat.colour)
         games.append(FinishedGame(game.id, game.title, rules.title, game.finished_at, rank,
                                   counts.get(game.id, 0), game.watch_id, game.rated))
     return games
