@@ -62,7 +62,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from .cli import commands
     from .ground import db, i18n
     from .services import mail
-    from .web import admin, api, mailbox, pages, players, profiles, ratings, seat, start, watch
+    from .web import admin, api, lobby, mailbox, pages, players, profiles, ratings, seat, start, watch
     from .web import site as web
 
     app.session_interface = admin.AdminSessions()  # the admin's session ends with its login
@@ -85,6 +85,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(start.bp)
     app.register_blueprint(profiles.bp)
     app.register_blueprint(ratings.bp)
+    app.register_blueprint(lobby.bp)
     for command in commands:
         app.cli.add_command(command)
     # What a process this app starts makes its own app with (pbem.scheduler.senders: the
