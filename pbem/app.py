@@ -62,7 +62,19 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from .cli import commands
     from .ground import db, i18n
     from .services import mail
-    from .web import admin, api, lobby, mailbox, pages, players, profiles, ratings, seat, start, watch
+    from .web import (
+        admin,
+        api,
+        lobby,
+        mailbox,
+        pages,
+        players,
+        profiles,
+        ratings,
+        seat,
+        start,
+        watch,
+    )
     from .web import site as web
 
     app.session_interface = admin.AdminSessions()  # the admin's session ends with its login
