@@ -18,7 +18,7 @@ from sqlmodel import SQLModel, select
 
 import pbem.ground.models  # every table, for the snapshot
 from pbem.ground.db import get_engine, reading, writing
-from pbem.ground.models import Game, LobbySeat, OpenGame, Rating, Seat
+from pbem.ground.models import Game, LobbySeat, OpenGame, Profile, Rating, Seat
 from pbem.scheduler.jobs import run_jobs
 from pbem.services import mail
 
@@ -80,7 +80,11 @@ def test_post_join_and_a_full_game_starts_with_its_first_mails(lobby_app):
     assert (posted.status, posted.rated, posted.players, posted.poster) == (
         "open", True, 3, "anna@example.org")
     public = client.get("/lobby").get_data(as_text=True)
-    assert f"#{posted.id}" in public and "1 of 3" in public and "anna" in public
+    with reading(app) as db:
+        poster = db.exec(select(Profile).where(Profile.email == "anna@example.org")).one()
+    assert poster.name.startswith("Player ") and "anna" not in poster.name
+    assert f"#{posted.id}" in public and "1 of 3" in public and poster.name in public
+    assert f"/players/{poster.public_id}" in public and "anna" not in public
     assert "@example.org" not in public and "/join" not in public
     before = _everything(app)
     for path in ("/lobby", f"/me/{keys['bruno']}/lobby"):

@@ -49,11 +49,13 @@ def _latest_seat(session: Session, email: str) -> Seat | None:
 
 def _default(session: Session, email: str) -> Profile:
     """The profile `email` has before it chose anything (not added to the session): the name
-    and language of its latest seat."""
+    and language of its latest seat; without one a name made from its public id (never a
+    part of the address, which public pages must not show)."""
     seat = _latest_seat(session, email)
-    name = seat.name if seat is not None else email.partition("@")[0][:40]
     language = seat.language if seat is not None else current_app.config["GAMES_LANGUAGE"]
-    return Profile(email=email, name=name, language=language)
+    profile = Profile(email=email, name="", language=language)
+    profile.name = seat.name if seat is not None else f"Player {profile.public_id[:6]}"
+    return profile
 
 
 def profile_or_default(session: Session, email: str) -> Profile:
