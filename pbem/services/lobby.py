@@ -46,7 +46,7 @@ from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
 from .games import create_game
 from .my_games import _email_of
 from .players import PlayerSpec
-from .profiles import profile_for
+from .profiles import profile_for, profile_or_default
 from .ratings import MODEL
 
 SEATINGS = ("joined", "drawn")
@@ -348,7 +348,8 @@ def open_games(email: str | None = None, now: datetime | None = None) -> list[Li
     return listed
 
 
-def reader(token: str) -> str:
-    """The address a "my games" key opens (for the lobby's buttons)."""
+def reader(token: str) -> tuple[str, str]:
+    """The address a "my games" key opens (for the lobby's buttons) and its language."""
     with reading() as session:
-        return _email_of(session, token)
+        email = _email_of(session, token)
+        return email, profile_or_default(session, email).language

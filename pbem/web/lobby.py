@@ -8,6 +8,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 
 from ..games import DEFAULT_KIND, game_kinds, rules_for
+from ..ground import i18n
 from ..services.deadlines import MAX_HOURS, MIN_HOURS
 from ..services.errors import ServiceError
 from ..services.lobby import is_open, join, open_games, post, read_post_form, reader, withdraw
@@ -27,10 +28,11 @@ def _page(token: str | None, form=None, errors=None, status: int = 200, error: s
     email = None
     if token is not None:
         try:
-            email = reader(token)
+            email, language = reader(token)
         except ServiceError as exc:
             return render_template("error.html", status=exc.status,
                                    message=exc.message), exc.status
+        i18n.use(language)
     kind = (form or {}).get("game") or request.args.get("game") or DEFAULT_KIND
     kind = kind if kind in game_kinds() else DEFAULT_KIND
     config = current_app.config

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, render_template, request, url_for
 
+from ..ground import i18n
 from ..ground.i18n import LANGUAGE_NAMES, LANGUAGES
 from ..ground.models import NOTIFY_CHOICES, TALK_CHOICES
 from ..services.errors import ServiceError
@@ -49,6 +50,7 @@ def _edit_page(token: str, form=None, errors=None, status: int = 200, saved: boo
         profile, is_saved, ratings = own_profile(token)
     except ServiceError as exc:
         return _error(exc)
+    i18n.use(profile.language)  # the page in the language the player chose
     return render_template("profiles/edit.html", token=token, profile=profile,
                            is_saved=is_saved, ratings=ratings, form=form, errors=errors or {},
                            saved=saved, languages=LANGUAGES, language_names=LANGUAGE_NAMES,
