@@ -234,3 +234,37 @@ def test_the_day_limits_hold_across_gunicorn_workers(tmp_path):
             LobbySeat.email == "p11@example.org")).all()) == 2
         assert len(db.exec(select(pbem.ground.models.OutboxMessage).where(
             pbem.ground.models.OutboxMessage.kind == "my_link")).all()) == 3
+
+
+def test_a_start_that_fails_leaves_the_game_open_to_withdraw_and_never_overfills(
+        lobby_app, monkeypatch):
+    """create_game failing for the join that fills a game: nothing of the game is made, the
+    open game is open again (its poster can withdraw it), and nobody joins past its size."""
+    from pbem.services import lobby
+
+    app = lobby_app
+    keys = _keys(app)
+    with app.app_context():
+        posting, errors = lobby.read_post_form({"game": KIND, "players": "3",
+                                                "deadline_hours": "72", "timezone": "UTC"})
+        assert not errors
+        game_id = lobby.post(keys["anna"], posting, "192.0.2.1")
+        lobby.join(keys["bruno"], game_id, "192.0.2.2")
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("the database went away")
+
+        monkeypatch.setattr(lobby, "create_game", broken)
+        with pytest.raises(RuntimeError):
+            lobby.join(keys["chiara"], game_id, "192.0.2.3")
+        monkeypatch.undo()
+        [posted] = _open_games(app)
+        assert posted.status == "open" and posted.game_id is None
+        with reading(app) as db:
+            assert db.exec(select(Game)).all() == []
+        with pytest.raises(lobby.GameNotRunning):
+            lobby.join(keys["dora"], game_id, "192.0.2.4")
+        lobby.withdraw(keys["anna"], game_id)
+    assert _open_games(app)[0].status == "withdrawn"
+    with reading(app) as db:
+        assert len(db.exec(select(LobbySeat)).all()) == 3

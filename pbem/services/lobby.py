@@ -188,6 +188,9 @@ def join(token: str, open_game_id: object, client: str, now: datetime | None = N
             raise GameNotRunning(_("This game is no longer open: it started, was withdrawn or "
                                    "expired. Nothing was changed."))
         seats = _seats(session, game)
+        if len(seats) >= game.players:  # full, its start failed and left it open: no more
+            raise GameNotRunning(_("This game is no longer open: it started, was withdrawn or "
+                                   "expired. Nothing was changed."))
         if any(s.email == email for s in seats):
             raise Rejected(_("You are already in this game."))
         if game.min_rating is not None:
