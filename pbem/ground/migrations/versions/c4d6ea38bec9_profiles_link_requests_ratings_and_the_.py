@@ -125,14 +125,17 @@ def upgrade() -> None:
         batch_op.create_index('ix_lobbyseat_email', ['email', 'joined_at'], unique=False)
         batch_op.create_index(batch_op.f('ix_lobbyseat_open_game_id'), ['open_game_id'], unique=False)
 
-    with op.batch_alter_table('game', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('rated', sa.Boolean(), server_default=sa.text('false'), nullable=False))
+    # In place (ALTER TABLE ... ADD COLUMN): a batch copy of game would break the foreign keys
+    # that point at it once games exist.
+    op.add_column('game', sa.Column('rated', sa.Boolean(), server_default=sa.text('false'),
+                                    nullable=False))
 
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('game', schema=None) as batch_op:
-        batch_op.drop_column('rated')
+    # In place (SQLite 3.35 and later): a batch copy of game would break the foreign keys
+    # that point at it.
+    op.drop_column('game', 'rated')
 
     with op.batch_alter_table('lobbyseat', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_lobbyseat_open_game_id'))
