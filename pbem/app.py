@@ -62,7 +62,20 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from .cli import commands
     from .ground import db, i18n
     from .services import mail
-    from .web import admin, api, feeds, mailbox, pages, players, seat, start, watch
+    from .web import (
+        admin,
+        api,
+        feeds,
+        lobby,
+        mailbox,
+        pages,
+        players,
+        profiles,
+        ratings,
+        seat,
+        start,
+        watch,
+    )
     from .web import site as web
 
     app.session_interface = admin.AdminSessions()  # the admin's session ends with its login
@@ -84,6 +97,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(players.bp)
     app.register_blueprint(start.bp)
     app.register_blueprint(feeds.bp)
+    app.register_blueprint(profiles.bp)
+    app.register_blueprint(ratings.bp)
+    app.register_blueprint(lobby.bp)
     for command in commands:
         app.cli.add_command(command)
     # What a process this app starts makes its own app with (pbem.scheduler.senders: the

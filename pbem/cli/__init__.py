@@ -132,10 +132,12 @@ def _languages(players: tuple[str, ...], languages: tuple[str, ...]) -> list[str
               help="Stop the clock on Saturdays and Sundays (default: GAMES_WEEKEND_PAUSE).")
 @click.option("--timezone", help="The game's time zone, like Europe/Berlin (default: "
                                  "GAMES_TIMEZONE).")
+@click.option("--rated", is_flag=True, default=False,
+              help="The result changes the players' ratings (default: unrated).")
 @_one_line_errors
 @with_appcontext
 def create_game_command(players, languages, bots, absent_bot, seed, colours, start, title, kind,
-                        variant, deadline_hours, reminders, weekend_pause, timezone):
+                        variant, deadline_hours, reminders, weekend_pause, timezone, rated):
     """Create a game and mail each player an invitation with their link."""
     _need_schema()
     try:
@@ -156,7 +158,7 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
         time = time_control(deadline_hours, reminders, weekend_pause, timezone)
         created = create_game(specs, seed, kind=rules.kind, colours=list(colours) or None,
                               start=None if start is None else start - 1, title=title,
-                              time=time, variant=variant, absent_bot=absent_bot)
+                              time=time, variant=variant, absent_bot=absent_bot, rated=rated)
     except SetupProblem as exc:
         raise click.ClickException(str(exc)) from None
     except KeyError as exc:

@@ -90,6 +90,8 @@ class Game(SQLModel, table=True):
     # The turn counter at which a request to take back a turn stands (pbem.services.undo), or
     # None: the move path, which reads this row anyway, ends a request only when there is one.
     undo_turn: int | None = Field(default=None, nullable=True)
+    # Its result changes its players' ratings (pbem.services.ratings) when it ends.
+    rated: bool = Field(default=False, sa_column_kwargs={"server_default": text("false")})
 
 
 class Seat(SQLModel, table=True):
@@ -475,3 +477,111 @@ class UndoRequest(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
     expires_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
     ended_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+class Profile(SQLModel, table=True):
+    """What an address chose for itself (pbem.services.profiles): the name others see, its
+    language, time zone and mail choices, the defaults of its seats in new games. Made with
+    its defaults on first use; public pages name it by `public_id`, never by its address."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(max_length=254, unique=True)  # lower case
+    public_id: str = Field(default_factory=lambda: secrets.token_urlsafe(9), max_length=32,
+                           unique=True)
+    name: str = Field(max_length=100)
+    language: str = Field(default="en", max_length=8)
+    timezone: str | None = Field(default=None, max_length=64)  # None: each game's own
+    notify: str = Field(default=NOTIFY_EVERY, max_length=10)
+    talk_notify: str = Field(default=TALK_EACH, max_length=10)
+    # False until the player saved the profile: only then are its choices a new seat's.
+    chosen: bool = Field(default=False, sa_column_kwargs={"server_default": text("false")})
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+class LinkRequest(SQLModel, table=True):
+    """Someone asked at /me for a mail with the "my games" link of `email`: counted per
+    address and per client address for the day's limits, known address or not."""
+
+    __table_args__ = (Index("ix_linkrequest_email", "email", "at"),
+                      Index("ix_linkrequest_client", "client", "at"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(max_length=254)  # lower case, as typed
+    client: str = Field(max_length=64)
+    at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+
+
+BOT_PLAYER = "bot:"  # Rating.player of a computer player: "bot:strong"
+
+
+class Rating(SQLModel, table=True):
+    """One player's (an address's, or a computer player's) rating in one game kind: the
+    openskill Plackett-Luce estimate (mu, sigma) after `games` rated games."""
+
+    __table_args__ = (UniqueConstraint("kind", "player"),
+                      Index("ix_rating_kind_ordinal", "kind", "ordinal"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=40)
+    player: str = Field(max_length=260)  # an address (lower case) or BOT_PLAYER + bot name
+    mu: float
+    sigma: float
+    ordinal: float  # mu - 3 sigma: the number shown, and the ranking's order
+    games: int = 0
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+class RatedResult(SQLModel, table=True):
+    """One player's place in one rated game and its rating before and after it: a game is
+    rated once (its rows are the mark), and profiles list them."""
+
+    __table_args__ = (UniqueConstraint("game_id", "player"),
+                      Index("ix_ratedresult_player", "player", "game_id"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id")
+    kind: str = Field(max_length=40)
+    player: str = Field(max_length=260)
+    seat: int | None = None  # its seat number; None: a person who left it to a computer player
+    rank: int  # 1 = first; a tie shares a rank
+    ordinal_before: float
+    ordinal_after: float
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+LOBBY_EXPIRY = "lobby_expiry"
+OPEN, FULL, WITHDRAWN = "open", "full", "withdrawn"  # besides STARTED and EXPIRED
+
+
+class OpenGame(SQLModel, table=True):
+    """A game posted in the lobby (pbem.services.lobby), waiting for players to join it."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=40)
+    variant: str = Field(max_length=60)
+    players: int
+    deadline_hours: int
+    reminder_hours: str = Field(max_length=100)
+    weekend_pause: bool = False
+    timezone: str = Field(default="UTC", max_length=64)
+    rated: bool = False
+    min_rating: float | None = None  # the shown number (ordinal) a joiner needs
+    seating: str = Field(default="joined", max_length=10)  # "joined" or "drawn"
+    poster: str = Field(max_length=254, index=True)  # lower case
+    client: str = Field(max_length=64, index=True)
+    status: str = Field(default=OPEN, max_length=20, index=True)
+    created_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+    expires_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+    game_id: int | None = Field(default=None, foreign_key="game.id")
+
+
+class LobbySeat(SQLModel, table=True):
+    """A player in an open game: the poster first, then each who joined, in order."""
+
+    __table_args__ = (UniqueConstraint("open_game_id", "email"),
+                      Index("ix_lobbyseat_email", "email", "joined_at"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    open_game_id: int = Field(foreign_key="opengame.id", index=True)
+    email: str = Field(max_length=254)
+    client: str = Field(max_length=64, index=True)
+    joined_at: datetime = Field(sa_type=UtcDateTime, nullable=False)

@@ -40,3 +40,9 @@ class Rejected(ServiceError):
 
 class LinkExpired(NotFound):
     status = 410
+
+
+class TooMany(ServiceError):
+    """More of something (invitations, link requests, lobby games) than a day allows."""
+
+    status = 429

@@ -27,6 +27,7 @@ from ..ground.models import (
 from . import mail
 from .deadlines import TimeControl, start_clock, time_control
 from .players import PlayerSpec, check_bot, check_title
+from .profiles import defaults_for
 
 
 def game_seed(chosen: str) -> str:
@@ -55,12 +56,15 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
                 kind: str = DEFAULT_KIND, colours: list[str] | None = None,
                 start: int | None = None, title: str | None = None,
                 time: TimeControl | None = None, now: datetime | None = None,
-                variant: str | None = None, absent_bot: str | None = None) -> CreatedGame:
+                variant: str | None = None, absent_bot: str | None = None,
+                rated: bool = False) -> CreatedGame:
     """Set up a game, its seats, its clock and the invitation mails; returns each seat's
     first link. `time` defaults to the time control in the settings; `variant` is one of
     the game's `variants` (None: its default). A player made by `bot_player` is a computer
     player's seat. `absent_bot` names the computer player that plays an absent seat's turns
-    (None: the default move)."""
+    (None: the default move). A `rated` game changes its players' ratings when it ends.
+    A player's saved profile (pbem.services.profiles) gives their seat its language (unless
+    `language` is given), time zone and mail choices."""
     rules = rules_for(kind)
     if not rules.min_players <= len(players) <= rules.max_players:
         raise SetupProblem(_("%(game)s is for %(least)d to %(most)d players, not %(count)d",
@@ -95,12 +99,20 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
                     created_at=now, updated_at=now, turn_started_at=now,
                     deadline_hours=time.deadline_hours, reminder_hours=time.reminders_text,
                     weekend_pause=time.weekend_pause, timezone=time.timezone,
-                    absent_bot=absent_bot)
+                    absent_bot=absent_bot, rated=bool(rated))
         session.add(game)
         session.flush()
-        seats = [Seat(game_id=game.id, number=n, name=p.name, email=p.email, colour=colours[n],
-                      bot=p.bot, language=p.language or current_app.config["GAMES_LANGUAGE"])
-                 for n, p in enumerate(players)]
+        chosen = defaults_for(session, emails)
+        seats = []
+        for n, p in enumerate(players):
+            mine = chosen.get(p.email.lower()) if p.bot is None else None
+            seat = Seat(game_id=game.id, number=n, name=p.name, email=p.email,
+                        colour=colours[n], bot=p.bot, language=p.language or (
+                            mine.language if mine else current_app.config["GAMES_LANGUAGE"]))
+            if mine is not None:
+                seat.timezone, seat.notify, seat.talk_notify = \
+                    mine.timezone, mine.notify, mine.talk_notify
+            seats.append(seat)
         session.add_all(seats)
         session.flush()
         start_clock(session, game, seats[rules.to_move(state)], now)

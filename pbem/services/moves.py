@@ -53,6 +53,7 @@ from .errors import (
     ServiceError,
     StaleTurn,
 )
+from .finished import on_game_finished
 from .log import (
     _read_window,
     _readers_lines,
@@ -369,6 +370,7 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
     if to_move is None:
         game.status, game.finished_at = FINISHED, now
         stop_clock(session, game, now)
+        on_game_finished(session, game, now)
         for seat in seats:
             lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
             intents.final(session, game, seat, seats, lines)

@@ -51,17 +51,13 @@ from ..ground.models import (
 from ..ground.tokens import hash_token, is_well_formed
 from . import mail
 from .deadlines import TimeControl, time_control
-from .errors import GameNotRunning, Malformed, NotFound, Rejected, ServiceError
+from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
 from .games import create_game
 from .players import PlayerSpec, check_player, check_title
 from .seats import _seat_game_seats
 
 UNKNOWN = ("This invitation link is not valid: it may be mistyped or cut short by the mail "
            "program. Use the link in the mail exactly as it came.")
-
-
-class TooMany(ServiceError):
-    status = 429
 
 
 # --- proposing ------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from ..ground.models import (
     CLAIMED,
     DONE,
     INVITATION_EXPIRY,
+    LOBBY_EXPIRY,
     PENDING,
     TALK_CHOICES,
     TALK_DIGEST,
@@ -326,5 +327,13 @@ def _expire_invitation(session: Session, invitation_id: int, now: datetime) -> b
     return expire_invitation(session, invitation_id, now)
 
 
-CHORES = {TALK_DIGEST_CHORE: _send_digest, INVITATION_EXPIRY: _expire_invitation}
-COUNTED = {TALK_DIGEST_CHORE: "message_digests", INVITATION_EXPIRY: "invitations_expired"}  # its name in the scheduler's counts
+def _expire_open_game(session: Session, open_game_id: int, now: datetime) -> bool:
+    from .lobby import expire_open_game
+
+    return expire_open_game(session, open_game_id, now)
+
+
+CHORES = {TALK_DIGEST_CHORE: _send_digest, INVITATION_EXPIRY: _expire_invitation,
+          LOBBY_EXPIRY: _expire_open_game}
+COUNTED = {TALK_DIGEST_CHORE: "message_digests", INVITATION_EXPIRY: "invitations_expired",
+           LOBBY_EXPIRY: "open_games_expired"}  # its name in the scheduler's counts

@@ -327,7 +327,7 @@ def _read_new_game(form, rules) -> tuple[dict, dict]:
         errors["absent_bot"] = gettext("choose the default move or one of the computer players "
                                        "offered")
     return {"players": players, "colours": colours, "time": time, "title": title, "seed": seed,
-            "variant": variant, "absent_bot": absent_bot,
+            "variant": variant, "absent_bot": absent_bot, "rated": form.get("rated") == "on",
             "start": None if start == "random" or "start" in errors else int(start)}, errors
 
 
@@ -362,7 +362,8 @@ def new_game_post():
     try:
         created = create_game(data["players"], data["seed"], kind=kind, colours=data["colours"],
                               start=data["start"], title=data["title"], time=data["time"],
-                              variant=data["variant"], absent_bot=data["absent_bot"])
+                              variant=data["variant"], absent_bot=data["absent_bot"],
+                              rated=data["rated"])
     except (SetupProblem, ServiceError) as exc:
         return _new_game_page(request.form, {"players": str(exc)}, 422, kind)
     wake_sender()

@@ -1,0 +1,358 @@
+"""The open lobby (`[games] lobby = true`): a player posts an open game from their games page
+(the game, its rules, how many players, the time control, rated or not, a minimum rating),
+others join it from the lobby with their own "my games" link, and it starts when full, made
+by `create_game` as every game is (seats in the order joined, or drawn), with the usual first
+mails. The poster can withdraw it before it starts; one nobody fills is taken down after
+`[games] lobby_hours` (a Chore of the scheduler) and its poster told.
+
+The "my games" key proves the address, so joining needs no confirmation mail; the lobby page
+itself (/lobby) is public and shows names and ratings, never an address. Abuse guards, counted
+in the database so that every server process sees them: open games posted a day per address
+(`lobby_posts_per_address`) and per client address (`lobby_posts_per_ip`), games joined a day
+per address (`lobby_joins_per_address`). A player below a game's minimum rating is refused
+with their rating and the minimum.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import func, update
+from sqlmodel import Session, select
+
+from ..games import SetupProblem, game_kinds, rules_for
+from ..ground import i18n
+from ..ground.db import get_row, one_at_a_time, reading, utcnow, writing
+from ..ground.i18n import _
+from ..ground.models import (
+    EXPIRED,
+    FULL,
+    LOBBY_EXPIRY,
+    OPEN,
+    STARTED,
+    WITHDRAWN,
+    Chore,
+    LobbySeat,
+    OpenGame,
+    Profile,
+    Rating,
+)
+from . import mail
+from .deadlines import TimeControl, time_control
+from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
+from .games import create_game
+from .my_games import _email_of
+from .players import PlayerSpec
+from .profiles import profile_for, profile_or_default
+from .ratings import MODEL
+
+SEATINGS = ("joined", "drawn")
+MAX_SHOWN = 200  # open games the lobby lists, the newest first
+
+
+def is_open() -> bool:
+    return bool(current_app.config["GAMES_LOBBY"])
+
+
+def _rating_of(session: Session, kind: str, email: str) -> float:
+    """The shown number (ordinal) of `email` in game `kind`; a new player's is openskill's
+    starting one (0)."""
+    held = session.exec(select(Rating.ordinal).where(Rating.kind == kind,
+                                                      Rating.player == email)).first()
+    return held if held is not None else MODEL.rating().ordinal()
+
+
+# --- posting ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Posting:
+    kind: str
+    variant: str
+    players: int
+    time: TimeControl
+    rated: bool
+    min_rating: float | None
+    seating: str
+
+
+def read_post_form(form) -> tuple[Posting | None, dict[str, str]]:
+    """The lobby's "post an open game" form checked: a Posting, or the errors by field."""
+    errors: dict[str, str] = {}
+    kind = form.get("game", "")
+    if kind not in game_kinds():
+        return None, {"game": _("choose one of the games offered")}
+    rules = rules_for(kind)
+    variant = form.get("variant") or next(iter(rules.variants))
+    if variant not in rules.variants:
+        errors["variant"] = _("choose one of the rules offered")
+    raw = (form.get("players") or "").strip()
+    players = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 3 else -1
+    if not rules.min_players <= players <= rules.max_players:
+        errors["players"] = _("%(game)s is for %(low)d to %(high)d players", game=rules.title,
+                              low=rules.min_players, high=rules.max_players)
+    raw = (form.get("deadline_hours") or "").strip()
+    hours = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 5 else -1
+    time = None
+    try:
+        time = time_control(hours, None, form.get("weekend_pause") == "on",
+                            (form.get("timezone") or "").strip() or "UTC")
+    except SetupProblem as exc:
+        errors["deadline_hours" if "deadline" in str(exc) or "reminder" in str(exc)
+               else "timezone"] = str(exc)
+    minimum = None
+    raw = (form.get("min_rating") or "").strip()
+    if raw:
+        try:
+            minimum = float(raw)
+            if not -100 <= minimum <= 100:
+                raise ValueError
+        except ValueError:
+            errors["min_rating"] = _("the minimum rating is a number from -100 to 100, or "
+                                     "blank for none")
+    seating = form.get("seating") or "joined"
+    if seating not in SEATINGS:
+        errors["seating"] = _("choose one of the options offered")
+    if errors:
+        return None, errors
+    return Posting(kind, variant, players, time, form.get("rated") == "on", minimum,
+                   seating), {}
+
+
+def post(token: str, posting: Posting, client: str, now: datetime | None = None) -> int:
+    """Post an open game for the address the "my games" key `token` opens; its id."""
+    now = now or utcnow()
+    config = current_app.config
+    with writing() as session:
+        email = _email_of(session, token, now=now)
+        one_at_a_time(session, f"lobby post {email}", f"lobby post ip {client}")
+        since = now - timedelta(days=1)
+        mine = session.exec(select(func.count()).select_from(OpenGame).where(
+            OpenGame.poster == email, OpenGame.created_at > since)).one()
+        if mine >= config["GAMES_LOBBY_POSTS_PER_ADDRESS"]:
+            raise TooMany(_("You have posted %(count)d open games today, as many as this "
+                            "server takes from one player in a day. Try again tomorrow; "
+                            "nothing was posted.", count=mine))
+        theirs = session.exec(select(func.count()).select_from(OpenGame).where(
+            OpenGame.client == client, OpenGame.created_at > since)).one()
+        if theirs >= config["GAMES_LOBBY_POSTS_PER_IP"]:
+            raise TooMany(_("Too many open games were posted from your network today. Try "
+                            "again tomorrow; nothing was posted."))
+        profile_for(session, email)  # the name the lobby shows
+        game = OpenGame(kind=posting.kind, variant=posting.variant, players=posting.players,
+                        deadline_hours=posting.time.deadline_hours,
+                        reminder_hours=posting.time.reminders_text,
+                        weekend_pause=posting.time.weekend_pause,
+                        timezone=posting.time.timezone, rated=posting.rated,
+                        min_rating=posting.min_rating, seating=posting.seating, poster=email,
+                        client=client, status=OPEN, created_at=now,
+                        expires_at=now + timedelta(hours=config["GAMES_LOBBY_HOURS"]))
+        session.add(game)
+        session.flush()
+        session.add(LobbySeat(open_game_id=game.id, email=email, client=client, joined_at=now))
+        session.add(Chore(kind=LOBBY_EXPIRY, ref_id=game.id, due_at=game.expires_at))
+        return game.id
+
+
+def _game_id(raw: object) -> int:
+    text = str(raw)
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
+        raise Malformed(_("Choose a game from the lobby."))
+    return int(text)
+
+
+def _locked(session: Session, open_game_id: object) -> OpenGame:
+    game = get_row(session, OpenGame, _game_id(open_game_id), with_for_update=True)
+    if game is None:
+        raise NotFound(_("There is no such open game in the lobby."))
+    return game
+
+
+def _seats(session: Session, game: OpenGame) -> list[LobbySeat]:
+    return list(session.exec(select(LobbySeat).where(LobbySeat.open_game_id == game.id)
+                             .order_by(LobbySeat.joined_at, LobbySeat.id)))
+
+
+def join(token: str, open_game_id: object, client: str, now: datetime | None = None) -> int | None:
+    """The address `token` opens joins an open game; the id of the game made when this join
+    filled it, else None."""
+    now = now or utcnow()
+    config = current_app.config
+    with writing() as session:
+        email = _email_of(session, token, now=now)
+        game = _locked(session, open_game_id)
+        rules = rules_for(game.kind)
+        if game.status != OPEN or game.expires_at <= now:
+            raise GameNotRunning(_("This game is no longer open: it started, was withdrawn or "
+                                   "expired. Nothing was changed."))
+        seats = _seats(session, game)
+        if len(seats) >= game.players:  # full, its start failed and left it open: no more
+            raise GameNotRunning(_("This game is no longer open: it started, was withdrawn or "
+                                   "expired. Nothing was changed."))
+        if any(s.email == email for s in seats):
+            raise Rejected(_("You are already in this game."))
+        if game.min_rating is not None:
+            mine = _rating_of(session, game.kind, email)
+            if mine < game.min_rating:
+                raise Rejected(_("This game asks for a rating of at least %(least).1f in "
+                                 "%(game)s; yours is %(mine).1f. Nothing was changed.",
+                                 least=game.min_rating, game=rules.title, mine=mine))
+        one_at_a_time(session, f"lobby join {email}")
+        since = now - timedelta(days=1)
+        joined = session.exec(select(func.count()).select_from(LobbySeat).join(
+            OpenGame, OpenGame.id == LobbySeat.open_game_id).where(
+            LobbySeat.email == email, LobbySeat.joined_at > since,
+            OpenGame.poster != email)).one()
+        if joined >= config["GAMES_LOBBY_JOINS_PER_ADDRESS"]:
+            raise TooMany(_("You have joined %(count)d games today, as many as this server "
+                            "allows in a day. Try again tomorrow; nothing was changed.",
+                            count=joined))
+        profile_for(session, email)
+        session.add(LobbySeat(open_game_id=game.id, email=email, client=client, joined_at=now))
+        if len(seats) + 1 < game.players:
+            return None
+        game.status = FULL  # taken: a second start finds it so
+        session.add(game)
+    return _start(game.id, now)
+
+
+def _start(open_game_id: int, now: datetime) -> int:
+    """Make the full open game's Game by `create_game`, seats in the order joined or drawn."""
+    with reading() as session:
+        game = session.get(OpenGame, open_game_id)
+        seats = _seats(session, game)
+        names = {p.email: p for p in session.exec(
+            select(Profile).where(Profile.email.in_([s.email for s in seats])))}
+    order = [s.email for s in seats]
+    if game.seating == "drawn":
+        secrets.SystemRandom().shuffle(order)
+    rules = rules_for(game.kind)
+    try:
+        created = create_game(
+            [PlayerSpec(names[e].name, e) for e in order], None, kind=game.kind,
+            title=rules.title, now=now, variant=game.variant, rated=game.rated,
+            time=TimeControl(game.deadline_hours,
+                             tuple(int(h) for h in game.reminder_hours.split(",") if h),
+                             game.weekend_pause, game.timezone))
+    except Exception:
+        with writing() as session:  # not started: open again for another try
+            session.exec(update(OpenGame).where(OpenGame.id == open_game_id,
+                                                OpenGame.status == FULL).values(status=OPEN))
+        raise
+    with writing() as session:
+        session.exec(update(OpenGame).where(OpenGame.id == open_game_id)
+                     .values(status=STARTED, game_id=created.game_id))
+    return created.game_id
+
+
+def _tell(session: Session, email: str, game: OpenGame, lines: list[str]) -> None:
+    profile = profile_for(session, email)
+    rules = rules_for(game.kind)
+    with i18n.in_language(profile.language):
+        mail.queue(session, kind="lobby_news", to=email,
+                   subject=_("News of your open game of %(game)s", game=rules.title),
+                   template="lobby_news", lines=[str(line) for line in lines], rules=rules)
+
+
+def withdraw(token: str, open_game_id: object, now: datetime | None = None) -> None:
+    """The poster takes their open game down before it starts; those who joined are told."""
+    now = now or utcnow()
+    with writing() as session:
+        email = _email_of(session, token, now=now)
+        game = _locked(session, open_game_id)
+        if game.poster != email:
+            raise NotFound(_("There is no such open game of yours in the lobby."))
+        if game.status != OPEN:
+            raise GameNotRunning(_("This game is no longer open: it started, was withdrawn or "
+                                   "expired. Nothing was changed."))
+        game.status = WITHDRAWN
+        session.add(game)
+        rules = rules_for(game.kind)
+        for seat in _seats(session, game):
+            if seat.email != email:
+                with i18n.in_language(profile_for(session, seat.email).language):
+                    line = _("The open game of %(game)s you joined was withdrawn by its "
+                             "poster; it will not start.", game=rules.title)
+                _tell(session, seat.email, game, [line])
+
+
+def expire_open_game(session: Session, open_game_id: int, now: datetime) -> bool:
+    """The scheduler's chore: an open game still not full at its expiry is taken down and its
+    poster told; False when it started or was withdrawn meanwhile."""
+    game = session.get(OpenGame, open_game_id, with_for_update=True)
+    if game is None or game.status != OPEN or game.expires_at > now:
+        return False
+    game.status = EXPIRED
+    session.add(game)
+    joined = len(_seats(session, game))
+    rules = rules_for(game.kind)
+    with i18n.in_language(profile_for(session, game.poster).language):
+        line = _("Nobody filled your open game of %(game)s in time (%(joined)d of %(players)d "
+                 "players), so it was taken down. Post it again from your games page if you "
+                 "like.", game=rules.title, joined=joined, players=game.players)
+    _tell(session, game.poster, game, [line])
+    return True
+
+
+# --- what the lobby shows -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Joined:
+    name: str
+    public_id: str
+    rating: float
+    games: int
+
+
+@dataclass(frozen=True)
+class Listed:
+    game: OpenGame
+    title: str
+    variant_label: str
+    players: list[Joined]
+    mine: bool  # posted by the reader
+    joined: bool  # the reader is in it
+
+
+def open_games(email: str | None = None, now: datetime | None = None) -> list[Listed]:
+    """The open games (not full, not expired), the newest first, with who joined and their
+    ratings; `email`: the reader, for their buttons."""
+    now = now or utcnow()
+    with reading() as session:
+        games = list(session.exec(select(OpenGame).where(OpenGame.status == OPEN,
+                                                         OpenGame.expires_at > now)
+                                  .order_by(OpenGame.id.desc()).limit(MAX_SHOWN)))
+        seats = list(session.exec(select(LobbySeat).where(
+            LobbySeat.open_game_id.in_([g.id for g in games]))
+            .order_by(LobbySeat.joined_at, LobbySeat.id)))
+        emails = sorted({s.email for s in seats})
+        profiles = {p.email: p for p in session.exec(select(Profile).where(
+            Profile.email.in_(emails)))}
+        ratings = {(r.kind, r.player): r for r in session.exec(select(Rating).where(
+            Rating.player.in_(emails)))}
+    listed = []
+    start = MODEL.rating().ordinal()
+    for game in games:
+        people = []
+        for seat in (s for s in seats if s.open_game_id == game.id):
+            profile = profiles.get(seat.email)
+            rating = ratings.get((game.kind, seat.email))
+            people.append(Joined(profile.name if profile else "?",
+                                 profile.public_id if profile else "",
+                                 rating.ordinal if rating else start,
+                                 rating.games if rating else 0))
+        mine_seats = [s.email for s in seats if s.open_game_id == game.id]
+        rules = rules_for(game.kind)
+        listed.append(Listed(game, rules.title, rules.variant_label(game.variant)
+                             if len(rules.variants) > 1 else "", people, game.poster == email,
+                             email in mine_seats))
+    return listed
+
+
+def reader(token: str) -> tuple[str, str]:
+    """The address a "my games" key opens (for the lobby's buttons) and its language."""
+    with reading() as session:
+        email = _email_of(session, token)
+        return email, profile_or_default(session, email).language

@@ -1,0 +1,308 @@
+"""A player's profile, without a password: the address is the identity, proved by a "my games"
+link (pbem.services.my_games), which every mail to a seat carries and which anyone may ask for
+at /me by typing the address (`request_link`: mailed to that address only).
+
+A `Profile` row holds what the address chose: the name others see, its language, time zone
+and mail choices, which become its seats' defaults in new games once saved (`defaults_for`),
+and the public id its public page (/players/<public id>) goes by. That page shows the name,
+the ratings and the finished games with their places; never the address.
+
+`profile_for` makes the row with its defaults on first use (in a write transaction); a page
+that only shows it uses `profile_or_default`, which writes nothing (GET never acts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from ..games import SetupProblem, game_kinds, rules_for
+from ..ground import clock, i18n
+from ..ground.db import one_at_a_time, reading, utcnow, writing
+from ..ground.i18n import _
+from ..ground.models import (
+    FINISHED,
+    NOTIFY_CHOICES,
+    TALK_CHOICES,
+    Game,
+    LinkRequest,
+    Profile,
+    Rating,
+    Seat,
+)
+from . import mail
+from .errors import Malformed, NotFound, TooMany
+from .my_games import _email_of, _held_by
+from .players import EMAIL_PATTERN, check_player
+
+MAX_FINISHED = 200  # finished games a public page lists, the newest first
+
+
+def _latest_seat(session: Session, email: str) -> Seat | None:
+    return session.exec(select(Seat).where(_held_by(email)).order_by(Seat.id.desc())
+                        .limit(1)).first()
+
+
+def _default(session: Session, email: str) -> Profile:
+    """The profile `email` has before it chose anything (not added to the session): the name
+    and language of its latest seat; without one a name made from its public id (never a
+    part of the address, which public pages must not show)."""
+    seat = _latest_seat(session, email)
+    language = seat.language if seat is not None else current_app.config["GAMES_LANGUAGE"]
+    profile = Profile(email=email, name="", language=language)
+    profile.name = seat.name if seat is not None else f"Player {profile.public_id[:6]}"
+    return profile
+
+
+def profile_or_default(session: Session, email: str) -> Profile:
+    """The profile of `email`, or (without a row) its defaults, unsaved: for reading."""
+    email = email.lower()
+    found = session.exec(select(Profile).where(Profile.email == email)).first()
+    return found if found is not None else _default(session, email)
+
+
+def profile_for(session: Session, email: str) -> Profile:
+    """The profile of `email` (lower-cased), its row made with the defaults on first use; in
+    a write transaction. Two transactions making it at once: the second waits for the first
+    (an advisory lock on PostgreSQL, SQLite's one writer) and finds its row."""
+    email = email.lower()
+    found = session.exec(select(Profile).where(Profile.email == email)).first()
+    if found is not None:
+        return found
+    one_at_a_time(session, f"profile {email}")
+    found = session.exec(select(Profile).where(Profile.email == email)).first()
+    if found is not None:
+        return found
+    profile = _default(session, email)
+    session.add(profile)
+    session.flush()
+    return profile
+
+
+@dataclass(frozen=True)
+class SeatDefaults:
+    """What a saved profile gives a new seat of its address."""
+
+    language: str
+    timezone: str | None
+    notify: str
+    talk_notify: str
+
+
+def defaults_for(session: Session, emails: list[str]) -> dict[str, SeatDefaults]:
+    """The saved profiles' choices for new seats, by lower-case address (only those saved)."""
+    wanted = sorted({e.lower() for e in emails if e})
+    if not wanted:
+        return {}
+    rows = session.exec(select(Profile).where(Profile.email.in_(wanted),
+                                              Profile.chosen.is_(True)))
+    return {p.email: SeatDefaults(p.language, p.timezone, p.notify, p.talk_notify)
+            for p in rows}
+
+
+# --- the profile's own page -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ShownRating:
+    """A rating as the pages show it: the conservative estimate (ordinal) and games played."""
+
+    kind: str
+    title: str
+    ordinal: float
+    games: int
+    provisional: bool
+
+
+PROVISIONAL_GAMES = 5  # fewer rated games than this: the rating is marked provisional
+
+
+def shown(rating: Rating) -> ShownRating:
+    return ShownRating(rating.kind, rules_for(rating.kind).title, rating.ordinal, rating.games,
+                       rating.games < PROVISIONAL_GAMES)
+
+
+def ratings_of(session: Session, player: str) -> list[ShownRating]:
+    """The ratings of `player` (an address, or a computer player's key), by game kind."""
+    kinds = game_kinds()
+    return [shown(r) for r in session.exec(select(Rating).where(Rating.player == player)
+                                           .order_by(Rating.kind)) if r.kind in kinds]
+
+
+def own_profile(token: str) -> tuple[Profile, bool, list[ShownRating]]:
+    """The profile the "my games" key `token` opens (saved or not: the flag), its ratings."""
+    with reading() as session:
+        email = _email_of(session, token)
+        profile = profile_or_default(session, email)
+        return profile, profile.id is not None, ratings_of(session, email)
+
+
+def read_profile_form(form, email: str) -> tuple[dict | None, dict[str, str]]:
+    """The profile form checked: the values, or the errors by field name."""
+    errors: dict[str, str] = {}
+    values: dict = {}
+    try:
+        values["name"] = check_player(form.get("name", ""), email).name
+    except SetupProblem as exc:
+        errors["name"] = str(exc)
+    try:
+        values["language"] = i18n.check_language(form.get("language", ""))
+    except ValueError as exc:
+        errors["language"] = str(exc)
+    zone = (form.get("timezone") or "").strip()
+    if zone:
+        try:
+            clock.zone(zone)
+            values["timezone"] = zone
+        except ValueError:
+            errors["timezone"] = _("unknown time zone %(name)s; use a name like Europe/Berlin "
+                                   "or UTC, or leave it blank for each game's own",
+                                   name=repr(zone[:64]))
+    else:
+        values["timezone"] = None
+    for field, choices in (("notify", NOTIFY_CHOICES), ("talk_notify", TALK_CHOICES)):
+        if form.get(field) not in choices:
+            errors[field] = _("choose one of the options offered")
+        else:
+            values[field] = form.get(field)
+    return (None, errors) if errors else (values, {})
+
+
+def save_profile(token: str, form, now: datetime | None = None) -> dict[str, str]:
+    """Save the profile form for the address `token` opens; the errors by field (nothing
+    saved then), or none."""
+    now = now or utcnow()
+    with writing() as session:
+        email = _email_of(session, token, now=now)
+        values, errors = read_profile_form(form, email)
+        if errors:
+            return errors
+        profile = profile_for(session, email)
+        for name, value in values.items():
+            setattr(profile, name, value)
+        profile.chosen, profile.updated_at = True, now
+        session.add(profile)
+    return {}
+
+
+# --- the public page ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FinishedGame:
+    """A finished game on a public page: what, when, the place, and its spectator page."""
+
+    game_id: int
+    title: str
+    kind_title: str
+    finished_at: datetime | None
+    rank: int | None
+    players: int
+    watch_id: str
+    rated: bool
+
+
+def ranks_of(rules, state) -> dict[str, int]:
+    """Each colour's place in a finished game: by score, then by the rules' tie-break (pieces
+    left, where the game has one); tied seats share a place."""
+    table = getattr(rules, "result_table", None)
+    result = table(state) if table else None
+    if result is not None:
+        return dict(zip(result.colours, result.ranks))
+    outcome = rules.outcome(state) or {}
+    scores, pieces = outcome.get("scores") or {}, outcome.get("pieces_left") or {}
+    if isinstance(pieces, (list, tuple)):
+        pieces = dict(zip(scores, pieces))
+    key = {c: (scores.get(c, 0), pieces.get(c, 0)) for c in scores}
+    return {c: 1 + sum(1 for other in key.values() if other > key[c]) for c in key}
+
+
+def finished_games(session: Session, email: str, limit: int = MAX_FINISHED) -> list[FinishedGame]:
+    """The finished games whose seats `email` holds, the newest first, with its place."""
+    seats = session.exec(select(Seat, Game).join(Game, Game.id == Seat.game_id).where(
+        _held_by(email), Game.status == FINISHED).order_by(Game.finished_at.desc(),
+                                                            Game.id.desc()).limit(limit)).all()
+    counts = dict(session.exec(select(Seat.game_id, func.count()).where(
+        Seat.game_id.in_([g.id for _, g in seats])).group_by(Seat.game_id)).all())
+    games = []
+    for seat, game in seats:
+        rules = rules_for(game.kind)
+        rank = ranks_of(rules, rules.loads(game.state_json)).get(seat.colour)
+        games.append(FinishedGame(game.id, game.title, rules.title, game.finished_at, rank,
+                                  counts.get(game.id, 0), game.watch_id, game.rated))
+    return games
+
+
+@dataclass(frozen=True)
+class PublicProfile:
+    public_id: str
+    name: str
+    ratings: list[ShownRating]
+    finished: list[FinishedGame]
+
+
+def public_profile(public_id: str) -> PublicProfile:
+    """What anyone may see of a player: the name, ratings and finished games; never the
+    address. NotFound for an unknown id."""
+    if not isinstance(public_id, str) or not 0 < len(public_id) <= 32 \
+            or not all(c.isascii() and (c.isalnum() or c in "-_") for c in public_id):
+        raise NotFound(_("There is no such player."))
+    with reading() as session:
+        profile = session.exec(select(Profile).where(Profile.public_id == public_id)).first()
+        if profile is None:
+            raise NotFound(_("There is no such player."))
+        return PublicProfile(profile.public_id, profile.name,
+                             ratings_of(session, profile.email),
+                             finished_games(session, profile.email))
+
+
+# --- asking for the link ------------------------------------------------------------------------
+
+def check_address(text: object) -> str:
+    """An address typed into the /me form, lower-cased; Malformed says what to type."""
+    email = str(text or "").strip()
+    if len(email) > 254 or not EMAIL_PATTERN.fullmatch(email):
+        raise Malformed(_("Type your email address, like anna@example.org."))
+    return email.lower()
+
+
+def is_known(session: Session, email: str) -> bool:
+    """Whether `email` holds a seat or has a profile here."""
+    return session.exec(select(Seat.id).where(_held_by(email)).limit(1)).first() is not None \
+        or session.exec(select(Profile.id).where(Profile.email == email)).first() is not None
+
+
+def request_link(typed: object, client: str, now: datetime | None = None) -> str:
+    """Someone at /me asks for the link to the games of the address they typed: a mail with a
+    fresh "my games" link goes to that address if it is known here, and nothing otherwise; the
+    answer is the same either way (it tells nobody whether an address plays here). Counted per
+    address and per client address a day, known or not (TooMany). Returns the address."""
+    email = check_address(typed)
+    now = now or utcnow()
+    config = current_app.config
+    with writing() as session:
+        one_at_a_time(session, f"link to {email}", f"link ip {client}")
+        since = now - timedelta(days=1)
+        asked = session.exec(select(func.count()).select_from(LinkRequest).where(
+            LinkRequest.email == email, LinkRequest.at > since)).one()
+        if asked >= config["GAMES_LINK_REQUESTS_PER_ADDRESS"]:
+            raise TooMany(_("A link for this address was asked for %(count)d times today, as "
+                            "often as this server sends one in a day. Use the newest mail you "
+                            "have, or try again tomorrow; nothing was sent.", count=asked))
+        from_client = session.exec(select(func.count()).select_from(LinkRequest).where(
+            LinkRequest.client == client, LinkRequest.at > since)).one()
+        if from_client >= config["GAMES_LINK_REQUESTS_PER_IP"]:
+            raise TooMany(_("Too many links were asked for from your network today. Try again "
+                            "tomorrow; nothing was sent."))
+        session.add(LinkRequest(email=email, client=client, at=now))
+        if is_known(session, email):
+            profile = profile_or_default(session, email)
+            token = mail.mint_player_key(session, email)
+            with i18n.in_language(profile.language):
+                mail.queue(session, kind="my_link", to=email,
+                           subject=_("Your games on %(site)s", site=config["BASE_URL"]),
+                           template="my_link", secrets=(token,),
+                           link=mail.games_link(token))
+    return email

@@ -1,0 +1,85 @@
+"""The open lobby's pages (pbem.services.lobby), there only with `[games] lobby = true`: the
+public list /lobby, and the same list reached from a player's games page (/me/<key>/lobby),
+where the player posts, joins and withdraws open games with buttons that POST.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
+
+from ..games import DEFAULT_KIND, game_kinds, rules_for
+from ..ground import i18n
+from ..services.deadlines import MAX_HOURS, MIN_HOURS
+from ..services.errors import ServiceError
+from ..services.lobby import is_open, join, open_games, post, read_post_form, reader, withdraw
+from .profiles import client_address
+from .site import wake_sender
+
+bp = Blueprint("lobby", __name__)
+
+
+@bp.before_request
+def _only_when_open():
+    if not is_open():
+        abort(404)
+
+
+def _page(token: str | None, form=None, errors=None, status: int = 200, error: str | None = None):
+    email = None
+    if token is not None:
+        try:
+            email, language = reader(token)
+        except ServiceError as exc:
+            return render_template("error.html", status=exc.status,
+                                   message=exc.message), exc.status
+        i18n.use(language)
+    kind = (form or {}).get("game") or request.args.get("game") or DEFAULT_KIND
+    kind = kind if kind in game_kinds() else DEFAULT_KIND
+    config = current_app.config
+    return render_template("lobby/index.html", token=token, listed=open_games(email),
+                           form=form or {}, errors=errors or {}, error=error,
+                           games=game_kinds(), kind=kind, rules=rules_for(kind),
+                           default_hours=config["GAMES_MOVE_DEADLINE_HOURS"],
+                           default_zone=config["GAMES_TIMEZONE"], min_hours=MIN_HOURS,
+                           max_hours=MAX_HOURS), status
+
+
+@bp.get("/lobby")
+def index():
+    return _page(None)
+
+
+@bp.get("/me/<token>/lobby")
+def mine(token: str):
+    return _page(token)
+
+
+@bp.post("/me/<token>/lobby")
+def post_game(token: str):
+    posting, errors = read_post_form(request.form)
+    if errors:
+        return _page(token, request.form, errors, 422)
+    try:
+        post(token, posting, client_address())
+    except ServiceError as exc:
+        return _page(token, request.form, {}, exc.status, exc.message)
+    return redirect(url_for("lobby.mine", token=token), code=303)
+
+
+def _act(token: str, action):
+    try:
+        action()
+    except ServiceError as exc:
+        return _page(token, None, {}, exc.status, exc.message)
+    wake_sender()
+    return redirect(url_for("lobby.mine", token=token), code=303)
+
+
+@bp.post("/me/<token>/lobby/<game_id>/join")
+def join_game(token: str, game_id: str):
+    return _act(token, lambda: join(token, game_id, client_address()))
+
+
+@bp.post("/me/<token>/lobby/<game_id>/withdraw")
+def withdraw_game(token: str, game_id: str):
+    return _act(token, lambda: withdraw(token, game_id))

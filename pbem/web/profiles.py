@@ -1,0 +1,83 @@
+"""A player's profile pages (pbem.services.profiles): asking for the link to one's games at
+/me, the profile reached from the "my games" page by the same key, and the public profile
+/players/<public id>, which never shows an address.
+
+Every GET only shows a page (mail scanners open links); the forms POST with CSRF.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, redirect, render_template, request, url_for
+
+from ..ground import i18n
+from ..ground.i18n import LANGUAGE_NAMES, LANGUAGES
+from ..ground.models import NOTIFY_CHOICES, TALK_CHOICES
+from ..services.errors import ServiceError
+from ..services.profiles import own_profile, public_profile, request_link, save_profile
+from .seat import COMMON_ZONES
+from .site import wake_sender
+
+bp = Blueprint("profiles", __name__)
+
+
+def client_address() -> str:
+    """The client's address as the limits count it (see [serve] trusted_proxies)."""
+    return (request.remote_addr or "unknown")[:64]
+
+
+def _error(exc: ServiceError):
+    return render_template("error.html", status=exc.status, message=exc.message), exc.status
+
+
+@bp.get("/me")
+def ask():
+    return render_template("profiles/ask.html", form={}, error=None)
+
+
+@bp.post("/me")
+def ask_post():
+    try:
+        email = request_link(request.form.get("email"), client_address())
+    except ServiceError as exc:
+        return render_template("profiles/ask.html", form=request.form,
+                               error=exc.message), exc.status
+    wake_sender()
+    return render_template("profiles/asked.html", email=email)
+
+
+def _edit_page(token: str, form=None, errors=None, status: int = 200, saved: bool = False):
+    try:
+        profile, is_saved, ratings = own_profile(token)
+    except ServiceError as exc:
+        return _error(exc)
+    i18n.use(profile.language)  # the page in the language the player chose
+    return render_template("profiles/edit.html", token=token, profile=profile,
+                           is_saved=is_saved, ratings=ratings, form=form, errors=errors or {},
+                           saved=saved, languages=LANGUAGES, language_names=LANGUAGE_NAMES,
+                           notify_choices=NOTIFY_CHOICES, talk_choices=TALK_CHOICES,
+                           zones=COMMON_ZONES), status
+
+
+@bp.get("/me/<token>/profile")
+def edit(token: str):
+    return _edit_page(token, saved=request.args.get("saved") == "1")
+
+
+@bp.post("/me/<token>/profile")
+def edit_post(token: str):
+    try:
+        errors = save_profile(token, request.form)
+    except ServiceError as exc:
+        return _error(exc)
+    if errors:
+        return _edit_page(token, request.form, errors, 422)
+    return redirect(url_for("profiles.edit", token=token, saved=1), code=303)
+
+
+@bp.get("/players/<public_id>")
+def public(public_id: str):
+    try:
+        profile = public_profile(public_id)
+    except ServiceError as exc:
+        return _error(exc)
+    return render_template("profiles/public.html", profile=profile)
