@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flask import current_app
+from sqlmodel import Session
 
 from ..games import DEFAULT_KIND, SetupProblem, rules_for
 from ..ground import i18n
@@ -55,12 +56,14 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
                 kind: str = DEFAULT_KIND, colours: list[str] | None = None,
                 start: int | None = None, title: str | None = None,
                 time: TimeControl | None = None, now: datetime | None = None,
-                variant: str | None = None, absent_bot: str | None = None) -> CreatedGame:
+                variant: str | None = None, absent_bot: str | None = None,
+                session: Session | None = None) -> CreatedGame:
     """Set up a game, its seats, its clock and the invitation mails; returns each seat's
     first link. `time` defaults to the time control in the settings; `variant` is one of
     the game's `variants` (None: its default). A player made by `bot_player` is a computer
     player's seat. `absent_bot` names the computer player that plays an absent seat's turns
-    (None: the default move)."""
+    (None: the default move). With `session` (a tournament's round, say), the game is made
+    in that write transaction, which the caller commits."""
     rules = rules_for(kind)
     if not rules.min_players <= len(players) <= rules.max_players:
         raise SetupProblem(_("%(game)s is for %(least)d to %(most)d players, not %(count)d",
@@ -89,24 +92,35 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
     time = time or time_control()
     state = rules.new_state(colours, seed, start, variant)
     now = now or utcnow()
-    with writing() as session:
-        game = Game(kind=kind, title=title, seed=seed,
-                    start_seat=rules.start_seat(state), turn=0, state_json=rules.dumps(state),
-                    created_at=now, updated_at=now, turn_started_at=now,
-                    deadline_hours=time.deadline_hours, reminder_hours=time.reminders_text,
-                    weekend_pause=time.weekend_pause, timezone=time.timezone,
-                    absent_bot=absent_bot)
-        session.add(game)
-        session.flush()
-        seats = [Seat(game_id=game.id, number=n, name=p.name, email=p.email, colour=colours[n],
-                      bot=p.bot, language=p.language or current_app.config["GAMES_LANGUAGE"])
-                 for n, p in enumerate(players)]
-        session.add_all(seats)
-        session.flush()
-        start_clock(session, game, seats[rules.to_move(state)], now)
-        links = []
-        for seat in seats:
-            message = mail.invitation(session, game, seat, seats, rules, state)
-            links.append((seat.name, seat.colour, None if message is None else mail.seat_link(
-                json.loads(message.secrets_json)[0])))
-        return CreatedGame(game.id, links)
+    if session is None:
+        with writing() as own:
+            return _create(own, players, kind, rules, seed, title, state, colours, time, now,
+                           absent_bot)
+    return _create(session, players, kind, rules, seed, title, state, colours, time, now,
+                   absent_bot)
+
+
+def _create(session: Session, players: list[PlayerSpec], kind: str, rules, seed: str,
+            title: str, state, colours: list[str], time: TimeControl, now: datetime,
+            absent_bot: str | None) -> CreatedGame:
+    """`create_game` in the write transaction of `session`."""
+    game = Game(kind=kind, title=title, seed=seed,
+                start_seat=rules.start_seat(state), turn=0, state_json=rules.dumps(state),
+                created_at=now, updated_at=now, turn_started_at=now,
+                deadline_hours=time.deadline_hours, reminder_hours=time.reminders_text,
+                weekend_pause=time.weekend_pause, timezone=time.timezone,
+                absent_bot=absent_bot)
+    session.add(game)
+    session.flush()
+    seats = [Seat(game_id=game.id, number=n, name=p.name, email=p.email, colour=colours[n],
+                  bot=p.bot, language=p.language or current_app.config["GAMES_LANGUAGE"])
+             for n, p in enumerate(players)]
+    session.add_all(seats)
+    session.flush()
+    start_clock(session, game, seats[rules.to_move(state)], now)
+    links = []
+    for seat in seats:
+        message = mail.invitation(session, game, seat, seats, rules, state)
+        links.append((seat.name, seat.colour, None if message is None else mail.seat_link(
+            json.loads(message.secrets_json)[0])))
+    return CreatedGame(game.id, links)

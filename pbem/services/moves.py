@@ -63,6 +63,7 @@ from .log import (
     _written,
 )
 from .seats import SeatContext, _seat_rows
+from .tournaments import on_game_finished
 from .turnfile import MAX_ORDERS, Orders
 
 logger = logging.getLogger(__name__)
@@ -364,6 +365,7 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
     if to_move is None:
         game.status, game.finished_at = FINISHED, now
         stop_clock(session, game, now)
+        on_game_finished(session, game, now)  # tournaments count it
         for seat in seats:
             lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
             mail.final(session, game, seat, seats, rules, after, lines, later=True)

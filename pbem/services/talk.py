@@ -31,12 +31,14 @@ from ..ground.models import (
     TALK_DIGEST,
     TALK_DIGEST_CHORE,
     TALK_EACH,
+    TOURNAMENT_ROUND,
+    TOURNAMENT_SEASON,
     Chore,
     Game,
     Seat,
     TalkMessage,
 )
-from . import mail
+from . import mail, tournaments
 from .errors import GameNotRunning, Malformed, Rejected, ServiceError
 from .players import unsafe_character
 from .seats import _seat_game_seats
@@ -326,5 +328,7 @@ def _expire_invitation(session: Session, invitation_id: int, now: datetime) -> b
     return expire_invitation(session, invitation_id, now)
 
 
-CHORES = {TALK_DIGEST_CHORE: _send_digest, INVITATION_EXPIRY: _expire_invitation}
-COUNTED = {TALK_DIGEST_CHORE: "message_digests", INVITATION_EXPIRY: "invitations_expired"}  # its name in the scheduler's counts
+CHORES = {TALK_DIGEST_CHORE: _send_digest, INVITATION_EXPIRY: _expire_invitation,
+          TOURNAMENT_ROUND: tournaments.round_over, TOURNAMENT_SEASON: tournaments.season_due}
+COUNTED = {TALK_DIGEST_CHORE: "message_digests", INVITATION_EXPIRY: "invitations_expired",
+           TOURNAMENT_ROUND: "tournament_rounds", TOURNAMENT_SEASON: "tournament_seasons"}  # its name in the scheduler's counts
