@@ -62,7 +62,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from .cli import commands
     from .ground import db, i18n
     from .services import mail
-    from .web import admin, api, mailbox, pages, players, seat, start, watch
+    from .web import admin, api, mailbox, pages, players, seat, start, tournaments, watch
     from .web import site as web
 
     app.session_interface = admin.AdminSessions()  # the admin's session ends with its login
@@ -83,6 +83,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(watch.bp)
     app.register_blueprint(players.bp)
     app.register_blueprint(start.bp)
+    app.register_blueprint(tournaments.bp)
+    app.register_blueprint(tournaments.admin_bp)
     for command in commands:
         app.cli.add_command(command)
     # What a process this app starts makes its own app with (pbem.scheduler.senders: the
