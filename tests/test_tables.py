@@ -5,6 +5,7 @@ avoid repeats, table sizes, and leagues with promotion and relegation."""
 from __future__ import annotations
 
 import itertools
+import random
 from collections import Counter
 from fractions import Fraction
 
@@ -233,3 +234,25 @@ def test_swiss_takes_the_fewest_repeats_when_some_are_unavoidable():
     assert sorted(p for t in tables for p in t) == field
     assert [sum(before[tuple(sorted(pair))] for pair in itertools.combinations(t, 2))
             for t in tables] == [1, 1, 1]
+
+
+def test_a_larger_swiss_field_meets_nobody_twice():
+    """40 players at tables of 4 for 6 rounds with random results: no pair meets twice (the
+    greedy tables alone repeat; the swaps between tables take the repeats out)."""
+    field = names(40)
+    games: list[Played] = []
+    starts: Counter = Counter()
+    rng = random.Random(5)
+    for _ in range(6):
+        order = [s.player for s in standings(field, games, SEED)]
+        for t in swiss_round(order, table_sizes(40, 4, 3, 5), met(games), starts, SEED):
+            ranks = list(range(1, 5))
+            rng.shuffle(ranks)
+            games.append(Played(t, tuple(ranks), tuple(ranks)))
+    assert max(met(games).values()) == 1
+    assert max(starts.values()) - min(starts.values()) <= 1  # the first seat goes round
+
+
+def test_a_round_robin_too_large_to_play_at_once_is_refused():
+    with pytest.raises(TableProblem, match="more than 20 games"):
+        round_robin(names(100), 5, SEED)

@@ -27,12 +27,15 @@ added one at a time, each started by the player with the fewest tables so far an
 the player who meets the most opponents not yet met at this table (then the fewest tables,
 then the lot), until every pair has met; so every pair meets at least once and the tables
 spread evenly over the players. All tables are one round: correspondence players play
-them at the same time.
+them at the same time, so a field that would give a player more than
+`ROUND_ROBIN_MOST_GAMES` games is refused (larger tables, or a Swiss event, instead).
 
-**Swiss tables** (`swiss_round`): players in standings order; each table is started by the
-best-placed player left and filled, one seat at a time, with the player left who has met
-the table's players least often, then the nearest in the standings. Repeated meetings happen
-only when no other table is possible.
+**Swiss tables** (`swiss_round`): the tables with the fewest repeated meetings in all, then
+the least spread in the standings at each table (players of similar points together). Two
+ways are tried and the better taken: a search in standings order (each table started by the
+best-placed player left and filled from the nearest first, with no repeat if it can, else one,
+...) bounded to `SWISS_SEARCH_NODES` tables tried, and greedy tables improved by swapping
+players between tables. Repeats are avoided wherever the search or the swaps find a way.
 
 **Table sizes** (`table_sizes`): as many tables as the field divided by the chosen size
 (rounded up), sizes as equal as possible; fewer tables if that leaves a table below the
@@ -58,7 +61,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 ALL_TABLES_LIMIT = 60  # the most tables for "every table once" in a round-robin
-SWISS_SEARCH_NODES = 20_000  # the tables a Swiss search tries for one budget of repeats
+ROUND_ROBIN_MOST_GAMES = 20  # the most games a round-robin gives a player (all at once)
+SWISS_SEARCH_NODES = 5_000  # the most tables a Swiss round's search tries
 LEAGUE, SWISS, ROUND_ROBIN = "league", "swiss", "round-robin"
 FORMATS = (LEAGUE, SWISS, ROUND_ROBIN)
 
@@ -200,23 +204,30 @@ def round_robin(players: Sequence[str], size: int, seed: str) -> list[tuple[str,
     starts: Counter = Counter()
     if math.comb(len(players), size) <= ALL_TABLES_LIMIT:
         return [seated(t, starts, seed) for t in itertools.combinations(players, size)]
+    if math.ceil((len(players) - 1) / (size - 1)) > ROUND_ROBIN_MOST_GAMES:
+        raise TableProblem(f"a round-robin of {len(players)} players at tables of {size} gives "
+                           f"each more than {ROUND_ROBIN_MOST_GAMES} games at once; choose "
+                           "larger tables, or a Swiss event")
+    lots = {p: lot(seed, p) for p in players}
     pairs: Counter = Counter()
     tables: Counter = Counter()
     out = []
     unmet = {_pair(a, b) for a, b in itertools.combinations(players, 2)}
+    unmet_of = {p: len(players) - 1 for p in players}  # opponents not met yet
     while unmet:
-        first = min(players, key=lambda p: (-sum(1 for q in players if _pair(p, q) in unmet),
-                                            tables[p], lot(seed, p)))
+        first = min(players, key=lambda p: (-unmet_of[p], tables[p], lots[p]))
         table = [first]
         while len(table) < size:
             table.append(min(
                 (p for p in players if p not in table),
                 key=lambda p: (-sum(_pair(p, q) in unmet for q in table),
-                               sum(pairs[_pair(p, q)] for q in table), tables[p],
-                               lot(seed, p))))
+                               sum(pairs[_pair(p, q)] for q in table), tables[p], lots[p])))
         for a, b in itertools.combinations(table, 2):
             pairs[_pair(a, b)] += 1
-            unmet.discard(_pair(a, b))
+            if _pair(a, b) in unmet:
+                unmet.discard(_pair(a, b))
+                unmet_of[a] -= 1
+                unmet_of[b] -= 1
         for p in table:
             tables[p] += 1
         out.append(seated(table, starts, seed))
@@ -228,10 +239,11 @@ def swiss_round(order: Sequence[str], sizes: Sequence[int], before: Counter,
     """The tables of a Swiss round for players in standings `order`, at tables of `sizes`;
     `before` counts the pairs' earlier meetings (`met`), `starts` the first seats so far.
 
-    A search, table by table, each started by the best-placed player left and filled from
-    the players nearest in the standings first, for the tables with the fewest repeated
-    meetings in all (none if that can be); each search is bounded, and the nearest tables
-    found within the bound are taken."""
+    The tables with the fewest repeated meetings in all, then the least spread in the
+    standings at each table: a search (each table started by the best-placed player left,
+    filled from the nearest in the standings first) bounded to `SWISS_SEARCH_NODES` tables
+    tried, and greedy tables improved by swapping players between tables; the better of
+    the two is taken."""
     if sum(sizes) != len(order):
         raise TableProblem("the tables do not seat every player")
     place = {p: n for n, p in enumerate(order)}
@@ -239,16 +251,34 @@ def swiss_round(order: Sequence[str], sizes: Sequence[int], before: Counter,
     def repeats(table) -> int:
         return sum(before[_pair(a, b)] for a, b in itertools.combinations(table, 2))
 
-    budget_nodes = [0]
+    def cost(table) -> tuple[int, int]:
+        spots = [place[p] for p in table]
+        return repeats(table), max(spots) - min(spots)
+
+    def total(tables) -> tuple[int, int]:
+        costs = [cost(t) for t in tables]
+        return sum(c[0] for c in costs), sum(c[1] for c in costs)
+
+    candidates = [found for found in (_searched(order, sizes, repeats),
+                                      _swapped(_greedy(order, sizes, before, place), cost))
+                  if found is not None]
+    best = min(candidates, key=total)
+    return [seated(sorted(t, key=place.__getitem__), starts, seed) for t in best]
+
+
+def _searched(order: Sequence[str], sizes: Sequence[int], repeats) -> list[tuple] | None:
+    """Tables with no more repeated meetings than the least budget the search can meet,
+    trying 0, 1, 2... within `SWISS_SEARCH_NODES` tables tried in all; None past the bound."""
+    nodes = [0]
 
     def search(left: list[str], sizes: Sequence[int], budget: int):
         if not sizes:
             return []
         head, rest = left[0], left[1:]
         for others in itertools.combinations(rest, sizes[0] - 1):
-            budget_nodes[0] += 1
-            if budget_nodes[0] > SWISS_SEARCH_NODES:
-                return None
+            nodes[0] += 1
+            if nodes[0] > SWISS_SEARCH_NODES:
+                raise _Bound
             cost = repeats((head, *others))
             if cost > budget:
                 continue
@@ -258,24 +288,56 @@ def swiss_round(order: Sequence[str], sizes: Sequence[int], before: Counter,
                 return [(head, *others), *found]
         return None
 
-    worst = sum(repeats(order[i - s:i]) for i, s in zip(itertools.accumulate(sizes), sizes))
-    tables = None
-    for budget in range(worst + 1):
-        budget_nodes[0] = 0
-        tables = search(list(order), list(sizes), budget)
-        if tables is not None:
+    budget = 0
+    try:
+        while True:
+            found = search(list(order), list(sizes), budget)
+            if found is not None:
+                return found
+            budget += 1
+    except _Bound:
+        return None
+
+
+class _Bound(Exception):
+    """A bounded search went past its bound."""
+
+
+def _greedy(order: Sequence[str], sizes: Sequence[int], before: Counter,
+            place: dict[str, int]) -> list[list[str]]:
+    left, tables = list(order), []
+    for size in sizes:
+        table = [left.pop(0)]
+        while len(table) < size:
+            best = min(left, key=lambda p: (sum(before[_pair(p, q)] for q in table), place[p]))
+            left.remove(best)
+            table.append(best)
+        tables.append(table)
+    return tables
+
+
+def _swapped(tables: list[list[str]], cost, passes: int = 6) -> list[tuple]:
+    """`tables` improved by swapping two players of two tables, one of which has a repeated
+    meeting, while a swap lowers the two tables' cost (repeats, then spread), at most
+    `passes` times over."""
+    costs = [cost(t) for t in tables]
+    for _ in range(passes):
+        better = False
+        for i, j in itertools.combinations(range(len(tables)), 2):
+            if costs[i][0] == costs[j][0] == 0:
+                continue  # only swaps that touch a repeat: the greedy kept neighbours together
+            for a in range(len(tables[i])):
+                for b in range(len(tables[j])):
+                    ti, tj = list(tables[i]), list(tables[j])
+                    ti[a], tj[b] = tj[b], ti[a]
+                    ci, cj = cost(ti), cost(tj)
+                    if (ci[0] + cj[0], ci[1] + cj[1]) < (costs[i][0] + costs[j][0],
+                                                         costs[i][1] + costs[j][1]):
+                        tables[i], tables[j], costs[i], costs[j] = ti, tj, ci, cj
+                        better = True
+        if not better:
             break
-    if tables is None:  # bounds reached: the greedy tables
-        left, tables = list(order), []
-        for size in sizes:
-            table = [left.pop(0)]
-            while len(table) < size:
-                best = min(left, key=lambda p: (sum(before[_pair(p, q)] for q in table),
-                                                place[p]))
-                left.remove(best)
-                table.append(best)
-            tables.append(tuple(table))
-    return [seated(t, starts, seed) for t in tables]
+    return [tuple(t) for t in tables]
 
 
 def group_rotation(group: Sequence[str], cycles: int = 1) -> list[tuple[str, ...]]:
