@@ -15,9 +15,17 @@ from test_admin import add_admin, csrf_of, everything, login
 from test_tournaments import T0, make, play_out, play_round, tables_of, tournament
 
 from pbem.ground.db import reading
-from pbem.ground.models import T_BETWEEN, T_CLOSED, AuditEntry, Entrant, Game, Tournament
+from pbem.ground.models import (
+    T_BETWEEN,
+    T_CLOSED,
+    AuditEntry,
+    Entrant,
+    Game,
+    OutboxMessage,
+    Tournament,
+)
 from pbem.scheduler.jobs import run_jobs
-from pbem.services import tables
+from pbem.services import tables, tournaments
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -157,3 +165,43 @@ def test_the_admin_pages_answer_in_the_browsers_language(app):
     public = tournament(app, tid).public_id
     page = app.test_client().get(f"/tournaments/{public}", headers={"Accept-Language": "es"})
     assert "Puntos" in page.get_data(as_text=True)
+
+
+def test_a_players_language_after_the_address_sets_their_mails_language(app):
+    """'Name <email> de': that player's round mail is in German; an unknown language is
+    refused with the languages to use, and nothing is created."""
+    add_admin(app)
+    client = logged_in(app)
+    csrf = csrf_of(client, "/admin/tournaments/new")
+    lines = [f"Player {i} <p{i}@example.org>" for i in range(6)]
+    before = everything(app)
+    bad = client.post("/admin/tournaments/new",
+                      data=form(csrf, players="\n".join([lines[0] + " xx", *lines[1:]])))
+    assert bad.status_code == 422 and "en, de, es" in bad.get_data(as_text=True)
+    assert everything(app) == before
+    made = client.post("/admin/tournaments/new", data=form(
+        csrf, players="\n".join([lines[0] + " de", lines[1] + "  es ", *lines[2:]])))
+    assert made.status_code == 303
+    with reading(app) as session:
+        languages = {e.email: e.language for e in session.exec(select(Entrant))}
+        round_mails = {m.to_addr: m for m in session.exec(select(OutboxMessage).where(
+            OutboxMessage.kind == "tournament"))}
+    assert languages["p0@example.org"] == "de" and languages["p1@example.org"] == "es"
+    assert languages["p2@example.org"] == "en"
+    assert round_mails["Player 0 <p0@example.org>"].subject == \
+        "[Winter league] Saison 1 von Winter league beginnt"
+    assert "Empieza la temporada 1" in round_mails["Player 1 <p1@example.org>"].subject
+    assert "Season 1 of Winter league begins" in round_mails["Player 2 <p2@example.org>"].subject
+
+
+def test_the_public_overview_holds_no_address_at_all(app):
+    """The data the public page is rendered from has no address in it (not only the page)."""
+    tid, _admin = make(app, tables.ROUND_ROBIN, 4)
+    public = tournament(app, tid).public_id
+    with app.app_context():
+        view = tournaments.overview(public_id=public, public=True)
+        private = tournaments.overview(tid)
+    shown = [vars(row) for section in view.sections for row in section.rows]
+    games = [game for section in view.sections for game in section.games]
+    assert not ADDRESS.search(repr(shown) + repr(games)) and view.entrants == {}
+    assert all(ADDRESS.fullmatch(row.email) for row in private.sections[0].rows)

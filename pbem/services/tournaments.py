@@ -239,8 +239,9 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
 
 
 def overview(tournament_id: int | None = None, public_id: str | None = None,
-             season: int | None = None) -> Overview | None:
-    """A tournament with its standings and games, for the pages; None if there is none."""
+             season: int | None = None, public: bool = False) -> Overview | None:
+    """A tournament with its standings and games, for the pages; None if there is none.
+    `public`: for everyone's page, with no address in it at all (no entrants, no row's)."""
     with reading() as session:
         if public_id is not None:
             t = session.exec(select(Tournament).where(Tournament.public_id == public_id)).first()
@@ -250,7 +251,13 @@ def overview(tournament_id: int | None = None, public_id: str | None = None,
             return None
         entrants = {e.email: e for e in session.exec(select(Entrant).where(
             Entrant.tournament_id == t.id).order_by(Entrant.id))}
-        return Overview(t, _sections(session, t, season), entrants)
+        sections = _sections(session, t, season)
+    if public:
+        for section in sections:
+            for row in section.rows:
+                row.email = ""
+        entrants = {}
+    return Overview(t, sections, entrants)
 
 
 def all_tournaments() -> list[Tournament]:

@@ -8,6 +8,8 @@ nothing.
 
 from __future__ import annotations
 
+import dataclasses
+
 from flask import (
     Blueprint,
     abort,
@@ -21,6 +23,7 @@ from flask import (
 )
 
 from ..games import DEFAULT_KIND, SetupProblem, game_kinds, rules_for
+from ..ground import i18n
 from ..ground.i18n import gettext
 from ..services import tournaments
 from ..services.deadlines import MAX_HOURS, MIN_HOURS, time_control
@@ -41,7 +44,7 @@ MAX_LINES = tournaments.MAX_PLAYERS
 def standings(public_id: str):
     if len(public_id) > 32:
         abort(404)
-    view = tournaments.overview(public_id=public_id)
+    view = tournaments.overview(public_id=public_id, public=True)
     if view is None:
         return render_template("error.html", status=404, message=gettext(
             "There is no tournament at this address. Check that it was copied whole.")), 404
@@ -86,11 +89,15 @@ def _players(text: str, errors: dict, key: str) -> list:
         return []
     found = []
     for line in lines:
+        # "Name <email>", or "Name <email> de": the player's language after the address.
+        head, bracket, tail = line.rstrip().rpartition(">")
         try:
-            found.append(parse_player(line))
-        except SetupProblem as exc:
+            language = i18n.check_language(tail) if bracket and tail.strip() else None
+            spec = parse_player(head + bracket if language else line)
+        except (SetupProblem, ValueError) as exc:
             errors[key] = str(exc)
             return []
+        found.append(dataclasses.replace(spec, language=language))
     return found
 
 
