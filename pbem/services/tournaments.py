@@ -549,6 +549,13 @@ def _next_season(session: Session, t: Tournament, now: datetime) -> None:
     _start_round(session, t, now)
 
 
+def _locked(session: Session, tournament_id: int) -> Tournament:
+    t = get_row(session, Tournament, tournament_id, with_for_update=True)
+    if t is None:
+        raise NotFound(f"there is no tournament {tournament_id}")
+    return t
+
+
 def start_next_season(admin_id: int, tournament_id: int, leaving: list[str],
                       joining: list[PlayerSpec], reason: str,
                       now: datetime | None = None) -> None:
@@ -557,9 +564,7 @@ def start_next_season(admin_id: int, tournament_id: int, leaving: list[str],
     reason = check_reason(reason)
     now = now or utcnow()
     with writing() as session:
-        t = get_row(session, Tournament, tournament_id, with_for_update=True)
-        if t is None:
-            raise NotFound(f"there is no tournament {tournament_id}")
+        t = _locked(session, tournament_id)
         if t.format != LEAGUE or t.status != T_BETWEEN:
             raise Rejected(_("only a league whose season is over starts a next season"))
         entrants = {e.email: e for e in _entrants(session, t)}
@@ -595,9 +600,7 @@ def close_tournament(admin_id: int, tournament_id: int, reason: str,
     reason = check_reason(reason)
     now = now or utcnow()
     with writing() as session:
-        t = get_row(session, Tournament, tournament_id, with_for_update=True)
-        if t is None:
-            raise NotFound(f"there is no tournament {tournament_id}")
+        t = _locked(session, tournament_id)
         if t.status in (T_FINISHED, T_CLOSED):
             raise Rejected(_("this tournament is already over"))
         t.status, t.finished_at = T_CLOSED, now
