@@ -74,6 +74,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         ratings,
         seat,
         start,
+        tournaments,
         watch,
     )
     from .web import site as web
@@ -100,6 +101,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(profiles.bp)
     app.register_blueprint(ratings.bp)
     app.register_blueprint(lobby.bp)
+    app.register_blueprint(tournaments.bp)
+    app.register_blueprint(tournaments.admin_bp)
     for command in commands:
         app.cli.add_command(command)
     # What a process this app starts makes its own app with (pbem.scheduler.senders: the

@@ -55,10 +55,10 @@ def test_the_comparison_would_notice_a_difference(app):
     for table in SQLModel.metadata.tables.values():
         table.to_metadata(changed)
     changed.tables["game"].append_column(Column("variant", Integer, nullable=True))
-    Table("tournament", changed, Column("id", Integer, primary_key=True))
+    Table("made_up_table", changed, Column("id", Integer, primary_key=True))
     found = {(d[0], d[3].name if d[0] == "add_column" else d[1].name)
              for d in differences(app, changed)}
-    assert found == {("add_column", "variant"), ("add_table", "tournament")}
+    assert found == {("add_column", "variant"), ("add_table", "made_up_table")}
 
 
 def test_problem_names_init_db_until_the_database_is_migrated(tmp_path):

@@ -585,3 +585,73 @@ class LobbySeat(SQLModel, table=True):
     email: str = Field(max_length=254)
     client: str = Field(max_length=64, index=True)
     joined_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+# Tournaments (pbem.services.tournaments): a tournament's states. Between seasons a league
+# waits for its next season (started by an organiser, or by itself after `season_days`).
+T_RUNNING, T_BETWEEN, T_FINISHED, T_CLOSED = "running", "between", "finished", "closed"
+TOURNAMENT_ROUND, TOURNAMENT_SEASON = "tournament_round", "tournament_season"  # Chore kinds
+
+
+class Tournament(SQLModel, table=True):
+    """A league of groups, or a Swiss or round-robin event, set up by an organiser: its
+    games are started by the server, round after round (pbem.services.tournaments)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    # The address of its public standings page (/tournaments/<public_id>).
+    public_id: str = Field(default_factory=lambda: secrets.token_urlsafe(9), max_length=32,
+                           unique=True)
+    name: str = Field(max_length=60)
+    kind: str = Field(max_length=40)
+    variant: str | None = Field(default=None, max_length=60)
+    format: str = Field(max_length=20)  # league, swiss, round-robin (pbem.services.tables)
+    table_size: int  # a league's group size, or an event's players at a table
+    promotion: int = 1  # a league: the best and worst this many of a group go up and down
+    rounds: int = 1  # a Swiss event's rounds
+    cycles: int = 1  # a league group's games: this many times as many as it has players
+    season_days: int | None = None  # a league: the next season starts itself this many days on
+    deadline_hours: int = 72
+    reminder_hours: str = Field(default="24,2", max_length=100)
+    weekend_pause: bool = False
+    timezone: str = Field(default="UTC", max_length=64)
+    # The drawn lot's input, and each game's chosen seed's: never shown.
+    seed: str = Field(default_factory=lambda: secrets.token_hex(16), max_length=100)
+    status: str = Field(default=T_RUNNING, max_length=20)
+    season: int = 1
+    round: int = 1
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    finished_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class Entrant(SQLModel, table=True):
+    """A player of a tournament: an address (lower case) and the name shown to others."""
+
+    __table_args__ = (UniqueConstraint("tournament_id", "email"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    tournament_id: int = Field(foreign_key="tournament.id")
+    email: str = Field(max_length=254)
+    name: str = Field(max_length=100)
+    language: str = Field(default="en", max_length=8)
+    # What the standings page shows beside the name (never the address).
+    public_id: str = Field(default_factory=lambda: secrets.token_urlsafe(6), max_length=16)
+    active: bool = True  # False: left (a league removes them at the next season)
+    joined_season: int = 1
+
+
+class TournamentTable(SQLModel, table=True):
+    """One game of a tournament: its round (a league: its season, league and group), its
+    players in seat order, and its result once the game is over."""
+
+    __table_args__ = (Index("ix_tournamenttable_round", "tournament_id", "season", "round"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    tournament_id: int = Field(foreign_key="tournament.id")
+    season: int = 1
+    round: int = 1
+    league: int = 0  # 0: an event (no leagues)
+    group_number: int = 0
+    number: int  # the table's number in its round (a league: in its group)
+    game_id: int = Field(foreign_key="game.id", unique=True)
+    players_json: str = Field(sa_column=Column(Text, nullable=False))  # addresses, seat order
+    # {"ranks": [...], "scores": [...]} in seat order; {"ranks": null} for an aborted game.
+    result_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    decided_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)

@@ -46,3 +46,16 @@ class TooMany(ServiceError):
     """More of something (invitations, link requests, lobby games) than a day allows."""
 
     status = 429
+
+
+MAX_REASON = 500
+
+
+def check_reason(reason: object) -> str:
+    """An organiser's reason for an action, for the audit log: said, and not too long."""
+    reason = str(reason or "").strip()
+    if not reason:
+        raise Malformed("say why, in a few words: it goes into the audit log")
+    if len(reason) > MAX_REASON:
+        raise Malformed(f"keep the reason under {MAX_REASON} characters")
+    return reason

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flask import current_app
+from sqlmodel import Session
 
 from ..games import DEFAULT_KIND, SetupProblem, rules_for
 from ..ground import i18n
@@ -57,14 +58,15 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
                 start: int | None = None, title: str | None = None,
                 time: TimeControl | None = None, now: datetime | None = None,
                 variant: str | None = None, absent_bot: str | None = None,
-                rated: bool = False) -> CreatedGame:
+                rated: bool = False, session: Session | None = None) -> CreatedGame:
     """Set up a game, its seats, its clock and the invitation mails; returns each seat's
     first link. `time` defaults to the time control in the settings; `variant` is one of
     the game's `variants` (None: its default). A player made by `bot_player` is a computer
     player's seat. `absent_bot` names the computer player that plays an absent seat's turns
     (None: the default move). A `rated` game changes its players' ratings when it ends.
     A player's saved profile (pbem.services.profiles) gives their seat its language (unless
-    `language` is given), time zone and mail choices."""
+    `language` is given), time zone and mail choices. With `session` (a tournament's round,
+    say), the game is made in that write transaction, which the caller commits."""
     rules = rules_for(kind)
     if not rules.min_players <= len(players) <= rules.max_players:
         raise SetupProblem(_("%(game)s is for %(least)d to %(most)d players, not %(count)d",
@@ -93,32 +95,60 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
     time = time or time_control()
     state = rules.new_state(colours, seed, start, variant)
     now = now or utcnow()
-    with writing() as session:
-        game = Game(kind=kind, title=title, seed=seed,
-                    start_seat=rules.start_seat(state), turn=0, state_json=rules.dumps(state),
-                    created_at=now, updated_at=now, turn_started_at=now,
-                    deadline_hours=time.deadline_hours, reminder_hours=time.reminders_text,
-                    weekend_pause=time.weekend_pause, timezone=time.timezone,
-                    absent_bot=absent_bot, rated=bool(rated))
-        session.add(game)
-        session.flush()
-        chosen = defaults_for(session, emails)
-        seats = []
-        for n, p in enumerate(players):
-            mine = chosen.get(p.email.lower()) if p.bot is None else None
-            seat = Seat(game_id=game.id, number=n, name=p.name, email=p.email,
-                        colour=colours[n], bot=p.bot, language=p.language or (
-                            mine.language if mine else current_app.config["GAMES_LANGUAGE"]))
-            if mine is not None:
-                seat.timezone, seat.notify, seat.talk_notify = \
-                    mine.timezone, mine.notify, mine.talk_notify
-            seats.append(seat)
-        session.add_all(seats)
-        session.flush()
-        start_clock(session, game, seats[rules.to_move(state)], now)
-        links = []
-        for seat in seats:
-            message = mail.invitation(session, game, seat, seats, rules, state)
-            links.append((seat.name, seat.colour, None if message is None else mail.seat_link(
-                json.loads(message.secrets_json)[0])))
-        return CreatedGame(game.id, links)
+    made = _Checked(players, emails, kind, rules, seed, title, state, colours, time, now,
+                    absent_bot, bool(rated))
+    if session is None:
+        with writing() as own:
+            return _create(own, made)
+    return _create(session, made)
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """What `create_game` checked, for `_create` to write."""
+
+    players: list[PlayerSpec]
+    emails: list[str]  # the people's addresses, lower case
+    kind: str
+    rules: object
+    seed: str
+    title: str
+    state: object
+    colours: list[str]
+    time: TimeControl
+    now: datetime
+    absent_bot: str | None
+    rated: bool
+
+
+def _create(session: Session, made: _Checked) -> CreatedGame:
+    """`create_game` in the write transaction of `session`."""
+    rules, state, time, now = made.rules, made.state, made.time, made.now
+    game = Game(kind=made.kind, title=made.title, seed=made.seed,
+                start_seat=rules.start_seat(state), turn=0, state_json=rules.dumps(state),
+                created_at=now, updated_at=now, turn_started_at=now,
+                deadline_hours=time.deadline_hours, reminder_hours=time.reminders_text,
+                weekend_pause=time.weekend_pause, timezone=time.timezone,
+                absent_bot=made.absent_bot, rated=made.rated)
+    session.add(game)
+    session.flush()
+    chosen = defaults_for(session, made.emails)
+    seats = []
+    for n, p in enumerate(made.players):
+        mine = chosen.get(p.email.lower()) if p.bot is None else None
+        seat = Seat(game_id=game.id, number=n, name=p.name, email=p.email,
+                    colour=made.colours[n], bot=p.bot, language=p.language or (
+                        mine.language if mine else current_app.config["GAMES_LANGUAGE"]))
+        if mine is not None:
+            seat.timezone, seat.notify, seat.talk_notify = \
+                mine.timezone, mine.notify, mine.talk_notify
+        seats.append(seat)
+    session.add_all(seats)
+    session.flush()
+    start_clock(session, game, seats[rules.to_move(state)], now)
+    links = []
+    for seat in seats:
+        message = mail.invitation(session, game, seat, seats, rules, state)
+        links.append((seat.name, seat.colour, None if message is None else mail.seat_link(
+            json.loads(message.secrets_json)[0])))
+    return CreatedGame(game.id, links)

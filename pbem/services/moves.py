@@ -370,7 +370,7 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
     if to_move is None:
         game.status, game.finished_at = FINISHED, now
         stop_clock(session, game, now)
-        on_game_finished(session, game, now)
+        on_game_finished(session, game, now)  # ratings, tournaments
         for seat in seats:
             lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
             intents.final(session, game, seat, seats, lines)

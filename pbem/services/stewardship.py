@@ -39,13 +39,13 @@ from ..ground.models import (
 )
 from . import mail, takeback
 from .deadlines import reset_clock, start_clock, stop_clock
-from .errors import GameNotRunning, Malformed, NotFound, Rejected
+from .errors import GameNotRunning, Malformed, NotFound, Rejected, check_reason
 from .my_games import revoke_player_links
 from .players import check_bot, check_player
 from .seats import revoke_seat_links
 from .time import extend_deadline, pause_game, resume_game
+from .tournaments import game_ended
 
-MAX_REASON = 500
 hasher = PasswordHasher()
 
 
@@ -220,15 +220,6 @@ def end_sessions(admin_id: int) -> None:
 
 
 # --- actions ------------------------------------------------------------------------------------
-
-def check_reason(reason: object) -> str:
-    reason = str(reason or "").strip()
-    if not reason:
-        raise Malformed("say why, in a few words: it goes into the audit log")
-    if len(reason) > MAX_REASON:
-        raise Malformed(f"keep the reason under {MAX_REASON} characters")
-    return reason
-
 
 def _audit(session: Session, admin_id: int, game_id: int | None, action: str, reason: str,
            detail: str = "") -> None:
@@ -486,6 +477,7 @@ def abort_game(admin_id: int, game_id: int, reason: str, now: datetime | None = 
             raise GameNotRunning(f"game {game.id} is already {game.status}")
         game.status, game.finished_at = ABORTED, now
         stop_clock(session, game, now)
+        game_ended(session, game, now)  # a tournament's game: decided, no points
         for seat in session.exec(select(Seat).where(Seat.game_id == game.id)):
             mail.notice(session, game, seat, L_("The game was called off"), [
                 L_("An organiser called off this game; it ends here without a result."),

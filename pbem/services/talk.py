@@ -32,12 +32,14 @@ from ..ground.models import (
     TALK_DIGEST,
     TALK_DIGEST_CHORE,
     TALK_EACH,
+    TOURNAMENT_ROUND,
+    TOURNAMENT_SEASON,
     Chore,
     Game,
     Seat,
     TalkMessage,
 )
-from . import mail
+from . import mail, tournaments
 from .errors import GameNotRunning, Malformed, Rejected, ServiceError
 from .players import unsafe_character
 from .seats import _seat_game_seats
@@ -334,6 +336,8 @@ def _expire_open_game(session: Session, open_game_id: int, now: datetime) -> boo
 
 
 CHORES = {TALK_DIGEST_CHORE: _send_digest, INVITATION_EXPIRY: _expire_invitation,
-          LOBBY_EXPIRY: _expire_open_game}
+          LOBBY_EXPIRY: _expire_open_game, TOURNAMENT_ROUND: tournaments.round_over,
+          TOURNAMENT_SEASON: tournaments.season_due}
 COUNTED = {TALK_DIGEST_CHORE: "message_digests", INVITATION_EXPIRY: "invitations_expired",
-           LOBBY_EXPIRY: "open_games_expired"}  # its name in the scheduler's counts
+           LOBBY_EXPIRY: "open_games_expired", TOURNAMENT_ROUND: "tournament_rounds",
+           TOURNAMENT_SEASON: "tournament_seasons"}  # their names in the scheduler's counts
