@@ -139,6 +139,27 @@ def test_greedy_and_strong_close_a_chain_of_four(name):
     assert isinstance(move, Place) and last.name in move.pieces
 
 
+@pytest.mark.parametrize("name", ["greedy", "strong"])
+def test_no_bot_pays_two_cards_for_one_piece_under_the_english_joker(name):
+    """Issue 32 point 16: under the English joker a pair of Frankreich's own colour may place one
+    piece there, but a bot never pays two cards for what one card places (the strong bot played
+    `PP Frankreich: Fleury` with `P Frankreich: Fleury` and two-piece placements open)."""
+    card = BOARD.country("Frankreich").card
+    other = next(c.code for c in BOARD.cards if c.code != card)
+    state = scenario(4, monasteries={"Chartres": "red", "Rouen": "red", "Tours": "red",
+                                     "Cîteaux": "yellow"},
+                     hands={"yellow": card + card + other}, joker=JOKER_ANY)
+    view = view_for(state, seat_of(state, "yellow"))
+    moves = legal_moves(state)
+    assert Place((card, card), "Frankreich", ("Fleury",)) in moves  # legal, the English way
+    assert Place((card,), "Frankreich", ("Fleury",)) in moves
+    for number in range(8):
+        move = choose_move(name, view, random.Random(number))
+        assert move in moves
+        assert not (isinstance(move, Place) and len(move.pieces) < len(move.cards)
+                    and set(move.cards) == {card}), str(move)
+
+
 def test_greedy_takes_a_majority_rather_than_exchange():
     """Where one card breaks a tie for a country's majority, greedy plays it (rather than
     exchange or start elsewhere): it is worth twice as much before the intermediate scoring."""

@@ -115,7 +115,7 @@ def test_the_arena_plays_knights_and_castles():
     with pytest.raises(ValueError, match="2 to 6"):
         run_arena("knights-castles", "greedy", 1, 1)
     with pytest.raises(ValueError, match="unknown bot"):
-        run_arena("knights-castles", "greedy,strong", 1, 1)
+        run_arena("knights-castles", "greedy,clever", 1, 1)
 
 
 def test_the_arena_command_line_for_knights_and_castles():

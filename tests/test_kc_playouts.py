@@ -116,3 +116,21 @@ def test_the_same_seed_gives_the_same_game_and_another_seed_another():
         return moves, [s for *_, s in random_playout(4, seed)][-1].dice
     assert game(5) == game(5)
     assert game(5) != game(6)
+
+
+def test_the_speed_tricks_change_nothing_a_caller_sees():
+    """apply_move leaves its input as it was, and the legal moves it keeps with a new position
+    (and the move objects it shares between positions) are those worked out afresh."""
+    from engine.knights_castles.rules import replace
+
+    for players in (2, 5):
+        for before, moves, move, after in random_playout(players, players + 40):
+            frozen = to_json(before)
+            again = apply_move(before, move)
+            assert to_json(before) == frozen and again == after and again is not before
+            fresh = legal_moves(replace(after))  # a copy without the cached moves
+            kept = legal_moves(after)
+            assert kept is not fresh and list(kept.moves) == list(fresh.moves)
+            assert len(kept) == len(fresh) and kept.offers_to() == fresh.offers_to()
+            if len(kept):
+                assert kept[len(kept) - 1] == fresh[len(fresh) - 1]

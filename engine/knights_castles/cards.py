@@ -116,7 +116,9 @@ def excess(tableau: tuple[int, ...], irrigation: bool,
     """
     out = []
     for g, (kinds, _, _) in enumerate(GROUPS):
-        used = sum(tableau[k] for k in kinds) - sum(1 for k in paid if GROUP_OF.get(k) == g)
+        used = sum([tableau[k] for k in kinds])
+        if paid:
+            used -= sum([1 for k in paid if GROUP_OF.get(k) == g])
         out.append(max(0, used - capacity(g, tableau, irrigation)))
     return out
 

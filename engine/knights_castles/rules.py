@@ -24,7 +24,7 @@ from .cards import (ADVANCES, BUILDABLE, CARAVAN, CARTOGRAPHY, CROP_ROTATION, DI
                     EVENT_CARDS, GROUP_OF, GROUPS, GUN_POWDER, ID, INDEX, IRRIGATION, KINDS,
                     KNIGHTS, MASONRY, N_KINDS, PRINTING_PRESS, SCHOLASTICS, capacity, dp_of,
                     excess, revenue_of, value)
-from .moves import (Abandon, Accept, Build, Buy, Decline, Discard, Done, Keep, Lose, Move,
+from .moves import (COLOURS, Abandon, Accept, Build, Buy, Decline, Discard, Done, Keep, Lose, Move,
                     Offer, Pay, Play, Research, Share, War)
 from .state import (ANSWER, BUILD, BUY, END, EVENT, HAND_SIZE, KEEP, LOSS, OVER, RESEARCH,
                     TRADE, UPKEEP, GameState, Loss, deal, roll)
@@ -102,7 +102,7 @@ class OfferSpace:
     """
 
     __slots__ = ("target", "colour", "held", "gold", "ask_cards", "ask_gold", "give_size",
-                 "ask_size")
+                 "ask_size", "size")
 
     def __init__(self, target: int, colour: str, held: list[tuple[int, int]], radix: int,
                  gold: int, ask_cards: int, ask_gold: int):
@@ -111,9 +111,10 @@ class OfferSpace:
         self.gold, self.ask_cards, self.ask_gold = gold, ask_cards, ask_gold
         self.give_size = radix * (gold + 1) - 1
         self.ask_size = _MULTISETS[ask_cards] * (ask_gold + 1) - 1
+        self.size = self.give_size * self.ask_size
 
     def __len__(self) -> int:
-        return self.give_size * self.ask_size
+        return self.size
 
     def __getitem__(self, i: int) -> Offer:
         g, a = divmod(i, self.ask_size)
@@ -175,13 +176,14 @@ class LegalMoves(Sequence):
     step's own moves in card-list and seat order), then the offers, target by target.
     Supports len, indexing, iteration and `in`."""
 
-    __slots__ = ("moves", "spaces", "_set", "_len")
+    __slots__ = ("moves", "spaces", "_set", "_len", "_built")
 
     def __init__(self, moves: list[Move], spaces: list[OfferSpace] = ()):
         self.moves = moves
-        self.spaces = [s for s in spaces if len(s)]
+        self.spaces = [s for s in spaces if s.size]
         self._set = None
-        self._len = len(moves) + sum(len(s) for s in self.spaces)
+        self._len = len(moves) + sum([s.size for s in self.spaces])
+        self._built = None  # the latest offer built here: `in` knows it without checking
 
     def __len__(self) -> int:
         return self._len
@@ -195,9 +197,10 @@ class LegalMoves(Sequence):
             return self.moves[i]
         i -= len(self.moves)
         for space in self.spaces:
-            if i < len(space):
-                return space[i]
-            i -= len(space)
+            if i < space.size:
+                offer = self._built = space[i]
+                return offer
+            i -= space.size
         raise AssertionError("unreachable")
 
     def __iter__(self) -> Iterator[Move]:
@@ -207,8 +210,13 @@ class LegalMoves(Sequence):
                 yield space[i]
 
     def __contains__(self, move) -> bool:
+        # The moves a caller plays are mostly the very objects listed here: found by identity
+        # first, which spares hashing them.
+        for listed in self.moves:
+            if listed is move:
+                return True
         if isinstance(move, Offer):
-            return any(move in s for s in self.spaces)
+            return move is self._built or any(move in s for s in self.spaces)
         if self._set is None:
             self._set = set(self.moves)
         try:
@@ -226,11 +234,26 @@ class LegalMoves(Sequence):
 
 # --- legal moves ------------------------------------------------------------------------------
 
+# Every move that names nothing but a card, a colour or nothing, made once: `legal_moves` lists
+# these same objects, which spares building them in every position (they are immutable values).
+DONE, BUY_CARD, ACCEPT, DECLINE = Done(), Buy(), Accept(), Decline()
+KEEPS = tuple(Keep(card) for card in ID)
+BUILDS = tuple(Build(card) for card in ID)
+PAYS = tuple(Pay(card) for card in ID)
+ABANDONS = tuple(Abandon(card) for card in ID)
+RESEARCHES = tuple(Research(card) for card in ID)
+SHARES = tuple(Share(card) for card in ID)
+DISCARDS = tuple(Discard(card) for card in ID)
+PLAYS = {(k, c): Play(ID[k], c) for k in EVENT_CARDS for c in (None, *COLOURS)}
+WARS = {(c, from_hand): War(c, from_hand) for c in COLOURS for from_hand in (False, True)}
+
+
 def _shares(state: GameState, seat: int) -> list[Move]:
     if state.gold[seat] < SHARE_PRICE:
         return []
-    return [Share(ID[a]) for a in ADVANCES if not state.has(seat, a)
-            and any(state.tableau[o][a] for o in state.seats if o != seat)]
+    shared, tableau = state.shared[seat], state.tableau
+    return [SHARES[a] for a in ADVANCES if not tableau[seat][a] and a not in shared
+            and any(tableau[o][a] for o in state.seats if o != seat)]
 
 
 def loss_choices(state: GameState) -> list[Lose]:
@@ -283,65 +306,68 @@ def _legal_moves(state: GameState) -> LegalMoves:
     hand, gold = state.hands[seat], state.gold[seat]
     moves: list[Move] = _shares(state, seat) if step in SHARE_STEPS else []
     spaces: list[OfferSpace] = []
-    if step == KEEP:
-        moves = [Keep(ID[k]) for k in sorted(set(state.choice))]
-    elif step == BUY:
-        moves.append(Done())
-        if gold >= CARD_PRICE and "no-buying" not in state.variants:
-            moves.append(Buy())
+    # The steps in the order of how often they come up in a game.
+    if step == TRADE:
+        moves.append(DONE)
+        held, radix = [], 1
+        for k, n in enumerate(hand):
+            if n:
+                held.append((k, n))
+                radix *= n + 1
+        players, hands, golds, offered = state.players, state.hands, state.gold, state.offered
+        spaces = [OfferSpace(o, players[o], held, radix, gold, sum(hands[o]), golds[o])
+                  for o in state.seats if o != seat and o not in offered]
+    elif step == ANSWER:
+        offer = state.offer
+        target = state.players.index(offer.target)
+        if state.gold[target] >= offer.ask_gold and _holds(state.hands[target], offer.ask):
+            moves = [DECLINE, ACCEPT]
+        else:
+            moves = [DECLINE]
     elif step == BUILD:
-        moves.append(Done())
-        t, irrigated = state.tableau[seat], _irrigated(state, seat)
-        room = [capacity(g, t, irrigated) - sum(t[k] for k in kinds)
-                for g, (kinds, _, _) in enumerate(GROUPS)]
-        moves.extend(Build(ID[k]) for k in BUILDABLE
-                     if hand[k] and (k not in GROUP_OF or room[GROUP_OF[k]] > 0))
+        moves.append(DONE)
+        if any(hand[k] for k in BUILDABLE):
+            t, irrigated = state.tableau[seat], _irrigated(state, seat)
+            room = [capacity(g, t, irrigated) - sum([t[k] for k in kinds])
+                    for g, (kinds, _, _) in enumerate(GROUPS)]
+            moves.extend(BUILDS[k] for k in BUILDABLE
+                         if hand[k] and (k not in GROUP_OF or room[GROUP_OF[k]] > 0))
+    elif step == EVENT:
+        moves.append(DONE)
+        rivals = [c for o, c in enumerate(state.players) if o != seat]
+        for k in EVENT_CARDS:
+            if hand[k]:
+                if k == CARAVAN:
+                    moves.append(PLAYS[k, None])
+                else:
+                    moves.extend([PLAYS[k, c] for c in rivals])
+        if state.tableau[seat][KNIGHTS]:
+            moves.extend([WARS[c, False] for c in rivals])
+        if hand[KNIGHTS] and "knights-from-hand" in state.variants:
+            moves.extend([WARS[c, True] for c in rivals])
+    elif step == BUY:
+        moves.append(DONE)
+        if gold >= CARD_PRICE and "no-buying" not in state.variants:
+            moves.append(BUY_CARD)
+    elif step == RESEARCH:
+        moves.append(DONE)
+        if gold >= ADVANCE_PRICE:
+            moves.extend([RESEARCHES[a] for a in ADVANCES if hand[a]])
+    elif step == END:
+        moves = [DISCARDS[k] for k, n in enumerate(hand) if n]
+    elif step == KEEP:
+        moves = [KEEPS[k] for k in sorted(set(state.choice))]
+    elif step == LOSS:
+        moves = loss_choices(state)
     elif step == UPKEEP:
         t, paid = state.tableau[seat], state.paid[seat]
         for g, n in enumerate(unsupported(state, seat)):
             if n:
                 for k in GROUPS[g][0]:
                     if t[k] > paid.count(k):
-                        moves.append(Abandon(ID[k]))
+                        moves.append(ABANDONS[k])
                         if gold >= UPKEEP_PRICE:
-                            moves.append(Pay(ID[k]))
-    elif step == RESEARCH:
-        moves.append(Done())
-        if gold >= ADVANCE_PRICE:
-            moves.extend(Research(ID[a]) for a in ADVANCES if hand[a])
-    elif step == EVENT:
-        moves.append(Done())
-        rivals = [state.players[o] for o in state.seats if o != seat]
-        for k in EVENT_CARDS:
-            if hand[k]:
-                if k == CARAVAN:
-                    moves.append(Play(ID[k]))
-                else:
-                    moves.extend(Play(ID[k], c) for c in rivals)
-        if state.tableau[seat][KNIGHTS]:
-            moves.extend(War(c) for c in rivals)
-        if hand[KNIGHTS] and "knights-from-hand" in state.variants:
-            moves.extend(War(c, True) for c in rivals)
-    elif step == LOSS:
-        moves = loss_choices(state)
-    elif step == TRADE:
-        moves.append(Done())
-        held, radix = [], 1
-        for k in range(N_KINDS):
-            if hand[k]:
-                held.append((k, hand[k]))
-                radix *= hand[k] + 1
-        spaces = [OfferSpace(o, state.players[o], held, radix, gold, sum(state.hands[o]),
-                             state.gold[o])
-                  for o in state.seats if o != seat and o not in state.offered]
-    elif step == ANSWER:
-        offer = state.offer
-        target = state.players.index(offer.target)
-        moves = [Decline()]
-        if state.gold[target] >= offer.ask_gold and _holds(state.hands[target], offer.ask):
-            moves.append(Accept())
-    elif step == END:
-        moves = [Discard(ID[k]) for k in range(N_KINDS) if hand[k]]
+                            moves.append(PAYS[k])
     return LegalMoves(moves, spaces)
 
 
@@ -361,7 +387,11 @@ def apply_move(state: GameState, move: Move) -> GameState:
     if move not in legal_moves(state):
         raise IllegalMoveError(why_illegal(state, move))
     after = _settle(_apply(state, move))
-    return replace(after, ply=state.ply + 1)
+    # `_apply` always makes a new state, which nobody else holds yet: the move is counted in it
+    # rather than in a copy (and the legal moves `_settle` cached for it stay, being the same).
+    assert after is not state
+    after.__dict__["ply"] = state.ply + 1
+    return after
 
 
 def _settle(state: GameState) -> GameState:

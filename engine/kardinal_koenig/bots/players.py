@@ -83,12 +83,38 @@ def _settled(view: SeatView, board: Board) -> tuple[GameState, list[Move], Move 
     """The state a bot reasons on, its legal moves, and the move when there is nothing to
     search: the only legal one, or the best draw."""
     state = visible_state(view, board)
-    moves = legal_moves(state)
+    moves = thrifty(legal_moves(state))
     if len(moves) == 1:
         return state, moves, moves[0]
     if state.phase == DRAW:
         return state, moves, _best_draw(state, view, board, moves)
     return state, moves, None
+
+
+def thrifty(moves: list[Move]) -> list[Move]:
+    """`moves` without the placements that pay a card for nothing: those whose pieces, in the
+    same country, fewer of their own cards could place too.
+
+    Under the English and Spanish joker (`joker_anywhere`) a pair of a country's own colour may
+    place one piece there, so `PP Frankreich: Fleury` is legal beside `P Frankreich: Fleury`.
+    The bots' projections score pieces, not cards, and their play-outs refill a hand from the
+    deck, so both scored alike (or the pair ahead by the luck of the draws) and a tie went to
+    chance: a strong bot paid two cards for one piece. A kept card is never worth less than a
+    card spent for nothing, so such a placement is not a candidate at all.
+    """
+    by_place: dict[tuple, list[Counter]] = {}
+    for move in moves:
+        if isinstance(move, Place):
+            by_place.setdefault((move.country, move.pieces), []).append(Counter(move.cards))
+    if all(len(group) == 1 for group in by_place.values()):
+        return moves
+
+    def wasteful(move: Place) -> bool:
+        cards = Counter(move.cards)
+        return any(other.total() < cards.total() and not other - cards
+                   for other in by_place[move.country, move.pieces])
+
+    return [m for m in moves if not (isinstance(m, Place) and wasteful(m))]
 
 
 def _pick(moves: list[Move], value, rng: random.Random) -> Move:

@@ -15,11 +15,12 @@ from ...players import bot_named
 from ..moves import Move
 from ..view import SeatView
 from .players import greedy_bot, random_bot
+from .strong import strong_bot
 from .view_state import check_view
 
 Bot = Callable[[SeatView, random.Random], Move]
 
-BOTS: dict[str, Bot] = {"random": random_bot, "greedy": greedy_bot}
+BOTS: dict[str, Bot] = {"random": random_bot, "greedy": greedy_bot, "strong": strong_bot}
 BOT_NAMES = tuple(BOTS)
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import random
 
-from ..cards import (ADVANCE, ADVANCES, CASTLE, CITY, DISASTER, EVENT, INVASION, KINDS,
-                     PRINTING_PRESS, SCHOLASTICS, TOWN, VILLAGE, IRRIGATION)
+from ..cards import (ADVANCE, ADVANCES, CASTLE, CITY, DISASTER, EVENT, INVASION, IRRIGATION, KINDS,
+                     PRINTING_PRESS, SCHOLASTICS, TOWN, VILLAGE)
 from ..moves import Buy, Done, Move
 from ..rules import CARD_PRICE, apply_move, default_move, legal_moves, revenue
 from ..state import BUY, LOSS, GameState
 from ..view import SeatView
-from .view_state import check_view, sampled_state, unseen_cards
+from .view_state import check_view, sampled_state
 
 # What a card does for its holder besides its revenue, in gold a turn: supporting other cards,
 # drawing more, and so on. Rough figures; the arena (README) shows they beat random play.
@@ -42,10 +42,14 @@ def turns_left(state: GameState) -> float:
     return len(state.deck) / len(state.players)
 
 
+_SUPPORTERS = tuple(sorted(SUPPORT.items()))
+_ADVANCE_TURN = tuple((a, ADVANCE_TURN.get(a, ADVANCE_OTHER)) for a in ADVANCES)
+
+
 def _in_play(state: GameState, seat: int, turns: float) -> float:
-    tableau = state.tableau[seat]
-    per_turn = revenue(state, seat) + sum(SUPPORT.get(k, 0) * n for k, n in enumerate(tableau))
-    per_turn += sum(ADVANCE_TURN.get(a, ADVANCE_OTHER) for a in ADVANCES if state.has(seat, a))
+    tableau, shared = state.tableau[seat], state.shared[seat]
+    per_turn = revenue(state, seat) + sum([rate * tableau[k] for k, rate in _SUPPORTERS])
+    per_turn += sum([rate for a, rate in _ADVANCE_TURN if tableau[a] or a in shared])
     return per_turn * turns
 
 
@@ -59,10 +63,23 @@ def card_worth(kind: int, turns: float) -> float:
     return HAND_SHARE * (k.revenue + SUPPORT.get(kind, 0)) * turns
 
 
+# card_worth as (kind, a gold per turn left, or None for a fixed worth, that worth): the same
+# products in the same order, made once (greedy scores thousands of positions a decision).
+_WORTH = tuple((k, None, EVENT_IN_HAND) if kind.type in (EVENT, DISASTER, INVASION) else
+               (k, HAND_SHARE * (ADVANCE_TURN.get(k, ADVANCE_OTHER) if kind.type == ADVANCE
+                                 else kind.revenue + SUPPORT.get(k, 0)), 0.0)
+               for k, kind in enumerate(KINDS))
+
+
 def worth(state: GameState, seat: int) -> float:
     """Gold, plus what is in play and in hand is likely to earn before the deck runs out."""
     turns = turns_left(state)
-    hand = sum(card_worth(k, turns) * n for k, n in enumerate(state.hands[seat]) if n)
+    held = state.hands[seat]
+    hand = 0
+    for k, rate, fixed in _WORTH:
+        n = held[k]
+        if n:
+            hand += (fixed if rate is None else rate * turns) * n
     return state.gold[seat] + _in_play(state, seat, turns) + hand
 
 
@@ -74,8 +91,15 @@ def margin(state: GameState, seat: int) -> float:
 
 def greedy_bot(view: SeatView, rng: random.Random) -> Move:
     """The listed move with the best margin one decision ahead (no offers of its own)."""
-    state = sampled_state(check_view(view), rng)
-    seat = view.seat
+    check_view(view)
+    return greedy_move(sampled_state(view, rng), rng)
+
+
+def greedy_move(state: GameState, rng: random.Random | None = None) -> Move:
+    """greedy's choice for the seat to move of `state`: ties broken by `rng`, or the first one
+    listed without it. It reads no hidden card that could change its choice: the cards of the
+    other hands and the deck count only as the unseen pool a bought card comes from."""
+    seat = state.to_move
     moves = legal_moves(state).moves
     if len(moves) == 1:
         return moves[0]
@@ -88,8 +112,8 @@ def greedy_bot(view: SeatView, rng: random.Random) -> Move:
                 return margin(state, seat)
             if isinstance(move, Buy):
                 turns = turns_left(state)
-                pool = unseen_cards(view)
-                mean = sum(card_worth(k, turns) for k in pool) / len(pool)
+                pool = _unseen(state, seat)
+                mean = sum(card_worth(k, turns) * n for k, n in enumerate(pool)) / sum(pool)
                 return margin(state, seat) - CARD_PRICE + mean
         after = apply_move(state, move)
         if after.step == LOSS and after.to_move != seat:
@@ -98,4 +122,17 @@ def greedy_bot(view: SeatView, rng: random.Random) -> Move:
 
     scored = [(value(m), i) for i, m in enumerate(moves)]
     best = max(v for v, _ in scored)
-    return moves[rng.choice([i for v, i in scored if v >= best - 1e-9])]
+    ties = [i for v, i in scored if v >= best - 1e-9]
+    return moves[rng.choice(ties) if rng is not None else ties[0]]
+
+
+def _unseen(state: GameState, seat: int) -> list[int]:
+    """How many of each kind `seat` cannot see: the deck and the other hands."""
+    pool = [0] * len(state.hands[seat])
+    for k in state.deck:
+        pool[k] += 1
+    for s in state.seats:
+        if s != seat:
+            for k, n in enumerate(state.hands[s]):
+                pool[k] += n
+    return pool

@@ -55,13 +55,23 @@ def sampled_state(view: SeatView, rng: random.Random) -> GameState:
     check_view(view)
     seat, players = view.seat, view.players
     pool = unseen_cards(view)
+    # The target of an open offer knows the offerer holds the cards it offers: they are dealt
+    # to the offerer, the rest at random.
+    known: list[list[int]] = [[] for _ in players]
+    if view.offer is not None and "give" in view.offer:
+        giver = players.index(view.offer["from"])
+        if giver != seat:
+            for card in view.offer["give"]:
+                pool.remove(INDEX[card])
+                known[giver].append(INDEX[card])
     rng.shuffle(pool)
     hands = []
     for s in range(len(players)):
         if s == seat:
             hands.append(_counts(view.hand))
         else:
-            taken, pool = pool[:view.hand_sizes[s]], pool[view.hand_sizes[s]:]
+            size = view.hand_sizes[s] - len(known[s])
+            taken, pool = known[s] + pool[:size], pool[size:]
             hands.append(_counts(KINDS[k].id for k in taken))
     loss = None
     if view.loss is not None:

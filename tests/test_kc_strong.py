@@ -1,0 +1,224 @@
+"""The strong Knights & Castles bot: from its seat's view alone, a legal answer to every kind of
+decision (a disaster's losses and offers included), offers of its own that are legal and
+bounded, and sound choices in plain positions."""
+
+from __future__ import annotations
+
+import random
+
+from kc_support import play, position
+from test_kc_view import redeal
+
+import engine.knights_castles as kc
+from engine.knights_castles.bots import BOT_NAMES, choose_move
+from engine.knights_castles.bots.policy import has_room
+from engine.knights_castles.bots.strong import MAX_OFFERS, strong_bot, trade_offers
+from engine.knights_castles.cards import INDEX
+from engine.knights_castles.moves import Accept, Offer
+from engine.knights_castles.rules import replace
+from engine.knights_castles.state import (ANSWER, BUILD, BUY, END, EVENT, KEEP, LOSS, RESEARCH,
+                                          TRADE, UPKEEP)
+
+
+def _strong(state, seed=1):
+    return choose_move("strong", kc.view_for(state, state.to_move), random.Random(seed))
+
+
+def test_strong_is_listed_with_the_games_bots():
+    """The server offers the bots the game lists: strong is one of them."""
+    assert "strong" in BOT_NAMES
+
+
+def _quick_strong(view, rng):
+    """strong as it plays, with fewer deals a decision: the same code, a third of the time."""
+    return strong_bot(view, rng, samples=3)
+
+
+def _seeded_games(bots: list[str], games: range, check_hidden_every: int):
+    """Play whole games, the bots seated in order; yield (state, move) for every decision a
+    strong seat made (with `_quick_strong`). Every `check_hidden_every`-th of them is also asked
+    again with every card it cannot see dealt anew and the same random input, and must not
+    change its mind."""
+    asked = 0
+    for number in games:
+        state = kc.new_game(len(bots), f"strong-test:{number}")
+        rngs = [random.Random(f"strong-test:{number}:{s}") for s in state.seats]
+        while not state.is_over:
+            seat = state.to_move
+            view = kc.view_for(state, seat)
+            if bots[seat] != "strong":
+                state = kc.apply_move(state, choose_move(bots[seat], view, rngs[seat]))
+                continue
+            before = rngs[seat].getstate()
+            move = _quick_strong(view, rngs[seat])
+            if asked % check_hidden_every == 0:
+                other = redeal(state, seat, random.Random(asked))
+                assert kc.view_for(other, seat) == view
+                again = random.Random()
+                again.setstate(before)
+                assert _quick_strong(kc.view_for(other, seat), again) == move, \
+                    f"a different move when the hidden cards differ, at step {state.step}"
+            asked += 1
+            yield state, move
+            state = kc.apply_move(state, move)  # raises if the move is not legal
+
+
+def test_strong_answers_every_decision_legally_and_never_by_the_hidden_cards():
+    """Seeded games of two strong seats and two random ones (which play disasters, invasions and
+    events at them): every decision strong makes is legal (apply_move checks it), the losses
+    a disaster asks included, and the same with every card hidden from it dealt anew (answers
+    to offers: the next test, where strong seats make them)."""
+    steps: dict[str, int] = {}
+    for state, move in _seeded_games(["strong", "random", "strong", "random"], range(2), 3):
+        steps[state.step] = steps.get(state.step, 0) + 1
+    assert {BUY, BUILD, RESEARCH, EVENT, LOSS, TRADE} <= set(steps), steps  # ANSWER: below
+
+
+def test_strong_makes_legal_bounded_offers_and_trades_happen():
+    """Its offers are legal (apply_move checks), one card or gold each way, within the gold of
+    the seat that pays, a card only to a seat whose cards in play could carry it, at most
+    MAX_OFFERS a turn, never two to one seat; some are accepted."""
+    per_turn: dict[tuple[int, int], list[str]] = {}
+    offers = accepted = 0
+    pending = None
+    for state, move in _seeded_games(["strong", "strong", "strong", "strong"], range(1), 4):
+        if pending is not None and state.step == ANSWER and state.offer == pending:
+            accepted += isinstance(move, Accept)
+        pending = None
+        if isinstance(move, Offer):
+            offers += 1
+            seat = state.current
+            target = state.players.index(move.target)
+            assert len(move.give) + len(move.ask) <= 1 and (move.give_gold == 0 or
+                                                             move.ask_gold == 0)
+            assert move.give_gold <= state.gold[seat] and move.ask_gold <= state.gold[target]
+            assert all(has_room(state, target, INDEX[card]) for card in move.give)
+            per_turn.setdefault((seat, state.turn), []).append(move.target)
+            pending = move
+    assert offers and accepted
+    for targets in per_turn.values():
+        assert len(targets) <= MAX_OFFERS and len(set(targets)) == len(targets)
+
+
+# --- decisions in plain positions --------------------------------------------------------------
+
+def test_strong_keeps_the_better_card_of_a_scholastics_pair():
+    """Scholastics: of a town and a mine drawn, with a free village, it keeps the mine."""
+    state = play(position(current=1, step=TRADE, deck_top="town mine",
+                          tableau={0: "village scholastics"}), "done")
+    assert state.step == KEEP and state.to_move == 0
+    assert str(_strong(state)) == "keep mine"
+
+
+def test_strong_gives_up_an_idle_castle_rather_than_pay_for_it():
+    """Upkeep: one village left for a town (carrying a city) and a castle: the castle goes."""
+    state = play(position(tableau={0: "village town castle city"}, gold={0: 6}), "done")
+    assert state.step == UPKEEP
+    assert str(_strong(state)) == "abandon castle"
+
+
+def test_strong_chooses_the_cheapest_losses():
+    """A disaster's losses: it covers 1 DP with a village that supports nothing rather than a
+    card that earns, and gives up the leader that earns least to Untimely End."""
+    loss = play(position(hands={0: "plague"}, tableau={1: "3 village town mine"},
+                         step=EVENT, rolls=(1,)), "play plague at red")
+    assert loss.step == LOSS and loss.to_move == 1
+    assert str(_strong(loss)) == "lose village"
+    leader = play(position(hands={0: "untimely-end"},
+                           tableau={1: "2 village 2 town 2 city bishop artist"}, step=EVENT),
+                  "play untimely-end at red")
+    assert str(_strong(leader)) == "lose artist"
+
+
+def test_strong_accepts_a_gift_and_declines_a_bad_trade():
+    """Offers to it: 5 gold for a plague card is taken; a village for all its gold is refused."""
+    base = position(hands={0: "village", 1: "plague"}, gold={0: 10, 1: 10}, step=TRADE)
+    gift = play(base, "offer red: 5 gold for plague")
+    assert gift.step == ANSWER and str(_strong(gift)) == "accept"
+    robbery = play(base, "offer red: village for 10 gold")
+    assert str(_strong(robbery)) == "decline"
+
+
+def test_strong_sells_a_card_it_cannot_use_to_a_seat_that_can():
+    """Trade: holding a trade route and no ships, it offers it for gold to the seat whose
+    ships could carry it; with nobody able to use it, it offers nothing."""
+    state = position(3, hands={0: "trade-route"}, step=TRADE, gold={1: 20, 2: 20},
+                     tableau={1: "village town city ships", 2: "3 village 3 mine"})
+    move = _strong(state)
+    assert isinstance(move, Offer) and move.target == "red" and move.give == ("trade-route",)
+    assert move.ask_gold >= 2 and not move.ask
+    kc.apply_move(state, move)
+    nobody = position(3, hands={0: "trade-route"}, step=TRADE, gold={1: 20, 2: 20},
+                      tableau={1: "village town", 2: "3 village 3 mine"})
+    assert trade_offers(nobody, kc.legal_moves(nobody)) == [] and str(_strong(nobody)) == "done"
+
+
+def test_strong_builds_and_plays_its_disaster_at_the_leader():
+    """It builds the card that earns most, and plays a disaster at the seat furthest ahead."""
+    build = position(hands={0: "town mine"}, tableau={0: "village"})
+    assert str(_strong(build)) == "build mine"
+    event = position(3, hands={0: "plague"}, step=EVENT, gold={1: 5, 2: 40},
+                     tableau={1: "village town", 2: "3 village 2 town mine city"})
+    assert str(_strong(event)) == "play plague at green"
+
+
+def test_strong_discards_its_least_useful_card():
+    """End: over 7 cards, it discards the one it can do least with: a Mined Out when no seat
+    has a mine to lose, rather than a card it can build."""
+    end = position(hands={0: "village 2 town city castle knights mined-out"}, step=END,
+                   tableau={1: "2 village town"})
+    assert str(_strong(end)) == "discard mined-out"
+
+
+def test_strong_buys_the_card_that_ends_the_game_while_it_leads():
+    """Draw phase: 2 cards left, 30 gold against 19 and red's 12 a turn: waiting lets red tax
+    once more (31) before the last card is drawn; buying one card (25 left) leaves the last
+    one to red's draw, which ends the game before red's tax: strong buys, and wins."""
+    state = position(step=BUY, deck_size=2, gold={0: 30, 1: 19},
+                     tableau={1: "6 village 6 mine"})
+    move = _strong(state)
+    assert str(move) == "buy"
+    state = kc.apply_move(state, move)
+    while not state.is_over:
+        seat = state.to_move
+        state = kc.apply_move(state, _strong(state) if seat == 0 else choose_move(
+            "greedy", kc.view_for(state, seat), random.Random(seat)))
+    assert kc.outcome(state).winners == (0,) and state.gold[0] == 25
+
+
+def test_strong_refuses_a_trade_that_hands_the_other_seat_the_win():
+    """An offer at the last card: red, 2 gold behind, offers a trade route for 3 gold; the
+    game ends with red's draw, so the card will earn nothing and the gold decides: strong
+    declines; with 40 cards left, the trade route on its free ship pays, and it accepts."""
+    base = position(hands={0: "village", 1: "trade-route"}, gold={0: 12, 1: 10},
+                    tableau={0: "village town city ships"}, deck_size=1, step=TRADE, current=1)
+    offer = play(base, "offer yellow: trade-route for 3 gold")
+    assert offer.step == ANSWER and offer.to_move == 0
+    assert str(_strong(offer)) == "decline"
+    early = play(replace(base, deck=base.deck + base.discard[:39],
+                         discard=base.discard[39:]), "offer yellow: trade-route for 3 gold")
+    assert len(early.deck) == 40 and str(_strong(early)) == "accept"  # then it pays
+
+
+def test_strong_never_offers_a_trade_that_hands_the_other_seat_the_win():
+    """Its own offers at the last card: none of those it weighs, nor the move it makes, would
+    leave the other seat with as much gold as it has once accepted."""
+    state = position(hands={0: "trade-route castle", 1: "ships"}, gold={0: 12, 1: 10},
+                     tableau={0: "village town city", 1: "2 village town city ships"},
+                     deck_size=1, step=TRADE)
+    weighed = trade_offers(state, kc.legal_moves(state))
+    made = _strong(state)
+    for offer in weighed + ([made] if isinstance(made, Offer) else []):
+        after = kc.apply_move(kc.apply_move(state, offer), Accept())
+        assert after.gold[0] > after.gold[1], offer
+
+
+def test_computer_strong_seats_play_the_strong_bot():
+    """The server's name scheme: a `Computer (strong)` seat of a Knights & Castles game is
+    accepted, and the server's move for it is strong's move from that seat's view."""
+    from pbem.services import bot_player, rules_for
+
+    spec = bot_player("strong", "knights-castles")
+    assert (spec.name, spec.bot) == ("Computer (strong)", "strong")
+    state = position(hands={0: "town mine"}, tableau={0: "village"})
+    assert rules_for("knights-castles").bot_move(state, "strong", "1") == "build mine"
