@@ -171,11 +171,18 @@ def _test_app(settings: dict):
     return app
 
 
+# Admin passwords hashed at argon2id's lowest cost in the tests' apps: the real cost takes
+# ~0.2 s of CPU a hash or check, and the page and browser tests make admins and log in often.
+# The hashes are still argon2id, checked the same way; tests/test_password_cost.py checks the
+# real cost (the defaults, which the servers and commands the process tests start keep).
+QUICK_PASSWORDS = {"ADMIN_PASSWORD_TIME_COST": 1, "ADMIN_PASSWORD_MEMORY_KIB": 1024}
+
+
 def bare_app(instance: Path):
     """An app on a database nobody has set up yet (what `pbem` sees before `init-db`)."""
     seed_catalogs(instance)
     return _test_app({"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
-                       "BASE_URL": "http://localhost", "TESTING": True,
+                       "BASE_URL": "http://localhost", "TESTING": True, **QUICK_PASSWORDS,
                        "DATABASE_URL": database_url(instance, empty=True)})
 
 
@@ -184,7 +191,7 @@ def make_app(instance: Path, **config):
     # the default, seeds mixed with the secret key).
     settings = {"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
                 "BASE_URL": "http://localhost", "TESTING": True, "GAMES_SECRET_SEEDS": False,
-                **config}
+                **QUICK_PASSWORDS, **config}
     if "DATABASE_URL" not in settings:
         settings["DATABASE_URL"] = database_url(instance)
     seed_catalogs(instance)
