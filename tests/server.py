@@ -203,6 +203,33 @@ def make_app(instance: Path, **config):
     return app
 
 
+# What every test process started through `fresh_processes` imports anyway, imported once.
+PRELOAD = ["pytest", "engine", "pbem.app", "pbem.cli", "server", "psycopg",
+           "sqlalchemy.dialects.postgresql.psycopg", "sqlalchemy.dialects.sqlite"]
+
+
+def fresh_processes():
+    """multiprocessing's "forkserver" context, for the tests that race several processes: each
+    process is new (no thread, app, engine, connection or setting of the test's process), forked
+    from a server process that has only imported the project (`PRELOAD`). A "spawn"ed process
+    imports it all again: ~1.5 s of CPU each, most of what a race of six processes cost. The
+    server starts once per test process, without the developer's PBEM_* settings (the tests' own
+    processes run without them, tests/conftest.py)."""
+    import multiprocessing
+    import os
+    from multiprocessing import forkserver
+
+    import pytest
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in os.environ if k.startswith("PBEM_")]:
+            patch.delenv(key)
+        forkserver.ensure_running()
+    return context
+
+
 def assert_intact(app) -> None:
     """The database file passes SQLite's own check (PostgreSQL keeps no file of ours to check)."""
     with get_engine(app).connect() as connection:
