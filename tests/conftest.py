@@ -114,22 +114,6 @@ def _close_test_databases():
     Databases.close_scope()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _quick_password_hashes():
-    """Admin passwords are hashed with argon2 at a low cost in the test processes: the real
-    cost takes ~0.2 s of CPU a hash or check, and the page and browser tests make admins and
-    log in often. The hashes are still argon2id, checked the same way; the servers the
-    process tests start (gunicorn, `pbem` commands) hash at the real cost."""
-    from argon2 import PasswordHasher
-
-    from pbem.services import stewardship
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(stewardship, "hasher",
-                      PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
-        yield
-
-
 @pytest.fixture(autouse=True)
 def _no_pbem_environment(monkeypatch):
     """The developer's own PBEM_* settings must not leak into a test."""

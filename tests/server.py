@@ -171,11 +171,18 @@ def _test_app(settings: dict):
     return app
 
 
+# Admin passwords hashed at argon2id's lowest cost in the tests' apps: the real cost takes
+# ~0.2 s of CPU a hash or check, and the page and browser tests make admins and log in often.
+# The hashes are still argon2id, checked the same way; tests/test_password_cost.py checks the
+# real cost (the defaults, which the servers and commands the process tests start keep).
+QUICK_PASSWORDS = {"ADMIN_PASSWORD_TIME_COST": 1, "ADMIN_PASSWORD_MEMORY_KIB": 1024}
+
+
 def bare_app(instance: Path):
     """An app on a database nobody has set up yet (what `pbem` sees before `init-db`)."""
     seed_catalogs(instance)
     return _test_app({"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
-                       "BASE_URL": "http://localhost", "TESTING": True,
+                       "BASE_URL": "http://localhost", "TESTING": True, **QUICK_PASSWORDS,
                        "DATABASE_URL": database_url(instance, empty=True)})
 
 
@@ -184,7 +191,7 @@ def make_app(instance: Path, **config):
     # the default, seeds mixed with the secret key).
     settings = {"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
                 "BASE_URL": "http://localhost", "TESTING": True, "GAMES_SECRET_SEEDS": False,
-                **config}
+                **QUICK_PASSWORDS, **config}
     if "DATABASE_URL" not in settings:
         settings["DATABASE_URL"] = database_url(instance)
     seed_catalogs(instance)
@@ -194,6 +201,33 @@ def make_app(instance: Path, **config):
     else:
         schema.upgrade(app)
     return app
+
+
+# What every test process started through `fresh_processes` imports anyway, imported once.
+PRELOAD = ["pytest", "engine", "pbem.app", "pbem.cli", "server", "psycopg",
+           "sqlalchemy.dialects.postgresql.psycopg", "sqlalchemy.dialects.sqlite"]
+
+
+def fresh_processes():
+    """multiprocessing's "forkserver" context, for the tests that race several processes: each
+    process is new (no thread, app, engine, connection or setting of the test's process), forked
+    from a server process that has only imported the project (`PRELOAD`). A "spawn"ed process
+    imports it all again: ~1.5 s of CPU each, most of what a race of six processes cost. The
+    server starts once per test process, without the developer's PBEM_* settings (the tests' own
+    processes run without them, tests/conftest.py)."""
+    import multiprocessing
+    import os
+    from multiprocessing import forkserver
+
+    import pytest
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in os.environ if k.startswith("PBEM_")]:
+            patch.delenv(key)
+        forkserver.ensure_running()
+    return context
 
 
 def assert_intact(app) -> None:

@@ -16,7 +16,6 @@ move makes when submitted alone (checked against a second, uncontended copy of t
 
 from __future__ import annotations
 
-import multiprocessing
 import queue
 import random
 import threading
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from server import assert_intact, database_url, make_app
+from server import assert_intact, database_url, fresh_processes, make_app
 from sqlalchemy import func
 from sqlmodel import select
 
@@ -198,7 +197,7 @@ def _collect(results, count: int) -> list[tuple[str, str]]:
 def test_processes_racing_for_one_turn_make_exactly_one_move(tmp_path):
     instance = tmp_path / "instance"
     app = make_app(instance, SECRET_KEY=SECRET)  # the schema exists before any racer starts
-    context = multiprocessing.get_context("spawn")
+    context = fresh_processes()
     barrier = context.Barrier(PROCESSES)
     results = context.Queue()
     tasks = [context.Queue() for _ in range(PROCESSES)]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from server import database_url, make_app
+from server import database_url, fresh_processes, make_app
 from test_pbem_cli import environment, free_port
 
 from pbem.services import stewardship
@@ -354,14 +354,12 @@ def test_processes_migrating_one_new_database_together_each_find_it_up_to_date(t
     then read the version between two migrations and ran the rest again ("table admin
     already exists", seen in the concurrency test). Now the whole upgrade is one IMMEDIATE
     transaction."""
-    import multiprocessing
-
     from pbem.ground import schema
 
-    context = multiprocessing.get_context("spawn")
+    context = fresh_processes()
     for round_ in range(2):
         instance = tmp_path / f"instance-{round_}"
-        # The test's database, empty (a spawned process would otherwise open SQLite).
+        # The test's database, empty (a new process would otherwise open SQLite).
         url = database_url(instance, empty=True)
         barrier, results = context.Barrier(6), context.Queue()
         processes = [context.Process(target=_migrate,

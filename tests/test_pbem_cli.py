@@ -387,7 +387,7 @@ def test_serve_answers_health_until_stopped(tmp_path):
     assert pbem(instance, "init-db").returncode == 0
     port = free_port()
     out = run_until_healthy([sys.executable, "-m", "pbem", "serve", "--port", str(port)],
-                            tmp_path, environment(instance), port, wait=30)
+                            tmp_path, environment(instance), port)
     assert f"Serving on http://127.0.0.1:{port}/" in out
 
 

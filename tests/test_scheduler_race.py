@@ -1,9 +1,9 @@
 """Scheduler processes racing for the same due timers: real processes on one database (an
 SQLite file, and a PostgreSQL database).
 
-Several processes (multiprocessing "spawn", each with its own app on the shared instance) call
-`run_jobs(app, now)` with the same `now` at the same moment (a Barrier before each call). Every
-piece of due work is claimed atomically, so whatever the interleaving:
+Several processes (new ones, tests/server.py fresh_processes, each with its own app on the
+shared instance) call `run_jobs(app, now)` with the same `now` at the same moment (a Barrier
+before each call). Every piece of due work is claimed atomically, so whatever the interleaving:
 
 - each due reminder is mailed exactly once (one outbox row of kind "reminder" per reminder
   timer, none twice), each timeout plays the seat's default turn exactly once (its moves logged
@@ -25,13 +25,12 @@ from the barrier, still find work to claim). A longer run has four processes loo
 successive `now`s with short deadlines (reminders, timeouts, new turns, their reminders...); it
 must leave the database as one scheduler doing the same runs alone leaves a copy of it.
 
-Several spawned processes start slowly, so a module-wide pool of them takes the tasks.
+Several new processes start slowly, so a module-wide pool of them takes the tasks.
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import queue
 import time
@@ -43,6 +42,7 @@ from pathlib import Path
 import pytest
 from server import (
     assert_intact,
+    fresh_processes,
     check_timed_out_logs,
     database_url,
     default_turn,
@@ -225,7 +225,7 @@ def _scheduler(index: int, barriers: dict, tried, tasks, results) -> None:
 def schedulers():
     """WORKERS spawned processes, shared by the tests of this module (spawning is the slow
     part). Started without the developer's PBEM_* settings, like the apps of the tests."""
-    context = multiprocessing.get_context("spawn")
+    context = fresh_processes()
     barriers = {n: context.Barrier(n) for n in (2, WORKERS)}
     tried = context.Array("i", len(KINDS) * LOOP_STEPS)  # per run of a task, per kind (Hold)
     results = context.Queue()

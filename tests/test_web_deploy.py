@@ -207,27 +207,27 @@ def test_export_db_writes_its_file_0600_whatever_the_umask(app, tmp_path):
 # --- issue 34, 3: the admin lockout and the login flood -----------------------------------------
 
 class CountingHasher:
-    """The test's argon2 hasher, counting its hashes and checks."""
+    """The app's argon2 hasher (from `real()`, the app's), counting its hashes and checks."""
 
     def __init__(self, real):
         self.real, self.calls = real, 0
 
     def hash(self, *args, **kwargs):
         self.calls += 1
-        return self.real.hash(*args, **kwargs)
+        return self.real().hash(*args, **kwargs)
 
     def verify(self, *args, **kwargs):
         self.calls += 1
-        return self.real.verify(*args, **kwargs)
+        return self.real().verify(*args, **kwargs)
 
     def check_needs_rehash(self, *args):
-        return self.real.check_needs_rehash(*args)
+        return self.real().check_needs_rehash(*args)
 
 
 @pytest.fixture
 def hasher(monkeypatch):
-    counting = CountingHasher(stewardship.hasher)
-    monkeypatch.setattr(stewardship, "hasher", counting)
+    counting = CountingHasher(stewardship.password_hasher)
+    monkeypatch.setattr(stewardship, "password_hasher", lambda: counting)
     return counting
 
 
@@ -345,7 +345,8 @@ def test_no_password_is_hashed_while_the_write_lock_is_held(app, monkeypatch):
             self._probe()
             return super().verify(*args, **kwargs)
 
-    monkeypatch.setattr(stewardship, "hasher", Probe(stewardship.hasher))
+    probe = Probe(stewardship.password_hasher)
+    monkeypatch.setattr(stewardship, "password_hasher", lambda: probe)
     assert attempt(app, "wrong", "192.0.2.1") == 401
     assert attempt(app, "wrong", "192.0.2.1", "nobody@example.org") == 401
     assert attempt(app, PASSWORD, "192.0.2.2") == 303

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from flask import current_app
 from flask_babel import force_locale
 from flask_babel import lazy_gettext as L_
 from limits import parse_many
@@ -46,7 +47,16 @@ from .seats import revoke_seat_links
 from .time import extend_deadline, pause_game, resume_game
 from .tournaments import game_ended
 
-hasher = PasswordHasher()
+_hashers: dict[tuple[int, int], PasswordHasher] = {}
+
+
+def password_hasher() -> PasswordHasher:
+    """The argon2id hasher at the app's cost (ADMIN_PASSWORD_TIME_COST and _MEMORY_KIB)."""
+    key = (current_app.config["ADMIN_PASSWORD_TIME_COST"],
+           current_app.config["ADMIN_PASSWORD_MEMORY_KIB"])
+    if key not in _hashers:
+        _hashers[key] = PasswordHasher(time_cost=key[0], memory_cost=key[1])
+    return _hashers[key]
 
 
 # --- admin accounts -----------------------------------------------------------------------------
@@ -65,7 +75,7 @@ def create_admin(email: str, password: str) -> int:
         admin = session.exec(select(Admin).where(Admin.email == spec.email.lower())).first()
         if admin is None:
             admin = Admin(email=spec.email.lower(), password_hash="")
-        admin.password_hash = hasher.hash(password)
+        admin.password_hash = password_hasher().hash(password)
         admin.session_version += 1  # a new password ends every open session
         session.add(admin)
         session.flush()
@@ -76,10 +86,10 @@ def _verify(password_hash: str | None, password: str) -> bool:
     """Whether `password` matches the hash; for no account (None), the same work for nothing,
     so that the time taken tells nobody which accounts exist."""
     if password_hash is None:
-        hasher.hash(password or "x")
+        password_hasher().hash(password or "x")
         return False
     try:
-        return hasher.verify(password_hash, password or "")
+        return password_hasher().verify(password_hash, password or "")
     except (VerificationError, InvalidHashError):
         return False
 
@@ -95,6 +105,7 @@ def authenticate(email: str, password: str, now: datetime | None = None) -> int 
     if not _verify(found.password_hash if found else None, password):
         return None
     admin_id, old_hash = found
+    hasher = password_hasher()
     new_hash = hasher.hash(password) if hasher.check_needs_rehash(old_hash) else None
     with writing() as session:
         admin = session.get(Admin, admin_id)
