@@ -181,6 +181,14 @@ class KnightsCastles:
 
     # --- turns ----------------------------------------------------------------------------
 
+    # A turn is a dozen moves, and the notation does not say which one ends it: the move that
+    # does tells that the next player's turn begins (pbem.services.turns).
+    turn_begins = "Turn %(turn)d: %(who)s draws and collects tax."
+
+    def mid_turn(self, state: kc.GameState) -> bool:
+        """Always: the move that ends a turn begins the next one (its draw and tax)."""
+        return True
+
     def ply(self, state: kc.GameState) -> int:
         return state.ply
 
