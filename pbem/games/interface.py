@@ -70,6 +70,8 @@ class GameRules(Protocol):
     def start_seat(self, state: Any) -> int: ...
     # Every move the seat to move may make now, each accepted exactly as written.
     def legal(self, state: Any) -> list[str]: ...
+    # Optional: in_words(notation) -> the move in the reader's words, read back as the same
+    # move (pages and turn files show moves so; the log and the API keep the notation).
     # Moves too many to list (an offer in a card game of trades), as patterns to fill in, like
     # "offer red: <gold and/or cards> for <gold and/or cards>"; never a move as written.
     def move_patterns(self, state: Any) -> list[str]: ...
@@ -155,5 +157,12 @@ class ByState:
 
 def choices(rules: GameRules, state: Any) -> list[str]:
     """What the seat to move can do, for people to read (turn files, mail): the legal moves,
-    then the patterns of those too many to list."""
-    return rules.legal(state) + rules.move_patterns(state)
+    then the patterns of those too many to list, in the reader's words where the game has
+    them."""
+    return [move_words(rules, m) for m in rules.legal(state)] + rules.move_patterns(state)
+
+
+def move_words(rules: GameRules, notation: str) -> str:
+    """A move in the reader's words where the game writes them (`in_words`), else as it is."""
+    say = getattr(rules, "in_words", None)
+    return say(notation) if say is not None else notation

@@ -18,7 +18,7 @@ import engine.knights_castles as kc
 from engine.errors import IllegalMoveError, NotationError, SetupError
 from engine.knights_castles.bots import BOT_NAMES, choose_move
 from engine.knights_castles.cards import INDEX, KINDS
-from engine.knights_castles.moves import MAX_NOTATION_LENGTH
+from engine.knights_castles.moves import MAX_NOTATION_LENGTH, written
 from engine.knights_castles.narrate import describe, hand_words, name, phase
 from engine.knights_castles.svg import tableau_svg
 
@@ -204,12 +204,22 @@ class KnightsCastles:
             return []
         return [str(m) for m in kc.legal_moves(state).moves]
 
+    def in_words(self, notation: str) -> str:
+        """A move of the notation in the reader's words and card names ('baue Dorf'), which
+        the notation reads as the same move: what the seat page's buttons and lists and the
+        turn file show."""
+        return written(notation, i18n.language())
+
     def move_patterns(self, state: kc.GameState) -> list[str]:
         """One pattern an opponent the seat may make an offer to now."""
         if state.is_over:
             return []
         return [gettext("offer %(colour)s: <gold and/or cards> for <gold and/or cards>",
-                        colour=colour) for colour in kc.legal_moves(state).offers_to()]
+                        colour=self.in_words(colour)) for colour in self.offer_targets(state)]
+
+    def offer_targets(self, state: kc.GameState) -> list[str]:
+        """The colours the seat to move may make an offer to now."""
+        return [] if state.is_over else list(kc.legal_moves(state).offers_to())
 
     def parse(self, state: kc.GameState, text: str) -> kc.Move:
         # A move's text reads the same in every position (moves are values): read once.
@@ -264,6 +274,85 @@ class KnightsCastles:
         """The engine's sentences (Phrases: English, with their message ids for the log)."""
         return describe(before, move, after, reader)
 
+    # --- the preview -------------------------------------------------------------------------
+
+    def foretell(self, before: kc.GameState, move: kc.Move, after: kc.GameState) -> list[str]:
+        """What `move` will do, in the future tense and the mover's words, naming no card the
+        move will draw and no roll of the die (those are told once it is made)."""
+        lines = [self._foretold(before, move)]
+        if self._reveals(before, after):
+            lines.append(gettext("What you draw or roll is shown once you confirm; the tableaus "
+                                 "below are as they are now."))
+        if after.is_over:
+            lines.append(gettext("This ends the game."))
+        elif after.to_move != before.to_move and not self._reveals(before, after):
+            lines.append(gettext("Then %(colour)s is to move.",
+                                 colour=i18n.colour(after.players[after.to_move])))
+        return lines
+
+    def foretold_state(self, before: kc.GameState, move: kc.Move,
+                       after: kc.GameState) -> kc.GameState:
+        """The position after the move, unless it draws a card or rolls the die: then the one
+        before (a preview never shows what the move has not revealed yet)."""
+        return before if self._reveals(before, after) else after
+
+    @staticmethod
+    def _reveals(before: kc.GameState, after: kc.GameState) -> bool:
+        return len(after.deck) != len(before.deck) or len(after.dice) != len(before.dice)
+
+    def _foretold(self, before: kc.GameState, move: kc.Move) -> str:
+        card = self.card_name(move.card) if hasattr(move, "card") else ""
+        if isinstance(move, kc.Done):
+            return gettext("You will end the %(phase)s.",
+                           phase=self.phase_name(before.phase))
+        if isinstance(move, kc.Buy):
+            return gettext("You will buy one more card for 5 gold.")
+        if isinstance(move, kc.Keep):
+            return gettext("You will keep %(card)s; the other card goes to the discard pile.",
+                           card=card)
+        if isinstance(move, kc.Build):
+            return gettext("You will build %(card)s.", card=card)
+        if isinstance(move, kc.Pay):
+            return gettext("You will pay 1 gold to keep %(card)s in play.", card=card)
+        if isinstance(move, kc.Abandon):
+            return gettext("You will give up %(card)s: it goes to the discard pile.", card=card)
+        if isinstance(move, kc.Research):
+            return gettext("You will research %(card)s for 5 gold.", card=card)
+        if isinstance(move, kc.Share):
+            return gettext("You will share %(card)s for 10 gold.", card=card)
+        if isinstance(move, kc.Play):
+            if move.target is None:
+                return gettext("You will play %(card)s.", card=card)
+            return gettext("You will play %(card)s against %(colour)s.", card=card,
+                           colour=i18n.colour(move.target))
+        if isinstance(move, kc.War):
+            return gettext("You will discard a Knights card as an act of war against "
+                           "%(colour)s.", colour=i18n.colour(move.target))
+        if isinstance(move, kc.Lose):
+            return gettext("You will lose %(cards)s.", cards=_names(move.cards))
+        if isinstance(move, kc.Offer):
+            return gettext("You will offer %(colour)s %(give)s for %(ask)s; %(colour)s then "
+                           "accepts or declines.", colour=i18n.colour(move.target),
+                           give=self._items(move.give_gold, move.give),
+                           ask=self._items(move.ask_gold, move.ask))
+        if isinstance(move, (kc.Accept, kc.Decline)):
+            offer, offerer = before.offer, i18n.colour(before.players[before.current])
+            if isinstance(move, kc.Decline) or offer is None:
+                return gettext("You will decline the offer of %(colour)s.", colour=offerer)
+            return gettext("You will accept the offer of %(colour)s: you give %(ask)s and get "
+                           "%(give)s.", colour=offerer,
+                           give=self._items(offer.give_gold, offer.give),
+                           ask=self._items(offer.ask_gold, offer.ask))
+        if isinstance(move, kc.Discard):
+            return gettext("You will discard %(card)s.", card=card)
+        return self.in_words(str(move))
+
+    def _items(self, gold: int, cards) -> str:
+        """'5 gold, Village, Town' in the reader's words; 'nothing'."""
+        parts = [ngettext("%(num)d gold", "%(num)d gold", gold)] if gold else []
+        parts += [self.card_name(c) for c in cards]
+        return ", ".join(parts) if parts else gettext("nothing")
+
     def default_move(self, state: kc.GameState) -> str:
         """The readings' move for a seat that missed its deadline (docs/rules-notes.md, K15)."""
         return str(kc.default_move(state))
@@ -294,7 +383,8 @@ class KnightsCastles:
         """Every tableau as one <svg>, from `seat`'s view (None: a spectator's)."""
         view = kc.view_for(state, seat)
         who = gettext("a spectator") if seat is None else i18n.colour(state.players[seat])
-        title = (gettext("The tableaus as they will be after your move %(move)s", move=str(move))
+        title = (gettext("The tableaus as they will be after your move %(move)s",
+                         move=self.in_words(str(move)))
                  if move is not None else
                  gettext("Every player's cards in play after %(moves)d moves, as %(who)s sees "
                          "them", moves=state.ply, who=who))
