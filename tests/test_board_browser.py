@@ -112,7 +112,7 @@ def test_the_click_panel_speaks_german_and_names_the_empty_country_rule(site, pa
         for seat in session.exec(select(Seat).where(Seat.game_id == created.game_id)):
             seat.language = "de"
             session.add(seat)
-    game, state = game_state(app, created.game_id)
+    __, state = game_state(app, created.game_id)
     move = monastery_move(state)
     country = next(c for c in state.board.countries if c.name == move.country)
     other = next(state.board.fields[f].name for f in country.fields

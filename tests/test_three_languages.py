@@ -218,12 +218,12 @@ def test_grammar_of_the_sentences_players_tripped_on(app):
     """Issue 32, point 9: Spanish colour adjectives agree with 'carta' ('de color rojo'),
     'antes del domingo', 'ninguna segunda pieza'; German: no comma before 'aus' after a joker,
     no 'war 0 Mal aufgebraucht', no 'der' for a player who may be a woman."""
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     from engine.words import say
     from pbem.ground import i18n
 
-    sunday = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+    sunday = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
     with app.app_context():
         with i18n.in_language("es"):
             card = i18n.ngettext("%(num)d %(colour)s card (%(countries)s)",
