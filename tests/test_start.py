@@ -11,7 +11,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from server import Mailbox, field, finish_game, make_app, new_game, text_of
+from server import Mailbox, field, finish_game, html_of, make_app, new_game, text_of
 from sqlmodel import func, select
 
 from pbem.ground.db import reading, utcnow
@@ -126,6 +126,9 @@ def test_a_decline_is_told_and_the_starter_starts_with_those_who_accepted(app, c
     post_page(client, f"/invite/{dora}", f"/invite/{dora}/decline")
     news = box.to("anna@example.org")[-1]
     assert '"Dora" <dora@example.org> declined' in text_of(news)
+    # The title is the game's name: said once (issue 32).
+    assert "News of the game of Kardinal & König:" in text_of(news)
+    assert "called" not in text_of(news) and "called" not in html_of(news)
     page = client.get(f"/new/game/{manage}").get_data(as_text=True)
     assert "Start now with the 3 who accepted" in page
     assert post_page(client, f"/new/game/{manage}", f"/new/game/{manage}/start"
