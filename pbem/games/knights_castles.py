@@ -39,6 +39,7 @@ SWITCHES = {
     "knights-from-hand": N_("a Knights card in the hand may be discarded as an act of war"),
 }
 STANDARD = N_("the rule page as our readings referee it, no variant")
+VARIANT_PLAYERS = 2  # the rule page's variants are "for a two-player game only"
 # A game is created with any set of the variant switches, named by joining them with '+'.
 VARIANTS = {"standard": STANDARD}
 for _n in range(1, len(SWITCHES) + 1):
@@ -124,8 +125,9 @@ class KnightsCastles:
     @property
     def order_examples(self) -> tuple[str, ...]:
         return self._order_examples.get(i18n.language(), self._order_examples["en"])
-    variant_question = N_("The rule page's notes offer three variants, each a switch; choose "
-                          "the ones this game plays with (shown on every page of the game).")
+    variant_question = N_("The rule page's notes offer three variants for a two-player game "
+                          "only, each a switch; choose the ones this game plays with (shown on "
+                          "every page of the game).")
     variant_help = ("the variant switches joined by '+', like catch-up+no-buying (also "
                     "knights-from-hand; default: standard)")
 
@@ -149,6 +151,12 @@ class KnightsCastles:
                                        "%(variant)s", variants=", ".join(VARIANTS),
                                        variant=repr(variant)))
         switches = () if variant == "standard" else tuple(variant.split("+"))
+        if switches and len(colours) > VARIANT_PLAYERS:
+            # The rule page: "The above variations are for a two-player game only."
+            raise SetupProblem(gettext(
+                "the rule page offers its variants (%(variant)s) for a two-player game only; "
+                "play this game of %(count)d with the standard rules, or with two players",
+                variant=variant, count=len(colours)))
         try:
             return kc.new_game(tuple(colours), seed, switches, start)
         except SetupError as exc:
