@@ -378,8 +378,8 @@ def run_until_healthy(command: list[str], cwd: Path, env: dict[str, str], port: 
                 time.sleep(0.1)
     finally:
         server.terminate()
-        out, _ = server.communicate(timeout=60)
-    return out
+        out, err = server.communicate(timeout=60)
+    return out + err  # what a person at the terminal reads
 
 
 def test_serve_answers_health_until_stopped(tmp_path):
@@ -389,6 +389,7 @@ def test_serve_answers_health_until_stopped(tmp_path):
     out = run_until_healthy([sys.executable, "-m", "pbem", "serve", "--port", str(port)],
                             tmp_path, environment(instance), port, wait=30)
     assert f"Serving on http://127.0.0.1:{port}/" in out
+    assert out.count("serve: no settings file") + out.count("serve (process") == 1, out
 
 
 def test_demo_with_serve_starts_the_server_without_telling_to_start_it(tmp_path):

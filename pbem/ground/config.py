@@ -8,6 +8,7 @@ kind are refused with a message naming the setting; nothing here touches the dis
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -325,7 +326,8 @@ def check_settings(app, command: str, replies_arrive: bool = False, quiet: bool 
     Every process writes mail (the web server after a move, the scheduler after a timeout,
     ingest-mail after a reply), so all of them must read the same settings file."""
     path = os.environ.get("PBEM_CONFIG")
-    if not quiet:
+    # A service's log already said it at start (pbem.ground.logs.setup), when its level shows it.
+    if not quiet and not logging.getLogger("pbem.ground.logs").isEnabledFor(logging.INFO):
         click.echo(f"{command}: " + (f"settings from {path} (PBEM_CONFIG) and PBEM_* variables"
                                      if path else "no settings file (PBEM_CONFIG is not set): "
                                      "built-in defaults and PBEM_* variables"), err=True)
