@@ -726,6 +726,10 @@ def test_abort_ends_the_game_tells_everyone_and_refuses_moves(app, admin, mailbo
     assert refused.status_code == 409
     assert "aborted" in refused.get_json()["error"]
     assert game_state(app)[0].turn == game.turn
+    # The seat page says the game is over for good, not that it will run again (issue 32).
+    seat_page = admin.get(f"/seat/{tokens[0]}").get_data(as_text=True)
+    assert "This game is aborted: nobody moves in it any more." in seat_page
+    assert "until the game runs again" not in seat_page
     assert audit(app) == [(admin_id(app), 1, "abort", "the club closed", "")]
     # and it cannot be aborted twice: not offered, its confirmation refused, its POST too
     before = everything(app)

@@ -98,6 +98,36 @@ def test_a_crest_click_places_an_advisor_and_asks_which_cards(site, page):
     sync_api.expect(page.get_by_role("heading", name="Confirm your move")).to_be_visible()
 
 
+def test_the_click_panel_speaks_german_and_names_the_empty_country_rule(site, page):
+    """On a German seat page the panel is German (issue 32, point 6), and two fields clicked in
+    a country where nobody has built yet are refused for that reason, not for the cards."""
+    from sqlmodel import select
+
+    from pbem.ground.db import writing
+    from pbem.ground.models import Seat
+
+    app, base = site
+    created, tokens = new_game(app, 3, "click-de", start=0)
+    with app.app_context(), writing() as session:
+        for seat in session.exec(select(Seat).where(Seat.game_id == created.game_id)):
+            seat.language = "de"
+            session.add(seat)
+    __, state = game_state(app, created.game_id)
+    move = monastery_move(state)
+    country = next(c for c in state.board.countries if c.name == move.country)
+    other = next(state.board.fields[f].name for f in country.fields
+                 if state.board.fields[f].name != move.pieces[0])
+    page.goto(f"{base}/seat/{tokens[0]}")
+    page.locator(f'svg [data-field="{move.pieces[0]}"].clickable').click()
+    panel = page.locator("#map-choice")
+    sync_api.expect(panel).to_contain_text(f"Du hast ein Kloster in {move.pieces[0]} gewählt.")
+    sync_api.expect(panel.get_by_role("button", name="Vorschau dieses Einsetzens")).to_be_visible()
+    page.locator(f'svg [data-field="{other}"].clickable').click()
+    sync_api.expect(panel).to_contain_text(f"In {move.country} hat noch niemand gebaut")
+    assert "Dafür reichen deine Karten nicht" not in panel.inner_text()
+    assert "You chose" not in panel.inner_text()
+
+
 def test_the_history_shows_the_board_after_any_move(site, page):
     """The spectator history replays the game: each move's board, with previous and next."""
     app, base = site

@@ -76,3 +76,42 @@ def test_a_move_that_is_not_text_is_refused():
     for value in (None, 3, ["buy"]):
         with pytest.raises(NotationError):
             parse_move(value)
+
+
+def test_every_move_written_in_german_and_spanish_reads_back_as_itself():
+    """A move shown in the reader's words (the seat page's buttons, the turn file's list: issue
+    32, point 5) is the same move when the reader sends it back; no English word is left in it."""
+    import random
+
+    from engine.knights_castles import legal_moves, new_game
+    from engine.knights_castles.moves import CARD_NAMES, Offer, War, written
+    from engine.knights_castles.rules import apply_move
+
+    seen = {"offer red: 5 gold, 2 village, town for storm-at-sea",
+            "offer green: nothing for 3 gold", "lose 2 village, trade-route"}
+    seen.add(str(War("purple", True)))
+    seen.add(str(Offer("yellow", 0, ("untimely-end", "mined-out"), 2, ("crop-rotation",))))
+    for game in range(6):
+        chooser = random.Random(game)
+        state = new_game(("yellow", "red", "green", "purple"), game, ("knights-from-hand",))
+        for _ in range(400):
+            if state.is_over:
+                break
+            moves = legal_moves(state).moves
+            seen.update(str(m) for m in moves)
+            state = apply_move(state, chooser.choice(moves))
+    assert {m.split()[0] for m in seen} >= {"done", "buy", "build", "lose", "play", "war",
+                                            "discard", "pay", "research", "offer"}
+    english = {"done", "buy", "build", "keep", "pay", "abandon", "research", "share", "play",
+               "war", "lose", "offer", "accept", "decline", "discard", "at", "for",
+               "nothing", "from", "hand", "yellow", "red", "green", "purple", *CARD_NAMES}
+    for language in ("de", "es"):
+        for notation in sorted(seen):
+            text = written(notation, language)
+            assert str(parse_move(text)) == str(parse_move(notation)), (notation, text)
+            left = [w for w in re.findall(r"[a-zäöüß-]+", text.lower()) if w in english
+                    and w not in ("mine", "hand", "inventor")]  # German or Spanish too
+            assert not left, (language, notation, text, left)
+    assert written("build village", "de") == "baue Dorf"
+    assert written("play plague at red", "es") == "jugar Peste contra rojo"
+    assert written("build village", "en") == "build village"

@@ -51,12 +51,20 @@ def test_create_game_from_the_command_line(tmp_path):
     app = make_app(tmp_path / "instance")
     runner = app.test_cli_runner()
     players = [f"--player=P{i} <p{i}@example.org>" for i in range(4)]
-    result = runner.invoke(args=["create-game", "--game", "knights-castles", *players,
+    # The rule page's variants are for a two-player game only (issue 32, point 17).
+    refused = runner.invoke(args=["create-game", "--game", "knights-castles", *players,
+                                  "--seed", "kc", "--rules", "catch-up+no-buying"])
+    assert refused.exit_code != 0
+    assert "for a two-player game only" in refused.output, refused.output
+    result = runner.invoke(args=["create-game", "--game", "knights-castles", *players[:2],
                                  "--seed", "kc", "--rules", "catch-up+no-buying"])
     assert result.exit_code == 0, result.output
     game, state = state_of(app)
     assert game.kind == "knights-castles" and state.variants == ("catch-up", "no-buying")
-    assert len(state.players) == 4 and state.card_total() == 106
+    assert len(state.players) == 2 and state.card_total() == 106
+    result = runner.invoke(args=["create-game", "--game", "knights-castles", *players,
+                                 "--seed", "kc2"])
+    assert result.exit_code == 0, result.output
     too_many = runner.invoke(args=["create-game", "--game", "knights-castles",
                                    *[f"--player=Q{i} <q{i}@example.org>" for i in range(7)]])
     assert too_many.exit_code != 0 and "2 to 6 players" in too_many.output

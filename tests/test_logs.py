@@ -193,3 +193,20 @@ def test_the_schedulers_mail_helpers_log_as_it_does(tmp_path):
         scheduler.wait(60)
     assert re.search(r" INFO pbem\.ground\.logs: scheduler \(process \d+\): no settings file",
                      log.read_text())
+
+
+def test_apschedulers_lines_of_every_run_are_left_out(root_logging, monkeypatch):
+    """At INFO the scheduler's log does not repeat APScheduler's 'Running job ...' and
+    '... executed successfully' every 30 seconds (issue 32); its warnings stay."""
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    for handler in [h for h in root_logging.handlers if isinstance(h, logs._OurHandler)]:
+        root_logging.removeHandler(handler)
+    logs.setup({"LOG_LEVEL": "info"}, "scheduler")
+    chatty = logging.getLogger("apscheduler.executors.default")
+    chatty.info('Job "run_jobs" executed successfully')
+    chatty.warning("Run time of job was missed")
+    logging.getLogger("pbem.scheduler").info("ran the due jobs")
+    text = stream.getvalue()
+    assert "executed successfully" not in text
+    assert "was missed" in text and "ran the due jobs" in text

@@ -572,3 +572,32 @@ def test_guide_field_table_matches_the_board():
     rows = _table("Country")
     assert rows == [[c.name, c.card, ", ".join(BOARD.fields[f].name for f in c.fields)]
                     for c in BOARD.countries]
+
+
+def test_every_move_written_in_german_and_spanish_reads_back_as_itself():
+    """The legal moves a German or Spanish seat's turn file and page list are in its words
+    (issue 32, points 5 and 8: 'G Bayern: Rat', 'ziehe Stapel', never 'advisor' or 'draw
+    deck'), and each reads back as the same move."""
+    import engine
+    from engine.kardinal_koenig.moves import written
+
+    seen = set()
+    for game in range(4):
+        chooser = random.Random(game)
+        state = engine.new_game(4, f"words-{game}")
+        for _ in range(300):
+            moves = engine.legal_moves(state)
+            if not moves:
+                break
+            seen.update(str(m) for m in moves)
+            state = engine.apply_move(state, chooser.choice(moves))
+    assert any("advisor" in m for m in seen) and "draw deck" in seen
+    assert any(m.startswith("exchange ") for m in seen)
+    for language in ("de", "es"):
+        for notation in sorted(seen):
+            text = written(notation, language)
+            assert not re.search(r"\b(advisor|exchange|draw|deck)\b", text), (notation, text)
+            assert engine.parse_move(text, state.board) == engine.parse_move(notation,
+                                                                              state.board)
+    assert written("G Bayern: advisor", "de") == "G Bayern: Rat"
+    assert written("draw deck", "es") == "robar mazo"

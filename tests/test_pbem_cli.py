@@ -378,8 +378,8 @@ def run_until_healthy(command: list[str], cwd: Path, env: dict[str, str], port: 
                 time.sleep(0.1)
     finally:
         server.terminate()
-        out, _ = server.communicate(timeout=60)
-    return out
+        out, err = server.communicate(timeout=60)
+    return out + err  # what a person at the terminal reads
 
 
 def test_serve_answers_health_until_stopped(tmp_path):
@@ -389,6 +389,7 @@ def test_serve_answers_health_until_stopped(tmp_path):
     out = run_until_healthy([sys.executable, "-m", "pbem", "serve", "--port", str(port)],
                             tmp_path, environment(instance), port)
     assert f"Serving on http://127.0.0.1:{port}/" in out
+    assert out.count("serve: no settings file") + out.count("serve (process") == 1, out
 
 
 def test_demo_with_serve_starts_the_server_without_telling_to_start_it(tmp_path):
@@ -400,6 +401,41 @@ def test_demo_with_serve_starts_the_server_without_telling_to_start_it(tmp_path)
     assert f"Serving on http://127.0.0.1:{port}/" in out
     assert len(links_in(out)) == 3
     assert "start it with" not in out and "Start the server" not in out
+
+
+@pytest.mark.parametrize("how", ["environment", "option"])
+def test_demo_on_another_port_links_to_that_port(tmp_path, how):
+    """Issue 32, point 2: PBEM_SERVE_PORT or `demo --port` without a base URL of its own: the
+    printed and mailed links lead to the port it serves on, not to :5000."""
+    instance = tmp_path / "instance"
+    port = free_port()
+    extra = {"PBEM_SERVE_PORT": str(port)} if how == "environment" else {}
+    command = [sys.executable, "-m", "pbem", "demo", "--serve", "--players", "3"]
+    if how == "option":
+        command += ["--port", str(port)]
+    out = run_until_healthy(command, tmp_path, environment(instance, **extra), port)
+    links = links_in(out)
+    assert len(links) == 3 and all(link.startswith(f"http://127.0.0.1:{port}/") for link in links)
+    assert f"http://127.0.0.1:{port}/mailbox/" in out
+    for mail in (instance / "mail").glob("*.eml"):
+        assert ":5000/" not in mail.read_text(errors="replace"), mail
+
+
+def test_serve_on_a_taken_port_says_so_before_claiming_to_serve(tmp_path):
+    """With the port taken, `serve` says it cannot listen there, and never 'Serving on' or
+    'Scheduler running' first."""
+    import socket
+
+    instance = tmp_path / "instance"
+    assert pbem(instance, "init-db").returncode == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = pbem(instance, "serve", "--port", str(port))
+    assert done.returncode != 0
+    assert f"Port {port} is in use by another program" in done.stderr, done.stderr
+    assert "Serving on" not in done.stdout and "Scheduler running" not in done.stdout
 
 
 # --- help -----------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from server import Mailbox, field, finish_game, make_app, new_game, text_of
+from server import Mailbox, field, finish_game, html_of, make_app, new_game, text_of
 from sqlmodel import func, select
 
 from pbem.ground.db import reading, utcnow
@@ -126,6 +126,9 @@ def test_a_decline_is_told_and_the_starter_starts_with_those_who_accepted(app, c
     post_page(client, f"/invite/{dora}", f"/invite/{dora}/decline")
     news = box.to("anna@example.org")[-1]
     assert '"Dora" <dora@example.org> declined' in text_of(news)
+    # The title is the game's name: said once (issue 32).
+    assert "News of the game of Kardinal & König:" in text_of(news)
+    assert "called" not in text_of(news) and "called" not in html_of(news)
     page = client.get(f"/new/game/{manage}").get_data(as_text=True)
     assert "Start now with the 3 who accepted" in page
     assert post_page(client, f"/new/game/{manage}", f"/new/game/{manage}/start"
@@ -264,3 +267,30 @@ def test_knights_and_castles_can_be_started_too(app, client):
     assert game.kind == "knights-castles"
     assert rules.variant_of(rules.loads(game.state_json)) == "catch-up"
     assert [(s.name, s.colour) for s in seats] == [("Anna", "purple"), ("Bruno", "orange")]
+
+
+def test_an_invitee_answering_from_a_german_browser_gets_german_mail(app, client):
+    """Issue 32, point 15: the seat of a friend who accepts on a German page is German, and so
+    are the game's mails to them; a Spanish one's Spanish; the starter's is the language of the
+    page the game was proposed on."""
+    box = Mailbox(app)
+    page = client.get("/new", headers={"Accept-Language": "es"}).get_data(as_text=True)
+    response = client.post("/new", headers={"Accept-Language": "es"},
+                           data={**form(client), "csrf_token": field(page, "csrf_token")})
+    assert response.status_code == 200
+    manage = link_in(box, "anna@example.org", MANAGE)
+    assert post_page(client, f"/new/game/{manage}", f"/new/game/{manage}/confirm"
+                     ).status_code == 303
+    bruno, chiara = (link_in(box, f"{n}@example.org", INVITE) for n in ("bruno", "chiara"))
+    for token, language, name in ((bruno, "de", "Bruno"), (chiara, "en", "Chiara")):
+        page = client.get(f"/invite/{token}", headers={"Accept-Language": language})
+        answer = client.post(f"/invite/{token}/accept", headers={"Accept-Language": language},
+                             data={"csrf_token": field(page.get_data(as_text=True),
+                                                       "csrf_token"), "name": name})
+        assert answer.status_code == 303, answer.get_data(as_text=True)
+    with app.app_context(), reading() as session:
+        seats = session.exec(select(Seat).order_by(Seat.number)).all()
+    assert [s.language for s in seats] == ["es", "de", "en"]
+    started = box.to("bruno@example.org")[-1]
+    assert "Hallo Bruno" in text_of(started), text_of(started)[:500]
+    assert "Hola, Anna" in text_of(box.to("anna@example.org")[-1])

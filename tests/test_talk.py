@@ -402,3 +402,28 @@ def test_a_third_seat_sees_its_messages_numbered_without_gaps(app, client):
     for mail in mails:
         for part in (text_of(mail), html_of(mail)):
             assert not re.search(r"(?:message|id)[ =#:-]*\d", part, re.I), part
+
+
+def test_a_german_reader_reads_the_senders_colour_in_german(tmp_path):
+    """'Anna (Gelb) schreibt an alle', never '(yellow)' (issue 32, point 8)."""
+    from pbem.services.games import create_game
+    from pbem.services.players import PlayerSpec
+
+    app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN)
+    box = Mailbox(app)
+    with app.app_context():
+        created = create_game([PlayerSpec("Anna", "anna@example.org", language="en"),
+                               PlayerSpec("Bernd", "bernd@example.org", language="de"),
+                               PlayerSpec("Carmen", "carmen@example.org", language="es")],
+                              "talk-colour", start=0)
+        tokens = [link.rsplit("/", 1)[1] for _, _, link in created.links]
+        post_message(tokens[0], "Hallo zusammen")
+        post_message(tokens[0], "Nur für dich", to=1)
+    german = [m for m in box.to("bernd@example.org") if "Hallo zusammen" in text_of(m)
+              or "Nur für dich" in text_of(m)]
+    spanish = [m for m in box.to("carmen@example.org") if "Hallo zusammen" in text_of(m)]
+    assert len(german) == 2 and spanish
+    for message in german:
+        for body in (text_of(message), html_of(message)):
+            assert "Anna (Gelb) schreibt" in body and "yellow" not in body, body
+    assert "Anna (amarillo)" in text_of(spanish[0])

@@ -212,3 +212,35 @@ def test_plural_forms(app, language, one, two, zero):
         points = [i18n.render(say_n("%(num)d point", "%(num)d points", n)) for n in (1, 5)]
         assert points == {"en": ["1 point", "5 points"], "de": ["1 Punkt", "5 Punkte"],
                           "es": ["1 punto", "5 puntos"]}[language]
+
+
+def test_grammar_of_the_sentences_players_tripped_on(app):
+    """Issue 32, point 9: Spanish colour adjectives agree with 'carta' ('de color rojo'),
+    'antes del domingo', 'ninguna segunda pieza'; German: no comma before 'aus' after a joker,
+    no 'war 0 Mal aufgebraucht', no 'der' for a player who may be a woman."""
+    from datetime import UTC, datetime
+
+    from engine.words import say
+    from pbem.ground import i18n
+
+    sunday = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    with app.app_context():
+        with i18n.in_language("es"):
+            card = i18n.ngettext("%(num)d %(colour)s card (%(countries)s)",
+                                 "%(num)d %(colour)s cards (%(countries)s)", 1,
+                                 colour=i18n.colour("red"), countries="Franken")
+            assert card == "1 carta de color rojo (Franken)"
+            deadline = i18n.gettext("Please move by %(deadline)s.",
+                                    deadline=i18n.format_local(sunday, None))
+            assert deadline.startswith("Por favor, juega antes del domingo"), deadline
+            assert i18n.gettext("no second piece") == "ninguna segunda pieza"
+        with i18n.in_language("de"):
+            joker = i18n.render(say("%(cards)s as a joker,", cards="zwei Karten Grün"))
+            assert joker == "zwei Karten Grün als Joker"
+            ran_out = i18n.ngettext("The deck has run out %(num)d time.",
+                                    "The deck has run out %(num)d times.", 0)
+            assert "0 Mal" not in ran_out and ran_out.endswith(": 0."), ran_out
+            waiting = i18n.gettext("Waiting for %(name)s (%(colour)s), who has until "
+                                   "%(deadline)s.", name="Chiara", colour="Lila",
+                                   deadline="Sonntag")
+            assert ", der" not in waiting, waiting

@@ -393,3 +393,26 @@ def _not_a_piece(word: str, country: Country | None, board: Board) -> NotationEr
                              "'advisor'%(hint)s; the fields in %(country)s are %(fields)s",
                              word=_shown(word), country=country.name,
                              hint=_suggestion(word, names), fields=_field_list(country, board)))
+
+
+# --- writing in German or Spanish -------------------------------------------------------------
+
+# The notation's words in each language, each read back by parse_move as the English one.
+_WRITTEN = {"de": {"exchange": "tausche", "draw": "ziehe", "deck": "Stapel", "pass": "passe",
+                   "advisor": "Rat"},
+            "es": {"exchange": "cambiar", "draw": "robar", "deck": "mazo", "pass": "pasar",
+                   "advisor": "consejero"}}
+_WRITTEN_WORD = re.compile(r"(?<![\w-])(exchange|draw|deck|pass|advisor)(?![\w-])")
+
+
+def written(notation: str, language: str) -> str:
+    """A move of the notation (as `str(move)` writes it) in `language`'s words, which
+    parse_move reads as the same move: 'G Bayern: advisor' -> 'G Bayern: Rat'; country and
+    field names and the card letters stay. English stays as it is."""
+    words = _WRITTEN.get(language)
+    if words is None:
+        return notation
+    head, colon, rest = notation.partition(":")
+    if colon:  # a placement: only its pieces are words; the country is a name
+        return head + colon + _WRITTEN_WORD.sub(lambda m: words[m.group(1)], rest)
+    return _WRITTEN_WORD.sub(lambda m: words[m.group(1)], notation)

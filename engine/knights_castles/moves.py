@@ -473,3 +473,44 @@ def parse_moves(text: str) -> list[Move]:
         raise NotationError(say("moves must be text, for example %(examples)s",
                                 examples=EXAMPLES))
     return [parse_move(part) for part in _BREAK.split(text) if part.strip()]
+
+
+# --- writing in German or Spanish -------------------------------------------------------------
+
+# The words a move is written with in each language, each read back by parse_move as the
+# English one (the first of its _FOREIGN_WORDS, or a form it reads).
+_WRITTEN = {
+    "de": {"buy": "kaufe", "build": "baue", "done": "fertig", "keep": "behalte", "pay": "zahle",
+           "abandon": "aufgeben", "research": "erforsche", "share": "teile", "play": "spiele",
+           "war": "Krieg", "lose": "verliere", "offer": "biete", "accept": "annehmen",
+           "decline": "ablehnen", "discard": "abwerfen", "at": "gegen", "for": "für",
+           "gold": "Gold", "nothing": "nichts", "from hand": "aus der Hand",
+           "yellow": "gelb", "red": "rot", "green": "grün", "purple": "lila", "blue": "blau",
+           "orange": "orange"},
+    "es": {"buy": "comprar", "build": "construir", "done": "listo", "keep": "quedarse",
+           "pay": "pagar", "abandon": "abandonar", "research": "investigar",
+           "share": "compartir", "play": "jugar", "war": "guerra", "lose": "perder",
+           "offer": "ofrecer", "accept": "aceptar", "decline": "rechazar",
+           "discard": "descartar", "at": "contra", "for": "por", "gold": "oro",
+           "nothing": "nada", "from hand": "de la mano", "yellow": "amarillo", "red": "rojo",
+           "green": "verde", "purple": "morado", "blue": "azul", "orange": "naranja"},
+}
+_WRITTEN_TOKEN = re.compile(r"from hand|[a-z][a-z-]*")
+
+
+def written(notation: str, language: str) -> str:
+    """A move of the notation (English, as `str(move)` writes it) in `language`'s words and
+    card names, which parse_move reads as the same move: 'build village' -> 'baue Dorf',
+    'construir Aldea'. English, and any language without words here, stays as it is."""
+    words = _WRITTEN.get(language)
+    if words is None:
+        return notation
+    column = ("de", "es").index(language)
+
+    def word(match: re.Match) -> str:
+        token = match.group(0)
+        if token in CARD_NAMES:
+            return CARD_NAMES[token][column]
+        return words.get(token, token)
+
+    return _WRITTEN_TOKEN.sub(word, notation)

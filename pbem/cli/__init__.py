@@ -22,6 +22,7 @@ from sqlmodel import select
 
 from ..games import DEFAULT_KIND, SetupProblem, games_help, rules_for
 from ..ground import i18n
+from ..ground.config import links_here, served_url
 from ..ground.db import reading, shown_url, utcnow
 from ..ground.i18n import gettext as _
 from ..ground.i18n import ngettext
@@ -176,11 +177,19 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
 @click.option("--new", is_flag=True, help="Create another demo game even if one is running.")
 @click.option("--serve", "then_serve", is_flag=True,
               help="Then start the server (as `serve` does, on SERVE_HOST and SERVE_PORT).")
+@click.option("--host", help="With --serve: the address to listen on (default: SERVE_HOST).")
+@click.option("--port", type=click.IntRange(1, 65535),
+              help="With --serve: the port (default: SERVE_PORT); the mails' links lead there "
+                   "unless BASE_URL is set.")
 @_one_line_errors
 @with_appcontext
 @click.pass_context
-def demo_command(context, kind, players, seed, new, then_serve):
+def demo_command(context, kind, players, seed, new, then_serve, host, port):
     """Set up the database and a demo game whose players' mail shows on the mailbox page."""
+    config = current_app.config
+    if links_here(config) and (host or port):  # the links lead where it serves
+        config["BASE_URL"] = served_url(host or config["SERVE_HOST"],
+                                        port or config["SERVE_PORT"])
     try:
         rules = rules_for(kind)
     except KeyError as exc:
@@ -206,7 +215,7 @@ def demo_command(context, kind, players, seed, new, then_serve):
     if current_app.config["MAIL_BACKEND"] == "local":
         click.echo(f"Mailbox (every message sent, with the players' links): {_base()}/mailbox/")
     if then_serve:
-        context.invoke(serve_command)
+        context.invoke(serve_command, host=host, port=port)
     else:
         click.echo("The server is not running yet: start it with python3 -m pbem serve "
                    "(or run python3 -m pbem demo --serve next time).")

@@ -16,7 +16,7 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from ..ground.config import check_settings
+from ..ground.config import check_settings, links_here, served_url
 from ..ground.db import utcnow
 from ..ground.process import started
 from ..scheduler.jobs import run_jobs
@@ -36,7 +36,7 @@ from .common import _base, _need_schema, _one_line_errors
 def serve_command(host, port, scheduler):
     """Run the web server with a mail sender beside it, and the scheduler in a process of its
     own (single machine; see README for more)."""
-    from werkzeug.serving import run_simple
+    from werkzeug.serving import make_server
 
 
     _need_schema()
@@ -52,10 +52,20 @@ def serve_command(host, port, scheduler):
             "themselves (and so escape every limit per address). Listen on this machine "
             "only ([serve] host = \"127.0.0.1\", with the proxy on this machine), or set "
             "[serve] trusted_proxies = 0 when there is no proxy.")
+    if links_here(app.config):  # no base URL of another server: links lead here
+        app.config["BASE_URL"] = served_url(host, port)
+    # The address is taken before anything says the server runs or starts beside it.
+    try:
+        server = make_server(host, port, app, threaded=True)
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}. Another program (another "
+            "pbem serve?) may be using the port: stop it, or choose another with --port or "
+            "[serve] port.") from None
     sender = SenderThread(app)
     app.extensions["pbem_sender"] = sender
     sender.start()
-    click.echo(f"Serving on http://{host}:{port}/  (stop with Ctrl-C)")
+    click.echo(f"Serving on {served_url(host, port)}/  (stop with Ctrl-C)")
     if is_enabled(app):
         click.echo(f"Mailbox: {_base()}/mailbox/ ({describe_access(app)})")
     # A plain `kill` must stop the scheduler beside us too: turn SIGTERM into a clean exit.
@@ -71,8 +81,9 @@ def serve_command(host, port, scheduler):
         click.echo(f"Scheduler running beside it (process {child.pid}).")
     started()
     try:
-        run_simple(host, port, app, threaded=True, use_reloader=False)
+        server.serve_forever()
     finally:
+        server.server_close()
         request_stop(app)
         sender.wake()
         if child is not None:

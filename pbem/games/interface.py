@@ -69,6 +69,8 @@ class Rules(Protocol):
     def start_seat(self, state: Any) -> int: ...
     # Every move the seat to move may make now, each accepted exactly as written.
     def legal(self, state: Any) -> list[str]: ...
+    # Optional: in_words(notation) -> the move in the reader's words, read back as the same
+    # move (pages and turn files show moves so; the log and the API keep the notation).
     # Moves too many to list (an offer in a card game of trades), as patterns to fill in, like
     # "offer red: <gold and/or cards> for <gold and/or cards>"; never a move as written.
     def move_patterns(self, state: Any) -> list[str]: ...
@@ -90,6 +92,7 @@ class Rules(Protocol):
     def bot_move(self, state: Any, bot: str, seed: str) -> str: ...
     # How players count turns (pbem.services.turns), defaults in RulesBase.
     continues_turn: tuple[str, ...] | None
+    turn_begins: str | None
     def starts_turn(self, notation: str) -> bool: ...
     def mid_turn(self, state: Any) -> bool: ...
 
@@ -100,6 +103,10 @@ class RulesBase:
     # The notation prefixes of moves that go on with the turn in progress (K&K's "draw"),
     # counted by the database; None when only `starts_turn` knows.
     continues_turn: tuple[str, ...] | None = ()
+    # The message id of the log sentence that a move beginning a turn holds (Knights &
+    # Castles' "Turn %(turn)d: ..."), for games whose notation does not say where a turn ends;
+    # None: the notation says it.
+    turn_begins: str | None = None
 
     def starts_turn(self, notation: str) -> bool:
         """Whether a logged move (its notation) begins a turn, the first move aside."""
@@ -230,5 +237,12 @@ class ByState:
 
 def choices(rules: GameRules, state: Any) -> list[str]:
     """What the seat to move can do, for people to read (turn files, mail): the legal moves,
-    then the patterns of those too many to list."""
-    return rules.legal(state) + rules.move_patterns(state)
+    then the patterns of those too many to list, in the reader's words where the game has
+    them."""
+    return [move_words(rules, m) for m in rules.legal(state)] + rules.move_patterns(state)
+
+
+def move_words(rules: GameRules, notation: str) -> str:
+    """A move in the reader's words where the game writes them (`in_words`), else as it is."""
+    say = getattr(rules, "in_words", None)
+    return say(notation) if say is not None else notation

@@ -136,6 +136,13 @@ class KardinalKoenig(RulesBase, ShownBase):
     @property
     def order_examples(self) -> tuple[str, ...]:
         return self._order_examples.get(i18n.language(), self._order_examples["en"])
+
+    def in_words(self, notation: str) -> str:
+        """A move of the notation in the reader's words ('G Bayern: Rat', 'ziehe Stapel'),
+        read back as the same move: what the turn file and the list of legal moves show."""
+        from engine.kardinal_koenig.moves import written
+
+        return written(notation, i18n.language())
     variant_help = ("which rule book's reading to play, german (the default: a joker of two "
                     "cards of one colour places a piece in another country) or english (the "
                     "English v1.3 and Spanish books: in any country)")

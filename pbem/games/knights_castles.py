@@ -18,7 +18,7 @@ import engine.knights_castles as kc
 from engine.errors import IllegalMoveError, NotationError, SetupError
 from engine.knights_castles.bots import BOT_NAMES, choose_move
 from engine.knights_castles.cards import INDEX, KINDS
-from engine.knights_castles.moves import MAX_NOTATION_LENGTH
+from engine.knights_castles.moves import MAX_NOTATION_LENGTH, written
 from engine.knights_castles.narrate import describe, hand_words, name, phase
 from engine.knights_castles.svg import tableau_svg
 
@@ -46,6 +46,7 @@ SWITCHES = {
     "knights-from-hand": N_("a Knights card in the hand may be discarded as an act of war"),
 }
 STANDARD = N_("the rule page as our readings referee it, no variant")
+VARIANT_PLAYERS = 2  # the rule page's variants are "for a two-player game only"
 # A game is created with any set of the variant switches, named by joining them with '+'.
 VARIANTS = {"standard": STANDARD}
 for _n in range(1, len(SWITCHES) + 1):
@@ -131,8 +132,9 @@ class KnightsCastles(RulesBase, ShownBase):
     @property
     def order_examples(self) -> tuple[str, ...]:
         return self._order_examples.get(i18n.language(), self._order_examples["en"])
-    variant_question = N_("The rule page's notes offer three variants, each a switch; choose "
-                          "the ones this game plays with (shown on every page of the game).")
+    variant_question = N_("The rule page's notes offer three variants for a two-player game "
+                          "only, each a switch; choose the ones this game plays with (shown on "
+                          "every page of the game).")
     variant_help = ("the variant switches joined by '+', like catch-up+no-buying (also "
                     "knights-from-hand; default: standard)")
 
@@ -156,6 +158,12 @@ class KnightsCastles(RulesBase, ShownBase):
                                        "%(variant)s", variants=", ".join(VARIANTS),
                                        variant=repr(variant)))
         switches = () if variant == "standard" else tuple(variant.split("+"))
+        if switches and len(colours) > VARIANT_PLAYERS:
+            # The rule page: "The above variations are for a two-player game only."
+            raise SetupProblem(gettext(
+                "the rule page offers its variants (%(variant)s) for a two-player game only; "
+                "play this game of %(count)d with the standard rules, or with two players",
+                variant=variant, count=len(colours)))
         try:
             return kc.new_game(tuple(colours), seed, switches, start)
         except SetupError as exc:
@@ -188,6 +196,14 @@ class KnightsCastles(RulesBase, ShownBase):
 
     # --- turns ----------------------------------------------------------------------------
 
+    # A turn is a dozen moves, and the notation does not say which one ends it: the move that
+    # does tells that the next player's turn begins (pbem.services.turns).
+    turn_begins = "Turn %(turn)d: %(who)s draws and collects tax."
+
+    def mid_turn(self, state: kc.GameState) -> bool:
+        """Always: the move that ends a turn begins the next one (its draw and tax)."""
+        return True
+
     def ply(self, state: kc.GameState) -> int:
         return state.ply
 
@@ -203,12 +219,22 @@ class KnightsCastles(RulesBase, ShownBase):
             return []
         return [str(m) for m in kc.legal_moves(state).moves]
 
+    def in_words(self, notation: str) -> str:
+        """A move of the notation in the reader's words and card names ('baue Dorf'), which
+        the notation reads as the same move: what the seat page's buttons and lists and the
+        turn file show."""
+        return written(notation, i18n.language())
+
     def move_patterns(self, state: kc.GameState) -> list[str]:
         """One pattern an opponent the seat may make an offer to now."""
         if state.is_over:
             return []
         return [gettext("offer %(colour)s: <gold and/or cards> for <gold and/or cards>",
-                        colour=colour) for colour in kc.legal_moves(state).offers_to()]
+                        colour=self.in_words(colour)) for colour in self.offer_targets(state)]
+
+    def offer_targets(self, state: kc.GameState) -> list[str]:
+        """The colours the seat to move may make an offer to now."""
+        return [] if state.is_over else list(kc.legal_moves(state).offers_to())
 
     def parse(self, state: kc.GameState, text: str) -> kc.Move:
         # A move's text reads the same in every position (moves are values): read once.
@@ -263,6 +289,85 @@ class KnightsCastles(RulesBase, ShownBase):
         """The engine's sentences (Phrases: English, with their message ids for the log)."""
         return describe(before, move, after, reader)
 
+    # --- the preview -------------------------------------------------------------------------
+
+    def foretell(self, before: kc.GameState, move: kc.Move, after: kc.GameState) -> list[str]:
+        """What `move` will do, in the future tense and the mover's words, naming no card the
+        move will draw and no roll of the die (those are told once it is made)."""
+        lines = [self._foretold(before, move)]
+        if self._reveals(before, after):
+            lines.append(gettext("What you draw or roll is shown once you confirm; the tableaus "
+                                 "below are as they are now."))
+        if after.is_over:
+            lines.append(gettext("This ends the game."))
+        elif after.to_move != before.to_move and not self._reveals(before, after):
+            lines.append(gettext("Then %(colour)s is to move.",
+                                 colour=i18n.colour(after.players[after.to_move])))
+        return lines
+
+    def foretold_state(self, before: kc.GameState, move: kc.Move,
+                       after: kc.GameState) -> kc.GameState:
+        """The position after the move, unless it draws a card or rolls the die: then the one
+        before (a preview never shows what the move has not revealed yet)."""
+        return before if self._reveals(before, after) else after
+
+    @staticmethod
+    def _reveals(before: kc.GameState, after: kc.GameState) -> bool:
+        return len(after.deck) != len(before.deck) or len(after.dice) != len(before.dice)
+
+    def _foretold(self, before: kc.GameState, move: kc.Move) -> str:
+        card = self.card_name(move.card) if hasattr(move, "card") else ""
+        if isinstance(move, kc.Done):
+            return gettext("You will end the %(phase)s.",
+                           phase=self.phase_name(before.phase))
+        if isinstance(move, kc.Buy):
+            return gettext("You will buy one more card for 5 gold.")
+        if isinstance(move, kc.Keep):
+            return gettext("You will keep %(card)s; the other card goes to the discard pile.",
+                           card=card)
+        if isinstance(move, kc.Build):
+            return gettext("You will build %(card)s.", card=card)
+        if isinstance(move, kc.Pay):
+            return gettext("You will pay 1 gold to keep %(card)s in play.", card=card)
+        if isinstance(move, kc.Abandon):
+            return gettext("You will give up %(card)s: it goes to the discard pile.", card=card)
+        if isinstance(move, kc.Research):
+            return gettext("You will research %(card)s for 5 gold.", card=card)
+        if isinstance(move, kc.Share):
+            return gettext("You will share %(card)s for 10 gold.", card=card)
+        if isinstance(move, kc.Play):
+            if move.target is None:
+                return gettext("You will play %(card)s.", card=card)
+            return gettext("You will play %(card)s against %(colour)s.", card=card,
+                           colour=i18n.colour(move.target))
+        if isinstance(move, kc.War):
+            return gettext("You will discard a Knights card as an act of war against "
+                           "%(colour)s.", colour=i18n.colour(move.target))
+        if isinstance(move, kc.Lose):
+            return gettext("You will lose %(cards)s.", cards=_names(move.cards))
+        if isinstance(move, kc.Offer):
+            return gettext("You will offer %(colour)s %(give)s for %(ask)s; %(colour)s then "
+                           "accepts or declines.", colour=i18n.colour(move.target),
+                           give=self._items(move.give_gold, move.give),
+                           ask=self._items(move.ask_gold, move.ask))
+        if isinstance(move, (kc.Accept, kc.Decline)):
+            offer, offerer = before.offer, i18n.colour(before.players[before.current])
+            if isinstance(move, kc.Decline) or offer is None:
+                return gettext("You will decline the offer of %(colour)s.", colour=offerer)
+            return gettext("You will accept the offer of %(colour)s: you give %(ask)s and get "
+                           "%(give)s.", colour=offerer,
+                           give=self._items(offer.give_gold, offer.give),
+                           ask=self._items(offer.ask_gold, offer.ask))
+        if isinstance(move, kc.Discard):
+            return gettext("You will discard %(card)s.", card=card)
+        return self.in_words(str(move))
+
+    def _items(self, gold: int, cards) -> str:
+        """'5 gold, Village, Town' in the reader's words; 'nothing'."""
+        parts = [ngettext("%(num)d gold", "%(num)d gold", gold)] if gold else []
+        parts += [self.card_name(c) for c in cards]
+        return ", ".join(parts) if parts else gettext("nothing")
+
     def default_move(self, state: kc.GameState) -> str:
         """The readings' move for a seat that missed its deadline (docs/rules-notes.md, K15)."""
         return str(kc.default_move(state))
@@ -293,7 +398,8 @@ class KnightsCastles(RulesBase, ShownBase):
         """Every tableau as one <svg>, from `seat`'s view (None: a spectator's)."""
         view = kc.view_for(state, seat)
         who = gettext("a spectator") if seat is None else i18n.colour(state.players[seat])
-        title = (gettext("The tableaus as they will be after your move %(move)s", move=str(move))
+        title = (gettext("The tableaus as they will be after your move %(move)s",
+                         move=self.in_words(str(move)))
                  if move is not None else
                  gettext("Every player's cards in play after %(moves)d moves, as %(who)s sees "
                          "them", moves=state.ply, who=who))

@@ -8,6 +8,7 @@ kind are refused with a message naming the setting; nothing here touches the dis
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -294,7 +295,29 @@ def load_settings(environ: Mapping[str, str] | None = None,
             values[name] = _coerce(name, value, "the test configuration")
         else:
             values[name] = value  # Flask's own keys (TESTING, WTF_CSRF_ENABLED, ...)
+    given = path is not None and "BASE_URL" in _flatten(data, path) \
+        or ENV_PREFIX + "BASE_URL" in environ or "BASE_URL" in (overrides or {})
+    # Without a base URL of its own, the links in mail lead to the server as it listens.
+    if not given:
+        values["BASE_URL"] = served_url(values["SERVE_HOST"], values["SERVE_PORT"])
     return values
+
+
+def links_here(config) -> bool:
+    """Whether the base URL is the server's own address as configured (so a server started
+    on another address or port leads its links there)."""
+    return config["BASE_URL"].rstrip("/") == served_url(config["SERVE_HOST"],
+                                                        config["SERVE_PORT"])
+
+
+def served_url(host: str, port: int) -> str:
+    """The address a browser on this machine opens for a server listening on host:port (one
+    listening on every address is reached at 127.0.0.1)."""
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 def resolve_paths(values: dict[str, Any], default_instance: Path) -> dict[str, Any]:
@@ -316,7 +339,8 @@ def check_settings(app, command: str, replies_arrive: bool = False, quiet: bool 
     Every process writes mail (the web server after a move, the scheduler after a timeout,
     ingest-mail after a reply), so all of them must read the same settings file."""
     path = os.environ.get("PBEM_CONFIG")
-    if not quiet:
+    # A service's log already said it at start (pbem.ground.logs.setup), when its level shows it.
+    if not quiet and not logging.getLogger("pbem.ground.logs").isEnabledFor(logging.INFO):
         click.echo(f"{command}: " + (f"settings from {path} (PBEM_CONFIG) and PBEM_* variables"
                                      if path else "no settings file (PBEM_CONFIG is not set): "
                                      "built-in defaults and PBEM_* variables"), err=True)

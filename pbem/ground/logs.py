@@ -137,7 +137,8 @@ def setup(config: Mapping[str, Any], process: str, service: bool = True) -> logg
     logging.getLogger("pbem").removeHandler(default_handler)
     # Alembic says at INFO which database kind it found whenever the schema is checked, and
     # Flask-WTF why it refused a CSRF token, which pbem.web.site says as a WARNING with more.
-    for chatty in ("alembic", "flask_wtf.csrf"):
+    # APScheduler says at INFO that each job ran ("executed successfully"), every 30 seconds.
+    for chatty in ("alembic", "flask_wtf.csrf", "apscheduler"):
         logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))
     for name in LOGGERS:
         named = logging.getLogger(name)

@@ -427,6 +427,8 @@ class Invitation(SQLModel, table=True):
     answered_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     # When the starter was last told that this one declined (pbem.services.starting.DECLINE_NEWS_HOURS)
     decline_told_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    # The language of the page it was answered (the starter's: proposed) on: the seat's.
+    language: str | None = Field(default=None, max_length=8)
 
 
 # A feed key's kinds: a seat's private Atom feed of its game's moves, an address's calendar.

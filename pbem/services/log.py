@@ -64,10 +64,20 @@ _RENDERED = Kept(16384)
 def _rendered_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...]:
     """A log entry's lines for `reader` written in `language`, once per process: a page or an
     API answer shows the same fifty entries again after every move, and writing them was most
-    of its time (`language` is the one in use when this is called; it is part of the key). A
+    of its time (`language` is part of the key, and what it is written in). A
     move puts in its own entry's lines for every reader (`_written`)."""
-    return _RENDERED.get_or_make((lines_json, reader, language), lambda: tuple(
-        i18n.render(line) for line in _readers_lines(lines_json).get(reader, ())))
+    return _RENDERED.get_or_make((lines_json, reader, language),
+                                 lambda: _render_lines(lines_json, reader, language))
+
+
+def _render_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...]:
+    """Written in `language` whatever the language in use: a move extends every reader's
+    window (`_Window.extended`) in the mover's context."""
+    lines = _readers_lines(lines_json).get(reader, ())
+    if i18n.language() == language:
+        return tuple(i18n.render(line) for line in lines)
+    with i18n.in_language(language):
+        return tuple(i18n.render(line) for line in lines)
 
 
 def _written(lines: dict[str, list], lines_json: str, language: str) -> None:
@@ -169,7 +179,7 @@ class _Window:
     def extended(self, row: tuple, rules: GameRules) -> _Window:
         """The window after move `row`, the game's next, of the same size; the entries made so
         far are carried over (the new one's lines were written when it was made)."""
-        number = turns.numbered(rules, self.last_turn, [(row[0], row[2])])[0]
+        number = turns.numbered(rules, self.last_turn, [(row[0], row[2], row[6])])[0]
         full = len(self.rows) == self.size
         rows = ((row, *self.rows[:-1]) if full else (row, *self.rows))
         numbers = ((number, *self.numbers[:-1]) if full else (number, *self.numbers))
@@ -256,10 +266,10 @@ def _turns_of(connection: Connection, game: Game | GameRow, rules: GameRules, ro
               begun: int) -> list[int]:
     """The turn of each of the log's `rows` (newest first), `begun` turns having begun before
     the oldest (pbem.services.turns); rules that say it in Python only count the whole log."""
-    oldest_first = [(row[0], row[2]) for row in reversed(rows)]
+    oldest_first = [(row[0], row[2], row[6]) for row in reversed(rows)]
     if turns.starts_sql(rules) is None:
         counted = turns.numbers(rules, turns.notations(connection, game.id))
-        numbers = [counted[number] for number, __ in oldest_first]
+        numbers = [counted[number] for number, *__ in oldest_first]
     else:
         numbers = turns.numbered(rules, begun, oldest_first)
     numbers.reverse()

@@ -27,6 +27,7 @@ from sqlalchemy import func, update
 from sqlmodel import Session, select
 
 from ..games import SetupProblem, rules_for
+from ..ground import i18n
 from ..ground.db import get_row, one_at_a_time, reading, utcnow, writing
 from ..ground.i18n import gettext as _
 from ..ground.models import (
@@ -183,9 +184,11 @@ def _invite(session: Session, proposal: Proposal, number: int, spec: PlayerSpec,
     return invitation
 
 
-def propose(draft: Draft, address: str, now: datetime | None = None) -> int:
+def propose(draft: Draft, address: str, now: datetime | None = None,
+            language: str | None = None) -> int:
     """Store a proposed game and mail its starter the link that confirms their address;
-    returns the proposal's id. Nothing goes to the friends before that."""
+    returns the proposal's id. Nothing goes to the friends before that. `language`: the
+    starter's (of the page they proposed it on), their seat's when the game starts."""
     now = now or utcnow()
     with writing() as session:
         _check_limits(session, [draft.starter.email.lower()], address, now,
@@ -195,6 +198,7 @@ def propose(draft: Draft, address: str, now: datetime | None = None) -> int:
         session.add(proposal)
         session.flush()
         starter = _invite(session, proposal, 0, draft.starter, draft.colours[0], PENDING, now)
+        starter.language = language
         for n, friend in enumerate(draft.friends, start=1):
             _invite(session, proposal, n, friend, draft.colours[n], WAITING, now)
         session.flush()
@@ -275,9 +279,10 @@ DECLINE_NEWS_HOURS = 6
 
 
 def answer(token: str, accept: bool, name: str | None = None,
-           now: datetime | None = None) -> bool:
+           now: datetime | None = None, language: str | None = None) -> bool:
     """A friend accepts or declines; returns True when the game can start now (everyone has
-    accepted), which the caller then does with `start_game`."""
+    accepted), which the caller then does with `start_game`. `language`: the one the friend
+    answered in (their browser's), their seat's when the game starts."""
     now = now or utcnow()
     with writing() as session:
         invitation, proposal = _by_token(session, token, lock=True)
@@ -296,6 +301,8 @@ def answer(token: str, accept: bool, name: str | None = None,
             except SetupProblem as exc:
                 raise Malformed(str(exc)) from None
             invitation.name = name
+        if accept and language is not None:
+            invitation.language = i18n.check_language(language)
         was = invitation.status
         invitation.status, invitation.answered_at = (ACCEPTED if accept else DECLINED), now
         # The starter hears of a decline once per DECLINE_NEWS_HOURS and invitation: a friend
@@ -351,7 +358,8 @@ def start_game(proposal_id: int, now: datetime | None = None,
         session.add(proposal)
     try:
         created = create_game(
-            [PlayerSpec(i.name, i.email, i.bot) for i in players], None, kind=proposal.kind,
+            [PlayerSpec(i.name, i.email, i.bot, language=i.language) for i in players], None,
+            kind=proposal.kind,
             colours=[i.colour for i in players], title=proposal.title, now=now,
             time=TimeControl(proposal.deadline_hours,
                              tuple(int(h) for h in proposal.reminder_hours.split(",") if h),

@@ -2,7 +2,10 @@
 one turn (the log and the API count moves; a turn is one to four of them).
 
 A game's rules say which logged moves go on with the turn in progress (`continues_turn`:
-notation prefixes, such as K&K's "draw") and whether a position is in the middle of a turn
+notation prefixes, such as K&K's "draw"), or which log sentence a move that begins a turn
+holds (`turn_begins`: a message id, such as Knights & Castles' "Turn %(turn)d: ... draws and
+collects tax.", told in the move that ends the turn before: a turn there is a dozen moves
+whose notation does not say where it ends), and whether a position is in the middle of a turn
 (`mid_turn(state)`); by default (pbem.games.RulesBase) every move is a turn. The prefixes are
 counted by the database (a move's turn is the number of turn-beginning moves up to it), so
 numbering a page's latest moves, or finding the turn in progress, costs the same at move 10
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import functools
 
+import orjson
 from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select, true
 from sqlalchemy.engine import Connection
 from sqlmodel import Session
@@ -28,18 +32,34 @@ def _prefixes(rules) -> tuple[str, ...] | None:
 
 
 @functools.cache
+def _marker(rules) -> str | None:
+    """What the stored lines (`MoveRecord.lines_json`) of a move that begins a turn hold, for
+    rules that say `turn_begins`."""
+    message = rules.turn_begins
+    return None if message is None else '"t":' + orjson.dumps(message).decode()
+
+
+@functools.cache
 def _starts(rules):
-    """Whether a logged move (its notation) begins a turn, the first move aside."""
+    """Whether a logged move (its notation and stored lines) begins a turn, the first move
+    aside."""
+    marker = _marker(rules)
+    if marker is not None:
+        return lambda notation, lines_json: marker in (lines_json or "")
     prefixes = _prefixes(rules)
     if prefixes is None:
-        return rules.starts_turn
-    return lambda notation: not notation.startswith(prefixes)
+        return lambda notation, lines_json: rules.starts_turn(notation)
+    return lambda notation, lines_json: not notation.startswith(prefixes)
 
 
 @functools.cache
 def starts_sql(rules) -> ColumnElement[bool] | None:
     """SQL: the move row begins a turn (the first move always does); None when the rules
     say it only in Python."""
+    marker = _marker(rules)
+    if marker is not None:
+        return or_(MoveRecord.number == 0,
+                   MoveRecord.lines_json.contains(marker, autoescape=True))
     prefixes = _prefixes(rules)
     if prefixes is None:
         return None
@@ -64,13 +84,13 @@ def begun_before_sql(rules, bounded: bool = True):
     return query.scalar_subquery()
 
 
-def numbered(rules, begun: int, moves: list[tuple[int, str]]) -> list[int]:
-    """The turns of consecutive logged moves `moves` ((number, notation), oldest first), `begun`
-    turns having begun before the first of them."""
+def numbered(rules, begun: int, moves: list[tuple]) -> list[int]:
+    """The turns of consecutive logged moves `moves` ((number, notation, lines_json), oldest
+    first), `begun` turns having begun before the first of them."""
     starts = _starts(rules)
     out = []
-    for number, notation in moves:
-        if number == 0 or starts(notation):
+    for number, notation, lines_json in moves:
+        if number == 0 or starts(notation, lines_json):
             begun += 1
         out.append(begun)
     return out
@@ -87,8 +107,9 @@ def notations(session: Session | Connection, game_id: int) -> list[str]:
 
 
 def numbers(rules, moves: list[str]) -> list[int]:
-    """For each move of the log (first to last), the turn it belongs to, the first being 1."""
-    return numbered(rules, 0, list(enumerate(moves)))
+    """For each move of the log (first to last), the turn it belongs to, the first being 1
+    (for rules that tell turns by notation only)."""
+    return numbered(rules, 0, [(n, notation, None) for n, notation in enumerate(moves)])
 
 
 def of_move(session: Session | Connection, rules, game_id: int,

@@ -157,7 +157,7 @@ def preview(token: str):
                            seats=ctx.seats, rules=ctx.rules, token=token,
                            notation=ctx.rules.notation(move), lines=lines, form=request.form,
                            view=ctx.rules.view(shown, ctx.seat.number), picture=picture,
-                           kind_template=f"games/{ctx.game.kind}/")
+                           foreseen=shown is after, kind_template=f"games/{ctx.game.kind}/")
 
 
 @bp.post("/<token>/move")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 
 from ..games import DEFAULT_KIND, game_kinds, rules_for
+from ..ground import i18n
 from ..ground.models import ACCEPTED, INVITING
 from ..services.deadlines import MAX_HOURS, MIN_HOURS
 from ..services.errors import GameNotRunning, ServiceError
@@ -71,7 +72,7 @@ def new_post():
     if errors:
         return _new_page(request.form, errors, 422, kind)
     try:
-        propose(draft, _client_address())
+        propose(draft, _client_address(), language=i18n.language())
     except ServiceError as exc:
         return _new_page(request.form, {"players": exc.message}, exc.status, kind)
     wake_sender()
@@ -146,7 +147,8 @@ def answer_post(token: str, choice: str):
     if choice not in ("accept", "decline"):
         abort(404)
     try:
-        ready = answer(token, choice == "accept", request.form.get("name"))
+        ready = answer(token, choice == "accept", request.form.get("name"),
+                       language=i18n.language())
         if ready:
             proposal_id = proposal_of(token)
             try:

@@ -10,6 +10,14 @@
   if (!form || !data) { return; }
   var legal = JSON.parse(data.textContent).map(parse).filter(Boolean);
   var panel = document.getElementById("map-choice");
+  var wordsData = document.getElementById("map-words");
+  // The panel's sentences in the reader's language, from the page ({name} filled in here).
+  var words = wordsData ? JSON.parse(wordsData.textContent) : {};
+  function say(key, values) {
+    return (words[key] || key).replace(/\{(\w+)\}/g, function (all, name) {
+      return values && name in values ? values[name] : all;
+    });
+  }
   var chosen = { country: null, pieces: [] };
 
   function parse(text) {  // "GGR Franken: Mainz, advisor" -> {cards, country, pieces}
@@ -44,7 +52,8 @@
     });
   }
   function describe(piece) {
-    return piece === "advisor" ? "an advisor in " + chosen.country : "a monastery at " + piece;
+    return piece === "advisor" ? say("advisor", { country: chosen.country })
+      : say("monastery", { field: piece });
   }
   function show() {
     setField("country", chosen.country || "");
@@ -55,23 +64,27 @@
     panel.textContent = "";
     var text = document.createElement("p");
     if (!chosen.pieces.length) {
-      text.textContent = "Click a free cloister field or a crest on the map.";
+      text.textContent = say("prompt");
       panel.appendChild(text);
       return;
     }
-    text.textContent = "You chose " + chosen.pieces.map(describe).join(" and ") + ". ";
+    var pieces = chosen.pieces.map(describe);
+    text.textContent = say("chose", { pieces: pieces.length > 1
+      ? say("both", { first: pieces[0], second: pieces[1] }) : pieces[0] }) + " ";
     panel.appendChild(text);
     if (!options.length) {
-      text.textContent += "Your cards cannot pay for that. Click again to choose differently.";
+      var empty = (words.empty_countries || []).indexOf(chosen.country) >= 0;
+      text.textContent += empty && chosen.pieces.length > 1
+        ? say("empty", { country: chosen.country }) : say("cannot");
       return;
     }
     if (options.length === 1) {
       fillCards(options[0].cards);
-      text.textContent += "It takes your cards " + options[0].cards + ".";
+      text.textContent += say("takes", { cards: options[0].cards });
     } else {
       var fieldset = document.createElement("fieldset");
       var legend = document.createElement("legend");
-      legend.textContent = "Which cards do you play?";
+      legend.textContent = say("which");
       fieldset.appendChild(legend);
       options.forEach(function (option, index) {
         var label = document.createElement("label");
@@ -93,12 +106,12 @@
     button.name = "action";
     button.value = "place";
     button.setAttribute("form", "place-form");
-    button.textContent = "Preview this placement";
+    button.textContent = say("preview");
     panel.appendChild(button);
     var again = document.createElement("button");
     again.type = "button";
     again.className = "secondary";
-    again.textContent = "Start again";
+    again.textContent = say("again");
     again.addEventListener("click", function () { chosen = { country: null, pieces: [] }; show(); });
     panel.appendChild(again);
   }

@@ -1,0 +1,183 @@
+"""No English word on a German or Spanish player's pages and mails (issue 32): a whole game of
+each kind played through the server with an English, two German and a Spanish seat, every page
+each seat sees (its page, previews, history, turn file, the spectator page, its games) and every
+mail (text and HTML) read for English words.
+
+An English word is a word of the server's English messages or of the notation ('build',
+'village', 'advisor', 'strong') that the reader's own catalog does not use too; names are not
+words here: players', countries', fields', the games' and the languages' names. This catches
+what tests/test_three_languages.py's fragments (14 characters or more of a message) cannot: a
+move written in the notation's English ('build village') or a word put into a sentence
+('Computer (strong)')."""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+from server import Mailbox, field, html_of, make_app, text_of
+from sqlmodel import select
+
+from engine.knights_castles.cards import KINDS
+from pbem.games import rules_for
+from pbem.ground.db import reading
+from pbem.ground.models import Game
+from pbem.services.games import create_game
+from pbem.services.moves import submit_move
+from pbem.services.players import PlayerSpec
+
+pytestmark = pytest.mark.usefixtures("database")
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAYERS = [PlayerSpec("Anna", "anna@example.org", language="en"),
+           PlayerSpec("Bernd", "bernd@example.org", language="de"),
+           PlayerSpec("Carmen", "carmen@example.org", language="es"),
+           PlayerSpec("Dora", "dora@example.org", language="de")]
+WORD = re.compile(r"[A-Za-zÀ-ÿ]{3,}")
+# The notation's English words, which no message holds whole.
+NOTATION = {"done", "buy", "build", "keep", "pay", "abandon", "research", "share", "play",
+            "lose", "offer", "accept", "decline", "discard", "war", "advisor", "exchange",
+            "draw", "deck", "pass", "yellow", "red", "green", "purple", "blue", "cream",
+            "orange", "strong", "greedy", "random", "nothing",
+            *(k.name.lower() for k in KINDS), *(k.id for k in KINDS)}
+# Words that are the same in the reader's language as in English, and names.
+SAME = {"de": {"invasion", "gold", "mine", "hand", "inventor", "war", "orange"},
+        "es": {"inventor"}}
+NAMES = {"anna", "bernd", "carmen", "dora", "knights", "castles", "kardinal", "könig",
+         "michael", "schacht",
+         "english", "deutsch", "español", "utc", "pbem", "svg", "png"}
+
+
+@pytest.fixture(scope="module")
+def english_words(tmp_path_factory) -> dict[str, set[str]]:
+    pot = tmp_path_factory.mktemp("pot") / "messages.pot"
+    subprocess.run([sys.executable, "-m", "babel.messages.frontend", "extract", "-F",
+                    "babel.cfg", "-k", "N_", "-k", "L_", "-k", "say", "-k", "say_n:1,2",
+                    "-o", str(pot), "."], cwd=ROOT, check=True, capture_output=True)
+    english = set(NOTATION)
+    with pot.open("rb") as f:
+        for message in read_po(f):
+            for text in (message.id if isinstance(message.id, tuple) else (message.id,)):
+                text = re.sub(r"%\(\w+\)[sd]|<[^>]+>", " ", text or "")
+                english |= {w.lower() for w in WORD.findall(text)}
+    found = {}
+    for language in ("de", "es"):
+        path = ROOT / "pbem/translations" / language / "LC_MESSAGES/messages.po"
+        with path.open("rb") as f:
+            own = set()
+            for message in read_po(f, locale=language):
+                text = message.string
+                text = " ".join(text) if isinstance(text, tuple) else (text or "")
+                own |= {w.lower() for w in WORD.findall(text)}
+        # A catalog quotes the notation's English where it says it is read too ("or village,
+        # trade-route"): that does not make those words the reader's.
+        found[language] = english - (own - NOTATION) - SAME[language] - NAMES
+    return found
+
+
+def _readable(text: str, is_html: bool) -> str:
+    if is_html:
+        text = re.sub(r"(?s)<(script|style|svg)\b.*?</\1>", " ", text)
+        text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    return re.sub(r"https?://\S+", " ", text)
+
+
+def english_in(text: str, words: set[str], names: set[str], is_html: bool = True) -> list[str]:
+    readable = _readable(text, is_html)
+    for name in names:  # a field or country name of several words ("Saint-Denis")
+        readable = readable.replace(name, " ")
+    return sorted({w for w in WORD.findall(readable) if w.lower() in words})
+
+
+def _game(app, rules):
+    with app.app_context(), reading() as session:
+        game = session.exec(select(Game)).one()
+        return game, rules.loads(game.state_json)
+
+
+@pytest.mark.parametrize("kind", ["knights-castles", "kardinal-koenig"])
+def test_a_whole_game_in_german_and_spanish_has_no_english_word(tmp_path, english_words, kind):
+    app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN="games.example.org",
+                   MAIL_BOARD_PICTURE=False)
+    box = Mailbox(app)
+    with app.app_context():
+        created = create_game(PLAYERS, f"words-{kind}", kind=kind, start=0)
+    tokens = [link.rsplit("/", 1)[1] for _, _, link in created.links]
+    rules = rules_for(kind)
+    names = set()
+    if kind == "kardinal-koenig":
+        names = {c.name for c in rules.board.countries} | {
+            f.name for f in rules.board.fields}
+    client = app.test_client()
+    pages: list[tuple[int | str, str, str]] = []  # (seat or language, what, text)
+    for number in range(2000):
+        game, state = _game(app, rules)
+        seat = rules.to_move(state)
+        if seat is None:
+            break
+        with app.app_context():
+            move = rules.bot_move(state, "greedy", f"w{number}")
+        if number % 23 == 3 and PLAYERS[seat].language != "en":
+            page = client.get(f"/seat/{tokens[seat]}").get_data(as_text=True)
+            pages.append((seat, "page", page))
+            preview = client.post(f"/seat/{tokens[seat]}/preview", data={
+                "csrf_token": field(page, "csrf_token"), "turn": str(game.turn),
+                "action": "move", "move": move, "notation": move})
+            pages.append((seat, f"preview of {move}", preview.get_data(as_text=True)))
+            pages.append((seat, "turn file", client.get(
+                f"/seat/{tokens[seat]}/turnfile").get_data(as_text=True)))
+        with app.app_context():
+            submit_move(tokens[seat], move, game.turn)
+    assert rules.to_move(_game(app, rules)[1]) is None, "the game did not end"
+    for seat, player in enumerate(PLAYERS):
+        if player.language == "en":
+            continue
+        pages.append((seat, "final page", client.get(f"/seat/{tokens[seat]}").get_data(
+            as_text=True)))
+        pages.append((seat, "history", client.get(
+            f"/seat/{tokens[seat]}/history?at=7").get_data(as_text=True)))
+        mine = [m for message in box.to(player.email)
+                for m in re.findall(r"https?://\S+?(/me/[A-Za-z0-9_-]+)", text_of(message))]
+        if mine:
+            pages.append((seat, "my games", client.get(mine[-1]).get_data(as_text=True)))
+    game, _ = _game(app, rules)
+    for language in ("de", "es"):
+        for at in ("", "?at=9"):
+            pages.append((language, "spectator", client.get(
+                f"/watch/{game.watch_id}{at}",
+                headers={"Accept-Language": language}).get_data(as_text=True)))
+    found = []
+    for who, what, text in pages:
+        language = who if isinstance(who, str) else PLAYERS[who].language
+        left = english_in(text, english_words[language], names,
+                          is_html=not what.startswith("turn file"))
+        if left:
+            found.append((language, what, left))
+    mails = 0
+    for player in PLAYERS:
+        if player.language == "en":
+            continue
+        for message in box.to(player.email):
+            mails += 1
+            for is_html, body in ((False, text_of(message)), (True, html_of(message))):
+                left = english_in(body, english_words[player.language], names, is_html)
+                if left:
+                    found.append((player.language, str(message["Subject"]), left))
+    assert mails > 40 and len(pages) > 20
+    assert not found, found[:12]
+
+
+def test_the_check_finds_what_players_tripped_on(english_words):
+    """The check is precise enough: a move in the notation's English and a bot's level are
+    English; country names, the notation's card letters and German words are not."""
+    german = english_words["de"]
+    assert english_in("<p>Vas a jugar build village</p>", english_words["es"], set()) == [
+        "build", "village"]
+    assert english_in("<td>Computer (strong)</td>", german, set()) == ["strong"]
+    assert english_in("<p>GG Franken: Würzburg, Rat; Dorf ×2, Gold 5</p>", german,
+                      {"Franken", "Würzburg"}) == []

@@ -1,0 +1,127 @@
+"""The Knights & Castles seat page and preview in the reader's words (issue 32, points 4, 5 and
+14): the choices are buttons in the seat's language, the preview says in the future tense what
+the move will do and shows the tableaus after it (or as they are, when the move draws or rolls),
+and ending a phase needs no preview."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from server import field, make_app
+from sqlmodel import select
+
+import engine.knights_castles as kc
+from pbem.ground.db import reading
+from pbem.ground.models import Game
+from pbem.services.games import create_game
+from pbem.services.moves import submit_move
+from pbem.services.players import PlayerSpec
+
+pytestmark = pytest.mark.usefixtures("database")
+
+PLAYERS = [PlayerSpec("Anna", "anna@example.org", language="en"),
+           PlayerSpec("Bernd", "bernd@example.org", language="de"),
+           PlayerSpec("Carmen", "carmen@example.org", language="es")]
+
+
+def _state(app):
+    with app.app_context(), reading() as session:
+        game = session.exec(select(Game)).one()
+        return game, kc.from_json(game.state_json)
+
+
+def _until(app, tokens, wanted):
+    """Seeded random moves until `wanted(state, legal)` holds for the seat to move."""
+    chooser = random.Random(1)
+    for _ in range(2000):
+        game, state = _state(app)
+        legal = [str(m) for m in kc.legal_moves(state).moves]
+        if wanted(state, legal):
+            return game, state, legal
+        with app.app_context():
+            submit_move(tokens[state.to_move], chooser.choice(legal), game.turn)
+    raise AssertionError("never came")
+
+
+def _words(html: str) -> str:
+    html = re.sub(r"(?s)<(script|style|svg)\b.*?</\1>", " ", html)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+@pytest.fixture
+def game(tmp_path):
+    app = make_app(tmp_path / "instance", MAIL_BOARD_PICTURE=False)
+    with app.app_context():
+        created = create_game(PLAYERS, "kc-preview-1", kind="knights-castles", start=0)
+    return app, [link.rsplit("/", 1)[1] for _, _, link in created.links]
+
+
+def test_a_build_preview_in_german_shows_the_tableaus_after_it(game):
+    app, tokens = game
+    game_row, state, legal = _until(app, tokens, lambda s, legal: s.to_move == 1 and any(
+        m.startswith("build ") for m in legal))
+    build = next(m for m in legal if m.startswith("build "))
+    card = build.split()[1]
+    german = kc.moves.CARD_NAMES[card][0]
+    client = app.test_client()
+    page = client.get(f"/seat/{tokens[1]}").get_data(as_text=True)
+    buttons = re.findall(r'<button type="submit" name="move" value="([^"]+)"[^>]*>([^<]+)<', page)
+    assert (build, f"baue {german}") in buttons, buttons
+    assert ("done", "fertig") in buttons
+    assert f"<code>baue {german}</code>" in page  # the list of legal moves
+    answer = client.post(f"/seat/{tokens[1]}/preview", data={
+        "csrf_token": field(page, "csrf_token"), "turn": str(game_row.turn), "action": "move",
+        "move": build})
+    text = _words(answer.get_data(as_text=True))
+    assert answer.status_code == 200
+    assert f"Du baust {german}." in text, text
+    assert "Die Auslagen, wie sie sein werden" in text
+    assert "built" not in text and "baute" not in text  # no past tense, no English
+    # The picture is the position after the move, as the seat sees it.
+    from pbem.games import rules_for
+    from pbem.ground import i18n
+
+    shown = re.search(r"(?s)<svg\b.*?</svg>", answer.get_data(as_text=True)).group(0)
+    with app.test_request_context():
+        i18n.use("de")
+        rules = rules_for("knights-castles")
+        after = kc.apply_move(state, kc.parse_move(build))
+        assert shown == rules.board_picture(after, 1, False, move=kc.parse_move(build))
+        assert f"nach deinem Zug baue {german}" in shown
+        assert shown != rules.board_picture(state, 1, False)
+
+
+def test_a_buy_preview_in_spanish_names_no_card_and_shows_the_tableaus_now(game):
+    app, tokens = game
+    game_row, __, __ = _until(app, tokens, lambda s, legal: s.to_move == 2
+                                    and "buy" in legal)
+    client = app.test_client()
+    page = client.get(f"/seat/{tokens[2]}").get_data(as_text=True)
+    assert ">comprar<" in page and ">listo<" in page
+    answer = client.post(f"/seat/{tokens[2]}/preview", data={
+        "csrf_token": field(page, "csrf_token"), "turn": str(game_row.turn), "action": "move",
+        "move": "buy"})
+    text = _words(answer.get_data(as_text=True))
+    assert "Comprarás una carta más por 5 de oro." in text, text
+    assert "Lo que robes o saques en el dado lo verás al confirmar" in text
+    assert "Las mesas como están ahora" in text
+    assert "<code>comprar</code>" in answer.get_data(as_text=True)
+
+
+def test_done_is_made_at_once_without_a_preview(game):
+    app, tokens = game
+    game_row, __, __ = _until(app, tokens, lambda s, legal: s.to_move == 0
+                                    and "done" in legal)
+    client = app.test_client()
+    page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
+    button = re.search(r'<button type="submit" name="move" value="done"[^>]*>', page).group(0)
+    action = re.search(r'formaction="([^"]+)"', button).group(1)
+    assert action.endswith(f"/seat/{tokens[0]}/move")
+    form = re.search(r'(?s)<form[^>]*id="choices-form".*?</form>', page).group(0)
+    data = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form))
+    answer = client.post(action, data={**data, "move": "done"})
+    assert answer.status_code == 303
+    after_row, __ = _state(app)
+    assert after_row.turn == game_row.turn + 1
