@@ -13,6 +13,9 @@ from werkzeug.serving import make_server
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 SHOTS = Path(__file__).resolve().parent / "artifacts" / "screenshots"
 PHONE = {"width": 390, "height": 844}
+# How long the browser and `expect` wait for what a page must show: generous, for a busy
+# machine (a quick page passes at once; only a broken one waits this long).
+WAIT_MS = 60_000
 
 
 def require_browser():
@@ -24,6 +27,7 @@ def require_browser():
     require("playwright")
     import playwright.sync_api
 
+    playwright.sync_api.expect.set_options(timeout=WAIT_MS)
     return playwright.sync_api
 
 

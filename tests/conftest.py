@@ -159,7 +159,9 @@ def browser():
 
 @pytest.fixture
 def page(browser):
+    from browser_support import WAIT_MS
+
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(WAIT_MS)
     yield context.new_page()
     context.close()

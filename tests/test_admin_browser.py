@@ -13,6 +13,7 @@ from browser_support import (
     PASSWORD,
     PHONE,
     SHOTS,
+    WAIT_MS,
     require_browser,
     site_with_admin,
 )
@@ -73,7 +74,7 @@ MISPLACED_LABELS = """() => {
 
 def phone_page(browser):
     context = browser.new_context(viewport=PHONE, device_scale_factor=2)
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(WAIT_MS)
     return context, context.new_page()
 
 

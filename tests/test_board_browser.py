@@ -12,6 +12,7 @@ from browser_support import (
     ADMIN,
     PASSWORD,
     SHOTS,
+    WAIT_MS,
     monastery_move,
     require_browser,
     site_with_admin,
@@ -179,7 +180,7 @@ def test_the_seat_page_passes_axe_and_screenshots_are_kept(site, browser):
     app, base = site
     # The page's Content-Security-Policy rightly refuses injected scripts; axe is ours.
     context = browser.new_context(viewport={"width": 1100, "height": 900}, bypass_csp=True)
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     created, tokens = new_game(app, 3, "axe", start=0)
     play_moves(app, tokens, 1, game_id=created.game_id)

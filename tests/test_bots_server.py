@@ -232,8 +232,8 @@ def test_creating_a_game_refuses_an_unknown_computer_player(app):
             bot_player("clever")
         with pytest.raises(SetupProblem, match="no computer player"):
             create_game(people(0, 1, 2), "x", absent_bot="clever")
-        with pytest.raises(SetupProblem, match="random, greedy$"):
-            bot_player("strong", "knights-castles")  # that game's bots are random and greedy
+        with pytest.raises(SetupProblem, match="Knights & Castles has random, greedy, strong$"):
+            bot_player("clever", "knights-castles")  # named with that game's own bots
         with reading() as session:
             assert session.exec(select(Game)).all() == []
 

@@ -216,7 +216,8 @@ def test_strong_never_offers_a_trade_that_hands_the_other_seat_the_win():
 def test_computer_strong_seats_play_the_strong_bot():
     """The server's name scheme: a `Computer (strong)` seat of a Knights & Castles game is
     accepted, and the server's move for it is strong's move from that seat's view."""
-    from pbem.services import bot_player, rules_for
+    from pbem.games import rules_for
+    from pbem.services.players import bot_player
 
     spec = bot_player("strong", "knights-castles")
     assert (spec.name, spec.bot) == ("Computer (strong)", "strong")

@@ -6,7 +6,14 @@ future and shows the map as it will be. Screenshots go to tests/artifacts/screen
 from __future__ import annotations
 
 import pytest
-from browser_support import PHONE, SHOTS, monastery_move, require_browser, site_with_admin
+from browser_support import (
+    PHONE,
+    SHOTS,
+    WAIT_MS,
+    monastery_move,
+    require_browser,
+    site_with_admin,
+)
 
 sync_api = require_browser()
 
@@ -32,7 +39,7 @@ def sized(browser):
 
     def make(viewport):
         context = browser.new_context(viewport=viewport)
-        context.set_default_timeout(10_000)
+        context.set_default_timeout(WAIT_MS)
         contexts.append(context)
         return context.new_page()
 

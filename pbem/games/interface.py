@@ -103,8 +103,8 @@ class RulesBase:
     # The notation prefixes of moves that go on with the turn in progress (K&K's "draw"),
     # counted by the database; None when only `starts_turn` knows.
     continues_turn: tuple[str, ...] | None = ()
-    # The message id of the log sentence that a move beginning a turn holds (Knights &
-    # Castles' "Turn %(turn)d: ..."), for games whose notation does not say where a turn ends;
+    # The message id of the log sentence that a move beginning a turn holds ("Turn %(turn)d:
+    # ..."), for games whose notation does not say where a turn ends;
     # None: the notation says it.
     turn_begins: str | None = None
 

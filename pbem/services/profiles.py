@@ -207,8 +207,7 @@ class FinishedGame:
 def ranks_of(rules, state) -> dict[str, int]:
     """Each colour's place in a finished game: by score, then by the rules' tie-break (pieces
     left, where the game has one); tied seats share a place."""
-    table = getattr(rules, "result_table", None)
-    result = table(state) if table else None
+    result = rules.result_table(state)
     if result is not None:
         return dict(zip(result.colours, result.ranks))
     outcome = rules.outcome(state) or {}

@@ -3,9 +3,9 @@ one turn (the log and the API count moves; a turn is one to four of them).
 
 A game's rules say which logged moves go on with the turn in progress (`continues_turn`:
 notation prefixes, such as K&K's "draw"), or which log sentence a move that begins a turn
-holds (`turn_begins`: a message id, such as Knights & Castles' "Turn %(turn)d: ... draws and
-collects tax.", told in the move that ends the turn before: a turn there is a dozen moves
-whose notation does not say where it ends), and whether a position is in the middle of a turn
+holds (`turn_begins`: a message id, such as "Turn %(turn)d: ... draws and collects tax.",
+told in the move that ends the turn before: a turn there is a dozen moves whose notation does
+not say where it ends), and whether a position is in the middle of a turn
 (`mid_turn(state)`); by default (pbem.games.RulesBase) every move is a turn. The prefixes are
 counted by the database (a move's turn is the number of turn-beginning moves up to it), so
 numbering a page's latest moves, or finding the turn in progress, costs the same at move 10

@@ -3,9 +3,9 @@ every other player agrees before anyone moves on (issue 33).
 
 The rules, in one place:
 - **The last turn** is what an organiser's take-back undoes: the moves the seat that moved
-  last made since another seat moved (Kardinal & König: a placement or an exchange and the
-  draws after it). Only that seat may ask. Knights & Castles lets another seat decide within a
-  turn (the target of an offer answers it, the target of a disaster chooses its losses): when
+  last made since another seat moved (in a game whose turn is a move and the draws after it:
+  that move and its draws). Only that seat may ask. Some games let another seat decide within
+  a turn (the target of an offer answers it, the target of a misfortune chooses its losses): when
   the move before those was such a decision, made while the turn was already the asker's,
   another seat has decided something in the turn, and it is refused (an organiser can still
   take back the moves after the decision); the turn's player is the state's `current`.
@@ -86,7 +86,8 @@ def _open_request(session: Session, game: Game, now: datetime) -> UndoRequest | 
 
 def _turn_player(rules, state) -> int | None:
     """Whose turn a position is in: the turn's player (`current`), who may differ from the
-    seat deciding now (Knights & Castles); `to_move` for rules without one."""
+    seat deciding now (in games where another seat decides within a turn); `to_move` for
+    rules without one."""
     current = getattr(state, "current", None)
     return current if isinstance(current, int) else rules.to_move(state)
 
@@ -95,8 +96,7 @@ def _last_turn(session: Session, game: Game):
     """The game's records, the index of the first move of the last turn (the moves the seat
     that moved last made since another seat moved, as an organiser's take-back counts it), and
     whether another seat decided something within that turn: the move before it was made by
-    another seat while the turn was already this seat's (Knights & Castles: an offer answered,
-    losses chosen). Such a turn is not taken back by agreement."""
+    another seat while the turn was already this seat's (an offer answered, losses chosen). Such a turn is not taken back by agreement."""
     records = takeback.records_of(session, game)
     if not records:
         return records, 0, False
