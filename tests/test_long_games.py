@@ -91,13 +91,14 @@ def test_a_log_with_a_gap_is_still_counted_from_the_moves_before_it(long_game):
         game = session.get(Game, game_id)
         rules = rules_for(game.kind)
         rows = session.exec(MoveRecord.__table__.select()
-                            .with_only_columns(MoveRecord.number, MoveRecord.notation)
+                            .with_only_columns(MoveRecord.number, MoveRecord.notation,
+                                               MoveRecord.lines_json)
                             .where(MoveRecord.game_id == game_id)
                             .order_by(MoveRecord.number)).all()
-        numbers_gap = dict(zip([n for n, _ in rows],
+        numbers_gap = dict(zip([n for n, _, _ in rows],
                                turns.numbered(rules, 0, [tuple(r) for r in rows])))
     # The oldest entry shown is move 9, which begins a turn: counted once, not twice.
-    assert not dict(rows)[9].startswith("draw")
+    assert not {n: notation for n, notation, _ in rows}[9].startswith("draw")
     with app.test_request_context("/"):
         ctx = load_seat(tokens2[0], API_LOG)
     assert ctx.log[-1].number == 9
