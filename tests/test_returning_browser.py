@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import PHONE, SHOTS, WAIT_MS, require_browser, site_with_admin
+from browser_support import PHONE, SHOTS, require_browser, site_with_admin
 
 sync_api = require_browser()
 
 from server import game_state, new_game, play_moves
 from sqlmodel import select
+from test_seat_page_browser import sized  # noqa: F401 (a page factory for a viewport size)
 
 from pbem.ground.db import reading, writing
 from pbem.ground.models import UNDO_DONE, UndoRequest
@@ -35,22 +36,6 @@ def site(tmp_path_factory, database):
         yield app, base
 
 
-@pytest.fixture
-def sized(browser):
-    """A page factory for a viewport size."""
-    contexts = []
-
-    def make(viewport):
-        context = browser.new_context(viewport=viewport)
-        context.set_default_timeout(WAIT_MS)
-        contexts.append(context)
-        return context.new_page()
-
-    yield make
-    for context in contexts:
-        context.close()
-
-
 def _draw_first(legal):
     return next((m for m in legal if str(m) == "draw deck"), legal[0])
 
@@ -66,7 +51,8 @@ def _fits(page, viewport) -> None:
 
 
 @pytest.mark.parametrize("viewport,size", SIZES)
-def test_a_turn_taken_back_when_both_others_agree_on_their_pages(site, sized, viewport, size):
+def test_a_turn_taken_back_when_both_others_agree_on_their_pages(
+        site, sized, viewport, size):  # noqa: F811
     app, base = site
     expect = sync_api.expect
     created, tokens = new_game(app, 3, f"undo-browser-{size}", start=0)
@@ -111,8 +97,20 @@ def test_a_turn_taken_back_when_both_others_agree_on_their_pages(site, sized, vi
     _shoot(asker, "undo-taken-back", size)
 
 
+def _make_link(page, button: str, shown: str, shot: str, viewport, size: str) -> str:
+    """Press `button`; the link it makes is shown (`shown`), within the screen's width."""
+    page.get_by_role("button", name=button).click()
+    link = page.locator(shown)
+    sync_api.expect(link).to_be_visible()
+    link.scroll_into_view_if_needed()
+    _shoot(page, shot, size)
+    _fits(page, viewport)
+    return link.inner_text().strip()
+
+
 @pytest.mark.parametrize("viewport,size", SIZES)
-def test_the_seat_feed_link_is_shown_and_its_feed_parses(site, sized, viewport, size):
+def test_the_seat_feed_link_is_shown_and_its_feed_parses(
+        site, sized, viewport, size):  # noqa: F811
     import feedparser
 
     app, base = site
@@ -122,14 +120,9 @@ def test_the_seat_feed_link_is_shown_and_its_feed_parses(site, sized, viewport, 
     page = sized(viewport)
     page.goto(f"{base}/seat/{tokens[0]}#feed")
     expect(page.locator("code.feed-link")).to_have_count(0)
-    page.get_by_role("button", name="Make a feed link").click()
-    link = page.locator("code.feed-link")
-    expect(link).to_be_visible()
-    url = link.inner_text().strip()
+    url = _make_link(page, "Make a feed link", "code.feed-link", "seat-feed-link", viewport,
+                     size)
     assert url.startswith(f"{base}/feeds/") and url.endswith(".atom"), url
-    link.scroll_into_view_if_needed()
-    _shoot(page, "seat-feed-link", size)
-    _fits(page, viewport)
 
     answer = page.request.get(url)
     assert answer.ok and "atom" in answer.headers["content-type"]
@@ -141,7 +134,7 @@ def test_the_seat_feed_link_is_shown_and_its_feed_parses(site, sized, viewport, 
 
 @pytest.mark.parametrize("viewport,size", SIZES)
 def test_the_calendar_link_of_the_games_page_is_shown_and_its_calendar_parses(
-        site, sized, viewport, size):
+        site, sized, viewport, size):  # noqa: F811
     import vobject
     from icalendar import Calendar
 
@@ -159,14 +152,9 @@ def test_the_calendar_link_of_the_games_page_is_shown_and_its_calendar_parses(
     expect(page.locator("code.calendar-link")).to_have_count(0)
     page.get_by_role("link", name="Make a calendar link on your games page").click()
     expect(page).to_have_url(re.compile(rf"/me/{key}#calendar$"))
-    page.get_by_role("button", name="Make a calendar link").click()
-    link = page.locator("code.calendar-link")
-    expect(link).to_be_visible()
-    url = link.inner_text().strip()
+    url = _make_link(page, "Make a calendar link", "code.calendar-link", "games-calendar-link",
+                     viewport, size)
     assert url.startswith(f"{base}/feeds/") and url.endswith(".ics"), url
-    link.scroll_into_view_if_needed()
-    _shoot(page, "games-calendar-link", size)
-    _fits(page, viewport)
     page.get_by_role("link", name=re.compile("Your profile")).click()
     expect(page.locator("code.calendar-link")).to_have_text(url)
     page.locator("#calendar").scroll_into_view_if_needed()
