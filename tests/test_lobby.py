@@ -7,6 +7,7 @@ CSRF token, and the day's limits hold across several server processes."""
 from __future__ import annotations
 
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -234,6 +235,60 @@ def test_the_day_limits_hold_across_gunicorn_workers(tmp_path):
             LobbySeat.email == "p11@example.org")).all()) == 2
         assert len(db.exec(select(pbem.ground.models.OutboxMessage).where(
             pbem.ground.models.OutboxMessage.kind == "my_link")).all()) == 3
+
+
+def test_joins_racing_for_the_last_seats_while_others_post_fill_the_game_exactly_once(
+        tmp_path):
+    """Eight players join one open game of three at the same moment, through a gunicorn of 3
+    workers, while four others post games: exactly two joins pass, the others are told it is
+    no longer open, one Game of three seats starts, and every post stands."""
+    from test_hardening_processes import gunicorn
+
+    instance = tmp_path / "instance"
+    app = make_app(instance)
+    joiners = [f"j{i}" for i in range(8)]
+    posters = [f"q{i}" for i in range(4)]
+    keys = _keys(app, ["anna", *joiners, *posters])
+    post = {"game": KIND, "players": "3", "deadline_hours": "72", "timezone": "UTC"}
+    with gunicorn(instance, workers=3, SERVE_TRUSTED_PROXIES="1", GAMES_LOBBY="true",
+                  MAIL_BOARD_PICTURE="false") as base:
+        assert _form_post(base, f"/me/{keys['anna']}/lobby", "192.0.2.1", post) == 303
+        [anna_game] = [g.id for g in _open_games(app)]
+        # Every browser has its page and token first; then all press at once.
+        actions = [(f"/me/{keys[n]}/lobby/{anna_game}/join", {}, f"198.51.100.{i}", keys[n])
+                   for i, n in enumerate(joiners)]
+        actions += [(f"/me/{keys[n]}/lobby", post, f"203.0.113.{i}", keys[n])
+                    for i, n in enumerate(posters)]
+        together = threading.Barrier(len(actions))
+
+        def press(action):
+            path, data, address, key = action
+            with requests.Session() as browser:
+                browser.headers["X-Forwarded-For"] = address
+                page = browser.get(f"{base}/me/{key}/lobby", timeout=60).text
+                token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+                together.wait(120)
+                return browser.post(f"{base}{path}", data={"csrf_token": token, **data},
+                                    timeout=120, allow_redirects=False).status_code
+
+        with ThreadPoolExecutor(len(actions)) as pool:
+            codes = list(pool.map(press, actions))
+    joined, posted = codes[:len(joiners)], codes[len(joiners):]
+    assert sorted(joined) == [303] * 2 + [409] * 6
+    assert posted == [303] * 4
+    with reading(app) as db:
+        games = db.exec(select(Game)).all()
+        assert len(games) == 1
+        seats = db.exec(select(Seat).where(Seat.game_id == games[0].id)).all()
+        first = db.get(OpenGame, anna_game)
+        lobby_seats = db.exec(select(LobbySeat).where(
+            LobbySeat.open_game_id == anna_game)).all()
+        others = db.exec(select(OpenGame).where(OpenGame.id != anna_game)).all()
+    assert first.status == "started" and first.game_id == games[0].id
+    assert sorted(s.email for s in seats) == sorted(s.email for s in lobby_seats)
+    assert len(seats) == 3 and "anna@example.org" in {s.email for s in seats}
+    assert sorted(g.poster for g in others) == [f"{n}@example.org" for n in posters]
+    assert all(g.status == "open" for g in others)
 
 
 def test_a_start_that_fails_leaves_the_game_open_to_withdraw_and_never_overfills(

@@ -1,23 +1,22 @@
 """Issue 33's profile and lobby in a real browser (Debian's chromium through Playwright) and
 real mail: Anna opens her profile from her games page and saves it, asks for a fresh link at
-/me, posts an open game in the lobby, and Bruno and Chiara join it from their own games pages
-until it starts."""
+/me, posts an open game in the lobby, and Bruno and Chiara, following the games link of their
+game's mails, join it from the lobby until it starts. Screenshots at 1280 and 390 px."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from browser_support import SHOTS, require_browser, site_with_admin
+from browser_support import PHONE, SHOTS, require_browser, site_with_admin
 
 sync_api = require_browser()
 
 from server import Mailbox, text_of
 from sqlmodel import select
 
-from pbem.ground.db import reading, writing
+from pbem.ground.db import reading
 from pbem.ground.models import OpenGame, Seat
-from pbem.services import mail
 from pbem.services.games import create_game
 from pbem.services.players import parse_player
 
@@ -39,6 +38,18 @@ def _games_link(box: Mailbox, base: str, email: str) -> str:
     return base + "/me/" + found[-1].rsplit("/", 1)[1]
 
 
+def _both_sizes(page, name: str) -> None:
+    """Screenshots at 1280 and 390 px; at 390 px nothing widens the page past the screen."""
+    page.screenshot(path=str(SHOTS / f"{name}-1280.png"), full_page=True)
+    page.set_viewport_size(PHONE)
+    try:
+        page.screenshot(path=str(SHOTS / f"{name}-390.png"), full_page=True)
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= PHONE["width"], f"{name}: {wide} px wide on a 390 px screen"
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})
+
+
 def test_profile_link_by_mail_and_a_lobby_game_that_fills(site, page):
     app, base = site
     expect = sync_api.expect
@@ -57,7 +68,7 @@ def test_profile_link_by_mail_and_a_lobby_game_that_fills(site, page):
     page.get_by_label("only when it is my turn").check()
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_text("Gespeichert.")).to_be_visible()  # in the language she chose
-    page.screenshot(path=str(SHOTS / "profile.png"), full_page=True)
+    _both_sizes(page, "profile")
 
     # A fresh link by mail at /me.
     before = len(box.to("anna@example.org"))
@@ -75,12 +86,14 @@ def test_profile_link_by_mail_and_a_lobby_game_that_fills(site, page):
     page.get_by_role("button", name="Partie einstellen").click()
     expect(page.locator("#lobby tbody tr")).to_have_count(1)
     expect(page.get_by_role("button", name="Zurückziehen")).to_be_visible()
-    with app.app_context(), writing() as session:  # as the mails of their game carry them
-        keys = {n: mail.mint_player_key(session, f"{n}@example.org") for n in ("bruno", "chiara")}
-    for name in ("bruno", "chiara"):
-        page.goto(f"{base}/me/{keys[name]}/lobby")
-        expect(page.get_by_text("Anna from the club")).to_be_visible()
-        page.screenshot(path=str(SHOTS / f"lobby-{name}.png"), full_page=True)
+    _both_sizes(page, "lobby-posted")
+    for name in ("bruno", "chiara"):  # from the games link their game's mails carry
+        page.goto(_games_link(box, base, f"{name}@example.org"))
+        page.get_by_role("link", name=re.compile("The lobby")).click()
+        poster = page.locator("#lobby").get_by_role("link", name="Anna from the club")
+        expect(poster).to_be_visible()  # named by her profile, linked to its public page
+        assert re.fullmatch(r"/players/[A-Za-z0-9_-]+", poster.get_attribute("href"))
+        _both_sizes(page, f"lobby-{name}")
         page.get_by_role("button", name="Join").click()
     expect(page.get_by_text("No open game just now.")).to_be_visible()
     with reading(app) as db:
@@ -88,7 +101,7 @@ def test_profile_link_by_mail_and_a_lobby_game_that_fills(site, page):
         seats = db.exec(select(Seat).where(Seat.game_id == posted.game_id)
                         .order_by(Seat.number)).all()
     assert posted.status == "started"
-    assert [(s.name, s.language, s.timezone, s.notify) for s in seats][0] == (
+    assert (seats[0].name, seats[0].language, seats[0].timezone, seats[0].notify) == (
         "Anna from the club", "de", "Europe/Berlin", "turn")
     assert any("Du bist zu einem Spiel eingeladen" in str(m["Subject"])
                for m in box.to("anna@example.org"))

@@ -14,7 +14,7 @@ from sqlmodel import select
 from test_admin import add_admin, csrf_of, everything, login
 from test_tournaments import T0, make, play_out, play_round, tables_of, tournament
 
-from pbem.ground.db import reading
+from pbem.ground.db import reading, writing
 from pbem.ground.models import (
     T_BETWEEN,
     T_CLOSED,
@@ -22,10 +22,12 @@ from pbem.ground.models import (
     Entrant,
     Game,
     OutboxMessage,
+    Profile,
     Tournament,
 )
 from pbem.scheduler.jobs import run_jobs
 from pbem.services import tables, tournaments
+from pbem.services.profiles import profile_for
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -73,6 +75,30 @@ def test_the_standings_page_shows_names_and_games_never_an_address(app):
     assert "League 2, group 1" in text
     assert app.test_client().get("/tournaments/nothing-here").status_code == 404
     assert app.test_client().get("/tournaments/" + "x" * 200).status_code == 404
+
+
+def test_the_standings_name_players_by_their_profile_and_link_its_page(app):
+    """A player with a profile is shown by the profile's name, linked to its public page, in
+    the standings and the games; one without is still shown by the name entered."""
+    tid, _admin = make(app, tables.SWISS, 6)
+    with app.app_context(), writing() as session:
+        profile = profile_for(session, "p1@example.org")
+        profile.name = "Bea of the chess club"
+        session.add(profile)
+        session.flush()
+        profile_id = profile.public_id
+    with reading(app) as session:
+        assert session.exec(select(Profile).where(Profile.email == "p2@example.org")).first() \
+            is None
+        entrant = session.exec(select(Entrant).where(Entrant.email == "p2@example.org")).one()
+        entrant_name, entrant_id = entrant.name, entrant.public_id
+    text = app.test_client().get(f"/tournaments/{tournament(app, tid).public_id}") \
+        .get_data(as_text=True)
+    link = f'<a href="/players/{profile_id}">Bea of the chess club</a>'
+    assert text.count(link) == 2, "in the standings and in the list of games"
+    assert f"{entrant_name} <span class=\"muted\">({entrant_id})</span>" in text
+    assert app.test_client().get(f"/players/{profile_id}").status_code == 200
+    assert not ADDRESS.search(text)
 
 
 def test_an_organiser_creates_a_league_through_the_form(app):

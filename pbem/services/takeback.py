@@ -16,6 +16,8 @@ from sqlalchemy import delete, update
 from sqlmodel import Session, select
 
 from ..games import GameRules, rules_for
+from ..games.interface import move_words
+from ..ground import i18n
 from ..ground.models import (
     RUNNING,
     UNDO_ASKED,
@@ -44,9 +46,11 @@ class TakenBack:
         return "; ".join(r.notation for r in self.undone)
 
     def told_to(self, seat: Seat) -> str:
-        """The moves taken back in `seat`'s words (no hidden card another seat drew)."""
-        return "; ".join(self.rules.notation_for(self.state, r.notation, r.seat, seat.number)
-                         for r in self.undone)
+        """The moves taken back in `seat`'s words and language (no hidden card another seat
+        drew)."""
+        with i18n.in_language(seat.language):
+            return "; ".join(move_words(self.rules, self.rules.notation_for(
+                self.state, r.notation, r.seat, seat.number)) for r in self.undone)
 
 
 def records_of(session: Session, game: Game) -> list[MoveRecord]:

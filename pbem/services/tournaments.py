@@ -21,7 +21,8 @@ tournament on.
   longer counts until the game ends again; a round already moved on stays as it is.
 
 Player keys are lower-case addresses; pages and mails to others show names and each
-player's public id (Entrant.public_id), never an address.
+player's public id (Entrant.public_id), never an address; a player with a profile is named by
+it (Profile.name) and linked to its public page (Profile.public_id).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from ..ground.models import (
     Chore,
     Entrant,
     Game,
+    Profile,
     Tournament,
     TournamentTable,
 )
@@ -150,6 +152,7 @@ class Row:
     score: int
     games: int
     email: str = field(repr=False, default="")  # for the players' own mail; never shown
+    profile_id: str = ""  # the player's Profile.public_id (their public page), "" if none
 
 
 @dataclass
@@ -200,6 +203,17 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
         Game.id.in_([r.game_id for r in rows])))} if rows else {}
     entrants = {e.email: e for e in session.exec(select(Entrant).where(
         Entrant.tournament_id == t.id))}
+    # A player with a profile is named by it and linked to its public page; one without is
+    # named as the organiser entered them.
+    profiles = {p.email: p for p in session.exec(select(Profile).where(
+        Profile.email.in_(list(entrants))))} if entrants else {}
+
+    def named(email: str) -> tuple[str, str, str]:
+        """(name, Entrant.public_id, Profile.public_id or "") of one player."""
+        e, p = entrants.get(email), profiles.get(email)
+        return (p.name if p else e.name if e else "?", e.public_id if e else "",
+                p.public_id if p else "")
+
     groups: dict[tuple[int, int], list[TournamentTable]] = {}
     for r in rows:
         groups.setdefault((r.league, r.group_number), []).append(r)
@@ -217,11 +231,9 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
                                     league=t.format == LEAGUE)
         shown = []
         for s in standing:
-            e = entrants.get(s.player)
-            shown.append(Row(s.place, e.name if e else "?", e.public_id if e else "",
-                             points_text(s.points), points_text(s.tie_break), s.score,
-                             s.games, s.player))
-        by_email = {e.email: e for e in entrants.values()}
+            name, public_id, profile_id = named(s.player)
+            shown.append(Row(s.place, name, public_id, points_text(s.points),
+                             points_text(s.tie_break), s.score, s.games, s.player, profile_id))
         games_shown = []
         for r in members:
             game = games[r.game_id]
@@ -230,9 +242,7 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
             games_shown.append({
                 "round": r.round, "number": r.number, "watch_id": game.watch_id,
                 "title": game.title, "status": game.status,
-                "players": [(by_email[p].name if p in by_email else "?",
-                             by_email[p].public_id if p in by_email else "",
-                             None if played is None or played.ranks is None
+                "players": [(*named(p), None if played is None or played.ranks is None
                              else played.ranks[n]) for n, p in enumerate(players)]})
         sections.append(Section(league, group, shown, games_shown))
     return sections

@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Session, select
 
 from ..games import rules_for
+from ..games.interface import move_words
 from ..ground import i18n
 from ..ground.db import insert_later, reading, utcnow, writing
 from ..ground.i18n import gettext as _
@@ -280,7 +281,8 @@ def pending_for(game, seat, seats, now: datetime | None = None) -> Pending | Non
     asker = seats[request.seat]
     rules = rules_for(game.kind)
     state = rules.loads(game.state_json)
-    moves = "; ".join(rules.notation_for(state, r.notation, r.seat, seat.number)
+    moves = "; ".join(move_words(rules, rules.notation_for(state, r.notation, r.seat,
+                                                           seat.number))
                       for r in records if r.number >= request.first_move)
     waiting = [s for s in seats if s.number != request.seat and s.bot is None
                and answers.get(str(s.number)) != AGREE]

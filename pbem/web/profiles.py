@@ -11,8 +11,9 @@ from flask import Blueprint, redirect, render_template, request, url_for
 
 from ..ground import i18n
 from ..ground.i18n import LANGUAGE_NAMES, LANGUAGES
-from ..ground.models import NOTIFY_CHOICES, TALK_CHOICES
+from ..ground.models import FEED_CALENDAR, NOTIFY_CHOICES, TALK_CHOICES
 from ..services.errors import ServiceError
+from ..services.feeds import calendar_feed_token, feed_url
 from ..services.profiles import own_profile, public_profile, request_link, save_profile
 from .seat import COMMON_ZONES
 from .site import wake_sender
@@ -48,6 +49,7 @@ def ask_post():
 def _edit_page(token: str, form=None, errors=None, status: int = 200, saved: bool = False):
     try:
         profile, is_saved, ratings = own_profile(token)
+        calendar_link = feed_url(calendar_feed_token(token), FEED_CALENDAR)
     except ServiceError as exc:
         return _error(exc)
     i18n.use(profile.language)  # the page in the language the player chose
@@ -55,7 +57,7 @@ def _edit_page(token: str, form=None, errors=None, status: int = 200, saved: boo
                            is_saved=is_saved, ratings=ratings, form=form, errors=errors or {},
                            saved=saved, languages=LANGUAGES, language_names=LANGUAGE_NAMES,
                            notify_choices=NOTIFY_CHOICES, talk_choices=TALK_CHOICES,
-                           zones=COMMON_ZONES), status
+                           zones=COMMON_ZONES, calendar_link=calendar_link), status
 
 
 @bp.get("/me/<token>/profile")
