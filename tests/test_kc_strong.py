@@ -11,7 +11,7 @@ from test_kc_view import redeal
 
 import engine.knights_castles as kc
 from engine.knights_castles.bots import BOT_NAMES, choose_move
-from engine.knights_castles.bots.policy import has_room
+from engine.knights_castles.bots.policy import has_room, margins
 from engine.knights_castles.bots.strong import MAX_OFFERS, strong_bot, trade_offers
 from engine.knights_castles.cards import INDEX
 from engine.knights_castles.moves import Accept, Offer
@@ -77,11 +77,12 @@ def test_strong_answers_every_decision_legally_and_never_by_the_hidden_cards():
 def test_strong_makes_legal_bounded_offers_and_trades_happen():
     """Its offers are legal (apply_move checks), one card or gold each way, within the gold of
     the seat that pays, a card only to a seat whose cards in play could carry it, at most
-    MAX_OFFERS a turn, never two to one seat; some are accepted."""
-    per_turn: dict[tuple[int, int], list[str]] = {}
+    MAX_OFFERS a turn, never two to one seat; some are accepted (in two games: in the first,
+    four strong seats, each weighing its rivals alike, find no trade that suits both sides)."""
+    per_turn: dict[tuple[str, int, int], list[str]] = {}  # by game, seat and turn
     offers = accepted = 0
     pending = None
-    for state, move in _seeded_games(["strong", "strong", "strong", "strong"], range(1), 4):
+    for state, move in _seeded_games(["strong", "strong", "strong", "strong"], range(2), 4):
         if pending is not None and state.step == ANSWER and state.offer == pending:
             accepted += isinstance(move, Accept)
         pending = None
@@ -93,7 +94,7 @@ def test_strong_makes_legal_bounded_offers_and_trades_happen():
                                                              move.ask_gold == 0)
             assert move.give_gold <= state.gold[seat] and move.ask_gold <= state.gold[target]
             assert all(has_room(state, target, INDEX[card]) for card in move.give)
-            per_turn.setdefault((seat, state.turn), []).append(move.target)
+            per_turn.setdefault((state.seed, seat, state.turn), []).append(move.target)
             pending = move
     assert offers and accepted
     for targets in per_turn.values():
@@ -211,6 +212,22 @@ def test_strong_never_offers_a_trade_that_hands_the_other_seat_the_win():
     for offer in weighed + ([made] if isinstance(made, Offer) else []):
         after = kc.apply_move(kc.apply_move(state, offer), Accept())
         assert after.gold[0] > after.gold[1], offer
+
+
+def test_a_gold_of_its_own_counts_more_than_a_gold_the_leader_loses():
+    """With three rivals a gold taken from the leader is not a gold won (another may win
+    instead): the margin the bot judges by gains more from a gold of its own than from the
+    leader's loss of one, and more from that than from the last seat's."""
+    base = position(4, gold={0: 10, 1: 20, 2: 5, 3: 5}, step=TRADE)
+
+    def gain(gold):
+        return margins(replace(base, gold=gold))[0] - margins(base)[0]
+
+    own, leader, last = gain((11, 20, 5, 5)), gain((10, 19, 5, 5)), gain((10, 20, 4, 5))
+    assert own == 1 > leader > last > 0
+    two = position(2, gold={0: 10, 1: 20}, step=TRADE)  # one rival: the same either way
+    assert (margins(replace(two, gold=(11, 20)))[0] - margins(two)[0]
+            == margins(replace(two, gold=(10, 19)))[0] - margins(two)[0] == 1)
 
 
 def test_computer_strong_seats_play_the_strong_bot():

@@ -37,6 +37,11 @@ BUY_MOVE = Buy()
 BUYS_PER_ROUND = 0.3
 ARMOR = 0.1  # in choosing what to build first: a DP is worth a tenth of a gold of income
 OTHER_RIVAL = 0.4  # harm done to a rival the table does not see ahead counts this much
+# A margin is a seat's worth less this share of the best other seat's and the rest of the
+# others' mean: with three rivals a gold taken from the leader is not a gold won (the next one
+# may win instead), and counting it in full overrated war and disasters against building
+# (docs/engine.md has the arena figures before and after).
+RIVAL_MAX = 0.5
 HOLD = 1.0  # times what a card held is worth (WEIGHTS): playing it must beat keeping it
 
 # What the features of `features` are worth in final gold, tuned by hand against the arena
@@ -184,10 +189,15 @@ def worth(state: GameState, seat: int, turns: float | None = None) -> float:
 
 
 def margins(state: GameState) -> list[float]:
-    """Each seat's worth less the best other seat's."""
+    """Each seat's worth less the others': `RIVAL_MAX` of the best other seat's, the rest of
+    their mean (greedy weighs its rivals alike)."""
     turns = turns_left(state) if state.step != OVER else 0.0
     values = [worth(state, s, turns) for s in state.seats]
-    return [v - max(values[:s] + values[s + 1:]) for s, v in enumerate(values)]
+    out = []
+    for s, v in enumerate(values):
+        others = values[:s] + values[s + 1:]
+        out.append(v - RIVAL_MAX * max(others) - (1 - RIVAL_MAX) * sum(others) / len(others))
+    return out
 
 
 def public_worth(state: GameState, seat: int, turns: float) -> float:

@@ -7,7 +7,8 @@ candidate move, then lets every seat play on until the other seats have each had
 (to the end of the game once fewer than `ENDGAME_ROUNDS` rounds are left): itself by the rules
 of thumb of `policy`, the others as `greedy` would, which answers an offer by whether the trade
 adds to its worth. It keeps the candidate whose positions are worth most to it on average,
-measured as its worth less the best other seat's (`policy.margins`). Every candidate meets the
+measured as its worth less the others' (half the best other seat's, half their mean:
+`policy.margins`). Every candidate meets the
 same deals and dice, so their differences are the moves' and not the luck's.
 
 Every decision goes this way: the turn's moves, the losses a disaster or an act of war asks of
