@@ -556,6 +556,17 @@ def test_the_game_page_shows_every_hand_the_deck_the_log_and_the_mail(app, admin
                 "&amp;", "&")
 
 
+
+def test_the_game_page_counts_turns_as_the_players_do(app, admin):
+    """A new game is in turn 1, not 0; a placement and its draw are one turn, not two."""
+    _, tokens = new_game(app)
+    page = admin.get("/admin/games/1").get_data(as_text=True)
+    assert "Turn 1 (0 moves logged)." in page and "Turn 0" not in page
+    play_moves(app, tokens, 2)  # the first seat places, then draws: its turn is over
+    page = admin.get("/admin/games/1").get_data(as_text=True)
+    assert "Turn 2 (2 moves logged)." in page and "Turn 3" not in page
+
+
 # --- actions on a game --------------------------------------------------------------------------
 
 def test_resend_mails_a_working_link_and_keeps_the_old_ones(app, admin, mailbox):
