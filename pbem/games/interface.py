@@ -38,7 +38,7 @@ class ResultTable:
     colours: tuple[str, ...]
     parts: tuple[tuple[str, tuple[int, ...]], ...]  # (label, points per seat), summed below
     totals: tuple[int, ...]
-    tie_label: str  # what breaks a tie in total, e.g. "Pieces left"
+    tie_label: str | None  # what breaks a tie in total, e.g. "Pieces left" (None: nothing)
     tie_values: tuple[int, ...]
     ranks: tuple[int, ...]  # 1 = first; seats tied in total and tie-break share a rank
     winners: tuple[int, ...]
@@ -46,6 +46,7 @@ class ResultTable:
     tie_break: str | None  # how a tie for the most points was broken, when there was one
     notes: tuple[str, ...]  # how the parts earn points, in a sentence or two
     rules_url: str
+    total_label: str | None = None  # what the total is called (None: "Total")
 
 
 class Rules(Protocol):

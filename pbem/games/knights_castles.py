@@ -28,6 +28,7 @@ from ..ground.kept import Kept
 from .interface import (
     ByState,
     MoveError,
+    ResultTable,
     RulesBase,
     SetupProblem,
     ShownBase,
@@ -425,6 +426,28 @@ class KnightsCastles(RulesBase, ShownBase):
                     f"{i18n.colour(p)} {g}" for p, g in zip(state.players, state.gold))),
                 ngettext("Winner: %(names)s.", "Winners: %(names)s.", len(result.winners),
                          names=winners)]
+
+    def result_table(self, state: kc.GameState) -> ResultTable | None:
+        """The result in one table: each seat's gold (the only score) and rank; players with
+        equal gold share the place, as the rules break no tie. None while the game goes on."""
+        result = kc.outcome(state)
+        if result is None:
+            return None
+        ranks = tuple(1 + sum(1 for other in result.gold if other > result.gold[s])
+                      for s in state.seats)
+        tie_break = None
+        if len(result.winners) > 1:
+            tie_break = gettext(
+                "%(names)s tie with %(gold)s; the rules break no tie, so they share the win.",
+                names=gettext(" and ").join(i18n.colour(state.players[s])
+                                            for s in result.winners),
+                gold=ngettext("%(num)d gold", "%(num)d gold", max(result.gold)))
+        notes = (gettext("Gold is the only score: whoever holds the most when the last card is "
+                         "drawn from the deck wins."),)
+        return ResultTable(
+            colours=state.players, parts=(), totals=result.gold, tie_label=None, tie_values=(),
+            ranks=ranks, winners=result.winners, reason=i18n.render(result.reason),
+            tie_break=tie_break, notes=notes, rules_url=RULES_URL, total_label=gettext("Gold"))
 
     def position_lines(self, state: kc.GameState, seat: int | None) -> list[str]:
         """The position as plain text for `seat`, in the reader's language: what a mail or a
