@@ -641,7 +641,7 @@ def test_a_seat_handed_over_mid_game_is_told_it_takes_over_not_that_it_starts(ap
     assert act(admin, app, "hand_over", seat=state.current, name="Dora",
                email="dora@example.org").status_code == 303
     (invitation,) = [m for m in new_mail(mailbox, since) if "dora" in str(m["To"])]
-    assert str(invitation["Subject"]).endswith("You take over a seat")
+    assert str(invitation["Subject"]).endswith("You take over a seat, and it is your move")
     for body in (text_of(invitation), html_of(invitation)):
         assert "You start" not in body and "invited" not in body
         assert "a game under way" in body and "It is your move now" in body
@@ -934,6 +934,8 @@ def _statuses(page: str) -> list[tuple[str, str]]:
 
 def test_the_outbox_lists_mail_by_status_and_a_failed_mail_can_be_retried(app, admin, mailbox):
     _, tokens = new_game(app)
+    invited = "You are invited to play" + (", and you start" if game_state(app)[1].current == 0
+                                           else "")
     _fail_first_mail(app)  # the invitation to seat 1 could not be delivered
     assert mailbox.deliver()["sent"] == 2
     assert act(admin, app, "resend", seat=1).status_code == 303  # mail 4, queued
@@ -957,7 +959,7 @@ def test_the_outbox_lists_mail_by_status_and_a_failed_mail_can_be_retried(app, a
     assert (row.status, row.attempts) == ("queued", 0)
     assert audit(app)[-1] == (admin_id(app), 1, "retry mail", "retry",
                               ("mail 1 to Player 0 <p0@example.org>: "
-                               "[Kardinal & König #1] You are invited to play"))
+                               f"[Kardinal & König #1] {invited}"))
 
     before = everything(app)
     for message_id, refusal in ((1, "mail 1 is queued, not failed"),
@@ -970,7 +972,7 @@ def test_the_outbox_lists_mail_by_status_and_a_failed_mail_can_be_retried(app, a
 
     assert mailbox.deliver()["sent"] == 2  # the retried mail goes out with the queued one
     [invitation] = mailbox.to("p0@example.org")  # its first delivery, with a working link
-    assert str(invitation["Subject"]).endswith("You are invited to play")
+    assert str(invitation["Subject"]).endswith(invited)
     assert token_in(invitation) == tokens[0]
     assert seat_status(admin, tokens[0]) == (200, 200)
 
