@@ -18,6 +18,7 @@ from wtforms import ValidationError
 from ..games.interface import move_words
 from ..ground.i18n import N_, gettext
 from ..ground.logs import HideSecrets, guard, hide_secrets
+from ..services import turnfile
 
 logger = logging.getLogger(__name__)
 
@@ -188,6 +189,7 @@ def init_app(app: Flask) -> None:
     app.add_template_global(game_title)
     app.add_template_global(result_table_of)
     app.add_template_global(turn_number_of)
+    app.add_template_global(turnfile.turn_line)
     app.add_template_global(move_words)
     # Also where pbem.ground.logs.setup has not run (`flask --app pbem run`, tests).
     for name in ("werkzeug", "gunicorn.access", app.logger.name):
