@@ -598,13 +598,19 @@ def test_a_new_link_revokes_the_old_ones_in_the_page_and_the_api(app, admin, mai
 
 
 def test_changing_an_address_mails_the_new_one_and_kills_the_old_links(app, admin, mailbox):
+    """The new address gets a link; the old one is told too (issue 32), with no link."""
     _, tokens = new_game(app)
     since = len(mailbox.messages())
     assert act(admin, app, "email", seat=2, email="cleo.new@example.org").status_code == 303
     assert seat_row(app, 2).email == "cleo.new@example.org"
-    [message] = new_mail(mailbox, since)
-    assert subjects([message]) == [("cleo.new@example.org",
-                                    "Your address for the game was changed")]
+    message, old = sorted(new_mail(mailbox, since), key=lambda m: "p2@" in str(m["To"]))
+    assert subjects([message, old]) == [
+        ("cleo.new@example.org", "Your address for the game was changed"),
+        ("p2@example.org", "Your address for the game was changed")]
+    told = " ".join(text_of(old).split())
+    assert "changed the address of your seat (green) in" in told and \
+        "to cleo.new@example.org" in told
+    assert "/seat/" not in text_of(old) + html_of(old), "the old address gets no link"
     assert seat_status(admin, tokens[2]) == (404, 404)
     assert seat_status(admin, token_in(message)) == (200, 200)
     assert audit(app) == [(admin_id(app), 1, "change email", REASON,
@@ -619,8 +625,13 @@ def test_handing_a_seat_over_tells_both_players(app, admin, mailbox):
     seat = seat_row(app, 1)
     assert (seat.name, seat.email) == ("Dora", "dora@example.org")
     messages = new_mail(mailbox, since)
+    # The other players are told who plays the seat now (issue 32).
     assert sorted(subjects(messages)) == [("dora@example.org", "You are invited to play"),
-                                          ("p1@example.org", "Your seat was handed over")]
+                                          ("p0@example.org", "A seat changed hands"),
+                                          ("p1@example.org", "Your seat was handed over"),
+                                          ("p2@example.org", "A seat changed hands")]
+    told = " ".join(text_of(next(m for m in messages if "p2@" in str(m["To"]))).split())
+    assert "handed the seat of Player 1 (red) to Dora, who plays it from now on." in told
     invitation = next(m for m in messages if "dora" in str(m["To"]))
     assert seat_status(admin, tokens[1]) == (404, 404)
     token = token_in(invitation)
@@ -645,6 +656,36 @@ def test_a_seat_handed_over_mid_game_is_told_it_takes_over_not_that_it_starts(ap
     for body in (text_of(invitation), html_of(invitation)):
         assert "You start" not in body and "invited" not in body
         assert "a game under way" in body and "It is your move now" in body
+
+
+
+def test_a_computer_seat_is_not_overdue_nor_offered_link_and_mail_actions(app, admin, mailbox):
+    """A computer player's seat waits for the scheduler, not for a deadline; it has no link or
+    address to act on; and the other players hear who plays the seat now (issue 32)."""
+    _, tokens = new_game(app)
+    to_move = game_state(app)[1].current
+    since = len(mailbox.messages())
+    assert act(admin, app, "bot", seat=to_move, bot="random").status_code == 303
+    others = {f"p{n}@example.org" for n in range(3) if n != to_move}
+    told = [m for m in new_mail(mailbox, since) if subjects([m])[0][1] == "A seat changed hands"]
+    assert {subjects([m])[0][0] for m in told} == others
+    assert "to a computer player (random), who plays it" in " ".join(text_of(told[0]).split())
+    with writing(app) as db:  # the scheduler has not run yet: the turn is due
+        game = db.get(Game, 1)
+        game.deadline_at = utcnow() - timedelta(minutes=5)
+        db.add(game)
+    for path in ("/admin/games/1", "/admin/"):
+        page = admin.get(path).get_data(as_text=True)
+        assert "overdue" not in page, path
+    page = admin.get("/admin/games/1").get_data(as_text=True)
+    assert "the computer player moves at the scheduler" in html.unescape(page), page[:3000]
+    for key in ("resend", "new_link", "email", "revoke_games"):
+        form = re.search(rf'name="action" value="{key}">(.*?)</form>', page, re.DOTALL).group(1)
+        offered = re.findall(r'<option value="(\d+)">', form)
+        assert offered == [str(n) for n in range(3) if n != to_move], key
+    for key in ("hand_over", "bot"):
+        form = re.search(rf'name="action" value="{key}">(.*?)</form>', page, re.DOTALL).group(1)
+        assert str(to_move) in re.findall(r'<option value="(\d+)">', form), key
 
 
 def test_a_new_link_mail_does_not_promise_that_earlier_links_work(app, admin, mailbox):
