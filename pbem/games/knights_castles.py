@@ -200,6 +200,10 @@ class KnightsCastles(RulesBase, ShownBase):
     # A turn is a dozen moves, and the notation does not say which one ends it: the move that
     # does tells that the next player's turn begins (pbem.services.turns).
     turn_begins = "Turn %(turn)d: %(who)s draws and collects tax."
+    # A round is some forty phase changes: a mail tells what was done and whose move it is.
+    quiet_in_news = frozenset({"You ended the %(phase)s.", "%(who)s ended the %(phase)s."})
+    latest_only_in_news = frozenset({"Now you: %(asks)s (%(phase)s).",
+                                     "Now %(who)s: %(asks)s (%(phase)s)."})
 
     def mid_turn(self, state: kc.GameState) -> bool:
         """Always: the move that ends a turn begins the next one (its draw and tax)."""
@@ -476,10 +480,16 @@ class KnightsCastles(RulesBase, ShownBase):
             pile = gettext("Discard pile: empty.")
         lines.append(f"{deck} {pile}")
         if view.dice:
-            lines.append(gettext("Dice so far: %(dice)s (latest last).",
-                                 dice=" ".join(map(str, view.dice[-10:])))
-                         if len(view.dice) > 1 else
-                         gettext("Dice so far: %(dice)s.", dice=view.dice[-1]))
+            shown = view.dice[-10:]
+            if len(view.dice) > len(shown):  # say that the earlier rolls are left out
+                lines.append(gettext("Dice: the last %(num)d of %(total)d rolls, the latest "
+                                     "last: %(dice)s.", num=len(shown), total=len(view.dice),
+                                     dice=" ".join(map(str, shown))))
+            else:
+                lines.append(gettext("Dice so far: %(dice)s (latest last).",
+                                     dice=" ".join(map(str, shown)))
+                             if len(shown) > 1 else
+                             gettext("Dice so far: %(dice)s.", dice=shown[-1]))
         if view.loss:
             loss = view.loss
             what = (gettext("%(roll)d DP of cards in play", roll=loss["roll"])
