@@ -29,10 +29,10 @@ MAX_ORDERS = 100
 # The line is written in the reader's words ("Zug: 12 (Schritt 47)", "Turno: 12 (jugada 47)")
 # and read back in any of the three languages, whatever the reader's is now.
 TURN_WORDS = {"en": ("Turn", "move"), "de": ("Zug", "Schritt"), "es": ("Turno", "jugada")}
-TURN_LINE = re.compile(
-    r"(?:%s):\s*(\d{1,9})(?:\s*\((?:%s)\s+(\d{1,9})\))?"
-    % ("|".join(turn for turn, _ in TURN_WORDS.values()),
-       "|".join(move for _, move in TURN_WORDS.values())), re.IGNORECASE)
+_TURNS = "|".join(turn for turn, _ in TURN_WORDS.values())
+_MOVES = "|".join(move for _, move in TURN_WORDS.values())
+TURN_LINE = re.compile(rf"(?:{_TURNS}):\s*(\d{{1,9}})(?:\s*\((?:{_MOVES})\s+(\d{{1,9}})\))?",
+                       re.IGNORECASE)
 # Where a reply's own text ends: a signature, or an original that mail programs add unquoted.
 STOP = re.compile(r"^(--\s*$|-{3,}\s*Original Message|_{5,}|From:\s)", re.IGNORECASE)
 # The line a mail program puts above the quoted original (top or bottom posting): skipped.
