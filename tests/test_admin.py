@@ -662,7 +662,7 @@ def test_a_seat_handed_over_mid_game_is_told_it_takes_over_not_that_it_starts(ap
 def test_a_computer_seat_is_not_overdue_nor_offered_link_and_mail_actions(app, admin, mailbox):
     """A computer player's seat waits for the scheduler, not for a deadline; it has no link or
     address to act on; and the other players hear who plays the seat now (issue 32)."""
-    _, tokens = new_game(app)
+    new_game(app)
     to_move = game_state(app)[1].current
     since = len(mailbox.messages())
     assert act(admin, app, "bot", seat=to_move, bot="random").status_code == 303

@@ -11,10 +11,10 @@ from browser_support import PHONE, SHOTS, WAIT_MS, require_browser, site_with_ad
 
 sync_api = require_browser()
 
-from server import finish_game  # noqa: E402
+from server import finish_game
 
-from pbem.services.games import create_game  # noqa: E402
-from pbem.services.players import parse_player  # noqa: E402
+from pbem.services.games import create_game
+from pbem.services.players import parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
