@@ -171,7 +171,7 @@ def test_a_game_through_the_pages_with_a_chosen_loss_and_an_accepted_trade(tmp_p
     for i in range(4):
         finals = [m for m in mailbox.to(f"p{i}@example.org")
                   if str(m["Subject"]).endswith("The game is over")]
-        assert len(finals) == 1 and "Winner" in text_of(finals[0])
+        assert len(finals) == 1 and "(winner)" in text_of(finals[0])  # the result table
     assert client.get(f"/api/v1/seat/{tokens[0]}").get_json()["outcome"]["winners"]
     # The spectator page and the history show the tableaus and no hand.
     watch = client.get(f"/watch/{game.watch_id}").get_data(as_text=True)
@@ -211,7 +211,7 @@ def test_a_game_nobody_touches_finishes_by_timeouts(tmp_path):
     for i in range(4):
         finals = [m for m in mailbox.to(f"p{i}@example.org")
                   if str(m["Subject"]).endswith("The game is over")]
-        assert len(finals) == 1 and "Winner" in text_of(finals[0])
+        assert len(finals) == 1 and "(winner)" in text_of(finals[0])  # the result table
     assert json.loads(game.state_json)["format"] == "knights-castles/1"
 
 
