@@ -53,7 +53,7 @@ def file_name(kind: str, game_id: int, turn_number: int, colour: str) -> str:
     'kk-partie3-zug1-gelb.txt'; ASCII only, for every file system and mail program."""
     words = {"en": ("game", "turn"), "de": ("partie", "zug"), "es": ("partida", "turno")}
     game, turn = words.get(i18n.language(), words["en"])
-    prefix = "".join(word[0] for word in kind.split("-"))  # kardinal-koenig: kk
+    prefix = "".join(word[0] for word in kind.split("-"))  # the initials of the game's words
     shown = unicodedata.normalize("NFKD", i18n.colour(colour).lower().replace("ü", "ue"))
     shown = re.sub(r"[^a-z0-9]+", "-", shown.encode("ascii", "ignore").decode()).strip("-")
     return f"{prefix}-{game}{game_id}-{turn}{turn_number}-{shown or 'seat'}.txt"

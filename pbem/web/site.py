@@ -195,10 +195,8 @@ def init_app(app: Flask) -> None:
     @app.template_filter("player_letter")
     def _player_letter(colour: str) -> str:
         """'Y gelb': the letter that marks a colour's pieces on the map (its English name's
-        first, as the notation's), with the colour's name in the reader's language."""
-        from engine.kardinal_koenig.svg import player_letter
-
-        return f"{player_letter(colour)} {i18n.colour(colour)}"
+        first, as the map draws it), with the colour's name in the reader's language."""
+        return f"{colour[:1].upper()} {i18n.colour(colour)}"
     app.add_template_global(move_words)
     # Also where pbem.ground.logs.setup has not run (`flask --app pbem run`, tests).
     for name in ("werkzeug", "gunicorn.access", app.logger.name):
