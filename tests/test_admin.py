@@ -556,6 +556,17 @@ def test_the_game_page_shows_every_hand_the_deck_the_log_and_the_mail(app, admin
                 "&amp;", "&")
 
 
+
+def test_the_game_page_counts_turns_as_the_players_do(app, admin):
+    """A new game is in turn 1, not 0; a placement and its draw are one turn, not two."""
+    _, tokens = new_game(app)
+    page = admin.get("/admin/games/1").get_data(as_text=True)
+    assert "Turn 1 (0 moves logged)." in page and "Turn 0" not in page
+    play_moves(app, tokens, 2)  # the first seat places, then draws: its turn is over
+    page = admin.get("/admin/games/1").get_data(as_text=True)
+    assert "Turn 2 (2 moves logged)." in page and "Turn 3" not in page
+
+
 # --- actions on a game --------------------------------------------------------------------------
 
 def test_resend_mails_a_working_link_and_keeps_the_old_ones(app, admin, mailbox):
@@ -587,13 +598,19 @@ def test_a_new_link_revokes_the_old_ones_in_the_page_and_the_api(app, admin, mai
 
 
 def test_changing_an_address_mails_the_new_one_and_kills_the_old_links(app, admin, mailbox):
+    """The new address gets a link; the old one is told too (issue 32), with no link."""
     _, tokens = new_game(app)
     since = len(mailbox.messages())
     assert act(admin, app, "email", seat=2, email="cleo.new@example.org").status_code == 303
     assert seat_row(app, 2).email == "cleo.new@example.org"
-    [message] = new_mail(mailbox, since)
-    assert subjects([message]) == [("cleo.new@example.org",
-                                    "Your address for the game was changed")]
+    message, old = sorted(new_mail(mailbox, since), key=lambda m: "p2@" in str(m["To"]))
+    assert subjects([message, old]) == [
+        ("cleo.new@example.org", "Your address for the game was changed"),
+        ("p2@example.org", "Your address for the game was changed")]
+    told = " ".join(text_of(old).split())
+    assert "changed the address of your seat (green) in" in told and \
+        "to cleo.new@example.org" in told
+    assert "/seat/" not in text_of(old) + html_of(old), "the old address gets no link"
     assert seat_status(admin, tokens[2]) == (404, 404)
     assert seat_status(admin, token_in(message)) == (200, 200)
     assert audit(app) == [(admin_id(app), 1, "change email", REASON,
@@ -608,8 +625,13 @@ def test_handing_a_seat_over_tells_both_players(app, admin, mailbox):
     seat = seat_row(app, 1)
     assert (seat.name, seat.email) == ("Dora", "dora@example.org")
     messages = new_mail(mailbox, since)
+    # The other players are told who plays the seat now (issue 32).
     assert sorted(subjects(messages)) == [("dora@example.org", "You are invited to play"),
-                                          ("p1@example.org", "Your seat was handed over")]
+                                          ("p0@example.org", "A seat changed hands"),
+                                          ("p1@example.org", "Your seat was handed over"),
+                                          ("p2@example.org", "A seat changed hands")]
+    told = " ".join(text_of(next(m for m in messages if "p2@" in str(m["To"]))).split())
+    assert "handed the seat of Player 1 (red) to Dora, who plays it from now on." in told
     invitation = next(m for m in messages if "dora" in str(m["To"]))
     assert seat_status(admin, tokens[1]) == (404, 404)
     token = token_in(invitation)
@@ -630,10 +652,40 @@ def test_a_seat_handed_over_mid_game_is_told_it_takes_over_not_that_it_starts(ap
     assert act(admin, app, "hand_over", seat=state.current, name="Dora",
                email="dora@example.org").status_code == 303
     (invitation,) = [m for m in new_mail(mailbox, since) if "dora" in str(m["To"])]
-    assert str(invitation["Subject"]).endswith("You take over a seat")
+    assert str(invitation["Subject"]).endswith("You take over a seat, and it is your move")
     for body in (text_of(invitation), html_of(invitation)):
         assert "You start" not in body and "invited" not in body
         assert "a game under way" in body and "It is your move now" in body
+
+
+
+def test_a_computer_seat_is_not_overdue_nor_offered_link_and_mail_actions(app, admin, mailbox):
+    """A computer player's seat waits for the scheduler, not for a deadline; it has no link or
+    address to act on; and the other players hear who plays the seat now (issue 32)."""
+    new_game(app)
+    to_move = game_state(app)[1].current
+    since = len(mailbox.messages())
+    assert act(admin, app, "bot", seat=to_move, bot="random").status_code == 303
+    others = {f"p{n}@example.org" for n in range(3) if n != to_move}
+    told = [m for m in new_mail(mailbox, since) if subjects([m])[0][1] == "A seat changed hands"]
+    assert {subjects([m])[0][0] for m in told} == others
+    assert "to a computer player (random), who plays it" in " ".join(text_of(told[0]).split())
+    with writing(app) as db:  # the scheduler has not run yet: the turn is due
+        game = db.get(Game, 1)
+        game.deadline_at = utcnow() - timedelta(minutes=5)
+        db.add(game)
+    for path in ("/admin/games/1", "/admin/"):
+        page = admin.get(path).get_data(as_text=True)
+        assert "overdue" not in page, path
+    page = admin.get("/admin/games/1").get_data(as_text=True)
+    assert "the computer player moves at the scheduler" in html.unescape(page), page[:3000]
+    for key in ("resend", "new_link", "email", "revoke_games"):
+        form = re.search(rf'name="action" value="{key}">(.*?)</form>', page, re.DOTALL).group(1)
+        offered = re.findall(r'<option value="(\d+)">', form)
+        assert offered == [str(n) for n in range(3) if n != to_move], key
+    for key in ("hand_over", "bot"):
+        form = re.search(rf'name="action" value="{key}">(.*?)</form>', page, re.DOTALL).group(1)
+        assert str(to_move) in re.findall(r'<option value="(\d+)">', form), key
 
 
 def test_a_new_link_mail_does_not_promise_that_earlier_links_work(app, admin, mailbox):
@@ -923,6 +975,8 @@ def _statuses(page: str) -> list[tuple[str, str]]:
 
 def test_the_outbox_lists_mail_by_status_and_a_failed_mail_can_be_retried(app, admin, mailbox):
     _, tokens = new_game(app)
+    invited = "You are invited to play" + (", and you start" if game_state(app)[1].current == 0
+                                           else "")
     _fail_first_mail(app)  # the invitation to seat 1 could not be delivered
     assert mailbox.deliver()["sent"] == 2
     assert act(admin, app, "resend", seat=1).status_code == 303  # mail 4, queued
@@ -946,7 +1000,7 @@ def test_the_outbox_lists_mail_by_status_and_a_failed_mail_can_be_retried(app, a
     assert (row.status, row.attempts) == ("queued", 0)
     assert audit(app)[-1] == (admin_id(app), 1, "retry mail", "retry",
                               ("mail 1 to Player 0 <p0@example.org>: "
-                               "[Kardinal & König #1] You are invited to play"))
+                               f"[Kardinal & König #1] {invited}"))
 
     before = everything(app)
     for message_id, refusal in ((1, "mail 1 is queued, not failed"),
@@ -959,7 +1013,7 @@ def test_the_outbox_lists_mail_by_status_and_a_failed_mail_can_be_retried(app, a
 
     assert mailbox.deliver()["sent"] == 2  # the retried mail goes out with the queued one
     [invitation] = mailbox.to("p0@example.org")  # its first delivery, with a working link
-    assert str(invitation["Subject"]).endswith("You are invited to play")
+    assert str(invitation["Subject"]).endswith(invited)
     assert token_in(invitation) == tokens[0]
     assert seat_status(admin, tokens[0]) == (200, 200)
 

@@ -43,7 +43,8 @@ def invitations(mailbox, n) -> list[str]:
     tokens = []
     for i in range(n):
         mails = [m for m in mailbox.to(f"p{i}@example.org")
-                 if str(m["Subject"]).endswith("You are invited to play")]
+                 if str(m["Subject"]).endswith(("You are invited to play",
+                                                "You are invited to play, and you start"))]
         assert len(mails) == 1
         tokens.append(token_in(mails[0]))
     return tokens
@@ -80,7 +81,8 @@ def test_whole_game_through_the_api(app, client, mailbox, players, seed):
             turns += 1
             if turns % 10 == 1:  # now and then, follow the link in the seat's newest mail
                 newest = mailbox.to(f"p{seat}@example.org")[-1]
-                assert str(newest["Subject"]).endswith(("Your turn", "You are invited to play"))
+                assert str(newest["Subject"]).endswith(("Your turn", "You are invited to play",
+                                                        "and you start"))
                 tokens[seat] = token_in(newest)
                 followed += 1
             if turns % 8 == 0:  # the others may look, but not move

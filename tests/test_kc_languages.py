@@ -133,8 +133,9 @@ def test_knights_and_castles_in_three_languages(tmp_path, english_fragments):  #
     # English piece of any message whose translation differs.
     for seat, player in enumerate(PLAYERS):
         final = text_of(mails_in_own_language(box, player, english_fragments)[-1])
-        assert {"en": "Winner: red.", "de": "Sieger: Rot.",
-                "es": "Ganador: rojo."}[player.language] in final
+        # The result table (issue 32: it was a box of outcome lines) marks the winner.
+        assert {"en": "red = Bernd (winner)", "de": "Rot = Bernd (Sieger)",
+                "es": "rojo = Bernd (ganador)"}[player.language] in final
         assert {"en": "the most gold wins", "de": "das meiste Gold gewinnt",
                 "es": "gana quien tenga más oro"}[player.language] in final
     german = "\n".join(text_of(m) for m in box.to(PLAYERS[1].email))

@@ -171,7 +171,7 @@ def test_a_game_through_the_pages_with_a_chosen_loss_and_an_accepted_trade(tmp_p
     for i in range(4):
         finals = [m for m in mailbox.to(f"p{i}@example.org")
                   if str(m["Subject"]).endswith("The game is over")]
-        assert len(finals) == 1 and "Winner" in text_of(finals[0])
+        assert len(finals) == 1 and "(winner)" in text_of(finals[0])  # the result table
     assert client.get(f"/api/v1/seat/{tokens[0]}").get_json()["outcome"]["winners"]
     # The spectator page and the history show the tableaus and no hand.
     watch = client.get(f"/watch/{game.watch_id}").get_data(as_text=True)
@@ -211,7 +211,7 @@ def test_a_game_nobody_touches_finishes_by_timeouts(tmp_path):
     for i in range(4):
         finals = [m for m in mailbox.to(f"p{i}@example.org")
                   if str(m["Subject"]).endswith("The game is over")]
-        assert len(finals) == 1 and "Winner" in text_of(finals[0])
+        assert len(finals) == 1 and "(winner)" in text_of(finals[0])  # the result table
     assert json.loads(game.state_json)["format"] == "knights-castles/1"
 
 
@@ -409,3 +409,48 @@ def test_every_move_the_api_lists_is_accepted(tmp_path):
                              json={"move": rng.choice(legal), "turn": game.turn})
         assert answer.status_code == 200, answer.get_json()
     assert patterns and {"build", "event", "trade", "loss"} <= steps
+
+
+def test_mails_tell_what_happened_not_each_phase_change(tmp_path):
+    """A your-turn mail's news leaves out the phase changes (some forty lines a round, issue
+    32) and says whose move it is once, at the end; what was done stays, every move of it."""
+    from pbem.services.moves import submit_move
+
+    app = make_app(tmp_path / "instance")
+    box = Mailbox(app)
+    _, tokens = new_game(app, 3, "kc-quiet", kind="knights-castles")
+    rules = rules_for("knights-castles")
+    rng = random.Random(5)
+    for _ in range(120):
+        game, state = state_of(app)
+        legal = kc.legal_moves(state)
+        with app.app_context():
+            submit_move(tokens[state.to_move], str(rng.choice(legal.moves)), game.turn)
+    checked = 0
+    for seat in range(3):
+        for message in box.to(f"p{seat}@example.org"):
+            if not str(message["Subject"]).endswith("Your turn"):
+                continue
+            news = [line for line in text_of(message).splitlines() if line.startswith("- ")]
+            assert not [line for line in news if " ended the " in line], news
+            assert sum(line.startswith("- Now ") for line in news) <= 1, news
+            checked += bool(news)
+    assert checked > 10
+    with app.app_context(), reading() as session:
+        lines = [json.loads(r.lines_json)["0"] for r in session.exec(select(MoveRecord))]
+    assert any(line["t"].endswith("ended the %(phase)s.") for ls in lines for line in ls), \
+        "the log itself keeps every phase change"
+    assert rules.news([]) == []
+
+
+def test_the_dice_line_says_when_it_shows_only_the_latest_rolls():
+    """'Dice so far' listed the last ten rolls of many without saying so (issue 32)."""
+    from dataclasses import replace
+
+    rules = rules_for("knights-castles")
+    state = rules.new_state(["red", "blue", "green"], "dice", 0)
+    many = replace(state, dice=tuple(range(1, 7)) * 3)  # 18 rolls
+    few = replace(state, dice=(3, 5))
+    assert "Dice: the last 10 of 18 rolls, the latest last: 3 4 5 6 1 2 3 4 5 6." in \
+        rules.position_lines(many, 0)
+    assert "Dice so far: 3 5 (latest last)." in rules.position_lines(few, 0)

@@ -3,6 +3,7 @@ changed on its page; its pages and mails in it; other pages in the browser's lan
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -122,3 +123,20 @@ def test_the_switch_on_the_seat_page(app, client, mailbox):
     assert bad.status_code == 422 and _languages(app, 1) == ["de", "en", "en"]
     client.get(f"/seat/{token}/language")  # a GET (a mail scanner) changes nothing
     assert _languages(app, 1) == ["de", "en", "en"]
+
+
+def test_the_map_says_what_its_letters_are_in_the_readers_words(app, client):
+    """The map marks pieces with the English colour's letter (Y, P, C beside "Gelb", "Lila",
+    "Creme", issue 32): the caption names each letter with the colour in the reader's words,
+    and the card legend says its letter is the notation's."""
+    from pbem.services.players import PlayerSpec
+
+    with app.app_context():
+        created = create_game([PlayerSpec(f"P{i}", f"p{i}@example.org", language="de")
+                               for i in range(3)], "letters", colours=["yellow", "purple", "red"])
+    token = created.links[0][2].rsplit("/", 1)[1]
+    page = html.unescape(client.get(f"/seat/{token}").get_data(as_text=True))
+    assert "jeweils mit einem Buchstaben: Y gelb, P lila, R rot." in page.replace("Gelb", "gelb") \
+        .replace("Lila", "lila").replace("Rot", "rot"), page[page.find("Karte Europas"):][:300]
+    assert "Anfangsbuchstaben" not in page
+    assert "Karten creme (C in der Notation): Lothringen, Italien" in page.replace("Creme", "creme")

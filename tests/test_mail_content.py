@@ -29,7 +29,9 @@ def test_every_seat_is_invited_with_its_own_hand_the_rules_and_its_link(app, cli
     for seat in range(4):
         (mail,) = mailbox.to(f"p{seat}@example.org")
         text = text_of(mail)
-        assert str(mail["Subject"]).endswith("You are invited to play")
+        # The starter reads in the subject that it starts (issue 32).
+        assert str(mail["Subject"]).endswith(
+            "You are invited to play" + (", and you start" if seat == state.current else ""))
         assert _card_line(state, seat) in text
         assert "How to play" in text and "joker" in text
         assert all(f"Player {i}" in text for i in range(4))
@@ -68,7 +70,7 @@ def test_other_seats_hear_of_each_turn_unless_they_chose_otherwise(app, client, 
                                data={"csrf_token": field(page, "csrf_token"), "notify": choice})
         assert response.status_code == 303
     play_moves(app, tokens, 10, until=lambda s: s.current != 0)
-    assert _subjects(mailbox, "p0@example.org") == ["You are invited to play"]
+    assert _subjects(mailbox, "p0@example.org") == ["You are invited to play, and you start"]
     assert _subjects(mailbox, "p1@example.org")[-1] == "Your turn"
     assert _subjects(mailbox, "p2@example.org") == ["You are invited to play"]
     assert _subjects(mailbox, "p3@example.org") == ["You are invited to play"]

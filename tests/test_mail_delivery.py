@@ -26,7 +26,7 @@ from server import LINK, make_app
 from sqlmodel import select
 
 from pbem.ground.db import reading, writing
-from pbem.ground.models import FAILED, QUEUED, SENDING, SENT, OutboxMessage
+from pbem.ground.models import FAILED, QUEUED, SENDING, SENT, Game, OutboxMessage
 from pbem.scheduler.outbox import REDACTED, deliver_all_due, deliver_queued
 from pbem.services.games import create_game
 from pbem.services.health import STUCK_AFTER
@@ -177,7 +177,9 @@ def test_each_invitation_arrives_once_with_the_right_headers_and_link(tmp_path, 
     assert len(smtp.received) == 3
     by_address = {r["to"][0]: r for r in smtp.received}
     assert set(by_address) == {"anna@example.org", "bruno@example.org", "clara@example.org"}
-    for (name, _colour, link), row in zip(created.links, queued, strict=True):
+    with reading(app) as session:
+        starter = json.loads(session.get(Game, created.game_id).state_json)["current"]
+    for seat, ((name, _colour, link), row) in enumerate(zip(created.links, queued, strict=True)):
         got = [r for r in smtp.received if r["message"]["Message-ID"] == row.message_id]
         assert len(got) == 1, f"{row.message_id} arrived {len(got)} times"
         envelope, message = got[0], got[0]["message"]
@@ -189,7 +191,7 @@ def test_each_invitation_arrives_once_with_the_right_headers_and_link(tmp_path, 
         assert envelope["from"] == "judge@example.org"
         assert message["Subject"] == row.subject
         assert message["Subject"] == f"[Kardinal & König #{created.game_id}] " \
-                                     "You are invited to play"
+            "You are invited to play" + (", and you start" if seat == starter else "")
         sent_date = parsedate_to_datetime(message["Date"])
         assert sent_date.utcoffset() == timedelta(0)
         assert abs(sent_date - row.created_at) < timedelta(seconds=1)

@@ -363,6 +363,42 @@ def test_ingest_mail_without_the_reply_domain_warns_and_still_mails_a_reply_to(t
                 if "evil.example" in str(m["Reply-To"] or "")]
 
 
+
+@pytest.mark.parametrize("recipient", [True, False])
+def test_ingest_mail_run_without_settings_takes_the_delivery_domain(tmp_path, recipient):
+    """`pbem ingest-mail` in a process of its own with no settings but the database, as a
+    mail server's pipe runs it (issue 32, point 12): with --recipient the mails it queues
+    carry a Reply-To on the domain the reply was delivered to, and its warning says so; without
+    the envelope recipient it has no domain to take, and its warning says that."""
+    import sys
+
+    app, address, reply_to, move = started_game(tmp_path)
+    with app.app_context(), reading() as session:
+        first = session.exec(select(func.max(OutboxMessage.id))).one()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PBEM_", "FLASK_"))}
+    env.update(PBEM_INSTANCE_PATH=app.instance_path, PBEM_DATABASE_URL=app.config["DATABASE_URL"],
+               PBEM_SECRET_KEY=app.config["SECRET_KEY"], PBEM_MAIL_BACKEND="smtp",
+               PBEM_SMTP_HOST="127.0.0.1", PBEM_BASE_URL=app.config["BASE_URL"])
+    args = ["--recipient", reply_to] if recipient else []
+    done = subprocess.run([sys.executable, "-m", "pbem", "ingest-mail", "--here", *args],
+                          input=reply(address, reply_to, move).as_bytes(), env=env,
+                          capture_output=True, timeout=120, check=False)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    assert done.stdout.decode().startswith("applied")
+    with app.app_context(), reading() as session:
+        queued = session.exec(select(OutboxMessage).where(OutboxMessage.id > first)).all()
+    assert queued, "the move wrote no mail"
+    if recipient:
+        assert all(row.reply_to and row.reply_to.endswith("@" + DOMAIN) for row in queued), \
+            [(row.kind, row.reply_to) for row in queued]
+        assert "have no Reply-To" not in err
+        assert f"takes the reply domain from the address the mail was delivered to ({DOMAIN})" \
+            in " ".join(err.split())
+    else:
+        assert "have no Reply-To" in " ".join(err.split())
+
+
 def test_serve_and_scheduler_say_which_settings_they_read_and_warn_without_reply_domain(
         tmp_path, capsys, monkeypatch):
     """With real mail (SMTP) or an IMAP mailbox, a missing reply domain is warned about at

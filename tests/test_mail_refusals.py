@@ -222,9 +222,11 @@ def test_a_failure_after_the_address_changed_does_not_mark_the_new_one(tmp_path,
     with app.app_context():
         stewardship.change_email(None, game.game_id, 1, "bruno@example.net", "typo")
     server.handler.answers["bruno@example.org"] = "550 5.1.1 User unknown"
-    deliver_queued(app, datetime.now(UTC))  # the invitation to the old address fails
-    assert [r.to_addr for r in rows(app) if r.status == FAILED] == \
-        ["Bruno Keller <bruno@example.org>"]
+    # The invitation to the old address fails, and so does the notice of the change to it.
+    deliver_queued(app, datetime.now(UTC))
+    assert [(r.kind, r.to_addr) for r in rows(app) if r.status == FAILED] == \
+        [("invitation", "Bruno Keller <bruno@example.org>"),
+         ("address_changed", "Bruno Keller <bruno@example.org>")]
     assert not seats(app)["bruno@example.net"].is_mail_dead and admin_mails(app) == []
 
 

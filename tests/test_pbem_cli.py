@@ -258,6 +258,34 @@ def test_demo_sets_up_once_and_again_only_with_new(tmp_path):
     assert len(list(mail.glob("*.eml"))) == 8
 
 
+
+def test_demo_new_beside_a_running_server_says_it_runs_and_names_the_starter(tmp_path):
+    """`demo --new` while the server answers at BASE_URL does not say it is not running; the
+    starting player's invitation says so in its subject, the others' do not."""
+    from browser_support import live_server
+
+    app = bare_app(tmp_path / "instance")
+    runner = app.test_cli_runner()
+    assert runner.invoke(args=["demo", "--players", "3"]).exit_code == 0
+    with live_server(app) as base:
+        new = runner.invoke(args=["demo", "--new", "--players", "4", "--seed", "starter"])
+    assert new.exit_code == 0, new.output
+    assert "not running yet" not in new.stdout
+    assert f"The server at {base} shows the game now" in new.stdout
+    with app.app_context(), reading() as session:
+        game = session.exec(select(Game).order_by(Game.id.desc())).first()
+        seats = session.exec(select(Seat).where(Seat.game_id == game.id)).all()
+    starter = next(s.email for s in seats if s.number == json.loads(game.state_json)["current"])
+    subjects = {}
+    for path in Path(app.config["MAIL_FOLDER"]).glob("*.eml"):
+        mail = BytesParser(policy=policy.default).parsebytes(path.read_bytes())
+        if f"#{game.id}]" in str(mail["Subject"]):
+            subjects[str(mail["To"]).split("<")[-1].rstrip(">")] = str(mail["Subject"])
+    assert len(subjects) == 4
+    assert subjects.pop(starter).endswith("You are invited to play, and you start")
+    assert all(s.endswith("] You are invited to play") for s in subjects.values()), subjects
+
+
 def test_demo_refuses_a_player_count_out_of_range(app, runner):
     result = runner.invoke(args=["demo", "--players", "6"])
     assert result.exit_code == 2 and "Error: Invalid value for '--players'" in result.stderr

@@ -93,9 +93,12 @@ def test_the_maps_legend_shows_each_card_colour_and_its_countries(app, client):
 
     items = [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", item)).strip()
              for item in legend.split("</li>") if "<li" in item]
-    assert items == ["R Red cards: Franken, Aragon", "G Green cards: Bayern, Burgund",
-                     "C Cream cards: Lothringen, Italien", "O Orange cards: England, Schwaben",
-                     "P Purple cards: Frankreich"]
+    # Each letter is named as the notation's (issue 32: "C" beside "Creme").
+    assert items == ["R Red cards (R in the notation): Franken, Aragon",
+                     "G Green cards (G in the notation): Bayern, Burgund",
+                     "C Cream cards (C in the notation): Lothringen, Italien",
+                     "O Orange cards (O in the notation): England, Schwaben",
+                     "P Purple cards (P in the notation): Frankreich"]
     assert 'class="swatch card-P"' in legend
 
 

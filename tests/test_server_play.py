@@ -34,7 +34,8 @@ def _to_move(mailbox):
     messages = mailbox.messages()
     for message in reversed(messages):
         subject = str(message["Subject"])
-        if subject.endswith("Your turn") or (subject.endswith("invited to play")
+        # The starter's invitation says so in its subject (issue 32), and in its text.
+        if subject.endswith("Your turn") or (subject.endswith("invited to play, and you start")
                                              and "You start" in text_of(message)):
             return message
     raise AssertionError("no mail tells anyone it is their turn")

@@ -145,6 +145,22 @@ def test_catalog_is_complete(template, language):
     assert not problems, f"{language} catalog: " + "; ".join(problems)
 
 
+
+def test_german_says_du_to_every_reader():
+    """The German pages and mails say "du" to players and spectators alike (issue 32: the
+    spectator page said "Sie"): a polite Sie, Ihnen or Ihr only at a sentence's start, where
+    it is "they" or "it"; after a colon, lower case."""
+    with (CATALOGS / "de" / "LC_MESSAGES" / "messages.po").open("rb") as f:
+        catalog = read_po(f, locale="de")
+    polite = re.compile(r"(?<![.!?] )(?<!^)(?<!“)\b(Sie|Ihnen|Ihre?[mnrs]?)\b")
+    found = []
+    for entry in catalog:
+        for text in (entry.string if isinstance(entry.string, tuple) else (entry.string,)):
+            if text and polite.search(text):
+                found.append(text[:80])
+    assert not found, found
+
+
 def test_compiled_into_the_instance_folder(tmp_path):
     """The app compiles the catalogs into its instance folder and reads German from them; a
     changed source is compiled again."""

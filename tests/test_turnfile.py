@@ -156,3 +156,36 @@ def test_turn_numbers_count_a_placement_or_exchange_with_its_draws_as_one(app, c
     assert response.status_code == 409
     assert f"made for turn 2 (after move {len(first)}), but the game has moved on to turn 3 " \
            f"(move {game.turn})" in message
+
+
+@pytest.mark.parametrize("language,line,name", [
+    ("de", "Zug: 1 (Schritt 0)", "kk-partie1-zug1-gelb.txt"),
+    ("es", "Turno: 1 (jugada 0)", "kk-partida1-turno1-amarillo.txt"),
+    ("en", "Turn: 1 (move 0)", "kk-game1-turn1-yellow.txt")])
+def test_the_turn_file_speaks_the_readers_words_and_is_read_back(app, client, language, line,
+                                                                 name):
+    """The Turn line and the file's name in the reader's language, counting turns as players
+    do (issue 32: 'Turn: 2 (move 2)' and kk-game3-turn0-red.txt in a German game); the file
+    is read back as it was written, and in the other languages' words too."""
+    from pbem.services.players import PlayerSpec
+
+    with app.app_context():
+        from pbem.services.games import create_game
+
+        created = create_game([PlayerSpec(f"P{i}", f"p{i}@example.org", language=language)
+                               for i in range(3)], "words", start=0)
+    token = created.links[0][2].rsplit("/", 1)[1]
+    _, state = game_state(app)
+    response = client.get(f"/seat/{token}/turnfile")
+    assert response.headers["Content-Disposition"] == f'attachment; filename="{name}"'
+    text = response.get_data(as_text=True)
+    assert line in text.splitlines()
+    if language != "en":
+        assert "Turn:" not in text and "(move" not in text
+    page = client.get(f"/seat/{token}").get_data(as_text=True)
+    assert f">{line}\n</textarea>" in page
+    response = _upload(client, token, text + "\n".join(_whole_turn(state)) + "\n")
+    assert response.status_code == 303, response.get_data(as_text=True)
+    assert game_state(app)[1].current == 1
+    assert read("Zug: 2 (Schritt 5)\ndraw deck\n").turn == 5
+    assert read("turno: 2 (Jugada 5)\ndraw deck\n").turn == 5

@@ -27,7 +27,7 @@ from pbem.ground.i18n import render
 from pbem.ground.models import Game, MoveRecord, OutboxMessage, Seat
 from pbem.ground.tokens import TOKEN_PATTERN
 from pbem.scheduler.outbox import deliver_all_due
-from pbem.services import mail, stewardship
+from pbem.services import mail, stewardship, turns
 from pbem.services.games import create_game
 from pbem.services.mail import intents
 from pbem.services.moves import submit_move
@@ -179,7 +179,7 @@ def test_the_spectator_page_shows_scores_turn_face_up_cards_and_the_log(app, cli
         with app.app_context():  # stored as message ids and parameters, shown in English here
             words = " ".join(render(line) for line in json.loads(record.lines_json)["-1"])
         n = record.number + 1
-        assert re.search(rf'\?at={n}"( aria-current="page")?>After move {n}</a>(</strong>)?: '
+        assert re.search(rf'\?at={n}"( aria-current="page")?>Turn \d+ \(move {n}\)</a>(</strong>)?: '
                          + re.escape(words), shown), words
     draws = [r for r in records if r.notation == "draw deck"]
     assert draws and "drew a card from the deck" in text
@@ -234,6 +234,27 @@ def test_history_at_n_is_the_game_after_n_moves(app, client):
         svgs(page(client, f"/watch/{app.watch_id}?at={placed + 1}"))
     # The page without `at` is the game now, and equal to the last step of the history.
     assert svgs(page(client, f"/watch/{app.watch_id}")) == [RULES.board_picture(now, None, False)]
+
+
+
+def test_history_pages_count_turns_as_the_players_do(app, client):
+    """A placement and its draws are one turn: the history says the turn beside the move."""
+    moves = notations(app)
+    counted = turns.numbers(RULES, moves)
+    assert counted[-1] < len(moves)  # the test means something: turns are fewer than moves
+    for n in (1, 2, 9, len(moves) - 1, len(moves)):
+        text = html.unescape(page(client, f"/watch/{app.watch_id}?at={n}"))
+        assert (f"The board in turn {counted[n - 1]} of {counted[-1]}, after move {n} of "
+                f"{len(moves)}") in text
+        if n > 1:
+            assert f"Previous: turn {counted[n - 2]} (move {n - 1})" in text
+        if n < len(moves):
+            assert f"Next: turn {counted[n]} (move {n + 1})" in text
+    text = html.unescape(page(client, f"/seat/{app.tokens[0]}/history?at=9"))
+    assert f"Previous: turn {counted[7]} (move 8)" in text
+    for n, turn in enumerate(counted, 1):
+        assert f">Turn {turn} (move {n})</a>" in text
+    assert "After move" not in text.split('id="moves"', 1)[1]
 
 
 def links(text: str, rel: str) -> list[str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import urllib.error
+import urllib.request
 from datetime import timedelta
 from pathlib import Path
 
@@ -216,9 +218,24 @@ def demo_command(context, kind, players, seed, new, then_serve, host, port):
         click.echo(f"Mailbox (every message sent, with the players' links): {_base()}/mailbox/")
     if then_serve:
         context.invoke(serve_command, host=host, port=port)
+    elif _answers(_base()):
+        click.echo(f"The server at {_base()} shows the game now: open the mailbox page.")
     else:
         click.echo("The server is not running yet: start it with python3 -m pbem serve "
                    "(or run python3 -m pbem demo --serve next time).")
+
+
+def _answers(base: str) -> bool:
+    """Whether a server answers at `base` (its health page; any HTTP answer counts)."""
+    try:
+        # Straight to it, not through a proxy the environment names.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"{base}/health", timeout=3):
+            return True
+    except urllib.error.HTTPError:
+        return True  # it answered, if unwell
+    except (OSError, ValueError):
+        return False
 
 
 def _control(action, *args):

@@ -38,7 +38,7 @@ class ResultTable:
     colours: tuple[str, ...]
     parts: tuple[tuple[str, tuple[int, ...]], ...]  # (label, points per seat), summed below
     totals: tuple[int, ...]
-    tie_label: str  # what breaks a tie in total, e.g. "Pieces left"
+    tie_label: str | None  # what breaks a tie in total, e.g. "Pieces left" (None: nothing)
     tie_values: tuple[int, ...]
     ranks: tuple[int, ...]  # 1 = first; seats tied in total and tie-break share a rank
     winners: tuple[int, ...]
@@ -46,6 +46,7 @@ class ResultTable:
     tie_break: str | None  # how a tie for the most points was broken, when there was one
     notes: tuple[str, ...]  # how the parts earn points, in a sentence or two
     rules_url: str
+    total_label: str | None = None  # what the total is called (None: "Total")
 
 
 class Rules(Protocol):
@@ -107,6 +108,27 @@ class RulesBase:
     # ..."), for games whose notation does not say where a turn ends;
     # None: the notation says it.
     turn_begins: str | None = None
+    # The message ids of log sentences a mail's news leaves out (a phase ended), and of those
+    # it keeps only the last of (whose move it is now): what happened, not each step.
+    quiet_in_news: frozenset[str] = frozenset()
+    latest_only_in_news: frozenset[str] = frozenset()
+
+    def news(self, lines: list) -> list:
+        """A mail's account of the moves since the reader's last (`lines`: stored sentences,
+        pbem.ground.i18n.Sentence, oldest first), without the steps that say nothing."""
+        if not (self.quiet_in_news or self.latest_only_in_news):
+            return lines
+
+        def key(line):
+            data = getattr(line, "data", None)
+            return data.get("t") if isinstance(data, dict) and isinstance(data.get("t"), str) \
+                else None
+
+        keys = [key(line) for line in lines]
+        last = max((i for i, k in enumerate(keys) if k in self.latest_only_in_news), default=-1)
+        return [line for i, (line, k) in enumerate(zip(lines, keys))
+                if k not in self.quiet_in_news
+                and (k not in self.latest_only_in_news or i == last)]
 
     def starts_turn(self, notation: str) -> bool:
         """Whether a logged move (its notation) begins a turn, the first move aside."""

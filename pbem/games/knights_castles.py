@@ -28,6 +28,7 @@ from ..ground.kept import Kept
 from .interface import (
     ByState,
     MoveError,
+    ResultTable,
     RulesBase,
     SetupProblem,
     ShownBase,
@@ -199,6 +200,10 @@ class KnightsCastles(RulesBase, ShownBase):
     # A turn is a dozen moves, and the notation does not say which one ends it: the move that
     # does tells that the next player's turn begins (pbem.services.turns).
     turn_begins = "Turn %(turn)d: %(who)s draws and collects tax."
+    # A round is some forty phase changes: a mail tells what was done and whose move it is.
+    quiet_in_news = frozenset({"You ended the %(phase)s.", "%(who)s ended the %(phase)s."})
+    latest_only_in_news = frozenset({"Now you: %(asks)s (%(phase)s).",
+                                     "Now %(who)s: %(asks)s (%(phase)s)."})
 
     def mid_turn(self, state: kc.GameState) -> bool:
         """Always: the move that ends a turn begins the next one (its draw and tax)."""
@@ -426,6 +431,28 @@ class KnightsCastles(RulesBase, ShownBase):
                 ngettext("Winner: %(names)s.", "Winners: %(names)s.", len(result.winners),
                          names=winners)]
 
+    def result_table(self, state: kc.GameState) -> ResultTable | None:
+        """The result in one table: each seat's gold (the only score) and rank; players with
+        equal gold share the place, as the rules break no tie. None while the game goes on."""
+        result = kc.outcome(state)
+        if result is None:
+            return None
+        ranks = tuple(1 + sum(1 for other in result.gold if other > result.gold[s])
+                      for s in state.seats)
+        tie_break = None
+        if len(result.winners) > 1:
+            tie_break = gettext(
+                "%(names)s tie with %(gold)s; the rules break no tie, so they share the win.",
+                names=gettext(" and ").join(i18n.colour(state.players[s])
+                                            for s in result.winners),
+                gold=ngettext("%(num)d gold", "%(num)d gold", max(result.gold)))
+        notes = (gettext("Gold is the only score: whoever holds the most when the last card is "
+                         "drawn from the deck wins."),)
+        return ResultTable(
+            colours=state.players, parts=(), totals=result.gold, tie_label=None, tie_values=(),
+            ranks=ranks, winners=result.winners, reason=i18n.render(result.reason),
+            tie_break=tie_break, notes=notes, rules_url=RULES_URL, total_label=gettext("Gold"))
+
     def position_lines(self, state: kc.GameState, seat: int | None) -> list[str]:
         """The position as plain text for `seat`, in the reader's language: what a mail or a
         turn file shows."""
@@ -453,10 +480,16 @@ class KnightsCastles(RulesBase, ShownBase):
             pile = gettext("Discard pile: empty.")
         lines.append(f"{deck} {pile}")
         if view.dice:
-            lines.append(gettext("Dice so far: %(dice)s (latest last).",
-                                 dice=" ".join(map(str, view.dice[-10:])))
-                         if len(view.dice) > 1 else
-                         gettext("Dice so far: %(dice)s.", dice=view.dice[-1]))
+            shown = view.dice[-10:]
+            if len(view.dice) > len(shown):  # say that the earlier rolls are left out
+                lines.append(gettext("Dice: the last %(num)d of %(total)d rolls, the latest "
+                                     "last: %(dice)s.", num=len(shown), total=len(view.dice),
+                                     dice=" ".join(map(str, shown))))
+            else:
+                lines.append(gettext("Dice so far: %(dice)s (latest last).",
+                                     dice=" ".join(map(str, shown)))
+                             if len(shown) > 1 else
+                             gettext("Dice so far: %(dice)s.", dice=shown[-1]))
         if view.loss:
             loss = view.loss
             what = (gettext("%(roll)d DP of cards in play", roll=loss["roll"])

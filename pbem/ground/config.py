@@ -331,10 +331,13 @@ def resolve_paths(values: dict[str, Any], default_instance: Path) -> dict[str, A
     return values
 
 
-def check_settings(app, command: str, replies_arrive: bool = False, quiet: bool = False) -> bool:
+def check_settings(app, command: str, replies_arrive: bool = False, quiet: bool = False,
+                   delivered_to: str | None = None) -> bool:
     """Say on standard error which settings this process reads, and warn loudly when players'
     replies are expected (they arrive here, an IMAP mailbox is read, or mail really goes out)
-    but `[mail] reply_domain` is unset. Returns whether it warned.
+    but `[mail] reply_domain` is unset. Returns whether it warned. `delivered_to`: the
+    domain a reply was delivered to (ingest-mail's envelope recipient), which then stands in
+    for the unset setting in the mails this process writes.
 
     Every process writes mail (the web server after a move, the scheduler after a timeout,
     ingest-mail after a reply), so all of them must read the same settings file."""
@@ -347,9 +350,17 @@ def check_settings(app, command: str, replies_arrive: bool = False, quiet: bool 
     expected = replies_arrive or bool(app.config["MAIL_IMAP_HOST"]) \
         or app.config["MAIL_BACKEND"] == "smtp"
     if expected and not app.config["MAIL_REPLY_DOMAIN"]:
-        click.echo(f"WARNING ({command}): [mail] reply_domain is not set, so the mails this "
-                   "process writes have no Reply-To and players cannot play by replying to "
-                   "them. Every pbem process (serve, scheduler, ingest-mail, mail-listener) must "
+        if delivered_to:
+            what = ("this process takes the reply domain from the address the mail was "
+                    f"delivered to ({delivered_to}) for the mails it writes; the other processes "
+                    "need the setting.")
+        else:
+            what = ("so the mails this process writes have no Reply-To and players cannot play "
+                    "by replying to them" + (" (give the address the mail was delivered to, "
+                                             "--recipient ${recipient}, and it takes the domain "
+                                             "from there)." if replies_arrive else "."))
+        click.echo(f"WARNING ({command}): [mail] reply_domain is not set, {what} Every pbem "
+                   "process (serve, scheduler, ingest-mail, mail-listener) must "
                    "read the same settings: give them all the same PBEM_CONFIG, or set "
                    "PBEM_MAIL_REPLY_DOMAIN for each.", err=True)
         return True

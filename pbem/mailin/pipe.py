@@ -236,8 +236,22 @@ def ingest_mail_command(ctx, addresses, recipients, sender, env_file, here):
     from ..ground.config import check_settings
 
     # A mail server's pipe logs what we print: only the warning, not the settings line.
-    check_settings(app, "ingest-mail", replies_arrive=True, quiet=True)
+    check_settings(app, "ingest-mail", replies_arrive=True, quiet=True,
+                   delivered_to=_delivered_to(everyone))
     _finish(ctx, *handle_here(app, raw, size, everyone, sender))
+
+
+def _delivered_to(recipients: list[str]) -> str | None:
+    """The domain of the first reply address among the envelope recipients (the one
+    pbem.mailin.inbox takes the reply domain from when the setting is unset)."""
+    from .inbox import DOMAIN, KEY_ADDRESS
+
+    for address in recipients:
+        if KEY_ADDRESS.search(address or ""):
+            domain = address.rpartition("@")[2].strip().strip(">").lower()
+            if DOMAIN.fullmatch(domain):
+                return domain
+    return None
 
 
 def _pipe_app(ctx, config):

@@ -317,6 +317,13 @@ def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reas
                            "to give it to a person, hand the seat over")
         old = seat.email
         _revoke_links(session, seat, now)  # the old address's "my games" links too
+        # The old address hears of it too, without a link: a change nobody asked for is seen.
+        with force_locale(seat.language):
+            mail.queue(session, kind="address_changed",
+                       to=mail.formatted_address(seat.name, old),
+                       subject=f"[{game.title} #{game.id}] "
+                       + _("Your address for the game was changed"),
+                       template="address_changed", game=game, seat=seat, new=spec.email)
         seat.email = spec.email
         session.add(seat)
         _send_link(session, game, seat, L_("Your address for the game was changed"), [
@@ -348,6 +355,7 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
             f"computer player ({seat.bot})"
         if seat.bot is None:
             _tell_handed_over(session, game, seat, spec.name)
+        _tell_the_others(session, game, seat, spec.name)
         _revoke_links(session, seat, now)
         was_bot = seat.bot is not None
         seat.name, seat.email, seat.bot = spec.name, spec.email, None
@@ -365,6 +373,17 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
                         taking_over=game.turn > 0 or game.status != RUNNING)
         _audit(session, admin_id, game.id, "hand over", reason,
                f"seat {seat_number + 1}: {before} -> {spec.name} <{spec.email}>")
+
+
+def _tell_the_others(session: Session, game: Game, seat: Seat, new_name) -> None:
+    """Tell the game's other players who plays `seat` from now on (`new_name` may be lazy)."""
+    others = session.exec(select(Seat).where(Seat.game_id == game.id, Seat.id != seat.id)
+                          .order_by(Seat.number)).all()
+    for other in others:
+        mail.notice(session, game, other, L_("A seat changed hands"), [
+            L_("An organiser handed the seat of %(old)s (%(colour)s) to %(new)s, who plays it "
+               "from now on.", old=seat.name, colour=i18n.lazy_colour(seat.colour),
+               new=new_name)])
 
 
 def _tell_handed_over(session: Session, game: Game, seat: Seat, new_name: str) -> None:
@@ -395,6 +414,7 @@ def hand_to_bot(admin_id: int, game_id: int, seat_number: int, bot: str, reason:
         if seat.bot is None:
             _tell_handed_over(session, game, seat, L_("a computer player (%(bot)s)", bot=bot))
             _revoke_links(session, seat, now)
+        _tell_the_others(session, game, seat, L_("a computer player (%(bot)s)", bot=bot))
         seat.bot, seat.absent, seat.timeouts_in_row = bot, False, 0
         seat.vacation_from = seat.vacation_until = None
         session.add(seat)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+import unicodedata
 from dataclasses import dataclass
 
 from ..ground import i18n
@@ -25,7 +26,13 @@ MAX_ORDERS = 100
 # "Turn: 47", the move counter alone. Matched against one stripped line at a time (fullmatch):
 # a pattern run over the whole text with MULTILINE and a leading \s* scans every following
 # blank line from every line start, quadratic in the lines (issue 34: 32,000 newlines took 8 s).
-TURN_LINE = re.compile(r"Turn:\s*(\d{1,9})(?:\s*\(move\s+(\d{1,9})\))?", re.IGNORECASE)
+# The line is written in the reader's words ("Zug: 12 (Schritt 47)", "Turno: 12 (jugada 47)")
+# and read back in any of the three languages, whatever the reader's is now.
+TURN_WORDS = {"en": ("Turn", "move"), "de": ("Zug", "Schritt"), "es": ("Turno", "jugada")}
+_TURNS = "|".join(turn for turn, _ in TURN_WORDS.values())
+_MOVES = "|".join(move for _, move in TURN_WORDS.values())
+TURN_LINE = re.compile(rf"(?:{_TURNS}):\s*(\d{{1,9}})(?:\s*\((?:{_MOVES})\s+(\d{{1,9}})\))?",
+                       re.IGNORECASE)
 # Where a reply's own text ends: a signature, or an original that mail programs add unquoted.
 STOP = re.compile(r"^(--\s*$|-{3,}\s*Original Message|_{5,}|From:\s)", re.IGNORECASE)
 # The line a mail program puts above the quoted original (top or bottom posting): skipped.
@@ -34,8 +41,22 @@ QUOTE_HEADER = re.compile(r"^(On .{0,200}wrote:|Am .{0,200}schrieb .{0,100}:)\s*
 
 
 def turn_line(turn_number: int | None, moves: int) -> str:
-    """The file's 'Turn:' line: the players' turn and the move counter it was made at."""
-    return f"Turn: {moves}" if turn_number is None else f"Turn: {turn_number} (move {moves})"
+    """The file's 'Turn:' line in the reader's words: the players' turn and the move counter
+    it was made at."""
+    turn, move = TURN_WORDS.get(i18n.language(), TURN_WORDS["en"])
+    return f"{turn}: {moves}" if turn_number is None else \
+        f"{turn}: {turn_number} ({move} {moves})"
+
+
+def file_name(kind: str, game_id: int, turn_number: int, colour: str) -> str:
+    """The name a turn file is saved under, in the reader's words and as players count turns:
+    'kk-partie3-zug1-gelb.txt'; ASCII only, for every file system and mail program."""
+    words = {"en": ("game", "turn"), "de": ("partie", "zug"), "es": ("partida", "turno")}
+    game, turn = words.get(i18n.language(), words["en"])
+    prefix = "".join(word[0] for word in kind.split("-"))  # the initials of the game's words
+    shown = unicodedata.normalize("NFKD", i18n.colour(colour).lower().replace("ü", "ue"))
+    shown = re.sub(r"[^a-z0-9]+", "-", shown.encode("ascii", "ignore").decode()).strip("-")
+    return f"{prefix}-{game}{game_id}-{turn}{turn_number}-{shown or 'seat'}.txt"
 
 
 def render(game_title: str, game_id: int, seat_name: str, colour: str, turn: int,

@@ -76,16 +76,19 @@ class Action:
     seat: bool = False
     fields: tuple[str, ...] = ()
     note: str = ""
+    person: bool = False  # only for a person's seat: a computer player has no link or address
 
 
 ACTIONS = {
-    "resend": Action(N_("Resend the seat's link"), EVERY, seat=True),
-    "new_link": Action(N_("Issue a new link (the old ones stop working at once)"), EVERY, seat=True),
-    "email": Action(N_("Change the seat's email address"), OPEN, seat=True, fields=("email",)),
+    "resend": Action(N_("Resend the seat's link"), EVERY, seat=True, person=True),
+    "new_link": Action(N_("Issue a new link (the old ones stop working at once)"), EVERY, seat=True,
+                       person=True),
+    "email": Action(N_("Change the seat's email address"), OPEN, seat=True, fields=("email",),
+                    person=True),
     "hand_over": Action(N_("Hand the seat to a new player"), OPEN, seat=True,
                         fields=("name", "email")),
     "revoke_games": Action(N_("Revoke the player's “my games” links"), EVERY, seat=True,
-                           note=N_("Their seat links keep working.")),
+                           note=N_("Their seat links keep working."), person=True),
     "bot": Action(N_("Let a computer player play the seat"), OPEN, seat=True, fields=("bot",)),
     "pause": Action(N_("Pause the game"), (RUNNING,)),
     "resume": Action(N_("Resume the game"), (PAUSED,)),
@@ -252,8 +255,11 @@ def dashboard():
         groups.setdefault(game.status, []).append({
             "game": game, "to_move": by_game.get(game.id, {}).get(to_move),
             "players": players, "winners": winners,
+            # A computer player's turn is due at once and played at the scheduler's next run:
+            # not overdue.
             "overdue": game.status == RUNNING and game.deadline_at is not None
-            and game.deadline_at < now})
+            and game.deadline_at < now and not getattr(by_game.get(game.id, {}).get(to_move),
+                                                       "bot", None)})
     return render_template("admin/dashboard.html", groups=groups, failed=failed, now=now)
 
 

@@ -207,7 +207,7 @@ def turn_file(token: str):
         ctx = load_seat(token, log_limit=0)
     except ServiceError as exc:
         return render_template("error.html", status=exc.status, message=exc.message), exc.status
-    name = f"kk-game{ctx.game.id}-turn{ctx.game.turn}-{ctx.seat.colour}.txt"
+    name = turnfile.file_name(ctx.game.kind, ctx.game.id, ctx.turn_number or 1, ctx.seat.colour)
     return Response(turn_file_text(ctx), mimetype="text/plain",
                     headers={"Content-Disposition": f'attachment; filename="{name}"'})
 

@@ -16,8 +16,10 @@ from werkzeug.routing import IntegerConverter
 from wtforms import ValidationError
 
 from ..games.interface import move_words
+from ..ground import i18n
 from ..ground.i18n import N_, gettext
 from ..ground.logs import HideSecrets, guard, hide_secrets
+from ..services import turnfile
 
 logger = logging.getLogger(__name__)
 
@@ -188,6 +190,13 @@ def init_app(app: Flask) -> None:
     app.add_template_global(game_title)
     app.add_template_global(result_table_of)
     app.add_template_global(turn_number_of)
+    app.add_template_global(turnfile.turn_line)
+
+    @app.template_filter("player_letter")
+    def _player_letter(colour: str) -> str:
+        """'Y gelb': the letter that marks a colour's pieces on the map (its English name's
+        first, as the map draws it), with the colour's name in the reader's language."""
+        return f"{colour[:1].upper()} {i18n.colour(colour)}"
     app.add_template_global(move_words)
     # Also where pbem.ground.logs.setup has not run (`flask --app pbem run`, tests).
     for name in ("werkzeug", "gunicorn.access", app.logger.name):

@@ -39,6 +39,16 @@ class Moment:
 
     at: int | None  # None: the position as it is now
     moves: int
+    turns: tuple[int, ...] = ()  # the players' turn of each logged move, oldest first
+
+    def turn_of(self, n: int) -> int:
+        """The turn (as players count them) of move `n` (1 to `moves`); 0 for the set-up."""
+        return self.turns[n - 1] if 0 < n <= len(self.turns) else 0
+
+    @property
+    def last_turn(self) -> int:
+        """The turn of the latest move (0 before any)."""
+        return self.turn_of(self.moves)
 
     @property
     def shown(self) -> int:
@@ -53,10 +63,11 @@ class Moment:
         return self.shown + 1 if self.shown < self.moves else None
 
 
-def moment(raw: str | None, moves: int) -> Moment:
-    """The `at` of a history address, checked against the `moves` logged so far."""
+def moment(raw: str | None, log: list[LogEntry]) -> Moment:
+    """The `at` of a history address, checked against the moves of `log` (oldest first)."""
+    moves, turns = len(log), tuple(entry.turn_number for entry in log)
     if raw is None:
-        return Moment(None, moves)
+        return Moment(None, moves, turns)
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
         raise Malformed(f"“at={raw[:20]}” is not a move number: use a whole number from 0 to "
                         f"{moves} (0 is the set-up, {moves} the position now).")
@@ -64,7 +75,7 @@ def moment(raw: str | None, moves: int) -> Moment:
     if at > moves:
         raise NotFound(f"This game has {moves} move{'' if moves == 1 else 's'} so far, so there "
                        f"is no position after move {at}. Use a number from 0 to {moves}.")
-    return Moment(at, moves)
+    return Moment(at, moves, turns)
 
 
 def _history(rules: GameRules, state, log: list[LogEntry], when: Moment):
@@ -121,7 +132,7 @@ def _answer(response: Response) -> Response:
 def spectate(watch_id: str):
     try:
         watched = load_watched(watch_id)
-        when = moment(request.args.get("at"), len(watched.log))
+        when = moment(request.args.get("at"), watched.log)
     except ServiceError as exc:
         return _error(exc)
     rules = watched.rules
@@ -154,7 +165,7 @@ def seat_history(token: str):
     try:
         ctx = load_seat(token, log_limit=None)
         log = ctx.log[::-1]  # oldest first, in this seat's words
-        when = moment(request.args.get("at"), len(log))
+        when = moment(request.args.get("at"), log)
     except ServiceError as exc:
         return _error(exc)
     rules, seat = ctx.rules, ctx.seat

@@ -313,7 +313,12 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
     to_move = rules.to_move(state)
     """The first mail of a seat: the players, the position and how to play; `taking_over` when
     it joins a game under way (the seat was handed to it), which it does not start."""
-    subject = _("You take over a seat") if taking_over else _("You are invited to play")
+    # The starter sees in the subject that it moves first, without opening each mail.
+    if to_move == seat.number:
+        subject = (_("You take over a seat, and it is your move") if taking_over
+                   else _("You are invited to play, and you start"))
+    else:
+        subject = _("You take over a seat") if taking_over else _("You are invited to play")
     turn_file = None
     if to_move == seat.number:  # the seat that starts gets its turn file, as a "your turn" mail
         turn_file = turnfile.render(

@@ -178,6 +178,10 @@ def _queued(session: Session, name: str, game: Game, seat: Seat, **args) -> Queu
     if seat.bot is not None:
         return None
     intent = INTENTS[name]
+    rules = rules_for(game.kind)
+    for told in ("news", "lines"):  # what happened, without the steps that say nothing
+        if isinstance(args.get(told), list):
+            args[told] = rules.news(args[told])
     with i18n.in_language(seat.language):
         subject = _subject(game, str(intent.subject(game, seat, **args)))
     named = {seat.number: seat}  # the seats the mail names, as they are now
