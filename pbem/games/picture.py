@@ -33,7 +33,6 @@ first burst of a thousand positions), which stays the same however long the serv
 from __future__ import annotations
 
 import io
-import os
 import struct
 import zlib
 from functools import lru_cache
@@ -45,14 +44,6 @@ from isal import isal_zlib
 from PIL import Image
 
 from ..ground.kept import Kept
-
-# numpy's BLAS (OpenBLAS) would run the palette's small matrix products (`Palette.indices`)
-# on a thread per core and keep those threads spinning between calls: on a small machine, CPU
-# taken from the other processes sending mail (its thread took 0.28 s of CPU in a scheduler's
-# burst of 1,000 timeouts with one sender), for products one thread does as fast. Read by
-# OpenBLAS when numpy is first imported (here, lazily), and by the processes started from this
-# one.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 WIDTH = 800  # pixels; the mail shows it at 600 (sharp on high-density screens), scaled down
 BOARD_UNITS = 1000  # the width of a board picture's viewBox

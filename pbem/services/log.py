@@ -64,8 +64,7 @@ _RENDERED = Kept(16384)
 def _rendered_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...]:
     """A log entry's lines for `reader` written in `language`, once per process: a page or an
     API answer shows the same fifty entries again after every move, and writing them was most
-    of its time (`language` is part of the key, and what it is written in). A
-    move puts in its own entry's lines for every reader (`_written`)."""
+    of its time (`language` is part of the key, and what it is written in)."""
     return _RENDERED.get_or_make((lines_json, reader, language),
                                  lambda: _render_lines(lines_json, reader, language))
 
@@ -78,19 +77,6 @@ def _render_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...
         return tuple(i18n.render(line) for line in lines)
     with i18n.in_language(language):
         return tuple(i18n.render(line) for line in lines)
-
-
-def _written(lines: dict[str, list], lines_json: str, language: str) -> None:
-    """Write a new entry's lines (`lines`, stored as `lines_json`) for every reader in
-    `language`, each different list once: most readers are told the same (only the mover is
-    told the card it drew)."""
-    written: list[tuple[list, tuple[str, ...]]] = []
-    for reader, told in lines.items():
-        rendered = next((done for same, done in written if same == told), None)
-        if rendered is None:
-            rendered = tuple(i18n.render(line) for line in told)
-            written.append((told, rendered))
-        _RENDERED.put((lines_json, reader, language), rendered)
 
 
 _LOG_COLUMNS = (MoveRecord.number, MoveRecord.seat, MoveRecord.notation, MoveRecord.actor,

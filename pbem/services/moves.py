@@ -61,7 +61,6 @@ from .log import (
     _Window,
     _window_key,
     _windows,
-    _written,
 )
 from .mail import intents
 from .seats import SeatContext, _seat_rows
@@ -169,10 +168,7 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
                         for line in told[:1]]
     notation = rules.notation(move)
     lines_json = orjson.dumps(lines).decode()  # read back by json.loads, like any JSON
-    # Written now for every reader, in the language in use (the mover's): each seat's page
-    # and API answer show this entry after every move from now on (`_log`).
     language = i18n.language()
-    _written(lines, lines_json, language)
     record = (game.turn, seat.number, notation, actor, via, now, lines_json)  # _LOG_COLUMNS
     insert_later(session, MoveRecord, {
         "game_id": game.id, "number": game.turn, "seat": seat.number, "notation": notation,
@@ -207,8 +203,6 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
         if window is None:  # read, with this move
             insert_pending(session)
             window = _read_window(connection, game, max(context_log, 1), rules)[0]
-            for reader in seats:
-                window.log(str(reader.number), language)
             if not outer:
                 session.info.setdefault(_MADE, []).append((_window_key(game), window))
         log = window.log(str(seat.number), language, context_log)
