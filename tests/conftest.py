@@ -165,3 +165,21 @@ def page(browser):
     context.set_default_timeout(WAIT_MS)
     yield context.new_page()
     context.close()
+
+
+@pytest.fixture
+def sized(browser):
+    """A page factory for a viewport size: `sized({"width": 390, "height": 844})`."""
+    from browser_support import WAIT_MS
+
+    contexts = []
+
+    def make(viewport):
+        context = browser.new_context(viewport=viewport)
+        context.set_default_timeout(WAIT_MS)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    for context in contexts:
+        context.close()

@@ -7,7 +7,7 @@ names as long as players give them. Screenshots go to tests/artifacts/screenshot
 from __future__ import annotations
 
 import pytest
-from browser_support import PHONE, SHOTS, WAIT_MS, require_browser, site_with_admin
+from browser_support import PHONE, SHOTS, require_browser, site_with_admin
 
 sync_api = require_browser()
 
@@ -28,21 +28,6 @@ VIEWPORTS = {"1280": {"width": 1280, "height": 900}, "1920": {"width": 1920, "he
 def site(tmp_path_factory, database):
     with site_with_admin(tmp_path_factory, "result-table") as served:
         yield served
-
-
-@pytest.fixture
-def sized(browser):
-    contexts = []
-
-    def make(viewport):
-        context = browser.new_context(viewport=viewport)
-        context.set_default_timeout(WAIT_MS)
-        contexts.append(context)
-        return context.new_page()
-
-    yield make
-    for context in contexts:
-        context.close()
 
 
 def finished(app, kind: str, players: int, seed: str) -> str:

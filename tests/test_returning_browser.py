@@ -15,7 +15,6 @@ sync_api = require_browser()
 
 from server import game_state, new_game, play_moves
 from sqlmodel import select
-from test_seat_page_browser import sized  # noqa: F401 (a page factory for a viewport size)
 
 from pbem.ground.db import reading, writing
 from pbem.ground.models import UNDO_DONE, UndoRequest
@@ -52,7 +51,7 @@ def _fits(page, viewport) -> None:
 
 @pytest.mark.parametrize("viewport,size", SIZES)
 def test_a_turn_taken_back_when_both_others_agree_on_their_pages(
-        site, sized, viewport, size):  # noqa: F811
+        site, sized, viewport, size):
     app, base = site
     expect = sync_api.expect
     created, tokens = new_game(app, 3, f"undo-browser-{size}", start=0)
@@ -110,7 +109,7 @@ def _make_link(page, button: str, shown: str, shot: str, viewport, size: str) ->
 
 @pytest.mark.parametrize("viewport,size", SIZES)
 def test_the_seat_feed_link_is_shown_and_its_feed_parses(
-        site, sized, viewport, size):  # noqa: F811
+        site, sized, viewport, size):
     import feedparser
 
     app, base = site
@@ -134,7 +133,7 @@ def test_the_seat_feed_link_is_shown_and_its_feed_parses(
 
 @pytest.mark.parametrize("viewport,size", SIZES)
 def test_the_calendar_link_of_the_games_page_is_shown_and_its_calendar_parses(
-        site, sized, viewport, size):  # noqa: F811
+        site, sized, viewport, size):
     import vobject
     from icalendar import Calendar
 

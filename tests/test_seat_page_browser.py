@@ -9,7 +9,6 @@ import pytest
 from browser_support import (
     PHONE,
     SHOTS,
-    WAIT_MS,
     monastery_move,
     require_browser,
     site_with_admin,
@@ -30,22 +29,6 @@ WIDE = {"width": 1280, "height": 900}
 def site(tmp_path_factory, database):
     with site_with_admin(tmp_path_factory, "seat-page") as served:
         yield served
-
-
-@pytest.fixture
-def sized(browser):
-    """A page factory for a viewport size."""
-    contexts = []
-
-    def make(viewport):
-        context = browser.new_context(viewport=viewport)
-        context.set_default_timeout(WAIT_MS)
-        contexts.append(context)
-        return context.new_page()
-
-    yield make
-    for context in contexts:
-        context.close()
 
 
 def _open_seat(site, page, seed: str) -> engine.Place:
