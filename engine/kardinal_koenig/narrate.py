@@ -101,8 +101,8 @@ def foretell(before: GameState, move: Move, after: GameState) -> list[Phrase]:
         lines.append(say("You will play %(cards)s and place %(pieces)s.",
                          cards=_cards_played(before, move), pieces=_pieces(move)))
     elif isinstance(move, Exchange):
-        lines.append(say("You will discard %(card)s and then draw one card, from the deck or a "
-                         "face-up card.", card=_card(before, move.card)))
+        # The draw back is told below ("Then you draw 1 card back ...").
+        lines.append(say("You will discard %(card)s.", card=_card(before, move.card)))
     elif isinstance(move, Draw):
         if move.source == DECK:
             lines.append(say("You will draw the top card of the deck (you see it once it is "
