@@ -31,6 +31,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import results_file
+
 from engine import default_board, legal_moves, parse_position
 from engine.kardinal_koenig import scoring
 from engine.kardinal_koenig.playout import random_playout

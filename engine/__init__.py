@@ -22,12 +22,39 @@ public interface (`import engine; engine.new_game(4, seed)`); new code imports t
 """
 
 from .errors import BoardError, IllegalMoveError, NotationError, SetupError, StateError
-from .kardinal_koenig import (ADVISOR, DECK, PLAYER_COLOURS, Board, Breakdown, Draw, Exchange,
-                              GameState, Move, Outcome, Pass, Place, Position, SeatView,
-                              apply_move, default_board, describe, final_breakdown, foretell,
-                              from_json, intermediate_breakdown, legal_moves, load_board,
-                              new_game, outcome, parse_move, parse_moves, parse_position, replay,
-                              to_json, view_for)
+from .kardinal_koenig import (
+                              ADVISOR,
+                              DECK,
+                              PLAYER_COLOURS,
+                              Board,
+                              Breakdown,
+                              Draw,
+                              Exchange,
+                              GameState,
+                              Move,
+                              Outcome,
+                              Pass,
+                              Place,
+                              Position,
+                              SeatView,
+                              apply_move,
+                              default_board,
+                              describe,
+                              final_breakdown,
+                              foretell,
+                              from_json,
+                              intermediate_breakdown,
+                              legal_moves,
+                              load_board,
+                              new_game,
+                              outcome,
+                              parse_move,
+                              parse_moves,
+                              parse_position,
+                              replay,
+                              to_json,
+                              view_for,
+)
 
 __all__ = [
     "ADVISOR", "DECK", "PLAYER_COLOURS", "Board", "BoardError", "Breakdown", "Draw", "Exchange",

@@ -17,7 +17,6 @@ import random
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-
 from types import ModuleType
 
 from .games import DEFAULT, NAMES, game_package

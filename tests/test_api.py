@@ -554,7 +554,7 @@ def test_the_python_example_plays_a_move_over_http(shared_app):
             created = create_game(_players(3), "api-example")
         tokens = [link.rsplit("/", 1)[1] for _, _, link in created.links]
         namespace = {"__name__": "api_example"}
-        exec(compile(code, str(DOC), "exec"), namespace)  # noqa: S102  (our own doc's code)
+        exec(compile(code, str(DOC), "exec"), namespace)
         base = f"http://127.0.0.1:{server.server_port}"
         get_seat = namespace["get_seat"]
         seat = get_seat(base, tokens[0])["waiting_for"]

@@ -331,7 +331,7 @@ def test_a_bounce_through_ingest_mail_marks_the_seat(tmp_path):
     assert len(admin_mails(app)) == 1
 
 
-def test_a_bounce_read_from_imap_marks_the_seat(tmp_path, dovecot, mailbox):  # noqa: F811
+def test_a_bounce_read_from_imap_marks_the_seat(tmp_path, dovecot, mailbox):
     app, invitations = sent_game(tmp_path, **imap_settings(dovecot))
     row = invitations[2]
     address = bounce_address(app, row.id)

@@ -220,7 +220,7 @@ def test_a_process_forked_after_the_thread_started_starts_its_own(app, monkeypat
             retitle(app, created.game_id, "child")
             code = 0 if poll(lambda: threads(path) and all_copied(path)
                              and checkpoints.checkpoints == 1, 120) else 2
-        except BaseException:  # noqa: BLE001 - told on stderr, and by the exit code
+        except BaseException:
             traceback.print_exc()
         finally:
             os._exit(code)

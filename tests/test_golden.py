@@ -9,6 +9,7 @@ from pathlib import Path
 
 from engine import describe, new_game, outcome, view_for
 from engine.kardinal_koenig.playout import random_playout
+
 from helpers import check_golden
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "kk-4p-seed-2026.txt"

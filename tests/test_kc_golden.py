@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from engine.knights_castles import describe, new_game, outcome, random_playout, view_for
+
 from helpers import check_golden
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "kc-4p-seed-2026.txt"

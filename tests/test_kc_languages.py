@@ -84,7 +84,7 @@ def _a_turn(state, seat: int) -> list[str]:
     return orders
 
 
-def test_knights_and_castles_in_three_languages(tmp_path, english_fragments):  # noqa: F811
+def test_knights_and_castles_in_three_languages(tmp_path, english_fragments):
     app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN, MAIL_BOARD_PICTURE=False)
     box = Mailbox(app)
     with app.app_context():

@@ -9,9 +9,25 @@ from pathlib import Path
 import pytest
 
 from engine.errors import NotationError
-from engine.knights_castles import (Abandon, Accept, Build, Buy, Decline, Discard, Done, Keep,
-                                    Lose, Offer, Pay, Play, Research, Share, War, parse_move,
-                                    parse_moves)
+from engine.knights_castles import (
+    Abandon,
+    Accept,
+    Build,
+    Buy,
+    Decline,
+    Discard,
+    Done,
+    Keep,
+    Lose,
+    Offer,
+    Pay,
+    Play,
+    Research,
+    Share,
+    War,
+    parse_move,
+    parse_moves,
+)
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "notation.md"
 
@@ -33,7 +49,7 @@ def test_every_move_round_trips(move):
 def test_the_documented_spellings_read_as_documented():
     """docs/notation.md: each line of the kc-moves blocks (English, then German and Spanish)
     reads as the move given."""
-    blocks = re.findall(r"```kc-moves\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
+    blocks = re.findall(r"```kc-moves\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.DOTALL)
     assert len(blocks) == 2
     lines = [line for block in blocks for line in block.splitlines() if line.strip()]
     assert len(lines) >= 20 and any(line.startswith("baue Großstadt") for line in lines)

@@ -13,9 +13,20 @@ import random
 
 import pytest
 
-from engine.knights_castles import (Accept, Offer, apply_move, from_json, legal_moves, new_game,
-                                    outcome, parse_move, random_playout, replay, to_json,
-                                    unsupported)
+from engine.knights_castles import (
+    Accept,
+    Offer,
+    apply_move,
+    from_json,
+    legal_moves,
+    new_game,
+    outcome,
+    parse_move,
+    random_playout,
+    replay,
+    to_json,
+    unsupported,
+)
 from engine.knights_castles.cards import ID
 from engine.knights_castles.state import ANSWER, END, EVENT, LOSS, RESEARCH, TRADE
 

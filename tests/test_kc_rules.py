@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 import pytest
+from kc_support import legal, play, position, vector
 
 from engine.errors import IllegalMoveError, NotationError
-from engine.knights_castles import (apply_move, default_move, legal_moves, new_game, outcome,
-                                    parse_move, unsupported)
+from engine.knights_castles import (
+    apply_move,
+    default_move,
+    legal_moves,
+    new_game,
+    outcome,
+    parse_move,
+    unsupported,
+)
 from engine.knights_castles.cards import INDEX
-from engine.knights_castles.state import (ANSWER, BUILD, BUY, END, EVENT, KEEP, LOSS, OVER,
-                                          RESEARCH, TRADE, UPKEEP)
-from kc_support import legal, play, position, vector
+from engine.knights_castles.state import (
+    ANSWER,
+    BUILD,
+    BUY,
+    END,
+    EVENT,
+    KEEP,
+    LOSS,
+    OVER,
+    RESEARCH,
+    TRADE,
+    UPKEEP,
+)
 
 
 def builds(state) -> set[str]:

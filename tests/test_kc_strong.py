@@ -16,8 +16,18 @@ from engine.knights_castles.bots.strong import MAX_OFFERS, strong_bot, trade_off
 from engine.knights_castles.cards import INDEX
 from engine.knights_castles.moves import Accept, Offer
 from engine.knights_castles.rules import replace
-from engine.knights_castles.state import (ANSWER, BUILD, BUY, END, EVENT, KEEP, LOSS, RESEARCH,
-                                          TRADE, UPKEEP)
+from engine.knights_castles.state import (
+    ANSWER,
+    BUILD,
+    BUY,
+    END,
+    EVENT,
+    KEEP,
+    LOSS,
+    RESEARCH,
+    TRADE,
+    UPKEEP,
+)
 
 
 def _strong(state, seed=1):

@@ -11,11 +11,12 @@ import json
 import random
 from dataclasses import fields
 
+from kc_support import play, position
+
 from engine.knights_castles import apply_move, parse_move, random_playout, view_for
 from engine.knights_castles.cards import N_KINDS
 from engine.knights_castles.rules import replace
 from engine.knights_castles.state import KEEP
-from kc_support import play, position
 
 
 def redeal(state, seat, rng):

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 from server import QUICK_PASSWORDS, make_app
+from sqlmodel import select
 
 from pbem.ground.config import ConfigError, load_settings
 from pbem.ground.db import reading
-from sqlmodel import select
-
 from pbem.ground.models import Admin
 from pbem.services import stewardship
 

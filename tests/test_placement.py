@@ -1,11 +1,18 @@
 """Placing pieces: the rule books' card-play and placement examples, and the readings of them."""
 
-import pytest
-
 from dataclasses import replace
 
+import pytest
+
 from engine import (
-    ADVISOR, IllegalMoveError, Place, SetupError, apply_move, describe, legal_moves, parse_move,
+    ADVISOR,
+    IllegalMoveError,
+    Place,
+    SetupError,
+    apply_move,
+    describe,
+    legal_moves,
+    parse_move,
 )
 
 from helpers import BOARD, fill, scenario, seat_of

@@ -48,7 +48,7 @@ def app(tmp_path):
 
 
 def test_issue_33s_pages_and_mails_in_german_and_spanish_have_no_english_word(
-        app, english_words):  # noqa: F811
+        app, english_words):
     rules = rules_for(KIND)
     names = {c.name for c in rules.board.countries} | {f.name for f in rules.board.fields} \
         | set(PEOPLE) | {TOURNAMENT, "Play-by-E-Mail"}  # German's word for it

@@ -23,8 +23,8 @@ from engine import (
     new_game,
     view_for,
 )
-from engine.kardinal_koenig.board import parse_board
 from engine.errors import BoardError
+from engine.kardinal_koenig.board import parse_board
 from engine.kardinal_koenig.svg import _Grid, _layout, _project, board_svg, player_letter
 
 NS = {"s": "http://www.w3.org/2000/svg"}

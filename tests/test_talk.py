@@ -10,7 +10,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from server import Mailbox, field, game_state, html_of, make_app, new_game, text_of
+from server import Mailbox, field, html_of, make_app, new_game, text_of
 from sqlmodel import select
 from test_mail_replies import fill, ingest, reply_key
 
@@ -55,7 +55,7 @@ def test_a_message_to_everyone_is_on_every_page_and_mailed_to_the_others(app, cl
     assert _stored(app) == [(0, None, "Hello all!\nShall we share Franken?", "web")]
     for seat in (1, 2):
         html = client.get(f"/seat/{tokens[seat]}").get_data(as_text=True)
-        item = re.search(r'<li class="talk-item unread"[^>]*>(.*?)</li>', html, re.S)
+        item = re.search(r'<li class="talk-item unread"[^>]*>(.*?)</li>', html, re.DOTALL)
         assert item, "the message is marked unread for its readers"
         assert "Player 0" in item.group(1) and "to everyone" in item.group(1)
         assert "Hello all!\nShall we share Franken?" in item.group(1)
@@ -122,7 +122,7 @@ def test_a_bad_message_is_refused_with_the_reason_and_kept_in_its_box(app, clien
     response = _send(client, tokens[0], text)
     assert response.status_code == 400
     html = response.get_data(as_text=True)
-    assert words in re.search(r'id="talk-error"[^>]*>(.*?)</p>', html, re.S).group(1)
+    assert words in re.search(r'id="talk-error"[^>]*>(.*?)</p>', html, re.DOTALL).group(1)
     assert _stored(app) == []
 
 
@@ -402,7 +402,7 @@ def test_a_third_seat_sees_its_messages_numbered_without_gaps(app, client):
     for mail in mails:
         for part in (text_of(mail), html_of(mail)):
             words = re.sub(r"https?://\S+", "", part)  # a link's random key may hold "iD4"
-            assert not re.search(r"\b(?:message|id)\b[ =#:-]*\d", words, re.I), part
+            assert not re.search(r"\b(?:message|id)\b[ =#:-]*\d", words, re.IGNORECASE), part
 
 
 def test_a_german_reader_reads_the_senders_colour_in_german(tmp_path):

@@ -295,7 +295,7 @@ def test_the_next_round_is_made_once_when_schedulers_race(app):
                 done.append(run_due_chores(T0 + timedelta(minutes=1)))
                 barrier.wait(timeout=60)
                 done.append(run_due_chores(T0 + timedelta(minutes=1)))
-        except Exception as exc:  # noqa: BLE001  (reported below)
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=scheduler) for _ in range(2)]

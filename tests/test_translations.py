@@ -94,8 +94,8 @@ def _raw_words(source: str) -> list[str]:
             parts.append(value)
         elif not parts or parts[-1] != "\0":
             parts.append("\0")  # a Jinja expression or tag: text on both sides stays apart
-    text = re.sub(r"<(script|style)\b.*?</\1\s*>", " ", "".join(parts), flags=re.S)
-    text = re.sub(r"<!--.*?-->|<[^<>]*>|&#?\w+;", " ", text, flags=re.S)
+    text = re.sub(r"<(script|style)\b.*?</\1\s*>", " ", "".join(parts), flags=re.DOTALL)
+    text = re.sub(r"<!--.*?-->|<[^<>]*>|&#?\w+;", " ", text, flags=re.DOTALL)
     return re.findall(r"[A-Za-zÄÖÜäöüß][A-Za-zÄÖÜäöüß']+", text)
 
 

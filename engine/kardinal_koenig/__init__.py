@@ -39,4 +39,4 @@ __all__ = [
     "to_json", "view_for",
 ]
 
-from . import bots  # noqa: E402  (the bots play from the names above)
+from . import bots

@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from .board import Board, Country, Field
 from ..errors import NotationError
 from ..names import fold
 from ..words import Phrase, colour, say
+from .board import Board, Country, Field
 
 ADVISOR = "advisor"
 DECK = "deck"

@@ -7,10 +7,10 @@ a server can store it without a language and write it in its reader's (see engin
 
 from __future__ import annotations
 
+from ..words import Phrase, both, colour, say, say_n
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place
 from .outcome import intermediate_of, outcome
 from .state import GameState
-from ..words import Phrase, both, colour, say, say_n
 
 
 def _card(state: GameState, code: str, count: int = 1) -> Phrase:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..words import say
 from .scoring import Breakdown, final_breakdown, intermediate_breakdown
 from .state import GameState
-from ..words import say
 
 
 @dataclass(frozen=True)

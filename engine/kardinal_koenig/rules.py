@@ -11,12 +11,12 @@ from dataclasses import replace
 from functools import cache
 from itertools import combinations
 
-from .board import Country, Field
 from ..errors import IllegalMoveError, NotationError
+from ..words import Phrase, colour, count, say, say_n
+from .board import Country, Field
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place, name_order, trusted_place
 from .scoring import final_breakdown, intermediate_breakdown
 from .state import DRAW, EMPTY, FACE_UP, HAND_SIZE, OVER, PLAY, GameState, shuffled
-from ..words import Phrase, colour, count, say, say_n
 
 MAX_CARDS, MAX_PIECES = 3, 2
 

@@ -12,22 +12,22 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from .board import Board, default_board
 from ..errors import StateError
+from ..words import count
+from .board import Board, default_board
 from .moves import Move, parse_move
 from .rules import apply_move
-from ..words import count
 from .state import (
     ADVISORS_EACH,
     DRAW,
     EMPTY,
+    JOKER_OTHER,
+    JOKER_RULES,
     MONASTERIES_EACH,
     OVER,
     PLAY,
     PLAYER_COLOURS,
     REMOVED_PER_COLOUR,
-    JOKER_OTHER,
-    JOKER_RULES,
     GameState,
     new_game,
 )

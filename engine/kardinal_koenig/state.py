@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from .board import Board, default_board
 from ..errors import SetupError
 from ..words import say
+from .board import Board, default_board
 
 PLAYER_COLOURS = ("yellow", "red", "green", "purple", "blue")
 MONASTERIES_EACH = 20

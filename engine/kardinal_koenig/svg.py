@@ -173,8 +173,8 @@ class _Space:
                     if ox0 < x1 and ox1 > x0 and oy0 < y1 and oy1 > y0 and k not in seen:
                         seen.add(k)
                         # conditional expressions, not min/max: this is the hot loop of a layout
-                        w = (x1 if x1 < ox1 else ox1) - (x0 if x0 > ox0 else ox0)  # noqa: FURB136
-                        h = (y1 if y1 < oy1 else oy1) - (y0 if y0 > oy0 else oy0)  # noqa: FURB136
+                        w = (x1 if x1 < ox1 else ox1) - (x0 if x0 > ox0 else ox0)
+                        h = (y1 if y1 < oy1 else oy1) - (y0 if y0 > oy0 else oy0)
                         total += w * h * weight
         return total
 

@@ -13,15 +13,41 @@ Automatic steps (draws, tax, dice, a decision with one possible answer) happen i
 `apply_move`. Dice come from the seed and are kept in `state.dice`.
 """
 
-from .cards import DECK_SIZE, KINDS, Kind
-from .moves import (COLOURS, Abandon, Accept, Build, Buy, Decline, Discard, Done, Keep, Lose,
-                    Move, Offer, Pay, Play, Research, Share, War, parse_move, parse_moves)
-from .outcome import Outcome, outcome, score
 from . import bots  # noqa: F401  (the bots package: engine.games finds it here)
+from .cards import DECK_SIZE, KINDS, Kind
+from .moves import (
+                    COLOURS,
+                    Abandon,
+                    Accept,
+                    Build,
+                    Buy,
+                    Decline,
+                    Discard,
+                    Done,
+                    Keep,
+                    Lose,
+                    Move,
+                    Offer,
+                    Pay,
+                    Play,
+                    Research,
+                    Share,
+                    War,
+                    parse_move,
+                    parse_moves,
+)
 from .narrate import describe
+from .outcome import Outcome, outcome, score
 from .playout import playout_result, random_playout
-from .rules import (LegalMoves, apply_move, default_move, legal_moves, new_game, unsupported,
-                    why_illegal)
+from .rules import (
+                    LegalMoves,
+                    apply_move,
+                    default_move,
+                    legal_moves,
+                    new_game,
+                    unsupported,
+                    why_illegal,
+)
 from .serialize import from_json, replay, to_json
 from .state import MAX_PLAYERS, MIN_PLAYERS, VARIANTS, GameState, Loss
 from .view import SeatView, view_for

@@ -8,10 +8,10 @@ keep and an offer's cards are told only to the seats they concern.
 
 from __future__ import annotations
 
+from ..words import Phrase, both, colour, say, say_n
 from .cards import ID, KINDS, counts_to_ids
 from .moves import Accept, Buy, Decline, Done, Keep, Lose, Move, Offer, Pay, Play, War
 from .state import OVER, PHASE_OF, GameState
-from ..words import Phrase, both, colour, say, say_n
 
 _ASKS = {"keep": say("keep one of two cards"), "buy": say("buy cards or end the draw phase"),
          "build": say("build"), "upkeep": say("pay for or give up unsupported cards"),

@@ -20,14 +20,69 @@ from math import comb
 
 from ..errors import IllegalMoveError
 from ..words import Phrase, colour, say, term
-from .cards import (ADVANCES, BUILDABLE, CARAVAN, CARTOGRAPHY, CROP_ROTATION, DISCARD_ONE,
-                    EVENT_CARDS, GROUP_OF, GROUPS, GUN_POWDER, ID, INDEX, IRRIGATION, KINDS,
-                    KNIGHTS, MASONRY, N_KINDS, PRINTING_PRESS, SCHOLASTICS, capacity, dp_of,
-                    excess, revenue_of, value)
-from .moves import (COLOURS, Abandon, Accept, Build, Buy, Decline, Discard, Done, Keep, Lose, Move,
-                    Offer, Pay, Play, Research, Share, War)
-from .state import (ANSWER, BUILD, BUY, END, EVENT, HAND_SIZE, KEEP, LOSS, OVER, RESEARCH,
-                    TRADE, UPKEEP, GameState, Loss, deal, roll)
+from .cards import (
+    ADVANCES,
+    BUILDABLE,
+    CARAVAN,
+    CARTOGRAPHY,
+    CROP_ROTATION,
+    DISCARD_ONE,
+    EVENT_CARDS,
+    GROUP_OF,
+    GROUPS,
+    GUN_POWDER,
+    ID,
+    INDEX,
+    IRRIGATION,
+    KINDS,
+    KNIGHTS,
+    MASONRY,
+    N_KINDS,
+    PRINTING_PRESS,
+    SCHOLASTICS,
+    capacity,
+    dp_of,
+    excess,
+    revenue_of,
+    value,
+)
+from .moves import (
+    COLOURS,
+    Abandon,
+    Accept,
+    Build,
+    Buy,
+    Decline,
+    Discard,
+    Done,
+    Keep,
+    Lose,
+    Move,
+    Offer,
+    Pay,
+    Play,
+    Research,
+    Share,
+    War,
+)
+from .state import (
+    ANSWER,
+    BUILD,
+    BUY,
+    END,
+    EVENT,
+    HAND_SIZE,
+    KEEP,
+    LOSS,
+    OVER,
+    RESEARCH,
+    TRADE,
+    UPKEEP,
+    GameState,
+    Loss,
+    deal,
+    roll,
+)
 
 CARD_PRICE = 5
 ADVANCE_PRICE = 5

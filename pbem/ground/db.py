@@ -127,7 +127,7 @@ def shown_url(url: str) -> str:
     """`url` fit for a log or a terminal: the password replaced by ***."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - an unparsable URL has no password we could find
+    except Exception:
         return url
 
 

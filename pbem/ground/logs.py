@@ -59,7 +59,7 @@ class HideSecrets(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a broken record is logging's own business
+        except Exception:
             return True
         hidden = hide_secrets(message)
         if hidden != message:

@@ -160,7 +160,7 @@ def header(message: EmailMessage, name: str) -> str:
         return ""
     try:
         text = str(make_header(decode_header(values[0])))
-    except Exception:  # noqa: BLE001  (a header that cannot be decoded is taken as it is)
+    except Exception:
         text = values[0]
     return mail.one_line(text)
 
@@ -172,7 +172,7 @@ def addresses_in(message: EmailMessage, name: str) -> list[str]:
     address here, and the mail is refused for want of one, not by a crash."""
     try:
         return [address for _, address in getaddresses(_raw_values(message, name)) if address]
-    except Exception:  # noqa: BLE001
+    except Exception:
         return []
 
 
@@ -240,7 +240,7 @@ def answering(message: EmailMessage) -> mail.Answering:
 def _parse(raw: bytes, whole: bool) -> EmailMessage | None:
     try:
         return BytesParser(policy=policy.default).parsebytes(raw, headersonly=not whole)
-    except Exception:  # noqa: BLE001  (any malformed MIME: refuse the mail, not the server)
+    except Exception:
         return None
 
 
@@ -310,7 +310,7 @@ def _handle(raw: bytes, message: EmailMessage | None, recipients: list[str], siz
     message = _parse(raw, whole=True)
     try:
         text = body_text(message)
-    except Exception as exc:  # noqa: BLE001  (any malformed MIME: refuse the mail, not the server)
+    except Exception as exc:
         detail = f"{type(exc).__name__}: {exc}"[:200]
         answered = _answer(key.seat_id, _("Your mail could not be read"), [
             _("Your mail reached the game server, but its text could not be read (its "

@@ -63,7 +63,7 @@ def envelope_sender(raw: bytes) -> str | None:
     `<>`, a bounce's), or None when there is none."""
     try:
         values = BytesHeaderParser(policy=compat32).parsebytes(raw).get_all("Return-Path")
-    except Exception:  # noqa: BLE001  (unreadable headers: no sender known)
+    except Exception:
         return None
     if not values:
         return None

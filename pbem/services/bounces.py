@@ -141,7 +141,7 @@ def _bounce_keys(raw: bytes, recipients: list[str]) -> list[str]:
                   default=len(raw))
         try:  # the headers alone: every mail read from IMAP comes this way
             head = BytesHeaderParser(policy=compat32).parsebytes(raw[:end], headersonly=True)
-        except Exception:  # noqa: BLE001  (not a mail at all: not a bounce either)
+        except Exception:
             return []
         values = [str(value) for name, value in head.items() if name in RECIPIENT_HEADERS]
         addresses = [address for _, address in getaddresses(values)]
@@ -187,7 +187,7 @@ def handle(raw: bytes, recipients: list[str]) -> tuple[str, str] | None:
         from flufl.bounce import all_failures
 
         delayed, failed = all_failures(message)
-    except Exception as exc:  # noqa: BLE001  (a malformed report changes nothing)
+    except Exception as exc:
         logger.warning("a bounce of mail %d could not be read: %s: %s", row_id,
                        type(exc).__name__, exc)
         return "bounce", f"mail {row_id}: the bounce could not be read"

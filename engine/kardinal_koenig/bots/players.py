@@ -17,12 +17,12 @@ from collections import Counter
 from dataclasses import replace
 
 from ..board import Board
-from ..moves import DECK, Draw, Exchange, Move, Place
+from ..moves import DECK, Exchange, Move, Place
 from ..rules import legal_moves
 from ..state import DRAW, HAND_SIZE, PLAY, GameState
 from ..view import SeatView
 from .evaluate import Projection, margin, prospects
-from .view_state import unseen_cards, sampled_state, visible_state
+from .view_state import sampled_state, unseen_cards, visible_state
 
 EPSILON = 1e-9
 

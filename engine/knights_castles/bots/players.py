@@ -14,8 +14,21 @@ from __future__ import annotations
 
 import random
 
-from ..cards import (ADVANCE, ADVANCES, CASTLE, CITY, DISASTER, EVENT, INVASION, IRRIGATION, KINDS,
-                     PRINTING_PRESS, SCHOLASTICS, TOWN, VILLAGE)
+from ..cards import (
+    ADVANCE,
+    ADVANCES,
+    CASTLE,
+    CITY,
+    DISASTER,
+    EVENT,
+    INVASION,
+    IRRIGATION,
+    KINDS,
+    PRINTING_PRESS,
+    SCHOLASTICS,
+    TOWN,
+    VILLAGE,
+)
 from ..moves import Buy, Done, Move
 from ..rules import CARD_PRICE, apply_move, default_move, legal_moves, revenue
 from ..state import BUY, LOSS, GameState

@@ -23,14 +23,49 @@ view, whose hands are guesses.
 
 from __future__ import annotations
 
-from ..cards import (ADVANCES, BUILDABLE, CARAVAN, CARTOGRAPHY, CASTLE, CITY, CROP_ROTATION,
-                     DISCARD_ONE, EVENT_CARDS, GROUP_OF, GROUPS, GUN_POWDER, INDEX, IRRIGATION,
-                     KINDS, KNIGHTS, MASONRY, PRINTING_PRESS, SCHOLASTICS, SHIPS, TRADE_ROUTE,
-                     VILLAGE, capacity, dp_of, revenue_of)
+from ..cards import (
+    ADVANCES,
+    BUILDABLE,
+    CARAVAN,
+    CARTOGRAPHY,
+    CASTLE,
+    CITY,
+    CROP_ROTATION,
+    DISCARD_ONE,
+    EVENT_CARDS,
+    GROUP_OF,
+    GROUPS,
+    GUN_POWDER,
+    INDEX,
+    IRRIGATION,
+    KINDS,
+    KNIGHTS,
+    MASONRY,
+    PRINTING_PRESS,
+    SCHOLASTICS,
+    SHIPS,
+    TRADE_ROUTE,
+    VILLAGE,
+    capacity,
+    dp_of,
+    revenue_of,
+)
 from ..moves import Abandon, Buy, Move, Pay, Play, Research, Share, War
 from ..rules import ADVANCE_PRICE, CARD_PRICE, DECLINE, DONE, SHARE_PRICE, UPKEEP_PRICE, legal_moves
-from ..state import (ANSWER, BUILD, BUY, END, EVENT, KEEP, LOSS, OVER, RESEARCH, TRADE, UPKEEP,
-                     GameState)
+from ..state import (
+    ANSWER,
+    BUILD,
+    BUY,
+    END,
+    EVENT,
+    KEEP,
+    LOSS,
+    OVER,
+    RESEARCH,
+    TRADE,
+    UPKEEP,
+    GameState,
+)
 
 BUY_MOVE = Buy()
 # Extra cards bought in a round, all seats together: they shorten the game too.

@@ -16,7 +16,6 @@ from alembic import op
 
 import pbem.ground.db
 
-
 revision: str = '08683cb464a2'
 down_revision: str | None = '323990082094'
 branch_labels: str | Sequence[str] | None = None

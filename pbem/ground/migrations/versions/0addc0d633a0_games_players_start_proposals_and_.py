@@ -16,7 +16,6 @@ from alembic import op
 
 import pbem.ground.db
 
-
 revision: str = '0addc0d633a0'
 down_revision: str | None = '9d9820ee78f3'
 branch_labels: str | Sequence[str] | None = None

@@ -13,7 +13,6 @@ from alembic import op
 
 import pbem.ground.db
 
-
 revision: str = '323990082094'
 down_revision: str | None = '8b5484262111'
 branch_labels: str | Sequence[str] | None = None

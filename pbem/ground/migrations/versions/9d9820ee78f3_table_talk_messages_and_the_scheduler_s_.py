@@ -17,7 +17,6 @@ from alembic import op
 
 import pbem.ground.db
 
-
 revision: str = '9d9820ee78f3'
 down_revision: str | None = '5e1d2c3b4a69'
 branch_labels: str | Sequence[str] | None = None

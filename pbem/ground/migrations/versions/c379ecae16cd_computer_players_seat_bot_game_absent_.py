@@ -11,9 +11,6 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import pbem.ground.db
-
-
 revision: str = 'c379ecae16cd'
 down_revision: str | None = '7300b2c8effe'
 branch_labels: str | Sequence[str] | None = None
