@@ -1,5 +1,6 @@
 """No English word on a German or Spanish player's pages and mails (issue 32): a whole game of
-each kind played through the server with an English, two German and a Spanish seat, every page
+each kind played through the server with an English, a German and a Spanish seat and a computer
+player the server named (`Computer (strong)`, which must read as "Computer (stark)"), every page
 each seat sees (its page, previews, history, turn file, the spectator page, its games) and every
 mail (text and HTML) read for English words.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import UTC, datetime, timedelta
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +31,8 @@ from pbem.ground.db import reading
 from pbem.ground.models import Game
 from pbem.services.games import create_game
 from pbem.services.moves import submit_move
-from pbem.services.players import PlayerSpec
+from pbem.scheduler.jobs import run_jobs
+from pbem.services.players import PlayerSpec, bot_player
 
 pytestmark = pytest.mark.usefixtures("database")
 
@@ -37,7 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PLAYERS = [PlayerSpec("Anna", "anna@example.org", language="en"),
            PlayerSpec("Bernd", "bernd@example.org", language="de"),
            PlayerSpec("Carmen", "carmen@example.org", language="es"),
-           PlayerSpec("Dora", "dora@example.org", language="de")]
+           bot_player("strong")]
+PEOPLE = [p for p in PLAYERS if p.bot is None]
 WORD = re.compile(r"[A-Za-zÀ-ÿ]{3,}")
 # The notation's English words, which no message holds whole.
 NOTATION = {"done", "buy", "build", "keep", "pay", "abandon", "research", "share", "play",
@@ -105,9 +109,10 @@ def test_a_whole_game_in_german_and_spanish_has_no_english_word(tmp_path, englis
     app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN="games.example.org",
                    MAIL_BOARD_PICTURE=False)
     box = Mailbox(app)
+    now = datetime.now(UTC)
     with app.app_context():
-        created = create_game(PLAYERS, f"words-{kind}", kind=kind, start=0)
-    tokens = [link.rsplit("/", 1)[1] for _, _, link in created.links]
+        created = create_game(PLAYERS, f"words-{kind}", kind=kind, start=0, now=now)
+    tokens = [link and link.rsplit("/", 1)[1] for _, _, link in created.links]
     rules = rules_for(kind)
     names = set()
     if kind == "kardinal-koenig":
@@ -120,9 +125,14 @@ def test_a_whole_game_in_german_and_spanish_has_no_english_word(tmp_path, englis
         seat = rules.to_move(state)
         if seat is None:
             break
+        if tokens[seat] is None:  # the computer player's move, by the scheduler
+            now += timedelta(minutes=1)
+            run_jobs(app, now)
+            assert _game(app, rules)[0].turn > game.turn, "the computer player did not move"
+            continue
         with app.app_context():
             move = rules.bot_move(state, "greedy", f"w{number}")
-        if number % 23 == 3 and PLAYERS[seat].language != "en":
+        if number % 13 == 3 and PLAYERS[seat].language != "en":
             page = client.get(f"/seat/{tokens[seat]}").get_data(as_text=True)
             pages.append((seat, "page", page))
             preview = client.post(f"/seat/{tokens[seat]}/preview", data={
@@ -132,10 +142,10 @@ def test_a_whole_game_in_german_and_spanish_has_no_english_word(tmp_path, englis
             pages.append((seat, "turn file", client.get(
                 f"/seat/{tokens[seat]}/turnfile").get_data(as_text=True)))
         with app.app_context():
-            submit_move(tokens[seat], move, game.turn)
+            submit_move(tokens[seat], move, game.turn, now=now)
     assert rules.to_move(_game(app, rules)[1]) is None, "the game did not end"
     for seat, player in enumerate(PLAYERS):
-        if player.language == "en":
+        if player.language == "en" or player.bot:
             continue
         pages.append((seat, "final page", client.get(f"/seat/{tokens[seat]}").get_data(
             as_text=True)))
@@ -159,7 +169,7 @@ def test_a_whole_game_in_german_and_spanish_has_no_english_word(tmp_path, englis
         if left:
             found.append((language, what, left))
     mails = 0
-    for player in PLAYERS:
+    for player in PEOPLE:
         if player.language == "en":
             continue
         for message in box.to(player.email):
@@ -169,6 +179,9 @@ def test_a_whole_game_in_german_and_spanish_has_no_english_word(tmp_path, englis
                 if left:
                     found.append((player.language, str(message["Subject"]), left))
     assert mails > 40 and len(pages) > 20
+    german = [text for who, _, text in pages
+              if (who if isinstance(who, str) else PLAYERS[who].language) == "de"]
+    assert any("Computer (stark)" in text for text in german)
     assert not found, found[:12]
 
 
@@ -181,3 +194,45 @@ def test_the_check_finds_what_players_tripped_on(english_words):
     assert english_in("<td>Computer (strong)</td>", german, set()) == ["strong"]
     assert english_in("<p>GG Franken: Würzburg, Rat; Dorf ×2, Gold 5</p>", german,
                       {"Franken", "Würzburg"}) == []
+
+
+@pytest.mark.parametrize("language", ["de", "es"])
+def test_starting_a_game_reads_in_the_browsers_language(tmp_path, english_words, language):
+    """The pages of a game started by a player (the form, the starter's page, a friend's
+    invitation, before and after the answer) and the mails they bring have no English word
+    for a German or Spanish browser."""
+    app = make_app(tmp_path / "instance", GAMES_OPEN_CREATION=True,
+                   MAIL_REPLY_DOMAIN="games.example.org")
+    box = Mailbox(app)
+    client = app.test_client()
+    head = {"Accept-Language": language}
+    pages = [("new", client.get("/new", headers=head).get_data(as_text=True))]
+    answer = client.post("/new", headers=head, data={
+        "csrf_token": field(pages[0][1], "csrf_token"), "game": "kardinal-koenig",
+        "name": "Anna", "email": "anna@example.org", "colour0": "blue",
+        "deadline_hours": "48", "timezone": "Europe/Berlin",
+        "email1": "bernd@example.org", "name1": "Bernd", "colour1": "red",
+        "email2": "carmen@example.org", "name2": "", "colour2": "green"})
+    pages.append(("proposed", answer.get_data(as_text=True)))
+    manage = re.search(r"/new/game/([A-Za-z0-9_-]{32})", text_of(box.messages()[-1]))[1]
+    page = client.get(f"/new/game/{manage}", headers=head).get_data(as_text=True)
+    pages.append(("starter's page", page))
+    client.post(f"/new/game/{manage}/confirm", headers=head,
+                data={"csrf_token": field(page, "csrf_token")})
+    pages.append(("starter's page, sent", client.get(f"/new/game/{manage}",
+                                                     headers=head).get_data(as_text=True)))
+    invite = re.search(r"/invite/([A-Za-z0-9_-]{32})", text_of(box.to("bernd@example.org")[-1]))[1]
+    page = client.get(f"/invite/{invite}", headers=head).get_data(as_text=True)
+    pages.append(("invitation", page))
+    client.post(f"/invite/{invite}/accept", headers=head,
+                data={"csrf_token": field(page, "csrf_token"), "name": "Bernd"})
+    pages.append(("invitation, accepted", client.get(f"/invite/{invite}",
+                                                     headers=head).get_data(as_text=True)))
+    assert "Bernd" in pages[-1][1]
+    found = [(what, left) for what, text in pages
+             if (left := english_in(text, english_words[language], set()))]
+    for message in box.to("anna@example.org") + box.to("bernd@example.org"):
+        for is_html, body in ((False, text_of(message)), (True, html_of(message))):
+            if left := english_in(body, english_words[language], set(), is_html):
+                found.append((str(message["Subject"]), left))
+    assert not found, found

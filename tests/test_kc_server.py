@@ -14,7 +14,7 @@ from server import LINK, Mailbox, field, legal_in, make_app, new_game, text_of
 from sqlmodel import select
 
 import engine.knights_castles as kc
-from engine.knights_castles.cards import DISASTER, INVASION, KINDS
+from engine.knights_castles.cards import DISASTER, INDEX, INVASION, KINDS
 from pbem.games import rules_for
 from pbem.ground.db import reading
 from pbem.ground.models import Game, MoveRecord
@@ -327,7 +327,10 @@ def test_replies_by_mail_play_a_turn_and_answer_an_offer(tmp_path):
         box, "p0@example.org")), [offer], ""))
     assert handled.outcome == "applied", handled
     asked = [m for m in box.to("p1@example.org") if str(m["Subject"]).endswith("Your turn")]
-    assert asked and offer in text_of(asked[-1])  # red reads the offer in its mail
+    # red reads the offer in its mail, in words (card names as printed)
+    words = (f"Open offer from yellow to red: {KINDS[INDEX[give]].name} for "
+             f"{KINDS[INDEX[ask]].name}.")
+    assert asked and words in text_of(asked[-1]), text_of(asked[-1])
     handled = ingest(app, fill("outlook.eml", reply_key(asked[-1]), ["accept"],
                                text_of(asked[-1])))
     assert handled.outcome == "applied", handled

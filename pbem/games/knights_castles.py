@@ -353,21 +353,21 @@ class KnightsCastles(RulesBase, ShownBase):
         if isinstance(move, kc.Offer):
             return gettext("You will offer %(colour)s %(give)s for %(ask)s; %(colour)s then "
                            "accepts or declines.", colour=i18n.colour(move.target),
-                           give=self._items(move.give_gold, move.give),
-                           ask=self._items(move.ask_gold, move.ask))
+                           give=self.goods(move.give_gold, move.give),
+                           ask=self.goods(move.ask_gold, move.ask))
         if isinstance(move, (kc.Accept, kc.Decline)):
             offer, offerer = before.offer, i18n.colour(before.players[before.current])
             if isinstance(move, kc.Decline) or offer is None:
                 return gettext("You will decline the offer of %(colour)s.", colour=offerer)
             return gettext("You will accept the offer of %(colour)s: you give %(ask)s and get "
                            "%(give)s.", colour=offerer,
-                           give=self._items(offer.give_gold, offer.give),
-                           ask=self._items(offer.ask_gold, offer.ask))
+                           give=self.goods(offer.give_gold, offer.give),
+                           ask=self.goods(offer.ask_gold, offer.ask))
         if isinstance(move, kc.Discard):
             return gettext("You will discard %(card)s.", card=card)
         return self.in_words(str(move))
 
-    def _items(self, gold: int, cards) -> str:
+    def goods(self, gold: int, cards) -> str:
         """'5 gold, Village, Town' in the reader's words; 'nothing'."""
         parts = [ngettext("%(num)d gold", "%(num)d gold", gold)] if gold else []
         parts += [self.card_name(c) for c in cards]
@@ -501,8 +501,12 @@ class KnightsCastles(RulesBase, ShownBase):
                                  card=i18n.render(name(loss["card"])), by=colour(loss["by"])))
         if view.offer:
             offer = view.offer
-            lines.append(gettext("Open offer: %(offer)s.", offer=offer["notation"])
-                         if offer.get("notation") else
+            lines.append(gettext("Open offer from %(giver)s to %(taker)s: %(give)s for "
+                                 "%(ask)s.", giver=colour(offer["from"]),
+                                 taker=colour(offer["to"]),
+                                 give=self.goods(offer["give_gold"], offer["give"]),
+                                 ask=self.goods(offer["ask_gold"], offer["ask"]))
+                         if "give" in offer else
                          gettext("Open offer from %(giver)s to %(taker)s.",
                                  giver=colour(offer["from"]), taker=colour(offer["to"])))
         for s, player in enumerate(state.players):

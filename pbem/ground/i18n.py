@@ -16,6 +16,11 @@ the instance folder (`instance/translations/`) when it is missing or older than 
 same way on a fresh clone, an editable install and a server, and a process that cannot write
 there compiles into a temporary folder of its own. Compiling both catalogs takes milliseconds.
 
+A computer seat keeps the name it was given; the name the server gives one when none is
+(`Computer (strong)`) is shown in the reader's words ("Computer (stark)", "Ordenador
+(fuerte)") by `shown_name`, which every template expression and every sentence's variables go
+through, so no page or mail has to remember it.
+
 Python code imports `gettext` / `ngettext` from here, not from Flask-Babel: they behave the
 same (the locale selector, `use`, `force_locale` and `refresh` included) but look the catalog
 up once per application context and locale instead of on every call. Flask-Babel's own
@@ -96,25 +101,25 @@ def translations():
 def gettext(string: str, **variables) -> str:
     """`string` in the current locale, with `variables` put in (`%(name)s`)."""
     translated = translations().ugettext(string)
-    return translated % variables if variables else translated
+    return translated % _shown(variables) if variables else translated
 
 
 def ngettext(singular: str, plural: str, num: int, **variables) -> str:
     """The form of `singular`/`plural` for `num` in the current locale (`%(num)d` is `num`)."""
     variables.setdefault("num", num)
-    return translations().ungettext(singular, plural, num) % variables
+    return translations().ungettext(singular, plural, num) % _shown(variables)
 
 
 def pgettext(context: str, string: str, **variables) -> str:
     """`gettext` of `string` in the message context `context`."""
     translated = translations().upgettext(context, string)
-    return translated % variables if variables else translated
+    return translated % _shown(variables) if variables else translated
 
 
 def npgettext(context: str, singular: str, plural: str, num: int, **variables) -> str:
     """`ngettext` in the message context `context`."""
     variables.setdefault("num", num)
-    return translations().unpgettext(context, singular, plural, num) % variables
+    return translations().unpgettext(context, singular, plural, num) % _shown(variables)
 
 
 _ = gettext
@@ -144,6 +149,35 @@ def colour(name: str) -> str:
 def lazy_colour(name: str) -> LazyString:
     """`colour(name)` when shown (for a message composed before its reader is known)."""
     return LazyString(colour, name)
+
+
+BOT_LEVELS = {"random": N_("random"), "greedy": N_("greedy"), "strong": N_("strong")}
+"""The computer players as the engines name them (the key), in the reader's words."""
+
+_BOT_NAMES = {f"Computer ({level})": level for level in BOT_LEVELS}
+"""The names `pbem.services.players.bot_player` gives computer seats that were given none."""
+
+
+def bot_word(level: str) -> str:
+    """A computer player's level in the reader's words ('strong' -> 'stark', 'fuerte')."""
+    return gettext(BOT_LEVELS[level]) if level in BOT_LEVELS else level
+
+
+def shown_name(value):
+    """A name as the reader sees it: a computer seat's given name (`Computer (strong)`) in the
+    reader's words, anything else as it is. Every template expression goes through it (the
+    Jinja environment's `finalize`) and every sentence's variables."""
+    if type(value) is str and value in _BOT_NAMES:
+        level = _BOT_NAMES[value]
+        return gettext("Computer (%(bot)s)", bot=bot_word(level))
+    return value
+
+
+def _shown(variables: dict) -> dict:
+    for name, value in variables.items():
+        if type(value) is str and value in _BOT_NAMES:
+            return {name: shown_name(value) for name, value in variables.items()}
+    return variables
 
 
 def status_word(status: str) -> str:
@@ -364,7 +398,7 @@ def _template_gettext(context, string: str, **variables) -> str:
     translated = translations().ugettext(string)
     if context.eval_ctx.autoescape:
         translated = Markup(translated)
-    return translated % variables
+    return translated % _shown(variables)
 
 
 @pass_context
@@ -374,7 +408,7 @@ def _template_ngettext(context, singular: str, plural: str, num: int, **variable
     translated = translations().ungettext(singular, plural, num)
     if context.eval_ctx.autoescape:
         translated = Markup(translated)
-    return translated % variables
+    return translated % _shown(variables)
 
 
 def init_app(app: Flask) -> None:
@@ -394,9 +428,10 @@ def init_app(app: Flask) -> None:
     # sentence, dozens of sentences a mail and thousands of mails a deadline burst.
     app.jinja_env.globals.update(_=_template_gettext, gettext=_template_gettext,
                                  ngettext=_template_ngettext)
+    app.jinja_env.finalize = shown_name  # before any template is compiled: codegen reads it
     app.add_template_filter(format_local, "local")
     app.add_template_global(language, "current_language")
     app.add_template_filter(colour, "colour")
-    for helper in (status_word, actor_word, deadline_tag, digest_lines):
+    for helper in (status_word, actor_word, bot_word, deadline_tag, digest_lines):
         app.add_template_global(helper)
     app.jinja_env.globals.update(LANGUAGES=LANGUAGES, LANGUAGE_NAMES=LANGUAGE_NAMES)

@@ -164,7 +164,7 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
     if actor == "bot":  # every reader, in the log and in mail, sees who chose it
         for told in lines.values():
             told[:1] = [{"t": N_("Computer player (%(bot)s): %(line)s"),
-                         "p": {"bot": _bot_of(game, seat), "line": line}}
+                         "p": {"bot": _bot_word(_bot_of(game, seat)), "line": line}}
                         for line in told[:1]]
     notation = rules.notation(move)
     lines_json = orjson.dumps(lines).decode()  # read back by json.loads, like any JSON
@@ -241,6 +241,11 @@ def _bot_of(game: Game | GameRow, seat: Seat | SeatRow) -> str | None:
     """The computer player that plays `seat` now, if any: its own, or the game's for an
     absent seat."""
     return seat.bot or (game.absent_bot if seat.absent else None)
+
+
+def _bot_word(bot: str | None):
+    """A computer player's level as sentence data, in each reader's words when shown."""
+    return {"t": i18n.BOT_LEVELS[bot]} if bot in i18n.BOT_LEVELS else bot
 
 
 def _seat_name(connection: Connection, game: Game | GameRow, number: int | None) -> str:

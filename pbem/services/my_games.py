@@ -106,10 +106,10 @@ def _result(rules, state, seats: list[Seat], seat: Seat) -> str | None:
     rank = 1 + sum(1 for c in scores if standing(c) > standing(seat.colour))
     won = seat in winners
     and_ = gettext(" and ")
-    names = and_.join(f"{w.name} ({i18n.colour(w.colour)})" for w in winners)
+    names = and_.join(f"{i18n.shown_name(w.name)} ({i18n.colour(w.colour)})" for w in winners)
     if won and len(winners) > 1:
         head = gettext("You won together with %(names)s",
-                       names=and_.join(w.name for w in winners if w != seat))
+                       names=and_.join(i18n.shown_name(w.name) for w in winners if w != seat))
     else:
         head = gettext("You won") if won else gettext("Won by %(names)s", names=names)
     return gettext("%(head)s. Your score: %(score)s, place %(rank)d of %(players)d.", head=head,

@@ -33,7 +33,7 @@ from sqlalchemy.engine import Connection
 
 from ..games import game_kinds, rules_for
 from ..ground.db import reading, utcnow
-from ..ground.i18n import gettext
+from ..ground.i18n import bot_word, gettext
 from ..ground.models import BOT_PLAYER, Profile, RatedResult, Rating, Seat
 from .errors import NotFound
 from .profiles import PROVISIONAL_GAMES, ranks_of
@@ -167,7 +167,7 @@ def ranking(kind: str) -> list[Ranked]:
     lines = []
     for n, (player, ordinal, games, name, public_id) in enumerate(rows, start=1):
         bot = bot_name(player)
-        shown_name = gettext("Computer (%(bot)s)", bot=bot) if bot else (name or "?")
+        shown_name = gettext("Computer (%(bot)s)", bot=bot_word(bot)) if bot else (name or "?")
         lines.append(Ranked(n, shown_name, None if bot else public_id, bot, ordinal, games,
                             games < PROVISIONAL_GAMES))
     return lines

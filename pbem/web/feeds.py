@@ -62,7 +62,7 @@ def _atom(feed: feeds.MovesFeed, self_link: str | None) -> bytes:
     generator = FeedGenerator()
     generator.id(uuid.uuid5(uuid.NAMESPACE_URL, f"{watch}#{feed.reader}").urn)
     generator.title(gettext("%(title)s #%(id)d: the moves", title=game.title, id=game.id))
-    generator.subtitle(", ".join(f"{s.name} ({i18n.colour(s.colour)})" for s in seats))
+    generator.subtitle(", ".join(f"{i18n.shown_name(s.name)} ({i18n.colour(s.colour)})" for s in seats))
     generator.link(href=watch, rel="alternate", type="text/html")
     if self_link:
         generator.link(href=self_link, rel="self", type="application/atom+xml")
@@ -82,7 +82,7 @@ def _atom(feed: feeds.MovesFeed, self_link: str | None) -> bytes:
         item.published(entry.created_at)
         item.updated(entry.created_at)
         if mover is not None:
-            item.author({"name": f"{mover.name} ({i18n.colour(mover.colour)})"})
+            item.author({"name": f"{i18n.shown_name(mover.name)} ({i18n.colour(mover.colour)})"})
     return generator.atom_str(pretty=True)
 
 
