@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import html
 import re
-from datetime import UTC, datetime, timedelta
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -29,9 +29,9 @@ from engine.knights_castles.cards import KINDS
 from pbem.games import rules_for
 from pbem.ground.db import reading
 from pbem.ground.models import Game
+from pbem.scheduler.jobs import run_jobs
 from pbem.services.games import create_game
 from pbem.services.moves import submit_move
-from pbem.scheduler.jobs import run_jobs
 from pbem.services.players import PlayerSpec, bot_player
 
 pytestmark = pytest.mark.usefixtures("database")

@@ -174,7 +174,7 @@ def shown_name(value):
 
 
 def _shown(variables: dict) -> dict:
-    for name, value in variables.items():
+    for value in variables.values():
         if type(value) is str and value in _BOT_NAMES:
             return {name: shown_name(value) for name, value in variables.items()}
     return variables
