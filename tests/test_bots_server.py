@@ -21,7 +21,7 @@ from pbem.services import stewardship
 from pbem.services.errors import NotFound
 from pbem.services.games import create_game
 from pbem.services.moves import submit_move
-from pbem.services.players import bot_player, parse_player
+from pbem.services.players import PlayerSpec, bot_player, parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -130,6 +130,27 @@ def test_two_people_and_two_computer_players_play_to_the_end(app):
         bot_seats = [s.id for s in session.exec(select(Seat).where(Seat.bot.is_not(None)))]
     assert len(bot_seats) == 2
     assert not [m for m in seat_mail(app) if m.seat_id in bot_seats]
+
+
+def test_the_seat_page_names_the_computer_player_once_a_move_in_the_readers_words(app):
+    """A computer player's move reads 'Computer player (strong): purple ...' on a person's
+    page, without a second '(computer player)' tag; on a German page in German."""
+    german = PlayerSpec("Bernd", "bernd@example.org", language="de")
+    game_id, tokens = create(app, people(0) + [german, bot_player("strong")])
+    now, rng = T0, random.Random(1)
+    while len(records(app, game_id)) < 12:
+        now += MINUTE
+        current = game_state(app, game_id)[1].current
+        if current < 2:
+            person_turn(app, tokens[current], now, rng, game_id)
+        else:
+            run_jobs(app, now)
+    client = app.test_client()
+    page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
+    assert "Computer player (strong):" in page and "(computer player)" not in page
+    page = client.get(f"/seat/{tokens[1]}").get_data(as_text=True)
+    assert "Computerspieler (stark):" in page and "(Computerspieler)" not in page
+    assert "Computer (stark)" in page and "(strong)" not in page
 
 
 def _play_until_seat_0(app, tokens, now, rng):
