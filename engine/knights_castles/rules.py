@@ -204,9 +204,9 @@ def _offer(target: str, give_gold: int, give: tuple[str, ...], ask_gold: int,
            ask: tuple[str, ...]) -> Offer:
     """An `Offer` from sides already in card-list order, built without sorting them again."""
     move = object.__new__(Offer)
-    for name, value in (("target", target), ("give_gold", give_gold), ("give", give),
+    for name, field in (("target", target), ("give_gold", give_gold), ("give", give),
                         ("ask_gold", ask_gold), ("ask", ask)):
-        object.__setattr__(move, name, value)
+        object.__setattr__(move, name, field)
     return move
 
 
@@ -757,7 +757,7 @@ def default_move(state: GameState) -> Move:
     """What the server plays for the seat to move when it misses its deadline (readings):
     nothing built, researched, played or offered; an offer declined; a loss covered by the
     cards of least revenue; the least valuable cards discarded or given up."""
-    step, seat = state.step, state.current
+    step = state.step
     moves = legal_moves(state).moves
     if step == KEEP:
         return Keep(ID[max(state.choice, key=value)])
