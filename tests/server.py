@@ -234,8 +234,12 @@ def fresh_processes():
 @contextmanager
 def _logging_kept():
     """This process's logging as it was: a command run in it sets up logging for its process
-    (pbem.ground.logs: a handler on standard error, levels, filters)."""
+    (pbem.ground.logs: a handler on standard error, levels, filters). Meanwhile the root logger
+    has no handler of pbem.ground.logs, as in a new process: the command's set-up makes its
+    own, on the standard error of the moment."""
     import logging
+
+    from pbem.ground.logs import _OurHandler
 
     def loggers() -> list:
         return [logging.getLogger(), *(one for one in logging.Logger.manager.loggerDict
@@ -245,6 +249,8 @@ def _logging_kept():
             for one in loggers()}
     handlers_kept = {handler: list(handler.filters) for one in loggers()
                      for handler in one.handlers}
+    root = logging.getLogger()
+    root.handlers[:] = [h for h in root.handlers if not isinstance(h, _OurHandler)]
     try:
         yield
     finally:
