@@ -38,11 +38,11 @@ def _instance_secret(instance: Path) -> str:
     return target.read_text().strip()
 
 
-class _Commands(AppGroup):
-    """The app's command line (`flask --app pbem ...`, the tests' `app.test_cli_runner()`):
-    pbem.cli's commands, imported when a command line asks for them rather than with every
-    app: a web worker, a helper sender or `pbem ingest-mail` never runs one (bench/cli_start.py
-    measures what a command's start costs)."""
+class LoadsCommands:
+    """A click group holding pbem.cli's commands, imported when a command line asks for one
+    rather than with the group: a web worker, a helper sender or `pbem ingest-mail` makes an
+    app and never runs a command (bench/cli_start.py measures what a command's start costs).
+    The app's command group here, and the `pbem` command's (pbem.command)."""
 
     loaded = False
 
@@ -61,6 +61,10 @@ class _Commands(AppGroup):
     def list_commands(self, ctx):
         self._load()
         return super().list_commands(ctx)
+
+
+class _Commands(LoadsCommands, AppGroup):
+    """The app's command line: `flask --app pbem ...`, the tests' `app.test_cli_runner()`."""
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:

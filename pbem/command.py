@@ -1,8 +1,8 @@
 """The `pbem` command itself: a Flask command group holding pbem.cli's commands, which makes
 each command's app with `create_app` and sets up its logging (pbem.ground.logs).
 
-A command's module and the app are imported when that command runs, not for `pbem --help`
-(bench/cli_start.py measures what each command's start costs).
+The commands (pbem.cli) are added when the command line is read, and what each needs beyond
+click and Flask is imported when it runs: not for `pbem --help` (pbem.app.LoadsCommands).
 
 The top floor: it may import every other. `pbem ingest-mail` does not come here (pbem.entry).
 """
@@ -14,12 +14,12 @@ import sys
 import click
 from flask.cli import FlaskGroup
 
+from .app import LoadsCommands, create_app
 from .games import games_help
 from .ground.config import ConfigError
 
 
 def _make_app():
-    from .app import create_app
     from .cli import SERVICES
     from .ground import logs
 
@@ -30,24 +30,7 @@ def _make_app():
     return app
 
 
-class _Group(FlaskGroup):
-    """pbem.cli's commands, imported when the command line is read (not when this module is:
-    `flask --app pbem` imports it too)."""
-
-    loaded = False
-
-    def _load(self) -> None:
-        if not self.loaded:
-            from .cli import commands
-
-            for command in commands:
-                self.add_command(command)
-            self.loaded = True
-
-    def get_command(self, ctx, name):
-        self._load()
-        return super().get_command(ctx, name)
-
+class _Group(LoadsCommands, FlaskGroup):
     def list_commands(self, ctx):
         # The app adds no commands of its own, so listing them needs no app: a bad setting
         # must not turn `pbem --help` into a traceback (running a command reports it).
