@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from flask.cli import AppGroup
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from .ground.config import ROOT, load_settings, resolve_paths
@@ -35,6 +36,35 @@ def _instance_secret(instance: Path) -> str:
         finally:
             temporary.unlink()
     return target.read_text().strip()
+
+
+class LoadsCommands:
+    """A click group holding pbem.cli's commands, imported when a command line asks for one
+    rather than with the group: a web worker, a helper sender or `pbem ingest-mail` makes an
+    app and never runs a command (bench/cli_start.py measures what a command's start costs).
+    The app's command group here, and the `pbem` command's (pbem.command)."""
+
+    loaded = False
+
+    def _load(self) -> None:
+        if not self.loaded:
+            from .cli import commands
+
+            for command in commands:
+                self.add_command(command)
+            self.loaded = True
+
+    def get_command(self, ctx, cmd_name):
+        self._load()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx):
+        self._load()
+        return super().list_commands(ctx)
+
+
+class _Commands(LoadsCommands, AppGroup):
+    """The app's command line: `flask --app pbem ...`, the tests' `app.test_cli_runner()`."""
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
@@ -59,7 +89,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         if key not in chosen:
             app.config[key] = value
 
-    from .cli import commands
     from .ground import db, i18n
     from .services import mail
     from .web import (
@@ -79,6 +108,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     )
     from .web import site as web
 
+    app.cli = _Commands(app.name)  # before the blueprints, which may add commands of theirs
     app.session_interface = admin.AdminSessions()  # the admin's session ends with its login
     db.init_app(app)
     i18n.init_app(app)
@@ -103,8 +133,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(lobby.bp)
     app.register_blueprint(tournaments.bp)
     app.register_blueprint(tournaments.admin_bp)
-    for command in commands:
-        app.cli.add_command(command)
     # What a process this app starts makes its own app with (pbem.scheduler.senders: the
     # helper senders), so that the floors below need not import this one.
     app.extensions["pbem_factory"] = create_app

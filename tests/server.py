@@ -8,6 +8,7 @@ folder, so that every app and process opening one instance shares one database.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from email import policy
 from email.parser import BytesParser
 from pathlib import Path
@@ -203,9 +204,22 @@ def make_app(instance: Path, **config):
     return app
 
 
-# What every test process started through `fresh_processes` imports anyway, imported once.
-PRELOAD = ["pytest", "engine", "pbem.app", "pbem.cli", "server", "psycopg",
-           "sqlalchemy.dialects.postgresql.psycopg", "sqlalchemy.dialects.sqlite"]
+# What every test process started through `fresh_processes` imports anyway, imported once:
+# with the pages (pbem.web, which create_app imports: ~0.25 s of CPU a process), the scheduler's
+# jobs and the `pbem` command.
+PRELOAD = ["pytest", "engine", "pbem.app", "pbem.command", "pbem.cli", "pbem.ground.schema",
+           "pbem.ground.logs", "pbem.scheduler.jobs", "pbem.scheduler.senders", "server",
+           "psycopg", "sqlalchemy.dialects.postgresql.psycopg", "sqlalchemy.dialects.sqlite"]
+
+
+def _preload() -> list[str]:
+    """PRELOAD and every module of pbem.web."""
+    import pkgutil
+
+    import pbem.web
+
+    return PRELOAD + [f"pbem.web.{module.name}"
+                      for module in pkgutil.iter_modules(pbem.web.__path__)]
 
 
 def fresh_processes():
@@ -222,12 +236,86 @@ def fresh_processes():
     import pytest
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOAD)
+    context.set_forkserver_preload(_preload())
     with pytest.MonkeyPatch.context() as patch:
         for key in [k for k in os.environ if k.startswith("PBEM_")]:
             patch.delenv(key)
         forkserver.ensure_running()
     return context
+
+
+@contextmanager
+def _logging_kept():
+    """This process's logging as it was: a command run in it sets up logging for its process
+    (pbem.ground.logs: a handler on standard error, levels, filters). Meanwhile the root logger
+    has no handler of pbem.ground.logs, as in a new process: the command's set-up makes its
+    own, on the standard error of the moment."""
+    import logging
+
+    from pbem.ground.logs import _OurHandler
+
+    def loggers() -> list:
+        return [logging.getLogger(), *(one for one in logging.Logger.manager.loggerDict
+                                       .values() if isinstance(one, logging.Logger))]
+
+    kept = {id(one): (one.level, list(one.handlers), list(one.filters), one.disabled)
+            for one in loggers()}
+    handlers_kept = {handler: list(handler.filters) for one in loggers()
+                     for handler in one.handlers}
+    root = logging.getLogger()
+    root.handlers[:] = [h for h in root.handlers if not isinstance(h, _OurHandler)]
+    try:
+        yield
+    finally:
+        for handler, filters in handlers_kept.items():
+            handler.filters[:] = filters
+        for one in loggers():
+            level, handlers, filters, disabled = kept.get(id(one), (logging.NOTSET, [], [],
+                                                                    False))
+            for handler in one.handlers:
+                if handler not in handlers:
+                    handler.close()
+            one.setLevel(level)
+            one.handlers[:], one.filters[:], one.disabled = handlers, filters, disabled
+
+
+def in_process(call, environ: dict[str, str], folder: Path, args: list[str],
+               stdin: bytes | None = None, binary: bool = False):
+    """What a process running `call` (a command's entry, which may exit) would give, in this
+    process: `call()` with the environment `environ` alone, in `folder`, reading `stdin`; its
+    exit status, standard output and standard error (text, or bytes with `binary`) as a
+    subprocess.CompletedProcess for `args`. The environment, folder, standard streams and
+    logging are as they were afterwards. A command's logic costs a fraction of a fresh
+    interpreter here (~1 s of CPU each, most of it imports); the tests that run a command as
+    operators do keep a real process."""
+    import io
+    import os
+    import subprocess
+    import sys
+    from contextlib import redirect_stderr, redirect_stdout
+
+    saved_environment, saved_folder, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+    out, err = io.StringIO(), io.StringIO()
+    status = 0
+    try:
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(folder)
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin or b""))
+        with _logging_kept(), redirect_stdout(out), redirect_stderr(err):
+            try:
+                call()
+            except SystemExit as exc:
+                status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_environment)
+        os.chdir(saved_folder)
+        sys.stdin = saved_stdin
+    output, errors = out.getvalue(), err.getvalue()
+    if binary:
+        output, errors = output.encode(), errors.encode()
+    return subprocess.CompletedProcess(args, status, output, errors)
 
 
 def assert_intact(app) -> None:

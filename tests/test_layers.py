@@ -225,3 +225,51 @@ def test_the_checks_see_what_they_must(tmp_path):
     assert wrong_way(edges) == [
         "pbem.ground.db:2 climbs to pbem.services.moves (floor 0 -> 2)",
         "pbem.web.pages:1 goes sideways to pbem.mailin.inbox (web -> mailin, both floor 3)"]
+
+
+# --- what a command loads: the command line is light until a command runs -----------------------
+
+LOADS = """
+import sys
+HEAVY = ("alembic", "mako", "sqlalchemy", "sqlmodel", "pbem.ground.models", "pbem.web",
+         "pbem.scheduler", "pbem.cli")
+if sys.argv[1] == "help":
+    from pbem.command import main
+    try:
+        main(["--help"])
+    except SystemExit as exc:
+        assert exc.code == 0, exc.code
+else:
+    import tempfile
+    from pbem import create_app
+    with tempfile.TemporaryDirectory() as folder:
+        create_app({"INSTANCE_PATH": folder, "SECRET_KEY": "layers", "TESTING": True})
+print("LOADED", *[name for name in HEAVY if any(m == name or m.startswith(name + ".")
+                                                for m in sys.modules)])
+"""
+
+
+def loaded_by(what: str) -> set[str]:
+    """The heavy packages a fresh interpreter holds after `pbem --help` ("help") or after
+    making an app ("app")."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PBEM_", "FLASK_"))}
+    done = subprocess.run([sys.executable, "-c", LOADS, what], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("LOADED"))
+    return set(line.split()[1:])
+
+
+def test_help_and_an_app_load_only_what_they_use():
+    """`pbem --help` lists the commands without the database layer, Alembic (and its Mako) or
+    the pages; an app (a web worker, a helper sender, `pbem ingest-mail`) is made without the
+    command line's commands and the scheduler's processes: each command imports what it uses
+    when it runs (bench/cli_start.py measures what a command's start costs)."""
+    assert loaded_by("help") == {"pbem.cli"}
+    app = loaded_by("app")
+    assert "pbem.cli" not in app and "alembic" not in app and "mako" not in app, app
+    assert {"sqlalchemy", "pbem.ground.models", "pbem.web"} <= app, app

@@ -19,7 +19,7 @@ from datetime import timedelta
 
 import pytest
 from server import game_state, new_game
-from test_pbem_cli import environment
+from test_pbem_cli import environment, pbem_here
 
 from pbem.ground import logs
 from pbem.ground.db import utcnow
@@ -104,14 +104,20 @@ def test_any_loggers_line_is_masked_and_formatted_once_set_up(root_logging, monk
 # --- every process says what it read, at the level set ---------------------------------------------
 
 def _pbem(tmp_path, *args, **env):
+    """`python3 -m pbem ARGS` in a fresh interpreter, as cron or a person runs it."""
     instance = tmp_path / "instance"
     return subprocess.run([sys.executable, "-m", "pbem", *args], cwd=tmp_path,
                           env=environment(instance, **env), capture_output=True, text=True,
                           timeout=120, check=False)
 
 
+def _pbem_here(tmp_path, *args, **env):
+    """The same command through its entry in this process (tests/test_pbem_cli.py)."""
+    return pbem_here(tmp_path / "instance", *args, **env)
+
+
 def test_a_command_logs_time_level_logger_and_the_settings_it_read(tmp_path):
-    done = _pbem(tmp_path, "init-db")
+    done = _pbem_here(tmp_path, "init-db")
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # typed by a person: its answer only (DEBUG says more)
     done = _pbem(tmp_path, "run-jobs")  # as cron runs it
@@ -121,11 +127,11 @@ def test_a_command_logs_time_level_logger_and_the_settings_it_read(tmp_path):
     assert all(LINE.match(line) for line in done.stderr.splitlines() if "INFO" in line)
     assert re.search(r" INFO pbem\.ground\.logs: run-jobs \(process \d+\): no settings file "
                      r"\(PBEM_CONFIG is not set\)", first)
-    done = _pbem(tmp_path, "pause", "1", PBEM_LOG_LEVEL="DEBUG")
+    done = _pbem_here(tmp_path, "pause", "1", PBEM_LOG_LEVEL="DEBUG")
     assert re.search(r" DEBUG pbem\.ground\.logs: pause \(process \d+\): no settings file", done.stderr)
     config = tmp_path / "config.toml"
     config.write_text('[log]\nlevel = "DEBUG"\n')
-    done = _pbem(tmp_path, "run-jobs", PBEM_CONFIG=str(config))
+    done = _pbem_here(tmp_path, "run-jobs", PBEM_CONFIG=str(config))
     assert done.returncode == 0, done.stderr
     assert "run-jobs (process " in done.stderr
     assert f"settings from {config} (PBEM_CONFIG) and PBEM_* variables; log level DEBUG" \
@@ -133,14 +139,14 @@ def test_a_command_logs_time_level_logger_and_the_settings_it_read(tmp_path):
 
 
 def test_the_level_setting_leaves_out_the_lines_below_it(tmp_path):
-    assert _pbem(tmp_path, "init-db").returncode == 0
-    done = _pbem(tmp_path, "run-jobs", PBEM_LOG_LEVEL="warning")
+    assert _pbem_here(tmp_path, "init-db").returncode == 0
+    done = _pbem_here(tmp_path, "run-jobs", PBEM_LOG_LEVEL="warning")
     assert done.returncode == 0, done.stderr
     assert " INFO " not in done.stderr
 
 
 def test_a_bad_level_is_refused_by_name(tmp_path):
-    done = _pbem(tmp_path, "init-db", PBEM_LOG_LEVEL="LOUD")
+    done = _pbem_here(tmp_path, "init-db", PBEM_LOG_LEVEL="LOUD")
     assert done.returncode == 2
     assert "LOG_LEVEL (from PBEM_LOG_LEVEL) must be one of DEBUG, INFO, WARNING, ERROR, " \
            "CRITICAL; it is 'LOUD'" in done.stderr

@@ -2,9 +2,13 @@
 standard input, the envelope on the command line (issue 29, points 2, 3, 5, 8; issue 34,
 point 9). Its exit status is what the mail server acts on: 0 handled, 75 try again later.
 
-Each test runs the real command (`python -m pbem ingest-mail`) with a settings file, as the
-Postfix recipe in deploy/postfix does; the hand-over to a running `mail-listener` is tested
-against the real listener (aiosmtpd in this process) on the same database.
+The command runs with a settings file, as the Postfix recipe in deploy/postfix does: as a real
+process (`python -m pbem ingest-mail`, `Club.ingest`) where the test is about how the mail
+server runs it (its command line, the environment it gives), and through its entry in this
+process (`Club.ingest_here`: the same environment, standard input, exit status and output)
+where the test is about what it decides (tests/test_deploy_postfix.py has real Postfix run the
+real command). The hand-over to a running `mail-listener` is tested against the real listener
+(aiosmtpd in this process) on the same database.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from email.utils import make_msgid
 from pathlib import Path
 
 import pytest
-from server import Mailbox, database_url, game_state, make_app, new_game
+from server import Mailbox, database_url, game_state, in_process, make_app, new_game
 from sqlmodel import func, select
 
 import engine
@@ -77,14 +81,26 @@ class Club:
         self.reply_to = str(keyed[-1]["Reply-To"])
         return message.as_bytes()
 
-    def ingest(self, raw: bytes, *args: str, env: dict | None = None
-               ) -> subprocess.CompletedProcess:
+    def environment(self, env: dict | None) -> dict[str, str]:
         environment = {k: v for k, v in os.environ.items()
                        if not k.startswith(("PBEM_", "FLASK_"))}
         environment.update(PBEM_CONFIG=str(self.config), **(env or {}))
+        return environment
+
+    def ingest(self, raw: bytes, *args: str, env: dict | None = None
+               ) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "pbem", "ingest-mail", *args], input=raw,
-                              cwd=ROOT, env=environment, capture_output=True, timeout=120,
-                              check=False)
+                              cwd=ROOT, env=self.environment(env), capture_output=True,
+                              timeout=120, check=False)
+
+    def ingest_here(self, raw: bytes, *args: str, env: dict | None = None
+                    ) -> subprocess.CompletedProcess:
+        """`ingest` through the command's entry (what pbem.entry calls) in this process."""
+        from pbem import create_app
+        from pbem.mailin.pipe import main
+
+        return in_process(lambda: main(list(args), create_app), self.environment(env), ROOT,
+                          ["pbem", "ingest-mail", *args], stdin=raw, binary=True)
 
     def counts(self) -> dict[str, int]:
         with reading(self.app) as session:
@@ -118,7 +134,7 @@ def test_reply_to_all_is_applied_once_and_never_bounced(club):
 
 def test_a_wrong_command_line_defers_the_mail(club):
     """A usage error is 75, not 2: Postfix keeps the mail while the recipe is fixed."""
-    done = club.ingest(club.reply(), "--no-such-option")
+    done = club.ingest_here(club.reply(), "--no-such-option")
     assert done.returncode == 75, done
     assert club.counts()["MoveRecord"] == 0
 
@@ -131,7 +147,7 @@ def test_a_missing_database_defers_the_mail_and_is_never_created(tmp_path):
     if not club.url.startswith("sqlite"):
         pytest.skip("an SQLite file that is not there")
     raw = club.reply()
-    done = club.ingest(raw, club.reply_to)
+    done = club.ingest_here(raw, club.reply_to)
     assert done.returncode == 75, done
     expected = club.pipe_instance / "pbem.sqlite3"
     assert f"no database at {expected}" in done.stderr.decode()
@@ -142,7 +158,7 @@ def test_a_missing_database_defers_the_mail_and_is_never_created(tmp_path):
 def test_an_unreachable_database_defers_the_mail(club):
     """The database cannot be reached: 75, and the mail server delivers it again."""
     port = free_port()
-    done = club.ingest(club.reply(), club.reply_to, env={
+    done = club.ingest_here(club.reply(), club.reply_to, env={
         "PBEM_DATABASE_URL": f"postgresql+psycopg://pbem@{HOST}:{port}/nowhere"})
     assert done.returncode == 75, done
     assert f"{HOST}:{port}" in done.stderr.decode() and "failed" in done.stderr.decode()
@@ -165,12 +181,12 @@ def test_a_database_mid_upgrade_defers_the_mail(club):
             connection.execute(text("DELETE FROM alembic_version"))
             if version:
                 connection.execute(text(f"INSERT INTO alembic_version VALUES ('{version}')"))
-        done = club.ingest(raw, club.reply_to)
+        done = club.ingest_here(raw, club.reply_to)
         assert done.returncode == 75, done
         assert says in done.stderr.decode()
     with get_engine(club.app).begin() as connection:
         connection.execute(text(f"INSERT INTO alembic_version VALUES ('{head}')"))
-    done = club.ingest(raw, club.reply_to)
+    done = club.ingest_here(raw, club.reply_to)
     assert done.returncode == 0 and done.stdout.decode().startswith("applied"), done
 
 
@@ -194,7 +210,7 @@ def test_the_secrets_come_from_the_env_file(tmp_path):
 
 def test_an_oversized_mail_reports_its_true_size(club):
     raw = club.reply(text="x" * 70 + "\n" * 8000 + "y" * 300_000)
-    done = club.ingest(raw, club.reply_to)
+    done = club.ingest_here(raw, club.reply_to)
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().startswith(f"oversized: {len(raw)} bytes"), done.stdout
 
@@ -204,14 +220,14 @@ def test_with_the_listener_running_the_pipe_hands_the_mail_over(club):
     its own), and exits with what it answered."""
     controller = start_listener(club.app, HOST, club.listen_port)
     try:
-        done = club.ingest(club.reply(), club.reply_to)
+        done = club.ingest_here(club.reply(), club.reply_to)
         assert done.returncode == 0, done.stderr
         assert done.stdout.decode().startswith("handed to the mail listener"), done.stdout
         assert club.counts()["MoveRecord"] == 1
     finally:
         controller.stop()
     # Down: the pipe handles the mail itself.
-    done = club.ingest(club.reply(), club.reply_to)
+    done = club.ingest_here(club.reply(), club.reply_to)
     assert done.returncode == 0 and done.stdout.decode().startswith("applied"), done
 
 
@@ -230,7 +246,7 @@ def test_a_listener_that_cannot_reach_its_database_defers_the_pipe_mail(club, tm
         pbem_write=True)
     controller = start_listener(broken, HOST, club.listen_port)
     try:
-        done = club.ingest(club.reply(), club.reply_to)
+        done = club.ingest_here(club.reply(), club.reply_to)
     finally:
         controller.stop()
     assert done.returncode == 75, done

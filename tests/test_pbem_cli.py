@@ -1,5 +1,9 @@
 """The `pbem` command: init-db, create-game, demo, send-mail and serve, through Flask's test
-runner and as real processes; every failure one line on stderr and a non-zero status."""
+runner, through the command's own entry in this process (`pbem_here`: its settings from the
+environment, its exit status and its output, as a process gets them) and as real processes
+(`pbem`: the entry point in a fresh interpreter, as operators run it, for the ways it is run:
+errors and exit statuses, serving, help); every failure one line on stderr and a non-zero
+status."""
 
 from __future__ import annotations
 
@@ -65,6 +69,19 @@ def pbem(instance: Path, *args: str, **extra: str) -> subprocess.CompletedProces
     return subprocess.run([sys.executable, "-m", "pbem", *args], cwd=instance.parent,
                           env=environment(instance, **extra), capture_output=True, text=True,
                           timeout=120, check=False)
+
+
+def pbem_here(instance: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+    """`pbem ...` as `pbem` runs it, in this process: `pbem.command.main` with the same
+    environment and working folder, its exit status and output returned as a process's
+    (server.in_process). For what a command says and does; `pbem` (a fresh interpreter) for
+    how it runs."""
+    from server import in_process
+
+    from pbem.command import main
+
+    return in_process(lambda: main(list(args)), environment(instance, **extra),
+                      instance.parent, ["pbem", *args])
 
 
 # --- init-db and create-game ------------------------------------------------------------------
@@ -198,14 +215,14 @@ def test_init_db_refuses_a_schema_it_does_not_know(app, runner):
 def test_a_database_that_cannot_be_opened_is_one_line(tmp_path):
     folder = tmp_path / "a-folder"
     folder.mkdir()
-    done = pbem(tmp_path / "instance", "init-db", PBEM_DATABASE_URL=f"sqlite:///{folder}")
+    done = pbem_here(tmp_path / "instance", "init-db", PBEM_DATABASE_URL=f"sqlite:///{folder}")
     assert done.returncode == 1
     assert done.stderr.splitlines() == ["Error: the database failed: unable to open database file"]
 
 
 def test_a_postgresql_server_that_cannot_be_reached_is_one_line_without_the_password(tmp_path):
     url = f"postgresql+psycopg://pbem:hunter2-secret@127.0.0.1:{free_port()}/pbem"
-    done = pbem(tmp_path / "instance", "init-db", PBEM_DATABASE_URL=url)
+    done = pbem_here(tmp_path / "instance", "init-db", PBEM_DATABASE_URL=url)
     assert done.returncode == 1
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: the database failed: "), lines
@@ -217,15 +234,15 @@ def test_init_db_names_the_database_without_its_password(tmp_path, database):
     url = database_url(instance, empty=True)
     if database == "postgresql":  # the test server trusts any password
         url = url.replace("postgres@", "postgres:hunter2-secret@")
-    done = pbem(instance, "init-db", PBEM_DATABASE_URL=url)
+    done = pbem_here(instance, "init-db", PBEM_DATABASE_URL=url)
     assert done.returncode == 0, done.stderr
     assert "hunter2" not in done.stdout
     assert done.stdout.strip() == f"Database ready: {url.replace('hunter2-secret', '***')}"
 
 
 def test_a_database_url_of_another_kind_is_refused_by_name(tmp_path):
-    done = pbem(tmp_path / "instance", "init-db",
-                PBEM_DATABASE_URL="mysql://pbem:hunter2-secret@db/pbem")
+    done = pbem_here(tmp_path / "instance", "init-db",
+                     PBEM_DATABASE_URL="mysql://pbem:hunter2-secret@db/pbem")
     assert done.returncode == 2
     assert "PBEM_DATABASE_URL" in done.stderr and "postgresql+psycopg://" in done.stderr
     assert "hunter2" not in done.stderr
@@ -371,7 +388,7 @@ LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ [\w.]+: ")
 
 
 def test_serve_refuses_an_empty_database(tmp_path):
-    done = pbem(tmp_path / "instance", "serve", "--port", str(free_port()))
+    done = pbem_here(tmp_path / "instance", "serve", "--port", str(free_port()))
     assert done.returncode == 1
     assert done.stdout == ""
     # A service logs what settings it read first (pbem.ground.logs); its error is one line.
@@ -380,7 +397,7 @@ def test_serve_refuses_an_empty_database(tmp_path):
 
 
 def test_serve_refuses_a_port_out_of_range(tmp_path):
-    done = pbem(tmp_path / "instance", "serve", "--port", "70000")
+    done = pbem_here(tmp_path / "instance", "serve", "--port", "70000")
     assert done.returncode == 2 and "'--port': 70000 is not in the range" in done.stderr
 
 
@@ -412,7 +429,7 @@ def run_until_healthy(command: list[str], cwd: Path, env: dict[str, str], port: 
 
 def test_serve_answers_health_until_stopped(tmp_path):
     instance = tmp_path / "instance"
-    assert pbem(instance, "init-db").returncode == 0
+    assert pbem_here(instance, "init-db").returncode == 0
     port = free_port()
     out = run_until_healthy([sys.executable, "-m", "pbem", "serve", "--port", str(port)],
                             tmp_path, environment(instance), port)
@@ -455,7 +472,7 @@ def test_serve_on_a_taken_port_says_so_before_claiming_to_serve(tmp_path):
     import socket
 
     instance = tmp_path / "instance"
-    assert pbem(instance, "init-db").returncode == 0
+    assert pbem_here(instance, "init-db").returncode == 0
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

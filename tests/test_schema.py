@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from server import bare_app, database_url, make_app
+from server import bare_app, database_url, fresh_processes, make_app
 from sqlalchemy import Column, Integer, MetaData, Table, inspect
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, select
@@ -154,17 +152,37 @@ def test_foreign_keys_are_enforced(app):
                          colour="red"))
 
 
+def _init_db(environ: dict[str, str], folder: str, barrier, results) -> None:
+    """`pbem init-db` through its entry (server.in_process), in a new process of its own."""
+    from server import in_process
+
+    from pbem.command import main
+
+    try:
+        barrier.wait(60)
+        done = in_process(lambda: main(["init-db"]), environ, Path(folder), ["pbem", "init-db"])
+        results.put((done.returncode, done.stdout, done.stderr))
+    except BaseException as exc:
+        results.put((-1, "", f"{type(exc).__name__}: {exc}"[:300]))
+
+
 def test_init_db_started_several_times_at_once_succeeds(tmp_path):
     """Several `init-db` at the same moment (a deploy script, a second terminal) all succeed:
-    the migrations take the write lock first, so the others wait and find nothing to do."""
+    the migrations take the write lock first, so the others wait and find nothing to do. Each
+    runs in a new process (server.fresh_processes: forked from one that has imported the
+    project), released together."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PBEM_", "FLASK_"))}
-    env["PYTHONPATH"] = str(ROOT)
     env["PBEM_INSTANCE_PATH"] = str(tmp_path / "instance")
     env["PBEM_DATABASE_URL"] = database_url(tmp_path / "instance", empty=True)
-    runs = [subprocess.Popen([sys.executable, "-m", "pbem", "init-db"], cwd=tmp_path, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    context = fresh_processes()
+    barrier, queue = context.Barrier(4), context.Queue()
+    runs = [context.Process(target=_init_db, args=(env, str(tmp_path), barrier, queue))
             for _ in range(4)]
-    results = [(run.wait(timeout=120), *run.communicate()) for run in runs]
+    for run in runs:
+        run.start()
+    results = [queue.get(timeout=180) for _ in runs]
+    for run in runs:
+        run.join(30)
     for code, out, err in results:
         assert code == 0 and err == "", err
         assert out.startswith("Database ready")

@@ -1,7 +1,9 @@
 """Floor 5, the command line: the `pbem` command's commands (`commands`): set up the
 database, create games, run the server and the scheduler (processes), deliver mail.
 
-Every failure is one line on standard error and a non-zero exit status. The commands run in
+Every failure is one line on standard error and a non-zero exit status. What a command needs
+beyond click and Flask (the database layer, the services, the scheduler) it imports when it
+runs: `pbem --help` reads every command here without loading them. The commands run in
 an app made by the `pbem` command itself (pbem.command, on the top floor). Imports every
 floor below it: scheduler, web and mailin, services, games, ground.
 """
@@ -19,23 +21,10 @@ from pathlib import Path
 import click
 from flask import current_app
 from flask.cli import with_appcontext
-from sqlalchemy import and_, func, or_
-from sqlmodel import select
 
 from ..games import DEFAULT_KIND, SetupProblem, games_help, rules_for
-from ..ground import i18n
 from ..ground.config import links_here, served_url
-from ..ground.db import reading, shown_url, utcnow
-from ..ground.i18n import gettext as _
-from ..ground.i18n import ngettext
-from ..ground.models import FAILED, QUEUED, RUNNING, SENDING, UNKNOWN, Game, OutboxMessage, Seat
 from ..mailin.pipe import ingest_mail_command
-from ..scheduler.outbox import deliver_all_due
-from ..services.deadlines import time_control
-from ..services.errors import ServiceError
-from ..services.games import create_game
-from ..services.players import bot_player, parse_player
-from ..services.time import extend_deadline, pause_game, resume_game
 from .common import _base, _need_schema, _one_line_errors, _upgrade
 from .processes import (
     mail_listener_command,
@@ -55,6 +44,8 @@ DEMO_TITLE = "Demo game"
 @with_appcontext
 def init_db_command():
     """Create the database, or bring it up to date (safe to run again)."""
+    from ..ground.db import shown_url
+
     _upgrade()
     click.echo(f"Database ready: {shown_url(current_app.config['DATABASE_URL'])}")
 
@@ -83,6 +74,9 @@ class _LanguageAfterPlayer(click.Command):
 def _languages(players: tuple[str, ...], languages: tuple[str, ...]) -> list[str | None]:
     """Each player's --lang (None where there is none); SetupProblem for a --lang that does not
     follow a --player of its own."""
+    from ..ground import i18n
+    from ..ground.i18n import gettext as _
+
     after = click.get_current_context().meta.get("languages_after", [])
     chosen: list[str | None] = [None] * len(players)
     for index, code in zip(after, languages, strict=True):
@@ -142,6 +136,11 @@ def _languages(players: tuple[str, ...], languages: tuple[str, ...]) -> list[str
 def create_game_command(players, languages, bots, absent_bot, seed, colours, start, title, kind,
                         variant, deadline_hours, reminders, weekend_pause, timezone, rated):
     """Create a game and mail each player an invitation with their link."""
+    from ..ground.i18n import gettext as _
+    from ..services.deadlines import time_control
+    from ..services.games import create_game
+    from ..services.players import bot_player, parse_player
+
     _need_schema()
     try:
         rules = rules_for(kind)
@@ -188,6 +187,14 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
 @click.pass_context
 def demo_command(context, kind, players, seed, new, then_serve, host, port):
     """Set up the database and a demo game whose players' mail shows on the mailbox page."""
+    from sqlmodel import select
+
+    from ..ground.db import reading
+    from ..ground.models import RUNNING, Game, Seat
+    from ..scheduler.outbox import deliver_all_due
+    from ..services.games import create_game
+    from ..services.players import parse_player
+
     config = current_app.config
     if links_here(config) and (host or port):  # the links lead where it serves
         config["BASE_URL"] = served_url(host or config["SERVE_HOST"],
@@ -239,6 +246,8 @@ def _answers(base: str) -> bool:
 
 
 def _control(action, *args):
+    from ..services.errors import ServiceError
+
     try:
         return action(*args)
     except ServiceError as exc:
@@ -252,6 +261,8 @@ def _control(action, *args):
 @with_appcontext
 def extend_command(game, hours):
     """Give the player to move in GAME more hours."""
+    from ..services.time import extend_deadline
+
     _need_schema()
     deadline = _control(extend_deadline, game, hours)
     click.echo(f"Game {game}: the deadline is now {deadline:%Y-%m-%d %H:%M} UTC")
@@ -263,6 +274,8 @@ def extend_command(game, hours):
 @with_appcontext
 def pause_command(game):
     """Pause GAME: no moves, reminders or timeouts until it is resumed."""
+    from ..services.time import pause_game
+
     _need_schema()
     _control(pause_game, game)
     click.echo(f"Game {game} is paused.")
@@ -274,6 +287,8 @@ def pause_command(game):
 @with_appcontext
 def resume_command(game):
     """Resume a paused GAME; the pause does not count against the player to move."""
+    from ..services.time import resume_game
+
     _need_schema()
     deadline = _control(resume_game, game)
     click.echo(f"Game {game} runs again; the deadline is {deadline:%Y-%m-%d %H:%M} UTC")
@@ -284,6 +299,8 @@ def resume_command(game):
 @with_appcontext
 def send_mail_command():
     """Deliver the mail that is due now (digests included); failures are retried later."""
+    from ..scheduler.outbox import deliver_all_due
+
     _need_schema()
     counts = deliver_all_due(current_app._get_current_object())
     click.echo(f"sent {counts['sent']}, to retry later {counts['retry']}, "
@@ -313,6 +330,13 @@ def mail_status_command(since_hours, late_minutes):
     3 when mail failed, bounced or has an unknown fate (in the last --since hours) or waits
     to be tried again after an error; 4 when mail is stuck (no sender gets it out); 1 when the
     outbox cannot be read."""
+    from sqlalchemy import and_, func, or_
+    from sqlmodel import select
+
+    from ..ground.db import reading, utcnow
+    from ..ground.i18n import ngettext
+    from ..ground.models import FAILED, QUEUED, SENDING, UNKNOWN, OutboxMessage
+
     _need_schema()
     now = utcnow()
     since = now - timedelta(hours=since_hours) if since_hours else None
@@ -439,6 +463,7 @@ def export_db_command(file):
 def import_db_command(file):
     """Fill this server's new, empty database (after init-db) from FILE, an export-db file
     (- for standard input). All or nothing: a file broken anywhere changes nothing."""
+    from ..ground.db import shown_url
     from ..ground.transfer import TransferError, import_from, summary
 
     app = current_app._get_current_object()

@@ -1,15 +1,14 @@
-"""What the commands of the `pbem` command line share: one-line errors, the schema check."""
+"""What the commands of the `pbem` command line share: one-line errors, the schema check.
+
+Light to import, as every module of the command line: `pbem --help` reads the commands without
+loading the database layer or Alembic; each command imports what it needs when it runs."""
 
 from __future__ import annotations
 
 import functools
 
 import click
-from alembic.util import CommandError
 from flask import current_app
-from sqlalchemy.exc import DBAPIError
-
-from ..ground import schema
 
 
 def _base() -> str:
@@ -17,12 +16,18 @@ def _base() -> str:
 
 
 def _need_schema() -> None:
+    from ..ground import schema
+
     problem = schema.problem(current_app)
     if problem:
         raise click.ClickException(problem)
 
 
 def _upgrade() -> None:
+    from alembic.util import CommandError
+
+    from ..ground import schema
+
     try:
         schema.upgrade(current_app)
     except CommandError as exc:  # e.g. a schema version this server does not know
@@ -35,6 +40,8 @@ def _one_line_errors(command):
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        from sqlalchemy.exc import DBAPIError
+
         try:
             return command(*args, **kwargs)
         except DBAPIError as exc:

@@ -17,12 +17,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from ..ground.config import check_settings, links_here, served_url
-from ..ground.db import utcnow
 from ..ground.process import started
-from ..scheduler.jobs import run_jobs
-from ..scheduler.outbox import SenderThread, request_stop, stop_event
-from ..scheduler.senders import HelperPool, sigterm_when_parent_ends, warm_up
-from ..web.mailbox import describe_access, is_enabled
 from .common import _base, _need_schema, _one_line_errors
 
 
@@ -38,6 +33,8 @@ def serve_command(host, port, scheduler):
     own (single machine; see README for more)."""
     from werkzeug.serving import make_server
 
+    from ..scheduler.outbox import SenderThread, request_stop
+    from ..web.mailbox import describe_access, is_enabled
 
     _need_schema()
     app = current_app._get_current_object()
@@ -114,6 +111,9 @@ def _die_with_parent(app, pipe: int) -> None:
     """Stop as on SIGTERM when the process that started this one ends: at once by the
     kernel's parent-death signal on Linux, and everywhere when `pipe`, whose other end only
     the parent holds, reaches its end."""
+    from ..scheduler.outbox import request_stop
+    from ..scheduler.senders import sigterm_when_parent_ends
+
     sigterm_when_parent_ends()
 
     def watch():
@@ -131,6 +131,8 @@ def _stop_on_signals(app) -> None:
     """SIGTERM and Ctrl-C ask the work in hand to finish its timer or mail and give the rest
     of its claims back (instead of leaving them claimed, a turn half played). The handler only
     sets a flag: it may run at any moment in the main thread, so it takes no lock there."""
+    from ..scheduler.outbox import request_stop
+
     handler = lambda *_: request_stop(app)
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
@@ -146,6 +148,9 @@ def scheduler_command(parent_pipe):
     (or Ctrl-C) finishes the timer and mail in hand and gives the rest back, then stops."""
     from apscheduler.schedulers.background import BackgroundScheduler
 
+    from ..ground.db import utcnow
+    from ..scheduler.outbox import stop_event
+    from ..scheduler.senders import HelperPool, warm_up
 
     _need_schema()
     app = current_app._get_current_object()
@@ -183,6 +188,8 @@ HELPERS_READY_SECONDS = 60  # how long a starting scheduler waits for its helper
 
 
 def _tick(app, pool=None) -> None:
+    from ..scheduler.jobs import run_jobs
+
     try:
         run_jobs(app, pool=pool)
     except Exception:  # the next tick tries again; the error is in the log
@@ -190,6 +197,8 @@ def _tick(app, pool=None) -> None:
 
 
 def _parse_now(text: str | None):
+    from ..ground.db import utcnow
+
     if text is None:
         return utcnow()
     try:
@@ -214,6 +223,8 @@ def _parse_now(text: str | None):
 @with_appcontext
 def run_jobs_command(now_text, simulated):
     """Run the scheduler's job once: reminders, timeouts and mail that are due."""
+    from ..scheduler.jobs import run_jobs
+
     if simulated and not now_text:
         raise click.UsageError("--simulated needs --now, the time to act at")
     now = _parse_now(now_text)
