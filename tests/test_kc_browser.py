@@ -13,6 +13,7 @@ from server import new_game
 from sqlmodel import select
 
 import engine.knights_castles as kc
+from engine.knights_castles.cards import INDEX, KINDS
 from pbem.games import rules_for
 from pbem.ground.db import reading
 from pbem.ground.models import Game, MoveRecord
@@ -33,6 +34,11 @@ def stored(app, game_id):
     with app.app_context(), reading() as session:
         game = session.get(Game, game_id)
         return game, kc.from_json(game.state_json)
+
+
+def card_name(card_id: str) -> str:
+    """A card's printed name, as an English page writes it."""
+    return KINDS[INDEX[card_id]].name
 
 
 def test_a_trade_offered_on_the_page_and_accepted_by_the_other_seat(site, page):
@@ -62,7 +68,9 @@ def test_a_trade_offered_on_the_page_and_accepted_by_the_other_seat(site, page):
     sync_api.expect(page.get_by_text("Waiting for").first).to_be_visible()
 
     page.goto(f"{base}/seat/{tokens[1]}")
-    sync_api.expect(page.get_by_text(offer).first).to_be_visible()  # red sees the offer
+    # red sees the offer, in words
+    words = f"Open offer from yellow to red: {card_name(give)} for {card_name(ask)}."
+    sync_api.expect(page.get_by_text(words).first).to_be_visible()
     page.get_by_role("button", name="accept", exact=True).click()
     sync_api.expect(page.get_by_role("heading", name="Confirm your move")).to_be_visible()
     page.get_by_role("button", name="Confirm this move").click()
