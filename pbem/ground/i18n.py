@@ -154,8 +154,12 @@ def lazy_colour(name: str) -> LazyString:
 BOT_LEVELS = {"random": N_("random"), "greedy": N_("greedy"), "strong": N_("strong")}
 """The computer players as the engines name them (the key), in the reader's words."""
 
-_BOT_NAMES = {f"Computer ({level})": level for level in BOT_LEVELS}
-"""The names `pbem.services.players.bot_player` gives computer seats that were given none."""
+def given_bot_name(level: str) -> str:
+    """The name a computer seat gets when it is given none (stored; shown by `shown_name`)."""
+    return f"Computer ({level})"
+
+
+_BOT_NAMES = {given_bot_name(level): level for level in BOT_LEVELS}
 
 
 def bot_word(level: str) -> str:

@@ -10,6 +10,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from ..games import DEFAULT_KIND, SetupProblem, rules_for
+from ..ground import i18n
 from ..ground.i18n import _
 
 EMAIL_PATTERN = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+")
@@ -28,7 +29,7 @@ def bot_player(bot: str, kind: str = DEFAULT_KIND, name: str | None = None) -> P
     """A seat for computer player `bot` of game `kind` (named like "Computer (strong)" unless
     `name` is given); SetupProblem names the computer players there are."""
     check_bot(bot, kind)
-    name = (name or "").strip() or f"Computer ({bot})"
+    name = (name or "").strip() or i18n.given_bot_name(bot)
     bad = unsafe_character(name)
     if bad or len(name) > MAX_NAME or any(c in "<>\"@" for c in name):
         raise SetupProblem(_("the name %(name)s must be one line of at most %(most)d "
