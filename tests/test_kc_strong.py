@@ -184,6 +184,15 @@ def test_strong_builds_and_plays_its_disaster_at_the_leader():
     assert str(_strong(event)) == "play plague at green"
 
 
+def test_strong_builds_its_village_rather_than_hold_it_back():
+    """Build phase, 60 cards to come, nothing in play: it builds its village (the castles,
+    cities and knights it holds wait for one). Holding back looks as good in a play-out, whose
+    greedy self builds it a turn later, but the bot held it back again turn after turn and lost
+    to random players with a hand of unbuilt cards (the arena's seed 1, game 17)."""
+    state = position(hands={0: "village 2 castle 2 city 2 knights celts"}, deck_size=60)
+    assert {str(_strong(state, seed)) for seed in range(4)} == {"build village"}
+
+
 def test_strong_discards_its_least_useful_card():
     """End: over 7 cards, it discards one it can do nothing with (Knights with no castle in
     play or in hand, or a Mined Out when no seat has a mine to lose), never a card it can build

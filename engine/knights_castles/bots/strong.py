@@ -23,12 +23,15 @@ allow one a seat a turn).
 
 from __future__ import annotations
 
+import math
 import random
 
-from ..cards import BUILDABLE, ID, KINDS
+from ..cards import ADVANCES, BUILDABLE, DECK_SIZE, ID, KINDS
 from ..moves import Move, Offer
-from ..rules import DECLINE, DONE, LegalMoves, apply_move, legal_moves
+from ..rules import DECLINE, DONE, LegalMoves, apply_move, legal_moves, revenue
 from ..state import (
+    BUILD,
+    HAND_SIZE,
     OVER,
     TRADE,
     GameState,
@@ -75,7 +78,9 @@ def strong_bot(view: SeatView, rng: random.Random, *, samples: int | None = None
     if len(candidates) == 1:
         return candidates[0]
     deals = [first] + [sampled_state(view, rng) for _ in range(samples - 1)]
-    return candidates[_halving(deals, candidates, seat)]
+    beliefs = random_beliefs(first, seat)
+    rivals = [_rivals(beliefs, rng) for _ in deals]
+    return candidates[_halving(deals, candidates, seat, rivals)]
 
 
 # --- candidates ------------------------------------------------------------------------------
@@ -89,14 +94,55 @@ def candidate_moves(state: GameState, legal: LegalMoves, width: int) -> list[Mov
     values = greedy_values(state)
     order = sorted(range(len(moves)), key=lambda i: (-values[i], i))
     chosen = [moves[i] for i in order[:width]]
+    if state.step == BUILD and chosen[0] != DONE and len(chosen) > 1:
+        # Holding back a build looks good in a play-out, whose greedy self builds the card a
+        # turn later, out of reach of the disasters in between; but the bot then holds it back
+        # again next turn, and a hand of villages never earns (seen in the arena's lost games).
+        return [m for m in chosen if m != DONE]
     if DONE in moves and DONE not in chosen:
         chosen.append(DONE)
     return chosen
 
 
+# --- the other seats: how they are likely to play ------------------------------------------
+
+# Whether a seat plays like `random` rather than `greedy`, from what every seat sees of it: a
+# logistic model over its gold, its income, its cards in play, its advances (in play or shared)
+# and the rounds played, fitted to seats of both kinds in seeded games (random seats research
+# and share advances on a whim and build what they hold; greedy ones hoard gold and income).
+BELIEF_BIAS = 0.0
+BELIEF_WEIGHTS = (-0.10, -0.16, 0.11, 1.3, 0.02)  # gold, income, cards in play, advances, round
+
+Rivals = tuple[frozenset[int], float]  # the seats played out at random, the seed of their moves
+
+
+def random_beliefs(state: GameState, seat: int) -> list[float]:
+    """For each seat, how likely it is to play like `random` (0 for `seat` itself), from public
+    facts only: gold, income, cards in play and advances, against the rounds played."""
+    rounds = (DECK_SIZE - HAND_SIZE * len(state.players) - len(state.deck)) / len(state.players)
+    beliefs = []
+    for s in state.seats:
+        if s == seat:
+            beliefs.append(0.0)
+            continue
+        t = state.tableau[s]
+        facts = (state.gold[s], revenue(state, s), sum([t[k] for k in BUILDABLE]),
+                 sum([t[k] for k in ADVANCES]) + len(state.shared[s]), rounds)
+        logit = BELIEF_BIAS + sum([w * f for w, f in zip(BELIEF_WEIGHTS, facts)])
+        beliefs.append(1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, logit)))))
+    return beliefs
+
+
+def _rivals(beliefs: list[float], rng: random.Random) -> Rivals:
+    """One deal's guess at the other seats: each plays at random with its belief's chance."""
+    at_random = frozenset(s for s, p in enumerate(beliefs) if rng.random() < p)
+    return at_random, rng.random()
+
+
 # --- play-outs -------------------------------------------------------------------------------
 
-def _halving(deals: list[GameState], candidates: list[Move], seat: int) -> int:
+def _halving(deals: list[GameState], candidates: list[Move], seat: int,
+             rivals: list[Rivals]) -> int:
     """The index of the candidate to play, by successive halving: every candidate meets the
     first `FIRST_DEALS` deals, then the better half (greedy's choice, index 0, always among
     them) goes on to twice as many, and so on until the deals run out. All candidates alive
@@ -107,9 +153,10 @@ def _halving(deals: list[GameState], candidates: list[Move], seat: int) -> int:
     used = 0
     upto = min(FIRST_DEALS, len(deals))
     while True:
-        for deal in deals[used:upto]:
+        for d in range(used, upto):
+            deal = deals[d]
             for i in alive:
-                scores[i].append(play_out(apply_move(deal, candidates[i]), seat))
+                scores[i].append(play_out(apply_move(deal, candidates[i]), seat, rivals[d]))
         used = upto
         ranked = sorted(alive, key=lambda i: (-sum(scores[i]), i))
         if used >= len(deals) or len(alive) <= 2:
@@ -119,17 +166,29 @@ def _halving(deals: list[GameState], candidates: list[Move], seat: int) -> int:
         upto = min(len(deals), used * 2)
     while used < len(deals):  # the last two meet every deal
         for i in alive:
-            scores[i].append(play_out(apply_move(deals[used], candidates[i]), seat))
+            scores[i].append(play_out(apply_move(deals[used], candidates[i]), seat,
+                                      rivals[used]))
         used += 1
     best = max(alive, key=lambda i: (sum(scores[i]), i == 0, -i))
     return best
 
 
-def play_out(state: GameState, seat: int) -> float:
-    """How the game from `state` ends for `seat`, every seat playing `greedy`: its gold less
-    the best other seat's, and `WIN_BONUS` more when it wins (shares the win)."""
+def play_out(state: GameState, seat: int, rivals: Rivals | None = None) -> float:
+    """How the game from `state` ends for `seat`: its gold less the best other seat's, and
+    `WIN_BONUS` more when it wins (shares the win). The seat plays `greedy`; so does every other
+    seat, except those `rivals` (a set of seats and a seed, see `_rivals`) plays at random."""
+    if rivals is None or not rivals[0]:
+        while state.step != OVER:
+            state = apply_move(state, greedy_move(state))
+        return final_score(state, seat)
+    at_random, seed = rivals
+    chooser = random.Random(seed)
     while state.step != OVER:
-        state = apply_move(state, greedy_move(state))
+        if state.to_move in at_random:
+            moves = legal_moves(state).moves
+            state = apply_move(state, moves[int(chooser.random() * len(moves))])
+        else:
+            state = apply_move(state, greedy_move(state))
     return final_score(state, seat)
 
 
