@@ -13,7 +13,12 @@ import engine.knights_castles as kc
 from engine.knights_castles.bots import BOT_NAMES, choose_move
 from engine.knights_castles.bots.players import greedy_move
 from engine.knights_castles.bots.policy import has_room, margins
-from engine.knights_castles.bots.strong import MAX_OFFERS, strong_bot, trade_offers
+from engine.knights_castles.bots.strong import (
+    MAX_OFFERS,
+    random_beliefs,
+    strong_bot,
+    trade_offers,
+)
 from engine.knights_castles.cards import INDEX
 from engine.knights_castles.moves import Accept, Offer
 from engine.knights_castles.rules import replace
@@ -259,6 +264,21 @@ def test_a_gold_of_its_own_counts_more_than_a_gold_the_leader_loses():
     two = position(2, gold={0: 10, 1: 20}, step=TRADE)  # one rival: the same either way
     assert (margins(replace(two, gold=(11, 20)))[0] - margins(two)[0]
             == margins(replace(two, gold=(10, 19)))[0] - margins(two)[0] == 1)
+
+
+def test_strong_reads_how_each_rival_plays_from_what_it_sees():
+    """Its play-outs play each rival as `greedy` or `random` by what every seat sees of it:
+    twelve rounds in, a rival with 40 gold and ten a turn of income looks greedy; one with 2
+    gold, knights, and two advances bought (one shared for 10 gold) looks random; before
+    anything has happened, each is as likely."""
+    state = position(4, gold={1: 40, 2: 2, 3: 6}, deck_size=30, step=BUY,
+                     tableau={1: "3 village 2 town 2 city mine",
+                              2: "3 village castle knights crop-rotation",
+                              3: "2 village town printing-press"}, shared={2: "printing-press"})
+    beliefs = random_beliefs(state, 0)
+    assert beliefs[0] == 0 and beliefs[1] < 0.1 and beliefs[2] > 0.9
+    start = random_beliefs(position(4, deck_size=75, step=BUY), 0)
+    assert all(0.4 < b < 0.6 for b in start[1:])
 
 
 def test_computer_strong_seats_play_the_strong_bot():

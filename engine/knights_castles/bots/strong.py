@@ -1,16 +1,20 @@
 """The strong Knights & Castles bot: greedy, improved by play-outs to the end of the game.
 
 For a decision with more than one answer, the bot takes greedy's choice and the next best
-moves by greedy's own one-decision judgement (`WIDTH` of them, and `done` where it is listed),
-deals the cards hidden from it at random several times, consistently with its view
-(`view_state.sampled_state`: the other hands and the deck order; the dice still to come are
-its guesses), and in every deal plays each candidate and then the whole rest of the game with
-every seat, itself too, playing `greedy`. A play-out scores the seat's final gold less the best
-other seat's, and `WIN_BONUS` more for a win. Every candidate meets the same deals and dice
-(common random numbers), so their differences are the moves' and not the luck's; successive
-halving spends the play-outs on the candidates still in the running (`_halving`). Play-outs
-of a base player to the end improve on that player: greedy's choice stands unless another
-candidate's play-outs score more.
+moves by greedy's own one-decision judgement (`WIDTH` of them, and `done` where it is listed,
+except in the build phase: see `candidate_moves`), deals the cards hidden from it at random
+several times, consistently with its view (`view_state.sampled_state`: the other hands and the
+deck order; the dice still to come are its guesses), and in every deal plays each candidate and
+then the whole rest of the game, itself playing `greedy` and each other seat `greedy` or
+`random`: which, it guesses per deal from what every seat sees of that seat (`random_beliefs`:
+gold, income, cards in play and advances against the rounds played), so that against a table
+of random players it plays the game that table gives (their disasters aimed anywhere, their
+gold low) and not the one greedy rivals would. A play-out scores the seat's final gold less the
+best other seat's, and `WIN_BONUS` more for a win. Every candidate meets the same deals, dice
+and rivals (common random numbers), so their differences are the moves' and not the luck's;
+successive halving spends the play-outs on the candidates still in the running (`_halving`).
+Play-outs of a base player to the end improve on that player: greedy's choice stands unless
+another candidate's play-outs score more.
 
 Every decision goes this way: the turn's moves, the losses a disaster or an act of war asks of
 it, the answer to an offer. In the trade phase the candidates are `done` and a few offers of its
@@ -58,8 +62,9 @@ EPSILON = 1e-9
 
 def strong_bot(view: SeatView, rng: random.Random, *, samples: int | None = None,
                width: int | None = None) -> Move:
-    """The candidate whose play-outs to the end of the game, every seat playing `greedy`, end
-    best for this seat over `samples` deals of the hidden cards (successive halving)."""
+    """The candidate whose play-outs to the end of the game (this seat playing `greedy`, each
+    other seat `greedy` or `random` as `random_beliefs` guesses) end best for this seat over
+    `samples` deals of the hidden cards (successive halving)."""
     check_view(view)
     width = WIDTH if width is None else width
     seat = view.seat
@@ -87,7 +92,8 @@ def strong_bot(view: SeatView, rng: random.Random, *, samples: int | None = None
 
 def candidate_moves(state: GameState, legal: LegalMoves, width: int) -> list[Move]:
     """The listed moves worth playing out, greedy's choice first: the best `width` by greedy's
-    one-decision judgement, and `done` where it is listed (holding back is always a choice)."""
+    one-decision judgement, and `done` where it is listed (holding back is always a choice),
+    except in the build phase, where `done` is played out only when it is greedy's choice."""
     moves = list(legal.moves)
     if len(moves) == 1:
         return moves
