@@ -93,12 +93,12 @@ def test_strong_answers_every_decision_legally_and_never_by_the_hidden_cards():
 def test_strong_makes_legal_bounded_offers_and_trades_happen():
     """Its offers are legal (apply_move checks), one card or gold each way, within the gold of
     the seat that pays, a card only to a seat whose cards in play could carry it, at most
-    MAX_OFFERS a turn, never two to one seat; some are accepted (in two games: in the first,
-    four strong seats, each weighing its rivals alike, find no trade that suits both sides)."""
+    MAX_OFFERS a turn, never two to one seat; strong seats accept some (two games of two strong
+    and two greedy seats: strong seats offer to both kinds and answer each other's offers)."""
     per_turn: dict[tuple[str, int, int], list[str]] = {}  # by game, seat and turn
     offers = accepted = 0
     pending = None
-    for state, move in _seeded_games(["strong", "strong", "strong", "strong"], range(2), 4):
+    for state, move in _seeded_games(["strong", "greedy", "strong", "greedy"], range(2), 4):
         if pending is not None and state.step == ANSWER and state.offer == pending:
             accepted += isinstance(move, Accept)
         pending = None
