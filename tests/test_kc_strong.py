@@ -11,8 +11,14 @@ from test_kc_view import redeal
 
 import engine.knights_castles as kc
 from engine.knights_castles.bots import BOT_NAMES, choose_move
+from engine.knights_castles.bots.players import greedy_move
 from engine.knights_castles.bots.policy import has_room, margins
-from engine.knights_castles.bots.strong import MAX_OFFERS, strong_bot, trade_offers
+from engine.knights_castles.bots.strong import (
+    MAX_OFFERS,
+    random_beliefs,
+    strong_bot,
+    trade_offers,
+)
 from engine.knights_castles.cards import INDEX
 from engine.knights_castles.moves import Accept, Offer
 from engine.knights_castles.rules import replace
@@ -87,12 +93,12 @@ def test_strong_answers_every_decision_legally_and_never_by_the_hidden_cards():
 def test_strong_makes_legal_bounded_offers_and_trades_happen():
     """Its offers are legal (apply_move checks), one card or gold each way, within the gold of
     the seat that pays, a card only to a seat whose cards in play could carry it, at most
-    MAX_OFFERS a turn, never two to one seat; some are accepted (in two games: in the first,
-    four strong seats, each weighing its rivals alike, find no trade that suits both sides)."""
+    MAX_OFFERS a turn, never two to one seat; strong seats accept some (two games of two strong
+    and two greedy seats: strong seats offer to both kinds and answer each other's offers)."""
     per_turn: dict[tuple[str, int, int], list[str]] = {}  # by game, seat and turn
     offers = accepted = 0
     pending = None
-    for state, move in _seeded_games(["strong", "strong", "strong", "strong"], range(2), 4):
+    for state, move in _seeded_games(["strong", "greedy", "strong", "greedy"], range(2), 4):
         if pending is not None and state.step == ANSWER and state.offer == pending:
             accepted += isinstance(move, Accept)
         pending = None
@@ -114,17 +120,23 @@ def test_strong_makes_legal_bounded_offers_and_trades_happen():
 # --- decisions in plain positions --------------------------------------------------------------
 
 def test_strong_keeps_the_better_card_of_a_scholastics_pair():
-    """Scholastics: of a town and a mine drawn, with a free village, it keeps the mine."""
-    state = play(position(current=1, step=TRADE, deck_top="town mine",
+    """Scholastics: of a town and a mine drawn, with a free village and 12 cards left, it keeps
+    the mine (with the whole deck to come the town, which can carry a city, may be worth more:
+    its play-outs can say so)."""
+    state = play(position(current=1, step=TRADE, deck_top="town mine", deck_size=12,
                           tableau={0: "village scholastics"}), "done")
     assert state.step == KEEP and state.to_move == 0
     assert str(_strong(state)) == "keep mine"
 
 
 def test_strong_gives_up_an_idle_castle_rather_than_pay_for_it():
-    """Upkeep: one village left for a town (carrying a city) and a castle: the castle goes."""
-    state = play(position(tableau={0: "village town castle city"}, gold={0: 6}), "done")
+    """Upkeep, 4 cards left: one village for a town (carrying a city) and a castle: the castle
+    goes. greedy, judging one decision ahead, would give up the town and so the city's
+    support: strong's play-outs to the end show what that costs."""
+    state = play(position(tableau={0: "village town castle city"}, gold={0: 6}, deck_size=4),
+                 "done")
     assert state.step == UPKEEP
+    assert str(greedy_move(state)) == "abandon town"
     assert str(_strong(state)) == "abandon castle"
 
 
@@ -142,8 +154,12 @@ def test_strong_chooses_the_cheapest_losses():
 
 
 def test_strong_accepts_a_gift_and_declines_a_bad_trade():
-    """Offers to it: 5 gold for a plague card is taken; a village for all its gold is refused."""
-    base = position(hands={0: "village", 1: "plague"}, gold={0: 10, 1: 10}, step=TRADE)
+    """Offers to it, 3 cards before the end: 5 gold for a plague card (which can take nothing
+    from its empty tableau) is taken; a village for all its gold is refused. (With the whole
+    deck to come a plague in the rival's hand is no gift in a two-player game: its play-outs
+    may decline that.)"""
+    base = position(hands={0: "village", 1: "plague"}, gold={0: 10, 1: 10}, step=TRADE,
+                    deck_size=3)
     gift = play(base, "offer red: 5 gold for plague")
     assert gift.step == ANSWER and str(_strong(gift)) == "accept"
     robbery = play(base, "offer red: village for 10 gold")
@@ -173,12 +189,22 @@ def test_strong_builds_and_plays_its_disaster_at_the_leader():
     assert str(_strong(event)) == "play plague at green"
 
 
+def test_strong_builds_its_village_rather_than_hold_it_back():
+    """Build phase, 60 cards to come, nothing in play: it builds its village (the castles,
+    cities and knights it holds wait for one). Holding back looks as good in a play-out, whose
+    greedy self builds it a turn later, but the bot held it back again turn after turn and lost
+    to random players with a hand of unbuilt cards (the arena's seed 1, game 17)."""
+    state = position(hands={0: "village 2 castle 2 city 2 knights celts"}, deck_size=60)
+    assert {str(_strong(state, seed)) for seed in range(4)} == {"build village"}
+
+
 def test_strong_discards_its_least_useful_card():
-    """End: over 7 cards, it discards the one it can do least with: a Mined Out when no seat
-    has a mine to lose, rather than a card it can build."""
-    end = position(hands={0: "village 2 town city castle knights mined-out"}, step=END,
-                   tableau={1: "2 village town"})
-    assert str(_strong(end)) == "discard mined-out"
+    """End: over 7 cards, it discards one it can do nothing with (Knights with no castle in
+    play or in hand, or a Mined Out when no seat has a mine to lose), never a card it can build
+    on its villages and earn with."""
+    end = position(hands={0: "2 town 2 mine city knights mined-out"}, step=END,
+                   tableau={0: "4 village", 1: "2 village town"}, deck_size=20)
+    assert str(_strong(end)) in ("discard knights", "discard mined-out")
 
 
 def test_strong_buys_the_card_that_ends_the_game_while_it_leads():
@@ -240,6 +266,21 @@ def test_a_gold_of_its_own_counts_more_than_a_gold_the_leader_loses():
             == margins(replace(two, gold=(10, 19)))[0] - margins(two)[0] == 1)
 
 
+def test_strong_reads_how_each_rival_plays_from_what_it_sees():
+    """Its play-outs play each rival as `greedy` or `random` by what every seat sees of it:
+    twelve rounds in, a rival with 40 gold and ten a turn of income looks greedy; one with 2
+    gold, knights, and two advances bought (one shared for 10 gold) looks random; before
+    anything has happened, each is as likely."""
+    state = position(4, gold={1: 40, 2: 2, 3: 6}, deck_size=30, step=BUY,
+                     tableau={1: "3 village 2 town 2 city mine",
+                              2: "3 village castle knights crop-rotation",
+                              3: "2 village town printing-press"}, shared={2: "printing-press"})
+    beliefs = random_beliefs(state, 0)
+    assert beliefs[0] == 0 and beliefs[1] < 0.1 and beliefs[2] > 0.9
+    start = random_beliefs(position(4, deck_size=75, step=BUY), 0)
+    assert all(0.4 < b < 0.6 for b in start[1:])
+
+
 def test_computer_strong_seats_play_the_strong_bot():
     """The server's name scheme: a `Computer (strong)` seat of a Knights & Castles game is
     accepted, and the server's move for it is strong's move from that seat's view."""
@@ -248,5 +289,5 @@ def test_computer_strong_seats_play_the_strong_bot():
 
     spec = bot_player("strong", "knights-castles")
     assert (spec.name, spec.bot) == ("Computer (strong)", "strong")
-    state = position(hands={0: "town mine"}, tableau={0: "village"})
+    state = position(hands={0: "town mine"}, tableau={0: "village"}, deck_size=4)
     assert rules_for("knights-castles").bot_move(state, "strong", "1") == "build mine"

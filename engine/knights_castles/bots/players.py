@@ -112,10 +112,20 @@ def greedy_move(state: GameState, rng: random.Random | None = None) -> Move:
     """greedy's choice for the seat to move of `state`: ties broken by `rng`, or the first one
     listed without it. It reads no hidden card that could change its choice: the cards of the
     other hands and the deck count only as the unseen pool a bought card comes from."""
-    seat = state.to_move
     moves = legal_moves(state).moves
     if len(moves) == 1:
         return moves[0]
+    scored = greedy_values(state)
+    best = max(scored)
+    ties = [i for i, v in enumerate(scored) if v >= best - 1e-9]
+    return moves[rng.choice(ties) if rng is not None else ties[0]]
+
+
+def greedy_values(state: GameState) -> list[float]:
+    """What greedy makes of each listed move of `state` (`legal_moves(state).moves`, in that
+    order): the seat to move's margin one decision ahead; the highest is greedy's choice."""
+    seat = state.to_move
+    moves = legal_moves(state).moves
 
     def value(move: Move) -> float:
         if state.step == BUY:
@@ -133,10 +143,7 @@ def greedy_move(state: GameState, rng: random.Random | None = None) -> Move:
             after = apply_move(after, default_move(after))  # the target's likely answer
         return margin(after, seat)
 
-    scored = [(value(m), i) for i, m in enumerate(moves)]
-    best = max(v for v, _ in scored)
-    ties = [i for v, i in scored if v >= best - 1e-9]
-    return moves[rng.choice(ties) if rng is not None else ties[0]]
+    return [value(m) for m in moves]
 
 
 def _unseen(state: GameState, seat: int) -> list[int]:

@@ -1,40 +1,54 @@
-"""The strong Knights & Castles bot: determinized play-outs from one seat's view.
+"""The strong Knights & Castles bot: greedy, improved by play-outs to the end of the game.
 
-For a decision with more than one sensible answer, the bot deals the cards hidden from it at
-random several times, consistently with its view (`view_state.sampled_state`: the other hands
-and the deck order; the dice still to come are its guesses), and in every deal plays each
-candidate move, then lets every seat play on until the other seats have each had their turn
-(to the end of the game once fewer than `ENDGAME_ROUNDS` rounds are left): itself by the rules
-of thumb of `policy`, the others as `greedy` would, which answers an offer by whether the trade
-adds to its worth. It keeps the candidate whose positions are worth most to it on average,
-measured as its worth less the others' (half the best other seat's, half their mean:
-`policy.margins`). Every candidate meets the
-same deals and dice, so their differences are the moves' and not the luck's.
+For a decision with more than one answer, the bot takes greedy's choice and the next best
+moves by greedy's own one-decision judgement (`WIDTH` of them, and `done` where it is listed,
+except in the build phase: see `candidate_moves`), deals the cards hidden from it at random
+several times, consistently with its view (`view_state.sampled_state`: the other hands and the
+deck order; the dice still to come are its guesses), and in every deal plays each candidate and
+then the whole rest of the game, itself playing `greedy` and each other seat `greedy` or
+`random`: which, it guesses per deal from what every seat sees of that seat (`random_beliefs`:
+gold, income, cards in play and advances against the rounds played), so that against a table
+of random players it plays the game that table gives (their disasters aimed anywhere, their
+gold low) and not the one greedy rivals would. A play-out scores the seat's final gold less the
+best other seat's, and `WIN_BONUS` more for a win. Every candidate meets the same deals, dice
+and rivals (common random numbers), so their differences are the moves' and not the luck's;
+successive halving spends the play-outs on the candidates still in the running (`_halving`).
+Play-outs of a base player to the end improve on that player: greedy's choice stands unless
+another candidate's play-outs score more.
 
 Every decision goes this way: the turn's moves, the losses a disaster or an act of war asks of
 it, the answer to an offer. In the trade phase the candidates are `done` and a few offers of its
 own (`trade_offers`): a resource or leader it has little use for, to a seat whose tableau can
 use it, for gold; a card its hand is waiting for, from a seat that may hold it, for gold. An
-offer is made only when its play-outs beat `done` by `OFFER_GAIN` gold a deal, at most
-`MAX_OFFERS` a turn, each to a different seat (the rules allow one a seat a turn).
+offer is made only when, answered as `greedy` would answer it, it gains `OFFER_GAIN` gold a
+deal by the worth of `policy`, at most `MAX_OFFERS` a turn, each to a different seat (the rules
+allow one a seat a turn).
 """
 
 from __future__ import annotations
 
+import math
 import random
 
-from ..cards import BUILDABLE, ID, INDEX, KINDS
-from ..moves import Build, Move, Offer, Share
-from ..rules import DECLINE, DONE, LegalMoves, apply_move, legal_moves
-from ..state import BUILD, EVENT, LOSS, OVER, RESEARCH, TRADE, UPKEEP, GameState
+from ..cards import ADVANCES, BUILDABLE, DECK_SIZE, ID, KINDS
+from ..moves import Move, Offer
+from ..rules import DECLINE, DONE, LegalMoves, apply_move, legal_moves, revenue
+from ..state import (
+    BUILD,
+    HAND_SIZE,
+    OVER,
+    TRADE,
+    GameState,
+)
 from ..view import SeatView
-from .players import greedy_move
-from .policy import event_values, hand_gain, has_room, loss_cost, margins, policy_move, turns_left
+from .players import greedy_move, greedy_values
+from .policy import hand_gain, has_room, margins, turns_left
 from .view_state import check_view, sampled_state
 
-SAMPLES = 10  # deals per decision
-WIDTH = 6  # candidates played out per decision, the best by the rules of thumb
-ENDGAME_ROUNDS = 2.0  # with fewer rounds left than this, play-outs run to the end of the game
+SAMPLES = 8  # deals the last candidates of a decision are played out in
+WIDTH = 5  # candidates weighed a decision, the best by greedy's own judgement
+FIRST_DEALS = 2  # deals every candidate meets before the weakest half is dropped
+WIN_BONUS = 10.0  # gold a play-out's win counts for besides the final margin
 MAX_OFFERS = 2  # offers of its own a turn
 OFFERS_WEIGHED = 12  # offers weighed a trade phase, the most promising by the rules of thumb
 OFFER_GAIN = 2.0  # gold an offer must gain on average to be made
@@ -48,85 +62,148 @@ EPSILON = 1e-9
 
 def strong_bot(view: SeatView, rng: random.Random, *, samples: int | None = None,
                width: int | None = None) -> Move:
-    """The candidate with the best average margin over `samples` deals of the hidden cards."""
+    """The candidate whose play-outs to the end of the game (this seat playing `greedy`, each
+    other seat `greedy` or `random` as `random_beliefs` guesses) end best for this seat over
+    `samples` deals of the hidden cards (successive halving)."""
     check_view(view)
-    samples = SAMPLES if samples is None else samples
     width = WIDTH if width is None else width
     seat = view.seat
     first = sampled_state(view, rng)
+    samples = SAMPLES if samples is None else samples
     legal = legal_moves(first)
+    if first.step == TRADE:
+        offers = trade_offers(first, legal)
+        if offers:
+            deals = [first] + [sampled_state(view, rng) for _ in range(samples - 1)]
+            offer = _best_offer(deals, offers, seat)
+            if offer is not None:
+                return offer
+        return DONE
     candidates = candidate_moves(first, legal, width)
-    offers = trade_offers(first, legal) if first.step == TRADE else []
-    if len(candidates) == 1 and not offers:
+    if len(candidates) == 1:
         return candidates[0]
     deals = [first] + [sampled_state(view, rng) for _ in range(samples - 1)]
-    if offers:
-        offer = _best_offer(deals, offers, seat)
-        if offer is not None:
-            return offer
-        if len(candidates) == 1:
-            return candidates[0]
-    stop = _horizon(first)
-    totals = [0.0] * len(candidates)
-    for deal in deals:
-        for i, move in enumerate(candidates):
-            totals[i] += _play_out(apply_move(deal, move), seat, stop)
-    best_value = max(totals)
-    return rng.choice([m for m, v in zip(candidates, totals) if v >= best_value - EPSILON])
+    beliefs = random_beliefs(first, seat)
+    rivals = [_rivals(beliefs, rng) for _ in deals]
+    return candidates[_halving(deals, candidates, seat, rivals)]
 
 
 # --- candidates ------------------------------------------------------------------------------
 
 def candidate_moves(state: GameState, legal: LegalMoves, width: int) -> list[Move]:
-    """The listed moves worth playing out: all of them where they are few, else the best
-    `width` by the rules of thumb (and always the policy's own choice and `done`)."""
+    """The listed moves worth playing out, greedy's choice first: the best `width` by greedy's
+    one-decision judgement, and `done` where it is listed (holding back is always a choice),
+    except in the build phase, where `done` is played out only when it is greedy's choice."""
     moves = list(legal.moves)
-    step = state.step
-    if step not in (RESEARCH, UPKEEP, BUILD):
-        moves = [m for m in moves if type(m) is not Share]  # weighed where they pay for
-    if step == BUILD:
-        # Building costs nothing and earns from the next tax on, and a card held back is safe
-        # from disasters only in a play-out's short sight: which card goes first is the choice.
-        builds = [m for m in moves if type(m) is Build]
-        if builds:
-            moves = builds
-    if len(moves) <= width:
+    if len(moves) == 1:
         return moves
-    seat = state.current
-    turns = turns_left(state)
-    if step == LOSS:
-        target = state.loss.target
-        ranked = sorted(moves, key=lambda m: loss_cost(state, target, m.cards, turns))
-    elif step == EVENT:
-        value = dict(event_values(state, seat, moves, turns))
-        ranked = sorted(moves, key=lambda m: -value.get(m, 0.0))
-    else:
-        gain = {m: hand_gain(state, seat, INDEX[m.card], turns, -1) for m in moves
-                if getattr(m, "card", None) is not None}
-        ranked = sorted(moves, key=lambda m: -gain.get(m, 0.0))
-    chosen = ranked[:width]
-    for extra in (policy_move(state), DONE):
-        if extra in moves and extra not in chosen:
-            chosen.append(extra)
+    values = greedy_values(state)
+    order = sorted(range(len(moves)), key=lambda i: (-values[i], i))
+    chosen = [moves[i] for i in order[:width]]
+    if state.step == BUILD and chosen[0] != DONE and len(chosen) > 1:
+        # Holding back a build looks good in a play-out, whose greedy self builds the card a
+        # turn later, out of reach of the disasters in between; but the bot then holds it back
+        # again next turn, and a hand of villages never earns (seen in the arena's lost games).
+        return [m for m in chosen if m != DONE]
+    if DONE in moves and DONE not in chosen:
+        chosen.append(DONE)
     return chosen
+
+
+# --- the other seats: how they are likely to play ------------------------------------------
+
+# Whether a seat plays like `random` rather than `greedy`, from what every seat sees of it: a
+# logistic model over its gold, its income, its cards in play, its advances (in play or shared)
+# and the rounds played, fitted to seats of both kinds in seeded games (random seats research
+# and share advances on a whim and build what they hold; greedy ones hoard gold and income).
+BELIEF_BIAS = 0.0
+BELIEF_WEIGHTS = (-0.10, -0.16, 0.11, 1.3, 0.02)  # gold, income, cards in play, advances, round
+
+Rivals = tuple[frozenset[int], float]  # the seats played out at random, the seed of their moves
+
+
+def random_beliefs(state: GameState, seat: int) -> list[float]:
+    """For each seat, how likely it is to play like `random` (0 for `seat` itself), from public
+    facts only: gold, income, cards in play and advances, against the rounds played."""
+    rounds = (DECK_SIZE - HAND_SIZE * len(state.players) - len(state.deck)) / len(state.players)
+    beliefs = []
+    for s in state.seats:
+        if s == seat:
+            beliefs.append(0.0)
+            continue
+        t = state.tableau[s]
+        facts = (state.gold[s], revenue(state, s), sum([t[k] for k in BUILDABLE]),
+                 sum([t[k] for k in ADVANCES]) + len(state.shared[s]), rounds)
+        logit = BELIEF_BIAS + sum([w * f for w, f in zip(BELIEF_WEIGHTS, facts)])
+        beliefs.append(1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, logit)))))
+    return beliefs
+
+
+def _rivals(beliefs: list[float], rng: random.Random) -> Rivals:
+    """One deal's guess at the other seats: each plays at random with its belief's chance."""
+    at_random = frozenset(s for s, p in enumerate(beliefs) if rng.random() < p)
+    return at_random, rng.random()
 
 
 # --- play-outs -------------------------------------------------------------------------------
 
-def _horizon(state: GameState) -> int:
-    """The turn number at which a play-out stops: once every other seat has had a turn after
-    this one, or never before the game ends when it is near."""
-    if turns_left(state) < ENDGAME_ROUNDS:
-        return 1 << 30
-    return state.turn + len(state.players) + (state.to_move != state.current)
+def _halving(deals: list[GameState], candidates: list[Move], seat: int,
+             rivals: list[Rivals]) -> int:
+    """The index of the candidate to play, by successive halving: every candidate meets the
+    first `FIRST_DEALS` deals, then the better half (greedy's choice, index 0, always among
+    them) goes on to twice as many, and so on until the deals run out. All candidates alive
+    meet the same deals (and so the same dice): their differences are the moves' and not the
+    luck's. Greedy's choice stands unless another scores more."""
+    scores: list[list[float]] = [[] for _ in candidates]
+    alive = list(range(len(candidates)))
+    used = 0
+    upto = min(FIRST_DEALS, len(deals))
+    while True:
+        for d in range(used, upto):
+            deal = deals[d]
+            for i in alive:
+                scores[i].append(play_out(apply_move(deal, candidates[i]), seat, rivals[d]))
+        used = upto
+        ranked = sorted(alive, key=lambda i: (-sum(scores[i]), i))
+        if used >= len(deals) or len(alive) <= 2:
+            break
+        keep = ranked[:max(2, (len(alive) + 1) // 2)]
+        alive = keep if 0 in keep else keep[:-1] + [0]
+        upto = min(len(deals), used * 2)
+    while used < len(deals):  # the last two meet every deal
+        for i in alive:
+            scores[i].append(play_out(apply_move(deals[used], candidates[i]), seat,
+                                      rivals[used]))
+        used += 1
+    best = max(alive, key=lambda i: (sum(scores[i]), i == 0, -i))
+    return best
 
 
-def _play_out(state: GameState, seat: int, stop: int) -> float:
-    """`seat`'s margin when the play-out from `state` stops."""
-    while state.step != OVER and state.turn < stop:
-        move = policy_move(state) if state.to_move == seat else greedy_move(state)
-        state = apply_move(state, move)
-    return margins(state)[seat]
+def play_out(state: GameState, seat: int, rivals: Rivals | None = None) -> float:
+    """How the game from `state` ends for `seat`: its gold less the best other seat's, and
+    `WIN_BONUS` more when it wins (shares the win). The seat plays `greedy`; so does every other
+    seat, except those `rivals` (a set of seats and a seed, see `_rivals`) plays at random."""
+    if rivals is None or not rivals[0]:
+        while state.step != OVER:
+            state = apply_move(state, greedy_move(state))
+        return final_score(state, seat)
+    at_random, seed = rivals
+    chooser = random.Random(seed)
+    while state.step != OVER:
+        if state.to_move in at_random:
+            moves = legal_moves(state).moves
+            state = apply_move(state, moves[int(chooser.random() * len(moves))])
+        else:
+            state = apply_move(state, greedy_move(state))
+    return final_score(state, seat)
+
+
+def final_score(state: GameState, seat: int) -> float:
+    """`seat`'s gold less the best other seat's, and `WIN_BONUS` more for a win."""
+    gold = state.gold
+    best_other = max(g for s, g in enumerate(gold) if s != seat)
+    lead = gold[seat] - best_other
+    return lead + (WIN_BONUS if lead >= 0 else 0.0)
 
 
 # --- offers ----------------------------------------------------------------------------------
