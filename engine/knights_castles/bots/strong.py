@@ -57,7 +57,6 @@ OFFER_GAIN = 2.0  # gold an offer must gain on average to be made
 SELL_SHARES = (0.3, 0.5, 0.7)
 BUY_SHARES = (0.2, 0.35, 0.5)
 WANTED = 2
-EPSILON = 1e-9
 
 
 def strong_bot(view: SeatView, rng: random.Random, *, samples: int | None = None,
