@@ -39,7 +39,13 @@ MOST_SECONDS = 2.0
 def _games(bots: list[str], seed: str, numbers: list[int]):
     """Play the arena games `numbers`; their results and strong's decision times (CPU s)."""
     times: dict[str, MoveTimes] = {}
-    results = [play_game(bots, seed, n, times, GAME) for n in numbers]
+    results = []
+    for n in numbers:
+        result = play_game(bots, seed, n, times, GAME)
+        results.append(result)
+        strong, others = result.scores[0], result.scores[1:]
+        print(f"  {bots[1]} arena, game {n}: strong {'won' if 0 in result.winners else 'lost'}, "
+              f"{strong} gold against {max(others)}", file=sys.stderr, flush=True)
     return results, times["strong"].samples if "strong" in times else []
 
 

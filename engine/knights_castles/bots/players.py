@@ -30,7 +30,7 @@ from ..cards import (
     VILLAGE,
 )
 from ..moves import Buy, Done, Move
-from ..rules import CARD_PRICE, apply_move, default_move, legal_moves, revenue
+from ..rules import CARD_PRICE, apply_move, default_move, dp_total, legal_moves, revenue
 from ..state import BUY, LOSS, GameState
 from ..view import SeatView
 from .view_state import check_view, sampled_state
@@ -84,8 +84,9 @@ _WORTH = tuple((k, None, EVENT_IN_HAND) if kind.type in (EVENT, DISASTER, INVASI
                for k, kind in enumerate(KINDS))
 
 
-def worth(state: GameState, seat: int) -> float:
-    """Gold, plus what is in play and in hand is likely to earn before the deck runs out."""
+def worth(state: GameState, seat: int, armor: float = 0.0) -> float:
+    """Gold, plus what is in play and in hand is likely to earn before the deck runs out, plus
+    `armor` gold a turn for each defence point in play (greedy counts none; see `strong`)."""
     turns = turns_left(state)
     held = state.hands[seat]
     hand = 0
@@ -93,13 +94,21 @@ def worth(state: GameState, seat: int) -> float:
         n = held[k]
         if n:
             hand += (fixed if rate is None else rate * turns) * n
-    return state.gold[seat] + _in_play(state, seat, turns) + hand
+    value = state.gold[seat] + _in_play(state, seat, turns) + hand
+    if armor:
+        value += armor * dp_total(state, seat) * turns
+    return value
 
 
-def margin(state: GameState, seat: int) -> float:
+def margin(state: GameState, seat: int, armor: float = 0.0) -> float:
     """`seat`'s worth less the others': half the best of them, half their mean."""
-    others = [worth(state, s) for s in state.seats if s != seat]
-    return worth(state, seat) - 0.5 * max(others) - 0.5 * sum(others) / len(others)
+    return _margin([worth(state, s, armor) for s in state.seats], seat)
+
+
+def _margin(values: list[float], seat: int) -> float:
+    """`margin` from every seat's worth."""
+    others = values[:seat] + values[seat + 1:]
+    return values[seat] - 0.5 * max(others) - 0.5 * sum(others) / len(others)
 
 
 def greedy_bot(view: SeatView, rng: random.Random) -> Move:
@@ -108,40 +117,54 @@ def greedy_bot(view: SeatView, rng: random.Random) -> Move:
     return greedy_move(sampled_state(view, rng), rng)
 
 
-def greedy_move(state: GameState, rng: random.Random | None = None) -> Move:
+def greedy_move(state: GameState, rng: random.Random | None = None, armor: float = 0.0) -> Move:
     """greedy's choice for the seat to move of `state`: ties broken by `rng`, or the first one
     listed without it. It reads no hidden card that could change its choice: the cards of the
-    other hands and the deck count only as the unseen pool a bought card comes from."""
+    other hands and the deck count only as the unseen pool a bought card comes from. With
+    `armor`, the worth it weighs counts defence points in play too (`worth`)."""
     moves = legal_moves(state).moves
     if len(moves) == 1:
         return moves[0]
-    scored = greedy_values(state)
+    scored = greedy_values(state, armor)
     best = max(scored)
     ties = [i for i, v in enumerate(scored) if v >= best - 1e-9]
     return moves[rng.choice(ties) if rng is not None else ties[0]]
 
 
-def greedy_values(state: GameState) -> list[float]:
+def greedy_values(state: GameState, armor: float = 0.0) -> list[float]:
     """What greedy makes of each listed move of `state` (`legal_moves(state).moves`, in that
-    order): the seat to move's margin one decision ahead; the highest is greedy's choice."""
+    order): the seat to move's margin one decision ahead; the highest is greedy's choice.
+    `armor`: see `worth`."""
     seat = state.to_move
     moves = legal_moves(state).moves
+    seats = state.seats
+    before = [worth(state, s, armor) for s in seats]
+
+    def after_margin(after: GameState) -> float:
+        # A move changes one or two seats' worth; the others' are the ones before it. A seat's
+        # worth reads only its gold, hand, cards in play and shared advances, and the deck's size.
+        same_deck = len(after.deck) == len(state.deck)
+        values = [before[s] if same_deck and after.gold[s] == state.gold[s]
+                  and after.hands[s] is state.hands[s] and after.tableau[s] is state.tableau[s]
+                  and after.shared[s] is state.shared[s] else worth(after, s, armor)
+                  for s in seats]
+        return _margin(values, seat)
 
     def value(move: Move) -> float:
         if state.step == BUY:
             # The tax comes after the draw phase whatever is bought, so it is left out, and a
             # card bought is one of the unseen cards, each as likely.
             if isinstance(move, Done):
-                return margin(state, seat)
+                return _margin(before, seat)
             if isinstance(move, Buy):
                 turns = turns_left(state)
                 pool = _unseen(state, seat)
                 mean = sum(card_worth(k, turns) * n for k, n in enumerate(pool)) / sum(pool)
-                return margin(state, seat) - CARD_PRICE + mean
+                return _margin(before, seat) - CARD_PRICE + mean
         after = apply_move(state, move)
         if after.step == LOSS and after.to_move != seat:
             after = apply_move(after, default_move(after))  # the target's likely answer
-        return margin(after, seat)
+        return after_margin(after)
 
     return [value(m) for m in moves]
 
