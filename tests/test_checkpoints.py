@@ -55,6 +55,13 @@ def all_copied(path: str) -> bool:
     return frames > 0 and copied == frames
 
 
+def copied_and_counted(path: str, checkpoints, made: int) -> bool:
+    """The WAL all copied and at least `made` checkpoints counted: the thread counts one just
+    after SQLite has copied the frames, so a test that saw the copy alone could read the count
+    before it (seen on a busy machine: 0 where 1 was due)."""
+    return all_copied(path) and checkpoints.checkpoints >= made
+
+
 def threads(path: str) -> list[threading.Thread]:
     """This process's checkpoint threads for the file."""
     name = checkpoints_for(path).name
@@ -101,7 +108,7 @@ def test_moves_are_checkpointed_by_the_thread_not_in_a_request(app, monkeypatch,
     assert threads(path)  # started by a commit, waiting
     monkeypatch.setattr(db, "CHECKPOINT_COMMITS", checkpoints.commits + 1)
     play_moves(app, tokens, 1)
-    assert poll(lambda: all_copied(path))
+    assert poll(lambda: copied_and_counted(path, checkpoints, 1))
     assert checkpoints.checkpoints == 1
     # The requests' connections leave it to the thread: their own checkpoint waits for
     # AUTOCHECKPOINT_PAGES, far beyond this WAL.
@@ -118,7 +125,8 @@ def test_a_quiet_process_checkpoints_a_while_after_a_commit_once_for_several(app
     created, _ = new_game(app, 3, "quiet")
     path = database_file(app)
     checkpoints = checkpoints_for(path)
-    assert poll(lambda: all_copied(path))  # the game's commits, 0.5 s after the first
+    # The game's commits, 0.5 s after the first.
+    assert poll(lambda: copied_and_counted(path, checkpoints, 1))
     made = checkpoints.checkpoints
     start = time.monotonic()
     # Both commits inside the 0.5 s, however slow a busy machine makes them: the thread cannot
@@ -126,7 +134,7 @@ def test_a_quiet_process_checkpoints_a_while_after_a_commit_once_for_several(app
     with checkpoints._lock:
         retitle(app, created.game_id, "one")
         retitle(app, created.game_id, "two")
-    assert poll(lambda: all_copied(path))
+    assert poll(lambda: copied_and_counted(path, checkpoints, made + 1))
     assert time.monotonic() - start >= 0.5  # not copied before: the poll would have ended
     assert checkpoints.checkpoints == made + 1  # both commits in one checkpoint
 
@@ -146,7 +154,7 @@ def test_commits_of_both_write_paths_count_and_reads_do_not(app, monkeypatch, on
             assert connection.execute(select(Game.title)).scalar() == "session"
     assert checkpoints.commits == before + 1 and checkpoints.checkpoints == 0
     retitle(app, created.game_id, "rows")  # the second commit: now a checkpoint is due
-    assert poll(lambda: all_copied(path))
+    assert poll(lambda: copied_and_counted(path, checkpoints, 1))
     assert checkpoints.checkpoints == 1
 
 

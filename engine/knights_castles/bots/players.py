@@ -100,13 +100,9 @@ def worth(state: GameState, seat: int, armor: float = 0.0) -> float:
     return value
 
 
-def margin(state: GameState, seat: int, armor: float = 0.0) -> float:
-    """`seat`'s worth less the others': half the best of them, half their mean."""
-    return _margin([worth(state, s, armor) for s in state.seats], seat)
-
-
 def _margin(values: list[float], seat: int) -> float:
-    """`margin` from every seat's worth."""
+    """A seat's worth less the others' (`values`: every seat's worth): half the best of them,
+    half their mean."""
     others = values[:seat] + values[seat + 1:]
     return values[seat] - 0.5 * max(others) - 0.5 * sum(others) / len(others)
 
