@@ -10,12 +10,14 @@ from kc_support import play, position
 from test_kc_view import redeal
 
 import engine.knights_castles as kc
-from engine.knights_castles.bots import BOT_NAMES, choose_move
+from engine.knights_castles.bots import BOT_NAMES, choose_move, strong
 from engine.knights_castles.bots.players import greedy_move, worth
 from engine.knights_castles.bots.policy import has_room, margins
 from engine.knights_castles.bots.strong import (
     ARMOR,
     MAX_OFFERS,
+    SAMPLES,
+    SAMPLES_NOISY,
     candidate_moves,
     random_beliefs,
     strong_bot,
@@ -307,6 +309,31 @@ def test_strong_reads_how_each_rival_plays_from_what_it_sees():
     assert beliefs[0] == 0 and beliefs[1] < 0.1 and beliefs[2] > 0.9
     start = random_beliefs(position(4, deck_size=75, step=BUY), 0)
     assert all(0.4 < b < 0.6 for b in start[1:])
+
+
+def test_it_deals_more_where_the_rivals_look_random(monkeypatch):
+    """A build decision with several candidates: against rivals that look random (low gold, many
+    advances) it plays them out over SAMPLES_NOISY deals, whose play-outs vary more; against
+    rivals that look greedy (gold and income), over SAMPLES."""
+    dealt = []
+    deal = strong.sampled_state
+    monkeypatch.setattr(strong, "sampled_state",
+                        lambda view, rng: dealt.append(1) or deal(view, rng))
+    noisy = position(4, hands={0: "village town mine"}, gold={1: 2, 2: 1, 3: 3}, deck_size=30,
+                     tableau={0: "village", 1: "3 village castle knights crop-rotation",
+                              2: "2 village gun-powder masonry",
+                              3: "village irrigation scholastics"}, shared={1: "printing-press"})
+    assert min(random_beliefs(noisy, 0)[1:]) > 0.9
+    _strong(noisy)
+    assert len(dealt) == SAMPLES_NOISY == 2 * SAMPLES
+    dealt.clear()
+    steady = position(4, hands={0: "village town mine"}, gold={1: 40, 2: 35, 3: 30},
+                      deck_size=30, tableau={0: "village", 1: "3 village 2 town 2 city mine",
+                                             2: "3 village 2 town city",
+                                             3: "2 village 2 mine town"})
+    assert max(random_beliefs(steady, 0)[1:]) < 0.1
+    _strong(steady)
+    assert len(dealt) == SAMPLES
 
 
 def test_computer_strong_seats_play_the_strong_bot():

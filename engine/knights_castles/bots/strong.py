@@ -50,6 +50,11 @@ from .policy import hand_gain, has_room, margins, turns_left
 from .view_state import check_view, sampled_state
 
 SAMPLES = 8  # deals the last candidates of a decision are played out in
+# The same where the rivals' mean belief (`random_beliefs`) is 0.5 or more: with random rivals
+# the play-outs vary more; played out on 48 deals, 378 decisions of strong seats chose better
+# with 16 deals than with 8 by 0.30 (+-0.12) gold a decision against random rivals and by
+# nothing measurable against greedy ones.
+SAMPLES_NOISY = 16
 WIDTH = 5  # candidates weighed a decision, the best by greedy's own judgement
 FIRST_DEALS = 2  # deals every candidate meets before the weakest half is dropped
 WIN_BONUS = 10.0  # gold a play-out's win counts for besides the final margin
@@ -72,17 +77,19 @@ def strong_bot(view: SeatView, rng: random.Random, *, samples: int | None = None
                width: int | None = None) -> Move:
     """The candidate whose play-outs to the end of the game (this seat playing armoured
     `greedy`, each other seat `greedy` or `random` as `random_beliefs` guesses) end best for
-    this seat over `samples` deals of the hidden cards (successive halving)."""
+    this seat over `samples` deals of the hidden cards (successive halving): by default
+    `SAMPLES`, or `SAMPLES_NOISY` where the rivals look random on average (`random_beliefs`),
+    whose play-outs vary more."""
     check_view(view)
     width = WIDTH if width is None else width
     seat = view.seat
     first = sampled_state(view, rng)
-    samples = SAMPLES if samples is None else samples
     legal = legal_moves(first)
     if first.step == TRADE:
         offers = trade_offers(first, legal)
         if offers:
-            deals = [first] + [sampled_state(view, rng) for _ in range(samples - 1)]
+            n = SAMPLES if samples is None else samples
+            deals = [first] + [sampled_state(view, rng) for _ in range(n - 1)]
             offer = _best_offer(deals, offers, seat)
             if offer is not None:
                 return offer
@@ -90,8 +97,11 @@ def strong_bot(view: SeatView, rng: random.Random, *, samples: int | None = None
     candidates = candidate_moves(first, legal, width)
     if len(candidates) == 1:
         return candidates[0]
-    deals = [first] + [sampled_state(view, rng) for _ in range(samples - 1)]
     beliefs = random_beliefs(first, seat)
+    if samples is None:
+        rival = [b for s, b in enumerate(beliefs) if s != seat]
+        samples = SAMPLES_NOISY if sum(rival) / len(rival) >= 0.5 else SAMPLES
+    deals = [first] + [sampled_state(view, rng) for _ in range(samples - 1)]
     rivals = [_rivals(beliefs, rng) for _ in deals]
     return candidates[_halving(deals, candidates, seat, rivals)]
 
