@@ -7,7 +7,8 @@
 - Many games time out at once: the two schedulers (each ticking every second) share the work,
   and each reminder, each timeout and each mail happens exactly once: every game's log is its
   one default turn, every mail reaches the SMTP server (aiosmtpd in this process) once.
-- A scheduler is killed with SIGKILL in the middle of its timeouts: the claims it leaves are
+- A scheduler is killed with SIGKILL in the middle of its timeouts (a trigger holds it inside
+  one game's timeout, so that it is caught there however fast the machine): the claims it leaves are
   taken over by the other one once they are older than `[scheduler] claim_seconds` (20 s
   here); it is started again; in the end nothing is lost and nothing happened twice.
 """
@@ -333,31 +334,81 @@ def test_many_games_timing_out_at_once_each_time_out_remind_and_mail_once(cluste
     _check_each_once(cluster, games)
 
 
+class Hang:
+    """A trigger that stops, for good, the transaction that next updates one game's row (a
+    timeout's move): the process in it is seen stuck in the middle of its work, whatever the
+    speed of the machine, until it is killed. On SQLite the trigger counts without end (holding
+    the write lock); on PostgreSQL it waits for an advisory lock this test holds. `release`
+    drops it."""
+
+    KEY = 424242  # the advisory lock's key
+    NAME = "test_hang"
+
+    def __init__(self, app, game_id: int):
+        self.engine = get_engine(app)
+        self.held = None
+        table = Game.__table__.name
+        with self.engine.begin() as connection:
+            if connection.dialect.name == "sqlite":
+                connection.exec_driver_sql(
+                    f"CREATE TRIGGER {self.NAME} BEFORE UPDATE ON {table} "
+                    f"WHEN old.id = {int(game_id)} BEGIN SELECT count(*) FROM "
+                    "(WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) "
+                    "SELECT x FROM n); END")
+                return
+            self.held = self.engine.connect()
+            self.held.exec_driver_sql(f"SELECT pg_advisory_lock({self.KEY})")
+            self.held.commit()
+            connection.exec_driver_sql(
+                f"CREATE FUNCTION {self.NAME}() RETURNS trigger AS $$ BEGIN "
+                f"PERFORM pg_advisory_xact_lock({self.KEY}); RETURN NEW; END $$ "
+                "LANGUAGE plpgsql")
+            connection.exec_driver_sql(
+                f"CREATE TRIGGER {self.NAME} BEFORE UPDATE ON {table} FOR EACH ROW "
+                f"WHEN (old.id = {int(game_id)}) EXECUTE FUNCTION {self.NAME}()")
+
+    def release(self) -> None:
+        """Drop the trigger. The process stuck in it must be dead: on PostgreSQL its
+        transaction goes on once the lock is let go, and fails (its client is gone)."""
+        if self.held is not None:
+            self.held.exec_driver_sql(f"SELECT pg_advisory_unlock({self.KEY})")
+            self.held.close()
+        with self.engine.begin() as connection:
+            connection.exec_driver_sql(f"DROP TRIGGER {self.NAME}"
+                                       + (f" ON {Game.__table__.name}" if self.held else ""))
+            if self.held is not None:
+                connection.exec_driver_sql(f"DROP FUNCTION {self.NAME}()")
+
+
+HUNG = 6  # the game whose timeout hangs: the timeouts of the games before it are done first
+
+
 def test_a_scheduler_killed_mid_work_loses_nothing_and_repeats_nothing(cluster):
     with cluster.schedulers_held():
         games = _games_due_at(cluster.app, KILL_GAMES, utcnow(), "killed")
-    # Wait until one scheduler is in the middle of the timeouts, then kill it: stopped first,
-    # so that the claims it is seen to hold are still its own when it dies.
-    deadline = time.monotonic() + WAIT
-    pids = {str(cluster.processes[name].pid): name for name in cluster.schedulers()}
-    while True:
-        timeouts = rows(cluster.app, Timer, Timer.game_id.in_(games), Timer.kind == TIMEOUT)
-        done = sum(t.status == DONE for t in timeouts)
-        assert done < len(games), "the timeouts ended before one was seen in hand"
-        claimed = {t.claim.split("@", 1)[0] for t in timeouts if t.status == "claimed"}
-        if done >= 3 and claimed:
-            victim = pids[next(iter(claimed))]
-            os.kill(cluster.processes[victim].pid, signal.SIGSTOP)
-            timeouts = rows(cluster.app, Timer, Timer.game_id.in_(games),
-                            Timer.kind == TIMEOUT)
-            left = [t for t in timeouts if t.status == "claimed"
-                    and t.claim.split("@", 1)[0] == str(cluster.processes[victim].pid)]
-            if left:
+        hang = Hang(cluster.app, games[HUNG])
+    # One scheduler claims all the timers (reminders first, then the timeouts in the games'
+    # order) and works through them, two to a transaction, up to the hung game's timeout:
+    # there it stays, its claim on the rest in hand, until it is killed.
+    try:
+        deadline = time.monotonic() + WAIT
+        while True:
+            timeouts = {t.game_id: t for t in rows(cluster.app, Timer, Timer.game_id.in_(games),
+                                                   Timer.kind == TIMEOUT,
+                                                   Timer.clock_version == 1)}
+            done = sum(timeouts[g].status == DONE for g in games[:HUNG])
+            hung = timeouts[games[HUNG]]
+            if done >= HUNG - 1 and hung.status == "claimed":
                 break
-            cluster.resume([victim])  # it finished its claim meanwhile
-        assert time.monotonic() < deadline, "the timeouts did not start"
-        time.sleep(0.01)
-    cluster.kill(victim)
+            cluster.check_alive()
+            assert time.monotonic() < deadline, f"the timeouts did not start: {done} done"
+            time.sleep(0.05)
+        assert all(timeouts[g].status != DONE for g in games[HUNG:]), "a timeout passed the hang"
+        pids = {str(cluster.processes[name].pid): name for name in cluster.schedulers()}
+        victim = pids[hung.claim.split("@", 1)[0]]
+        cluster.kill(victim)
+    finally:
+        hang.release()
 
     cluster.start_scheduler(victim)  # started again, as systemd would
     _wait_until_settled(cluster, games)
