@@ -476,6 +476,61 @@ def default_turn(rules, state) -> tuple[list[str], object]:
     return moves, state
 
 
+class Hang:
+    """A trigger that holds the transaction that next updates one game's row (a timeout's
+    move) where it stands: the process in it is seen in the middle of its work however fast or
+    busy the machine. On PostgreSQL the trigger waits for an advisory lock held until `release`.
+    On SQLite, which has no lock another process can hold for one row, it counts: without end
+    (the process stays until it is killed), or `steps` steps (a few seconds of the held
+    process's own CPU: a busy machine slows its count as much as the test that watches it).
+    `release` lets it go on and drops the trigger."""
+
+    KEY = 424242  # the advisory lock's key
+    NAME = "test_hang"
+
+    def __init__(self, app, game_id: int, steps: int | None = None):
+        from pbem.ground.models import Game
+
+        self.engine = get_engine(app)
+        self.table = Game.__table__.name
+        self.held, self.released = None, False
+        with self.engine.begin() as connection:
+            if connection.dialect.name == "sqlite":
+                bound = f" WHERE x < {int(steps)}" if steps else ""
+                connection.exec_driver_sql(
+                    f"CREATE TRIGGER {self.NAME} BEFORE UPDATE ON {self.table} "
+                    f"WHEN old.id = {int(game_id)} BEGIN SELECT count(*) FROM "
+                    f"(WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n{bound}) "
+                    "SELECT x FROM n); END")
+                return
+            self.held = self.engine.connect()
+            self.held.exec_driver_sql(f"SELECT pg_advisory_lock({self.KEY})")
+            self.held.commit()
+            connection.exec_driver_sql(
+                f"CREATE FUNCTION {self.NAME}() RETURNS trigger AS $$ BEGIN "
+                f"PERFORM pg_advisory_xact_lock({self.KEY}); RETURN NEW; END $$ "
+                "LANGUAGE plpgsql")
+            connection.exec_driver_sql(
+                f"CREATE TRIGGER {self.NAME} BEFORE UPDATE ON {self.table} FOR EACH ROW "
+                f"WHEN (old.id = {int(game_id)}) EXECUTE FUNCTION {self.NAME}()")
+
+    def release(self) -> None:
+        """Let the held transaction go on, and drop the trigger once it has ended (an SQLite
+        count without end ends only with its process). Once."""
+        if self.released:
+            return
+        self.released = True
+        if self.held is not None:
+            self.held.exec_driver_sql(f"SELECT pg_advisory_unlock({self.KEY})")
+            self.held.close()
+        with self.engine.begin() as connection:
+            if self.held is None:
+                connection.exec_driver_sql(f"DROP TRIGGER {self.NAME}")
+            else:
+                connection.exec_driver_sql(f"DROP TRIGGER {self.NAME} ON {self.table}")
+                connection.exec_driver_sql(f"DROP FUNCTION {self.NAME}()")
+
+
 def check_timed_out_logs(app, games: list[int] | None = None) -> dict[int, list[list]]:
     """Every move of `games` (of every game when None; Kardinal & König) was the scheduler's
     timeout, each timed-out turn was the default turn played once, and each stored state is

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from server import database_url, fresh_processes, make_app
+from server import Hang, database_url, fresh_processes, make_app
 from test_pbem_cli import environment, free_port
 
 from pbem.services import stewardship
@@ -26,6 +26,8 @@ pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "a long enough password"
+# An SQLite timeout held this many counting steps (`Hang`): a few seconds of its CPU.
+HELD_STEPS = 20_000_000
 
 
 def wait_for(check, seconds: float = 30, what: str = "the condition"):
@@ -196,15 +198,15 @@ def test_a_sender_killed_mid_batch_loses_nothing_and_sends_nothing_recorded_twic
 
 # --- 3: the scheduler stopped with SIGTERM finishes its timer and gives the rest back ---------
 
-def overdue_games(app, count: int) -> None:
-    """`count` games whose first deadline passed a day ago: a timeout due for each."""
+def overdue_games(app, count: int) -> list[int]:
+    """`count` games whose first deadline passed a day ago: a timeout due for each (due at
+    one moment: they are taken in the order made)."""
     from datetime import UTC, datetime, timedelta
 
     from server import new_game
 
     long_ago = datetime.now(UTC) - timedelta(hours=72 + 24)
-    for i in range(count):
-        new_game(app, 3, f"overdue-{i}", now=long_ago)
+    return [new_game(app, 3, f"overdue-{i}", now=long_ago)[0].game_id for i in range(count)]
 
 
 def scheduler_left_nothing_half_done(app) -> list:
@@ -249,9 +251,12 @@ def test_sigterm_lets_the_scheduler_finish_the_turn_in_hand_and_give_back_the_re
     app = make_app(instance, MAIL_BOARD_PICTURE=False)
     # More timeouts than one write transaction takes: the first ones are seen done (committed)
     # while the scheduler is still at work on the others, and the stop comes in their middle.
+    # The timeout of the game after the second transaction's is held (`Hang`) until the stop
+    # is sent, so that the middle cannot pass before the test sees it, however busy the machine.
     per_transaction = 10
     games = 15 * per_transaction
-    overdue_games(app, games)
+    made = overdue_games(app, games)
+    hang = Hang(app, made[2 * per_transaction], steps=HELD_STEPS)
     scheduler = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler"], cwd=tmp_path,
                                  env=environment(instance, PBEM_MAIL_BOARD_PICTURE="false",
                                                  PBEM_SCHEDULER_TIMERS_PER_TRANSACTION=str(
@@ -262,10 +267,12 @@ def test_sigterm_lets_the_scheduler_finish_the_turn_in_hand_and_give_back_the_re
         wait_for(lambda: timeouts_done(app) >= 1 or scheduler.poll() is not None, 120,
                  "the first timeout")
         scheduler.send_signal(signal.SIGTERM)
+        hang.release()
         out, err = scheduler.communicate(timeout=60)
     finally:
         if scheduler.poll() is None:
             scheduler.kill()
+        hang.release()
     assert scheduler.returncode == 0, err
     assert "Scheduler stopped." in err
     assert scheduler_left_nothing_half_done(app) == []

@@ -31,7 +31,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from server import check_timed_out_logs, make_app, new_game, rows
+from server import Hang, check_timed_out_logs, make_app, new_game, rows
 from sqlmodel import select
 from test_mail_delivery import SmtpServer, free_port
 
@@ -230,7 +230,11 @@ def _state(app, game_id: int):
 
 
 def test_racing_moves_on_one_turn_through_four_workers_apply_exactly_one(cluster):
-    assert cluster.web_workers() == WEB_WORKERS
+    # gunicorn forks its workers one after another: the first may answer before the last is up.
+    deadline = time.monotonic() + WAIT
+    while cluster.web_workers() != WEB_WORKERS:
+        assert time.monotonic() < deadline, f"{cluster.web_workers()} gunicorn workers"
+        time.sleep(0.1)
     created, tokens = new_game(cluster.app, 3, seed="processes-race")
     game_id = created.game_id
     for _ in range(ROUNDS):
@@ -332,52 +336,6 @@ def test_many_games_timing_out_at_once_each_time_out_remind_and_mail_once(cluste
         games = _games_due_at(cluster.app, GAMES, utcnow(), "at-once")
     _wait_until_settled(cluster, games)
     _check_each_once(cluster, games)
-
-
-class Hang:
-    """A trigger that stops, for good, the transaction that next updates one game's row (a
-    timeout's move): the process in it is seen stuck in the middle of its work, whatever the
-    speed of the machine, until it is killed. On SQLite the trigger counts without end (holding
-    the write lock); on PostgreSQL it waits for an advisory lock this test holds. `release`
-    drops it."""
-
-    KEY = 424242  # the advisory lock's key
-    NAME = "test_hang"
-
-    def __init__(self, app, game_id: int):
-        self.engine = get_engine(app)
-        self.held = None
-        table = Game.__table__.name
-        with self.engine.begin() as connection:
-            if connection.dialect.name == "sqlite":
-                connection.exec_driver_sql(
-                    f"CREATE TRIGGER {self.NAME} BEFORE UPDATE ON {table} "
-                    f"WHEN old.id = {int(game_id)} BEGIN SELECT count(*) FROM "
-                    "(WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) "
-                    "SELECT x FROM n); END")
-                return
-            self.held = self.engine.connect()
-            self.held.exec_driver_sql(f"SELECT pg_advisory_lock({self.KEY})")
-            self.held.commit()
-            connection.exec_driver_sql(
-                f"CREATE FUNCTION {self.NAME}() RETURNS trigger AS $$ BEGIN "
-                f"PERFORM pg_advisory_xact_lock({self.KEY}); RETURN NEW; END $$ "
-                "LANGUAGE plpgsql")
-            connection.exec_driver_sql(
-                f"CREATE TRIGGER {self.NAME} BEFORE UPDATE ON {table} FOR EACH ROW "
-                f"WHEN (old.id = {int(game_id)}) EXECUTE FUNCTION {self.NAME}()")
-
-    def release(self) -> None:
-        """Drop the trigger. The process stuck in it must be dead: on PostgreSQL its
-        transaction goes on once the lock is let go, and fails (its client is gone)."""
-        if self.held is not None:
-            self.held.exec_driver_sql(f"SELECT pg_advisory_unlock({self.KEY})")
-            self.held.close()
-        with self.engine.begin() as connection:
-            connection.exec_driver_sql(f"DROP TRIGGER {self.NAME}"
-                                       + (f" ON {Game.__table__.name}" if self.held else ""))
-            if self.held is not None:
-                connection.exec_driver_sql(f"DROP FUNCTION {self.NAME}()")
 
 
 HUNG = 6  # the game whose timeout hangs: the timeouts of the games before it are done first
