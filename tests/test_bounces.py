@@ -166,7 +166,7 @@ def postfix():
 def test_a_bounce_from_postfix_marks_the_address_dead_and_the_organisers_hear_once(
         tmp_path, postfix):
     recipients = Recipients()
-    mx = Controller(recipients, hostname=HOST, port=free_port(), ready_timeout=5)
+    mx = Controller(recipients, hostname=HOST, port=free_port(), ready_timeout=60)
     mx.start()
     listener_port = free_port()
     relay = postfix(listener_port, mx.port)

@@ -39,6 +39,7 @@ PLAYERS = ["Anna Weber <anna@example.org>", "Bruno Keller <bruno@example.org>",
            "Clara Roth <clara@example.org>"]
 MAIL_FROM = "Kardinal & König <judge@example.org>"
 RETRY = 60
+WAIT = 120  # seconds for a sending thread to reach the SMTP server or end (a busy machine)
 USER, PASSWORD = "judge", "s3cret pass"
 
 
@@ -321,7 +322,7 @@ def test_concurrent_senders_never_send_a_row_twice(tmp_path, smtp):
     start = threading.Barrier(4)
 
     def sender() -> list[dict]:
-        start.wait(5)  # all four claim at the same moment
+        start.wait(WAIT)  # all four claim at the same moment
         runs = []
         while True:
             runs.append(deliver_queued(app, now, limit=2))
@@ -330,7 +331,7 @@ def test_concurrent_senders_never_send_a_row_twice(tmp_path, smtp):
 
     with ThreadPoolExecutor(4) as pool:
         futures = [pool.submit(sender) for _ in range(4)]
-        totals = [counts for future in futures for counts in future.result(30)]
+        totals = [counts for future in futures for counts in future.result(WAIT)]
     assert sorted(smtp.handler.message_ids()) == expected
     assert sum(c["sent"] for c in totals) == 12
     assert all(r.status == SENT and r.attempts == 1 for r in rows(app))
@@ -345,13 +346,14 @@ def test_a_second_run_does_not_take_rows_another_run_is_sending(tmp_path, smtp):
     slow = threading.Thread(target=lambda: first_run.append(deliver_queued(app, now)))
     slow.start()
     try:
-        assert smtp.handler.holding.wait(5), "the first run never reached the server"
+        assert smtp.handler.holding.wait(WAIT), "the first run never reached the server"
         assert {r.status for r in rows(app)} == {SENDING}
         assert deliver_queued(app, later(STUCK_AFTER.total_seconds() - 1, now)) == \
             {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}
     finally:
         smtp.handler.hold.set()
-        slow.join(10)
+        slow.join(WAIT)
+    assert not slow.is_alive(), "the held run did not end"
     assert first_run == [{"sent": 3, "retry": 0, "failed": 0, "unknown": 0}]
     assert len(smtp.received) == 3 and len(set(smtp.handler.message_ids())) == 3
     assert deliver_queued(app, later(1, now))["sent"] == 0
@@ -397,13 +399,14 @@ def test_a_slow_sender_that_finishes_after_being_taken_for_stuck_records_the_tru
     slow = threading.Thread(target=lambda: slow_run.append(deliver_queued(app, now)))
     slow.start()
     try:
-        assert smtp.handler.holding.wait(5)
+        assert smtp.handler.holding.wait(WAIT), "the slow run never reached the server"
         taken = later(STUCK_AFTER.total_seconds() + 1, now)
         assert deliver_queued(app, taken, limit=0)["sent"] == 0  # only takes back stuck rows
         assert {r.status for r in rows(app)} == {QUEUED}
     finally:
         smtp.handler.hold.set()
-        slow.join(10)
+        slow.join(WAIT)
+    assert not slow.is_alive(), "the held run did not end"
     assert slow_run == [{"sent": 1, "retry": 0, "failed": 0, "unknown": 0}]
     first = rows(app)[0]
     assert (first.status, first.attempts, first.last_error) == (SENT, 1, None)

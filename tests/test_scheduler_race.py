@@ -244,7 +244,7 @@ def schedulers():
         for task in tasks:
             task.put(None)
         for process in processes:
-            process.join(10)
+            process.join(WAIT)
             if process.is_alive():
                 process.terminate()
                 process.join()

@@ -68,7 +68,7 @@ def start_listener(app: Flask, host: str | None = None, port: int | None = None)
 
     controller = Controller(
         IncomingHandler(app), hostname=host or app.config["MAIL_LISTEN_HOST"],
-        port=port or app.config["MAIL_LISTEN_PORT"], ready_timeout=10,
+        port=port or app.config["MAIL_LISTEN_PORT"], ready_timeout=30,
         data_size_limit=app.config["MAIL_MAX_INCOMING_BYTES"], ident=LISTENER_IDENT,
         enable_SMTPUTF8=True)
     controller.start()
