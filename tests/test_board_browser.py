@@ -60,6 +60,9 @@ def test_a_whole_turn_is_played_by_clicking_the_map(site, page):
     sync_api.expect(page.get_by_role("heading", name="Confirm your move")).to_be_visible()
     assert str(move) in page.locator("code").first.inner_text()
     page.get_by_role("button", name="Confirm this move").click()
+    # The placement's page has loaded once its draw button shows (a count does not wait).
+    sync_api.expect(page.get_by_role("button", name="Draw the top card of the deck")
+                    .first).to_be_visible()
     while page.get_by_role("button", name="Draw the top card of the deck").count():
         page.get_by_role("button", name="Draw the top card of the deck").click()
         page.wait_for_load_state()

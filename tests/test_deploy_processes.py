@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import math
 import re
 import shlex
 import signal
@@ -22,6 +23,7 @@ import stat
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -47,6 +49,7 @@ PASSWORD = "a long enough password"
 ADMIN = "boss@example.org"
 TIMEOUT = 180  # seconds, for anything a busy machine may be slow at
 SEEN = 60_000  # milliseconds, for what the browser is to show
+BURST = 20  # requests at the login page at once from one address
 
 
 def wait_for(check, seconds: float = TIMEOUT, what="the condition"):
@@ -285,12 +288,18 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
         with reading(app) as session:
             addresses = session.exec(select(LoginFailure.address)).all()
         assert addresses in (["127.0.0.1"], [address_key("::1")])
-        # A burst at the login page from one address: nginx refuses it past its own limit
-        # (30 a minute, 10 at once), before the server sees it.
-        burst = [requests.get(f"{base}/admin/login", timeout=60, verify=str(cert))
-                 for _ in range(20)]
+        # A burst at the login page from one address, all at once: nginx refuses it past its
+        # own limit (30 a minute, 10 at once) before the server sees it. It lets through its
+        # burst, one more every 2 s the burst lasts, and one the forged login left room for.
+        started = time.monotonic()
+        with ThreadPoolExecutor(BURST) as pool:
+            burst = list(pool.map(lambda _: requests.get(
+                f"{base}/admin/login", timeout=60, verify=str(cert)), range(BURST)))
+        lasted = time.monotonic() - started
         refused = [r for r in burst if r.status_code == 429 and "nginx" in r.text]
-        assert 5 <= len(refused) < 20, [r.status_code for r in burst]
+        statuses = [r.status_code for r in burst]
+        assert 1 <= len(refused) < BURST, (statuses, lasted)
+        assert BURST - len(refused) <= 10 + 1 + math.ceil(lasted / 2), (statuses, lasted)
         alive(gunicorn, logs["web"])
     secret = [*tokens, games_key, calendar_key]
     access = (folder / "access.log").read_text()
@@ -390,7 +399,7 @@ def test_gunicorns_access_log_holds_no_key_and_is_private_whatever_the_umask(tmp
         wait_for(lambda: alive(gunicorn, log) and health(base) is not None, what="gunicorn")
         _secret_requests(base, keys)
         # Both workers have started (each makes its own the file's mode on start)...
-        wait_for(lambda: log.read_text().count("web (gunicorn worker)") == 2,
+        wait_for(lambda: log.read_text().count("web (gunicorn worker)") >= 2,
                  what="both workers to start")
     text = access.read_text()
     assert keys_in(text + log.read_text(), keys) == []
