@@ -8,9 +8,9 @@
   and each reminder, each timeout and each mail happens exactly once: every game's log is its
   one default turn, every mail reaches the SMTP server (aiosmtpd in this process) once.
 - A scheduler is killed with SIGKILL in the middle of its timeouts (a trigger holds it inside
-  one game's timeout, so that it is caught there however fast the machine): the claims it leaves are
-  taken over by the other one once they are older than `[scheduler] claim_seconds` (20 s
-  here); it is started again; in the end nothing is lost and nothing happened twice.
+  one game's timeout, so that it is caught there however fast the machine): the claims it
+  leaves are taken over by the other one once they are older than `[scheduler] claim_seconds`
+  (20 s here); it is started again; in the end nothing is lost and nothing happened twice.
 """
 
 from __future__ import annotations
