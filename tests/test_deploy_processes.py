@@ -289,8 +289,8 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
             addresses = session.exec(select(LoginFailure.address)).all()
         assert addresses in (["127.0.0.1"], [address_key("::1")])
         # A burst at the login page from one address, all at once: nginx refuses it past its
-        # own limit (30 a minute, 10 at once) before the server sees it. It lets through its
-        # burst, one more every 2 s the burst lasts, and one the forged login left room for.
+        # own limit (30 a minute, 10 at once) before the server sees it: through go at most
+        # one request and its burst of 10 more, and one every 2 s the burst lasts.
         started = time.monotonic()
         with ThreadPoolExecutor(BURST) as pool:
             burst = list(pool.map(lambda _: requests.get(
