@@ -36,6 +36,8 @@ ways are tried and the better taken: a search in standings order (each table sta
 best-placed player left and filled from the nearest first, with no repeat if it can, else one,
 ...) bounded to `SWISS_SEARCH_NODES` tables tried, and greedy tables improved by swapping
 players between tables. Repeats are avoided wherever the search or the swaps find a way.
+The tables come in standings order (table 1 holds the leader, the next the best-placed
+player not at table 1, ...), whichever way found them.
 
 **Table sizes** (`table_sizes`): as many tables as the field divided by the chosen size
 (rounded up), sizes as equal as possible; fewer tables if that leaves a table below the
@@ -243,7 +245,7 @@ def swiss_round(order: Sequence[str], sizes: Sequence[int], before: Counter,
     standings at each table: a search (each table started by the best-placed player left,
     filled from the nearest in the standings first) bounded to `SWISS_SEARCH_NODES` tables
     tried, and greedy tables improved by swapping players between tables; the better of
-    the two is taken."""
+    the two is taken, its tables in standings order (by each table's best-placed player)."""
     if sum(sizes) != len(order):
         raise TableProblem("the tables do not seat every player")
     place = {p: n for n, p in enumerate(order)}
@@ -262,7 +264,7 @@ def swiss_round(order: Sequence[str], sizes: Sequence[int], before: Counter,
     candidates = [found for found in (_searched(order, sizes, repeats),
                                       _swapped(_greedy(order, sizes, before, place), cost))
                   if found is not None]
-    best = min(candidates, key=total)
+    best = sorted(min(candidates, key=total), key=lambda t: min(place[p] for p in t))
     return [seated(sorted(t, key=place.__getitem__), starts, seed) for t in best]
 
 
