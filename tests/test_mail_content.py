@@ -57,7 +57,10 @@ def test_the_next_player_gets_your_turn_with_the_news_position_deadline_and_link
     news = text.split("So far in this game:", 1)[1]
     mover = state.players[start.current]
     assert f"- {mover} played" in news or f"- {mover} exchanged" in news
-    assert game.deadline_at.strftime("%d %B %Y, %H:%M UTC") in text
+    # As players read it: "Saturday 5 December 2026, 02:07 UTC" (the day without a leading
+    # zero, which a "%d" would give on days 1-9 of a month).
+    deadline = game.deadline_at
+    assert f"{deadline:%A} {deadline.day} {deadline:%B %Y, %H:%M} UTC" in text
     assert "drew a card from the deck" in text  # the other seat's deck card stays unnamed
 
 
