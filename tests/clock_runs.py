@@ -34,20 +34,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# name: (the moment in UTC, the machine's time zone for the run)
+# name: (the moment in UTC, the machine's time zone for the run). Those before a change of day,
+# year or daylight-saving time start a minute or two before it, so a run crosses it.
 MOMENTS: dict[str, tuple[str, str]] = {
     "first-of-month": ("2027-02-01T08:00:00", "UTC"),
     "last-of-month": ("2027-04-30T21:30:00", "UTC"),
-    "new-year": ("2026-12-31T23:50:00", "UTC"),
+    "new-year": ("2026-12-31T23:58:30", "UTC"),
     "leap-day": ("2028-02-29T11:00:00", "UTC"),
     # Europe leaves and enters summer time at 01:00 UTC on the last Sunday of March / October.
-    "eu-dst-spring": ("2027-03-28T00:50:00", "Europe/Berlin"),
-    "eu-dst-autumn": ("2027-10-31T00:50:00", "Europe/Berlin"),
+    "eu-dst-spring": ("2027-03-28T00:58:30", "Europe/Berlin"),
+    "eu-dst-autumn": ("2027-10-31T00:58:30", "Europe/Berlin"),
     # The United States at 02:00 local time on the second Sunday of March and the first of
     # November (07:00 / 06:00 UTC in New York).
-    "us-dst-spring": ("2027-03-14T06:50:00", "America/New_York"),
-    "us-dst-autumn": ("2027-11-07T05:50:00", "America/New_York"),
-    "before-midnight-utc": ("2027-06-15T23:57:00", "UTC"),
+    "us-dst-spring": ("2027-03-14T06:58:30", "America/New_York"),
+    "us-dst-autumn": ("2027-11-07T05:58:30", "America/New_York"),
+    "before-midnight-utc": ("2027-06-15T23:59:00", "UTC"),
     "after-midnight-utc": ("2027-06-16T00:02:00", "UTC"),
     # Machine zones far from UTC: UTC+14 (the next day already) and UTC-10/-9 (the day before).
     "kiritimati": ("2027-01-01T09:30:00", "Pacific/Kiritimati"),
