@@ -135,6 +135,7 @@ SETTINGS: dict[str, Setting] = {
     "SERVE_PORT": Setting(5000, int, _port),
     "SERVE_TRUSTED_PROXIES": Setting(0, int, _between(0, 5)),
     "LOG_LEVEL": Setting("INFO", str, _log_level),
+    "LOG_SYSLOG": Setting("/dev/log", str),
     "GAMES_MOVE_DEADLINE_HOURS": Setting(72, int, _between(12, 336)),
     "GAMES_REMINDER_HOURS": Setting("24,2", str, _hours_list),
     "GAMES_WEEKEND_PAUSE": Setting(False, bool),
