@@ -23,7 +23,9 @@ What is answered, and to whom, so that no forged From makes the server mail a st
 - automatic mail (RFC 3834: out-of-office answers, lists, bounces): never applied, posted or
   answered.
 Every mail is logged at INFO (WARNING for one that went nowhere) with its outcome; no live key
-is ever logged. A Message-ID seen before changes nothing.
+is ever logged. A Message-ID seen before changes nothing. A mail of more MIME parts, or parts
+nested deeper, than a reply has (`mime_problem`) is never parsed: it is unreadable, answered
+once like any unreadable mail to a live key, and dropped.
 
 Failures of the server itself (the database unreachable or locked) are raised: each channel
 turns them into "try again later" (ingest-mail exit 75, the listener 451, IMAP left unread).

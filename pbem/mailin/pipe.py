@@ -4,21 +4,28 @@
 Cheap when the listener runs: a whole app (Flask, SQLAlchemy, the models, the games) costs a
 new process about a second of CPU to load before it reads one mail. So when `pbem
 mail-listener` answers on `[mail] listen_host`/`listen_port` (its greeting names it), this
-command only hands the mail over to it by SMTP, with its envelope, and exits with what the
-listener answered: a few hundredths of a second of CPU. When no listener answers (none is run,
-or it is down), it loads the app and handles the mail itself, as before. Either way the mail
-goes through `pbem.mailin.inbox.handle_incoming`. The app is made by the factory the program
-gives (`main`: pbem.entry gives `pbem.create_app`), or by the command group that runs this
-command (`flask --app pbem ingest-mail`).
+command only hands the mail over to it by SMTP, with its envelope and CRLF line ends (a mail
+server's pipe gives LF ends, one endless line to SMTP), and exits with what the listener
+answered: a few hundredths of a second of CPU. When no listener answers (none is run, or it is
+down), it loads the app and handles the mail itself, as before. Either way the mail goes
+through `pbem.mailin.inbox.handle_incoming`, which logs one line for it; this process's lines
+also go to the syslog socket `[log] syslog` (the journal), since the mail server keeps only
+the start of what it says. The app is made by the factory the program gives (`main`:
+pbem.entry gives `pbem.create_app`), or by the command group that runs this command (`flask
+--app pbem ingest-mail`).
 
 Exit statuses, as mail servers read them (sysexits.h):
 - 0: the mail was handled: applied, refused with an answer, or deliberately dropped (an
   automatic reply, an unknown key, a copy of a reply to all, a mail too big or unreadable);
-  the log says which.
+  the log says which. Handed over, only when the listener answered its own decision about the
+  mail (`decision`: "250 2.0.0 pbem decided: accepted", or a 5xx with the same words).
 - 75 (EX_TEMPFAIL): nothing was done, try again later: the database cannot be reached, is
   locked, missing, or mid-upgrade (its schema behind or ahead of this server's), the settings
-  or the secrets file cannot be read, the command line is wrong, or the server failed. The
-  mail server keeps the mail and delivers it again; nothing a player sent is lost or bounced.
+  or the secrets file cannot be read, the command line is wrong, the server failed, or the
+  listener gave any other answer (a 4xx, a 5xx or 250 without its words, a recipient refused,
+  a connection cut or timed out). The mail server keeps the mail and delivers it again;
+  nothing a player sent is lost or bounced, and a second delivery of a mail that was handled
+  after all changes nothing (its Message-ID is kept).
 
 This module imports little at the top: the hand-over must not pay for the app.
 """
@@ -225,7 +232,8 @@ Exit status: 0 when the mail was handled (applied, answered, or
 deliberately dropped: see the log); 75 (EX_TEMPFAIL) when nothing was
 done and the mail server should deliver it again later (the database
 unreachable, locked, missing or mid-upgrade, the settings or secrets
-unreadable, a wrong command line, a fault of the server).""")
+unreadable, a wrong command line, a fault of the server, or any answer
+of the mail listener that is not its decision about the mail).""")
 @click.argument("addresses", nargs=-1, metavar="[RECIPIENT]...")
 @click.option("--recipient", "recipients", multiple=True, metavar="ADDRESS",
               help="An envelope recipient (Postfix: ${recipient}); may be repeated, or the "
