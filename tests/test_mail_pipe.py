@@ -408,7 +408,7 @@ def nested(club, depth: int, flat: int = 0) -> bytes:
     """A reply to the seat's key whose body is `depth` multiparts nested in each other (and
     `flat` more parts in the innermost), LF line ends as a mail server gives them."""
     club.reply()
-    lines = [f"From: p0@example.org", f"To: {club.reply_to}", "Subject: Re: your turn",
+    lines = ["From: p0@example.org", f"To: {club.reply_to}", "Subject: Re: your turn",
              f"Message-ID: {make_msgid(domain='example.org')}", "MIME-Version: 1.0"]
     for level in range(depth):
         lines += [f'Content-Type: multipart/mixed; boundary="b{level}"', "", f"--b{level}"]
