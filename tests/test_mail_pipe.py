@@ -505,3 +505,26 @@ def test_the_listener_logs_one_line_per_mail_and_none_of_aiosmtpd_s_chatter(club
     assert not chatter, chatter
     ours = [r for r in caplog.records if r.name == "pbem.mailin.inbox"]
     assert len(ours) == 1 and ": applied (" in ours[0].getMessage()
+
+
+def test_a_mail_just_under_the_limit_is_never_refused_by_the_listener_s_smtp_layer(club):
+    """Its size as SMTP carries it (CRLF, dots doubled) is what the listener counts: a mail
+    under the limit with LF ends but over it as sent is read by the pipe itself, never left
+    to aiosmtpd's "552 Too much mail data" (which is no decision: the mail would be retried
+    for days)."""
+    from pbem.mailin.pipe import as_crlf, smtp_size
+
+    limit = club.app.config["MAIL_MAX_INCOMING_BYTES"]
+    reply = club.reply()
+    # Short lines starting with a dot, as many as fit with CRLF ends: the dots that SMTP
+    # doubles take the mail thousands of bytes over the limit.
+    raw = reply + b".xxxxxxxx\n" * ((limit - len(as_crlf(reply))) // 11)
+    assert len(as_crlf(raw)) <= limit < smtp_size(raw) - 10_000
+    controller = start_listener(club.app, HOST, club.listen_port)
+    try:
+        done = club.ingest_here(raw, club.reply_to)
+    finally:
+        controller.stop()
+    assert done.returncode == 0, done
+    # Read here (its lines of dots are no orders: refused, and answered).
+    assert done.stdout.decode().startswith("refused: "), done.stdout

@@ -89,6 +89,14 @@ def as_crlf(raw: bytes) -> bytes:
     return raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
 
 
+def smtp_size(raw: bytes) -> int:
+    """How many bytes of DATA `raw` is over SMTP (CRLF ends, a dot doubled at a line's start,
+    a last line end), as the listener counts them against its size limit."""
+    sent = as_crlf(raw)
+    return len(sent) + sent.count(b"\r\n.") + sent.startswith(b".") \
+        + (0 if sent.endswith(b"\r\n") else 2)
+
+
 def is_decision(answer: str) -> bool:
     """Whether the listener's answer to a mail's DATA (without its code) is its own decision
     about the mail (`decision`), not a word of aiosmtpd or of anything else on the port."""
@@ -274,10 +282,9 @@ def ingest_mail_command(ctx, addresses, recipients, sender, env_file, here):
     limit = config["MAIL_MAX_INCOMING_BYTES"]
     raw, size = read_mail(sys.stdin.buffer, limit)
     sender = envelope_sender(raw) if sender is None else sender
-    # The listener refuses a mail over the limit as SMTP carries it (CRLF) before reading it:
-    # such a mail is read here, where its sender is told that it was too big.
-    if app is None and not here and everyone and size <= limit \
-            and len(as_crlf(raw)) <= limit:
+    # The listener refuses a mail over the limit as SMTP carries it before reading it: such a
+    # mail is read here, where its sender is told that it was too big.
+    if app is None and not here and everyone and size <= limit and smtp_size(raw) <= limit:
         done = hand_over(config["MAIL_LISTEN_HOST"], config["MAIL_LISTEN_PORT"], raw,
                          everyone, sender)
         if done is not None:
