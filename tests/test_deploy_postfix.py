@@ -239,6 +239,38 @@ class Postfix:
         raise AssertionError(f"waited {WAIT} s for {what}; Postfix's log:\n{self.logged()[-6000:]}")
 
 
+class Syslog:
+    """A syslog socket (as journald's /dev/log) that the pipe's user may write to; what it
+    received, as text."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.socket.bind(str(path))
+        self.socket.setblocking(False)
+        path.chmod(0o666)
+        self.lines: list[str] = []
+
+    def text(self) -> str:
+        while True:
+            try:
+                self.lines.append(self.socket.recv(65536).decode("utf-8", "replace"))
+            except BlockingIOError:
+                return "\n".join(self.lines)
+
+    def wait_for(self, part: str) -> str:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            found = [line for line in self.text().splitlines() if part in line]
+            if found:
+                return found[0]
+            time.sleep(0.1)
+        raise AssertionError(f"waited {WAIT} s for {part} in the syslog: {self.text()[-3000:]}")
+
+    def close(self) -> None:
+        self.socket.close()
+
+
 @pytest.fixture(scope="module")
 def postfix(database, tmp_path_factory):
     """The recipe's Postfix in front of a club with one game, its settings and secrets apart."""
@@ -252,7 +284,9 @@ def postfix(database, tmp_path_factory):
     for path in [instance, *instance.rglob("*")]:
         os.chown(path, user.pw_uid, user.pw_gid)  # the club's files are the pipe user's
     config = root / "config.toml"  # no database_url, no secret key: those are secrets
+    syslog = Syslog(root / "syslog.sock")  # the server's log, where the pipe writes too
     config.write_text(f'instance_path = "{instance}"\nbase_url = "http://localhost"\n'
+                      f'[log]\nsyslog = "{syslog.path}"\n'
                       f'[mail]\nreply_domain = "{DOMAIN}"\nlisten_port = {free_port()}\n')
     secrets = root / "secrets.env"  # as the systemd units read it: root:pbem, 0640
     secrets.write_text(f"PBEM_SECRET_KEY=postfix-test-secret\n"
@@ -266,6 +300,7 @@ def postfix(database, tmp_path_factory):
     pbem = pbem_command()
     render(root, port, pbem, config, secrets)
     server = Postfix(root, port, app)
+    server.syslog = syslog
     with traversable([Path(os.path.realpath(sys.executable)), Path(pbem), ROOT]):
         started = server.run("start")
         try:
@@ -275,6 +310,7 @@ def postfix(database, tmp_path_factory):
         finally:
             server.run("stop")
             server.wait(lambda: server.run("status").returncode != 0, "Postfix to stop")
+            syslog.close()
             shutil.rmtree(root, ignore_errors=True)
 
 
@@ -285,10 +321,18 @@ def counts(app) -> dict[str, int]:
 
 
 def reply(app, *, cc: str | None = None, **headers) -> tuple[EmailMessage, str]:
-    """A reply of the seat to move to its newest mail, with a legal move; and its address."""
+    """A reply of the seat to move to its newest mail as a mail program writes it: a legal
+    move on top, then the whole mail quoted under an attribution line (several kilobytes);
+    and its address. Postfix hands it to the pipe with LF line ends."""
     _, state = game_state(app)
     address = f"p{state.current}@example.org"
-    keyed = [m for m in Mailbox(app).to(address) if m["Reply-To"]][-1]
+    mails = [m for m in Mailbox(app).to(address) if m["Reply-To"]]
+    keyed = mails[-1]
+    # The thread is quoted whole: the newest mail, and under it the turn's own mail ("Your
+    # turn", or the invitation of the seat that starts) where that came first.
+    turn = [m for m in mails if not str(m["Subject"]).startswith("Re:")
+            and ("Your turn" in str(m["Subject"]) or "you start" in str(m["Subject"]))][-1]
+    thread = [(keyed, "> ")] + ([(turn, ">> ")] if turn is not keyed else [])
     message = EmailMessage()
     message["From"] = address
     message["To"] = str(keyed["Reply-To"])
@@ -296,10 +340,31 @@ def reply(app, *, cc: str | None = None, **headers) -> tuple[EmailMessage, str]:
         message["Cc"] = cc
     message["Subject"] = "Re: " + str(keyed["Subject"])
     message["Message-ID"] = make_msgid(domain="example.org")
+    message["In-Reply-To"] = str(keyed["Message-ID"])
     for name, value in headers.items():
         message[name.replace("_", "-")] = value
-    message.set_content(str(engine.legal_moves(state)[0]) + "\n\n> quoted turn mail\n")
+    quoted = "\n".join(f"{mark[:-2]} On {mail['Date']}, {mail['From']} wrote:\n".lstrip() +
+                       "\n".join(f"{mark}{line}".rstrip() for line in text_of(mail).splitlines())
+                       for mail, mark in thread)
+    message.set_content(f"{engine.legal_moves(state)[0]}\n\n{quoted}\n")
+    assert len(message.as_bytes()) > 2000, "a reply quoting its thread: kilobytes, no few lines"
     return message, address
+
+
+def applied_answer(app, address: str, before: int) -> str:
+    """The text of the answer "Your orders were applied" queued for `address` after the
+    first `before` rows of the outbox."""
+    with reading(app) as session:
+        queued = session.exec(select(OutboxMessage).where(OutboxMessage.id > before)
+                              .order_by(OutboxMessage.id)).all()
+    answers = [row for row in queued if address in row.to_addr]
+    assert answers, "no answer was queued"
+    return " ".join(text_of(Mailbox(app).to(address)[-1]).split())
+
+
+def last_outbox_id(app) -> int:
+    with reading(app) as session:
+        return session.exec(select(func.max(OutboxMessage.id))).one() or 0
 
 
 def moves(app) -> int:
@@ -307,14 +372,22 @@ def moves(app) -> int:
 
 
 def test_a_reply_goes_through_postfix_and_is_applied(postfix):
+    """No listener: the pipe handles the reply itself; its line for the mail is in the
+    server's log (the syslog socket, [log] syslog), not only in Postfix's."""
     app = postfix.app
-    before = moves(app)
+    before, outbox = moves(app), last_outbox_id(app)
     message, address = reply(app)
+    key = str(message["To"]).split("+", 1)[1].split("@", 1)[0]
     queue_id = postfix.send(message, [str(message["To"])], sender=address)
     postfix.wait(lambda: moves(app) == before + 1, "the move")
     postfix.wait(lambda: postfix.statuses(queue_id) == ["sent"], "the delivery")
     assert "delivered via pbem service" in postfix.logged()
-    assert "Your orders were applied." in text_of(Mailbox(app).to(address)[-1])
+    assert "Your orders were applied." in applied_answer(app, address, outbox)
+    line = postfix.syslog.wait_for(str(message["Message-ID"]))
+    assert re.search(r"pbem-ingest-mail\[\d+\]: INFO pbem\.mailin\.inbox: incoming mail "
+                     + re.escape(str(message["Message-ID"])) + r" for seat \d+: applied \(\S",
+                     line), line
+    assert key not in postfix.syslog.text()  # (Postfix logs it: the reply key is for that)
 
 
 def test_reply_to_all_is_applied_once_and_nothing_bounces(postfix):
@@ -380,21 +453,70 @@ def test_a_database_outage_defers_the_reply_until_it_is_back(postfix):
 
 def test_with_the_mail_listener_running_the_pipe_hands_the_reply_over(postfix, caplog):
     """The recipe's optional service: `pbem mail-listener` on [mail] listen_port. The pipe
-    then hands each mail to it instead of loading the server (pbem.mailin.pipe)."""
+    then hands each mail to it instead of loading the server (pbem.mailin.pipe), CRLF line
+    ends put in (issue 41: with Postfix's LF ends any reply quoting its mail was one line
+    too long for the listener, refused 500, and the pipe said "sent": the move was lost)."""
     import logging
 
     caplog.set_level(logging.INFO, logger="pbem")
     app = postfix.app
-    before = moves(app)
+    before, outbox = moves(app), last_outbox_id(app)
     port = int(re.search(r"listen_port = (\d+)", (postfix.root / "config.toml").read_text())
                .group(1))
     controller = start_listener(app, HOST, port)
     try:
         message, address = reply(app)
         queue_id = postfix.send(message, [str(message["To"])], sender=address)
-        postfix.wait(lambda: postfix.statuses(queue_id) == ["sent"], "the delivery")
+        postfix.wait(lambda: postfix.statuses(queue_id), "the delivery")
+        postfix.wait(lambda: moves(app) == before + 1, "the move")
+        assert "Your orders were applied." in applied_answer(app, address, outbox)
     finally:
         controller.stop()
-    assert moves(app) == before + 1
+    assert postfix.statuses(queue_id) == ["sent"]
+    assert "handed to the mail listener" in postfix.logged()
     assert any(str(message["Message-ID"]) in r.getMessage() and ": applied" in r.getMessage()
                for r in caplog.records if r.name == "pbem.mailin.inbox"), "handled by the listener"
+
+
+def test_a_refusal_that_is_not_the_listener_s_decision_keeps_the_mail(postfix):
+    """Anything on the listener's port that answers the mail without deciding about it (here
+    aiosmtpd's own "500 Line too long", of a listener that reads lines as RFC 5321 allows)
+    makes the pipe exit 75: Postfix keeps the mail, and delivers it once a listener takes
+    it."""
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import SMTP
+
+    from pbem.mailin.listener import IncomingHandler
+    from pbem.mailin.pipe import LISTENER_IDENT
+
+    class Strict(Controller):
+        def factory(self):
+            server = SMTP(self.handler, **self.SMTP_kwargs)
+            server.line_length_limit = 100  # the reply's quoted lines are longer with "> "
+            return server
+
+    app = postfix.app
+    before = counts(app)
+    port = int(re.search(r"listen_port = (\d+)", (postfix.root / "config.toml").read_text())
+               .group(1))
+    strict = Strict(IncomingHandler(app), hostname=HOST, port=port, ident=LISTENER_IDENT,
+                    ready_timeout=30)
+    strict.start()
+    try:
+        message, address = reply(app)
+        message.set_content(message.get_content() + "x" * 200 + "\n")
+        queue_id = postfix.send(message, [str(message["To"])], sender=address)
+        postfix.wait(lambda: postfix.statuses(queue_id) == ["deferred"], "the deferral")
+        assert "answered 500" in postfix.logged()
+        assert counts(app) == before
+    finally:
+        strict.stop()
+    controller = start_listener(app, HOST, port)
+    try:
+        flushed = subprocess.run(["postqueue", "-c", str(postfix.etc), "-f"],
+                                 capture_output=True, text=True, timeout=60, check=False)
+        assert flushed.returncode == 0, flushed.stderr
+        postfix.wait(lambda: postfix.statuses(queue_id) == ["deferred", "sent"], "the delivery")
+    finally:
+        controller.stop()
+    assert moves(app) == before["MoveRecord"] + 1

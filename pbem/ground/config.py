@@ -119,6 +119,10 @@ def _log_level(v: str) -> str | None:
     return "must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"
 
 
+def _socket_path(v: str) -> str | None:
+    return None if not v or v.startswith("/") else "must be an absolute path, or blank"
+
+
 def _url(v: str) -> str | None:
     return None if v.startswith(("http://", "https://")) else "must start with http:// or https://"
 
@@ -135,6 +139,7 @@ SETTINGS: dict[str, Setting] = {
     "SERVE_PORT": Setting(5000, int, _port),
     "SERVE_TRUSTED_PROXIES": Setting(0, int, _between(0, 5)),
     "LOG_LEVEL": Setting("INFO", str, _log_level),
+    "LOG_SYSLOG": Setting("/dev/log", str, _socket_path),
     "GAMES_MOVE_DEADLINE_HOURS": Setting(72, int, _between(12, 336)),
     "GAMES_REMINDER_HOURS": Setting("24,2", str, _hours_list),
     "GAMES_WEEKEND_PAUSE": Setting(False, bool),

@@ -23,7 +23,9 @@ What is answered, and to whom, so that no forged From makes the server mail a st
 - automatic mail (RFC 3834: out-of-office answers, lists, bounces): never applied, posted or
   answered.
 Every mail is logged at INFO (WARNING for one that went nowhere) with its outcome; no live key
-is ever logged. A Message-ID seen before changes nothing.
+is ever logged. A Message-ID seen before changes nothing. A mail of more MIME parts, or parts
+nested deeper, than a reply has (`mime_problem`) is never parsed: it is unreadable, answered
+once like any unreadable mail to a live key, and dropped.
 
 Failures of the server itself (the database unreachable or locked) are raised: each channel
 turns them into "try again later" (ingest-mail exit 75, the listener 451, IMAP left unread).
@@ -224,7 +226,9 @@ def _envelope_domain(recipients: list[str], token: str) -> str | None:
 
 def _message_id(message: EmailMessage, raw: bytes) -> str:
     found = header(message, "Message-ID")
-    return found[:300] if found else "sha256:" + hashlib.sha256(raw).hexdigest()
+    # The same mail by the pipe (LF line ends) and by SMTP (CRLF) has the same hash.
+    return found[:300] if found else \
+        "sha256:" + hashlib.sha256(raw.replace(b"\r\n", b"\n")).hexdigest()
 
 
 def answering(message: EmailMessage) -> mail.Answering:
@@ -235,6 +239,30 @@ def answering(message: EmailMessage) -> mail.Answering:
     references = " ".join(r for r in header(message, "References").split()
                           if r.startswith("<") and r.endswith(">"))
     return mail.Answering(message_id, references[-2000:], header(message, "Subject"))
+
+
+# A mail's MIME structure is the sender's to choose, and the standard library's parser pays for
+# it: each line is checked against every enclosing multipart's boundary, and each nested part
+# is a recursion (2,500 nested parts: seconds of CPU, then a RecursionError). So it is counted
+# first, on the bytes (linear, about a millisecond for the largest mail), and a mail beyond
+# these limits is not parsed: a real reply has a few parts, nested two or three deep.
+MIME_MAX_CONTAINERS = 20  # multipart and message/* parts: the nesting is at most this deep
+MIME_MAX_PARTS = 200  # delimiter lines ("--boundary")
+_CONTAINER = re.compile(rb"[;\s]boundary(?:\*[0-9]*)?\*?\s*=|\bmessage\s*/", re.IGNORECASE)
+
+
+def mime_problem(raw: bytes) -> str | None:
+    """Why `raw` has too many parts, or parts nested too deep, to be parsed; None when it may
+    be. Counts generously (a "boundary=" or "message/" anywhere, every line starting "--"), so
+    that no way of writing the headers slips a deeper mail past it."""
+    containers = len(_CONTAINER.findall(raw))
+    if containers > MIME_MAX_CONTAINERS:
+        return (f"{containers} multipart or message parts, nested or not (at most "
+                f"{MIME_MAX_CONTAINERS}): not parsed")
+    parts = raw.count(b"\n--") + raw.startswith(b"--")
+    if parts > MIME_MAX_PARTS:
+        return f"{parts} MIME parts (at most {MIME_MAX_PARTS}): not parsed"
+    return None
 
 
 def _parse(raw: bytes, whole: bool) -> EmailMessage | None:
@@ -270,9 +298,10 @@ def _handle(raw: bytes, message: EmailMessage | None, recipients: list[str], siz
             sender: str | None) -> tuple[Handled, str]:
     if message is None:
         return Handled("unreadable", "the mail's headers could not be read"), ""
+    tangled = mime_problem(raw)  # before anything parses the body
     # Bounces of the server's own mail (bounce+...@reply_domain) are read before anything else
     # (pbem.services.bounces): they are automatic mail, which is otherwise left alone.
-    if (bounce := bounces.handle(raw, recipients)) is not None:
+    if not tangled and (bounce := bounces.handle(raw, recipients)) is not None:
         return Handled(*bounce), ""
     reason = automatic(message, sender)
     if reason is not None:
@@ -307,16 +336,17 @@ def _handle(raw: bytes, message: EmailMessage | None, recipients: list[str], siz
               "bytes), so it was not read and nothing was done. Reply again without "
               "attachments or pictures.", size=size, limit=limit)], message)
         return Handled("oversized", detail + ("" if answered else "; not answered")), where
-    message = _parse(raw, whole=True)
-    try:
-        text = body_text(message)
-    except Exception as exc:
-        detail = f"{type(exc).__name__}: {exc}"[:200]
-        answered = _answer(key.seat_id, _("Your mail could not be read"), [
-            _("Your mail reached the game server, but its text could not be read (its "
-              "format is broken), so nothing was done. Reply again as plain text.")], message)
-        return Handled("unreadable", detail + ("" if answered else "; not answered")), where
-    message_id = _message_id(message, raw)
+    message_id = _message_id(message, raw)  # the headers' (read already), or the bytes'
+    whole = None if tangled else _parse(raw, whole=True)
+    problem = tangled or (None if whole is not None else "the mail could not be parsed")
+    if problem is None:
+        try:
+            text = body_text(whole)
+        except Exception as exc:
+            problem = f"{type(exc).__name__}: {exc}"[:200]
+    if problem is not None:
+        return _unreadable(key, message_id, message, problem), where
+    message = whole
     with writing() as session:
         seen = session.exec(select(IncomingMail.id, IncomingMail.repeats).where(
             IncomingMail.message_id == message_id)).first()
@@ -419,6 +449,17 @@ def _remember(message_id: str, seat_id: int | None, outcome: str, detail: str) -
         return True
     except IntegrityError:
         return False
+
+
+def _unreadable(key: SeatKey, message_id: str, message: EmailMessage, problem: str) -> Handled:
+    """A mail to a live key that cannot be read: nothing is done; the seat is told once (the
+    mail is recorded, so that the same mail again is not answered again)."""
+    if not _remember(message_id, key.seat_id, "unreadable", problem):
+        return Handled("duplicate", f"{message_id}; unreadable, not answered (answered before)")
+    answered = _answer(key.seat_id, _("Your mail could not be read"), [
+        _("Your mail reached the game server, but its text could not be read (its "
+          "format is broken), so nothing was done. Reply again as plain text.")], message)
+    return Handled("unreadable", problem + ("" if answered else "; not answered"))
 
 
 def _duplicate(key: SeatKey, message_id: str, message: EmailMessage, first: bool) -> Handled:

@@ -4,11 +4,14 @@
 domain's mail to (`pbem mail-listener`), and that `pbem ingest-mail` hands its mail to when it
 runs (pbem.mailin.pipe: a mail read by a running process costs a hundredth of what a new process
 costs). Its greeting names it (`LISTENER_IDENT`). Mail larger than MAIL_MAX_INCOMING_BYTES is
-refused while it is being sent (552). Every other mail is answered 250, whatever came of it
-(applied, answered, dropped: `handle_incoming` logs which): a 550 for an unknown key would tell
-a stranger which keys exist, and a refusal makes the sending server bounce the mail to its
-sender, who may be forged. A failure of the server itself (the database) gets 451, so the
-sending server tries again; nothing is logged with a live key.
+refused while it is being sent (552). Every other mail is answered `250 2.0.0 pbem decided:
+accepted`, whatever came of it (applied, answered, dropped: `handle_incoming` logs which): a 550
+for an unknown key would tell a stranger which keys exist, and a refusal makes the sending
+server bounce the mail to its sender, who may be forged. Those words (`pipe.decision`) are how
+the pipe knows that the mail was decided on, not refused by the SMTP layer. A failure of the
+server itself (the database) gets 451, so the sending server tries again; nothing is logged
+with a live key. Lines of any length are read (up to the size limit): real mail programs
+write longer ones than SMTP's 1,000 bytes, and Postfix passes them on.
 
 `poll_imap` reads the unread mail of one IMAP folder (MAIL_IMAP_*), called by the scheduler's
 job. Each mail is fetched with BODY.PEEK (which leaves it unread), handed over, and only then
@@ -28,10 +31,11 @@ import ssl
 from flask import Flask
 
 from .inbox import Handled, handle_incoming, masked
-from .pipe import LISTENER_IDENT
+from .pipe import LISTENER_IDENT, decision
 
 IMAP_TIMEOUT_SECONDS = 60
-REFUSED = {"oversized": "552 5.3.4 Message too big"}
+ACCEPTED = decision(250, "2.0.0", "accepted")
+REFUSED = {"oversized": decision(552, "5.3.4", "message too big")}
 
 log = logging.getLogger(__name__)
 
@@ -59,18 +63,34 @@ class IncomingHandler:
             log.exception("incoming mail for %s could not be handled: answered 451, to be "
                           "sent again", ", ".join(map(masked, recipients))[:300])
             return "451 4.3.0 Temporary failure, please try again later"
-        return REFUSED.get(handled.outcome, "250 2.0.0 Accepted")
+        return REFUSED.get(handled.outcome, ACCEPTED)
 
 
 def start_listener(app: Flask, host: str | None = None, port: int | None = None):
     """Start the SMTP listener in a thread of its own; returns the Controller (`.stop()`)."""
     from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import SMTP
 
-    controller = Controller(
+    limit = app.config["MAIL_MAX_INCOMING_BYTES"]
+
+    class LongLines(SMTP):
+        """aiosmtpd's server, reading DATA lines up to the size limit instead of RFC 5321's
+        1,000 bytes (its "500 Line too long" would refuse a real reply). Its reader's buffer
+        is bounded by this limit, as the whole mail is."""
+
+        line_length_limit = limit + 2
+
+    class Listening(Controller):
+        def factory(self):
+            return LongLines(self.handler, **self.SMTP_kwargs)
+
+    # aiosmtpd says at INFO what every connection does ("Peer:", "connection lost", "Available
+    # AUTH mechanisms"): its warnings are kept, the one line per mail is handle_incoming's.
+    logging.getLogger("mail.log").setLevel(max(logging.WARNING, logging.getLogger().level))
+    controller = Listening(
         IncomingHandler(app), hostname=host or app.config["MAIL_LISTEN_HOST"],
         port=port or app.config["MAIL_LISTEN_PORT"], ready_timeout=30,
-        data_size_limit=app.config["MAIL_MAX_INCOMING_BYTES"], ident=LISTENER_IDENT,
-        enable_SMTPUTF8=True)
+        data_size_limit=limit, ident=LISTENER_IDENT, enable_SMTPUTF8=True)
     controller.start()
     return controller
 

@@ -4,21 +4,28 @@
 Cheap when the listener runs: a whole app (Flask, SQLAlchemy, the models, the games) costs a
 new process about a second of CPU to load before it reads one mail. So when `pbem
 mail-listener` answers on `[mail] listen_host`/`listen_port` (its greeting names it), this
-command only hands the mail over to it by SMTP, with its envelope, and exits with what the
-listener answered: a few hundredths of a second of CPU. When no listener answers (none is run,
-or it is down), it loads the app and handles the mail itself, as before. Either way the mail
-goes through `pbem.mailin.inbox.handle_incoming`. The app is made by the factory the program
-gives (`main`: pbem.entry gives `pbem.create_app`), or by the command group that runs this
-command (`flask --app pbem ingest-mail`).
+command only hands the mail over to it by SMTP, with its envelope and CRLF line ends (a mail
+server's pipe gives LF ends, one endless line to SMTP), and exits with what the listener
+answered: a few hundredths of a second of CPU. When no listener answers (none is run, or it is
+down), it loads the app and handles the mail itself, as before. Either way the mail goes
+through `pbem.mailin.inbox.handle_incoming`, which logs one line for it; this process's lines
+also go to the syslog socket `[log] syslog` (the journal), since the mail server keeps only
+the start of what it says. The app is made by the factory the program gives (`main`:
+pbem.entry gives `pbem.create_app`), or by the command group that runs this command (`flask
+--app pbem ingest-mail`).
 
 Exit statuses, as mail servers read them (sysexits.h):
 - 0: the mail was handled: applied, refused with an answer, or deliberately dropped (an
   automatic reply, an unknown key, a copy of a reply to all, a mail too big or unreadable);
-  the log says which.
+  the log says which. Handed over, only when the listener answered its own decision about the
+  mail (`decision`: "250 2.0.0 pbem decided: accepted", or a 5xx with the same words).
 - 75 (EX_TEMPFAIL): nothing was done, try again later: the database cannot be reached, is
   locked, missing, or mid-upgrade (its schema behind or ahead of this server's), the settings
-  or the secrets file cannot be read, the command line is wrong, or the server failed. The
-  mail server keeps the mail and delivers it again; nothing a player sent is lost or bounced.
+  or the secrets file cannot be read, the command line is wrong, the server failed, or the
+  listener gave any other answer (a 4xx, a 5xx or 250 without its words, a recipient refused,
+  a connection cut or timed out). The mail server keeps the mail and delivers it again;
+  nothing a player sent is lost or bounced, and a second delivery of a mail that was handled
+  after all changes nothing (its Message-ID is kept).
 
 This module imports little at the top: the hand-over must not pay for the app.
 """
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import smtplib
 import sys
 from collections.abc import Callable, Sequence
@@ -42,6 +50,10 @@ EX_OK, EX_TEMPFAIL = 0, 75
 # The listener's greeting says this: the hand-over talks only to our own listener, never to a
 # mail server that happens to listen on the configured port.
 LISTENER_IDENT = "pbem mail-listener"
+# What the listener's answer to a mail's DATA says when it is its own decision about the mail
+# (`decision`): anything else (aiosmtpd's "500 Line too long", a 4xx) is no decision.
+DECIDED = "pbem decided:"
+DECISION = re.compile(r"[245]\.\d{1,3}\.\d{1,3} " + re.escape(DECIDED) + r" [a-z ]{1,40}")
 HAND_OVER_TIMEOUT_SECONDS = 120
 CHUNK = 64 * 1024
 
@@ -71,10 +83,42 @@ def envelope_sender(raw: bytes) -> str | None:
     return "" if text.replace(" ", "") == "<>" else parseaddr(text)[1]
 
 
+def as_crlf(raw: bytes) -> bytes:
+    """`raw` with every line ending CRLF, as SMTP carries mail: a mail server's pipe gives its
+    mail with LF endings, which an SMTP server reads as one endless line."""
+    return raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+
+def smtp_size(raw: bytes) -> int:
+    """How many bytes of DATA `raw` is over SMTP (CRLF ends, a dot doubled at a line's start,
+    a last line end), as the listener counts them against its size limit."""
+    sent = as_crlf(raw)
+    return len(sent) + sent.count(b"\r\n.") + sent.startswith(b".") \
+        + (0 if sent.endswith(b"\r\n") else 2)
+
+
+def is_decision(answer: str) -> bool:
+    """Whether the listener's answer to a mail's DATA (without its code) is its own decision
+    about the mail (`decision`), not a word of aiosmtpd or of anything else on the port."""
+    return bool(DECISION.fullmatch(answer.strip()))
+
+
+def decision(code: int, status: str, what: str) -> str:
+    """The listener's answer to a mail it decided about (applied, answered, dropped, refused
+    for good): `250 2.0.0 pbem decided: accepted`. The pipe counts a mail as handled only on
+    such an answer."""
+    return f"{code} {status} {DECIDED} {what}"
+
+
 def hand_over(host: str, port: int, raw: bytes, recipients: Sequence[str],
               sender: str | None) -> tuple[int, str] | None:
     """Give the mail to the listener; (exit status, what it answered), or None when no
-    listener of ours answers there."""
+    listener of ours answers there (nothing listens, or something else does).
+
+    0 only when the listener answered its own decision about the mail (`decision`); every
+    other end (a 4xx, a 5xx not of ours, a recipient refused, a broken or timed out
+    connection) is 75: the mail server keeps the mail and delivers it again, and a second
+    delivery of a mail that was handled after all changes nothing (its Message-ID is kept)."""
     client = smtplib.SMTP(timeout=HAND_OVER_TIMEOUT_SECONDS)
     try:
         code, banner = client.connect(host, port)
@@ -84,33 +128,43 @@ def hand_over(host: str, port: int, raw: bytes, recipients: Sequence[str],
     if code != 220 or LISTENER_IDENT.encode() not in banner:
         client.close()
         return None
+    where = f"the mail listener at {host}:{port}"
     # The listener reads an empty envelope sender as an automatic mail, as it is; a mail with
     # no Return-Path at all is not one.
     mail_from = "postmaster@localhost" if sender is None else sender
     options = ["SMTPUTF8"] if not all(a.isascii() for a in (mail_from, *recipients)) else []
     try:
-        try:
-            client.sendmail(mail_from, list(recipients), raw, mail_options=options)
-        except smtplib.SMTPRecipientsRefused as exc:
-            answer = next(iter(exc.recipients.values()))
-            raise smtplib.SMTPResponseException(answer[0], answer[1]) from None
-        return EX_OK, f"handed to the mail listener at {host}:{port}"
-    except smtplib.SMTPResponseException as exc:
-        text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) \
-            else str(exc.smtp_error)
-        answer = f"the mail listener at {host}:{port} answered {exc.smtp_code} {text}"
-        # 4xx: the listener could not handle it now (its database). 5xx: it refused the mail
-        # for good (unreadable, too big), which it logged and answered where it could.
-        return (EX_TEMPFAIL if exc.smtp_code < 500 else EX_OK), answer
+        client.ehlo_or_helo_if_needed()
+        steps = [("MAIL FROM", lambda: client.mail(mail_from, options))]
+        steps += [(f"RCPT TO {i + 1}", lambda a=a: client.rcpt(a))
+                  for i, a in enumerate(recipients)]
+        for step, call in steps:
+            code, text = call()
+            if code not in (250, 251):
+                return EX_TEMPFAIL, f"{where} refused {step}: {code} {_text(text)}"
+        code, text = client.data(as_crlf(raw))
+        answer = f"{where} answered {code} {_text(text)}"
+        if is_decision(_text(text)) and (code == 250 or 500 <= code < 600):
+            # Its own decision: applied, answered or dropped (250), or refused for good,
+            # which it logged and answered where it could (5xx).
+            return EX_OK, answer if code != 250 else f"handed to {where}"
+        # A 4xx (the listener's database), or a refusal that is not the listener's decision
+        # about this mail (a line too long, a protocol error): the mail is kept.
+        return EX_TEMPFAIL, answer
     except (smtplib.SMTPException, OSError) as exc:
-        # Cut off mid-way: whether it was handled is unknown, and a second delivery of the
-        # same Message-ID changes nothing, so it is delivered again.
-        return EX_TEMPFAIL, f"the mail listener at {host}:{port} failed: {exc}"
+        # Cut off or timed out mid-way: whether it was handled is unknown, and a second
+        # delivery of the same Message-ID changes nothing, so it is delivered again.
+        return EX_TEMPFAIL, f"{where} failed: {type(exc).__name__}: {exc}"
     finally:
         try:
             client.quit()
         except (smtplib.SMTPException, OSError):
             client.close()
+
+
+def _text(answer) -> str:
+    text = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else str(answer)
+    return " ".join(text.split())[:300]
 
 
 def load_env_file(path: str) -> None:
@@ -186,7 +240,8 @@ Exit status: 0 when the mail was handled (applied, answered, or
 deliberately dropped: see the log); 75 (EX_TEMPFAIL) when nothing was
 done and the mail server should deliver it again later (the database
 unreachable, locked, missing or mid-upgrade, the settings or secrets
-unreadable, a wrong command line, a fault of the server).""")
+unreadable, a wrong command line, a fault of the server, or any answer
+of the mail listener that is not its decision about the mail).""")
 @click.argument("addresses", nargs=-1, metavar="[RECIPIENT]...")
 @click.option("--recipient", "recipients", multiple=True, metavar="ADDRESS",
               help="An envelope recipient (Postfix: ${recipient}); may be repeated, or the "
@@ -222,14 +277,20 @@ def ingest_mail_command(ctx, addresses, recipients, sender, env_file, here):
             config = load_settings()
         except ConfigError as exc:
             _give_up(ctx, f"the settings cannot be read: {exc.message}")
+    to_syslog(config["LOG_SYSLOG"])
     everyone = [a for a in (*recipients, *addresses) if a]
     limit = config["MAIL_MAX_INCOMING_BYTES"]
     raw, size = read_mail(sys.stdin.buffer, limit)
     sender = envelope_sender(raw) if sender is None else sender
-    if app is None and not here and everyone and size <= limit:
+    # The listener refuses a mail over the limit as SMTP carries it before reading it: such a
+    # mail is read here, where its sender is told that it was too big.
+    if app is None and not here and everyone and size <= limit and smtp_size(raw) <= limit:
         done = hand_over(config["MAIL_LISTEN_HOST"], config["MAIL_LISTEN_PORT"], raw,
                          everyone, sender)
         if done is not None:
+            if done[0] != EX_OK:
+                log.error("ingest-mail: %s; the mail is left to the mail server to deliver "
+                          "again", done[1])
             _finish(ctx, *done)
     if app is None:
         app = _pipe_app(ctx, config)
@@ -239,6 +300,32 @@ def ingest_mail_command(ctx, addresses, recipients, sender, env_file, here):
     check_settings(app, "ingest-mail", replies_arrive=True, quiet=True,
                    delivered_to=_delivered_to(everyone))
     _finish(ctx, *handle_here(app, raw, size, everyone, sender))
+
+
+SYSLOG_IDENT = "pbem-ingest-mail"
+
+
+def to_syslog(address: str) -> None:
+    """Write this process's log lines to the syslog socket `address` too (the journal's
+    /dev/log), masked like every line: a mail server keeps only the start of what the pipe
+    says, in its own log. Nothing when `address` is blank or no socket is there."""
+    import logging.handlers
+
+    from ..ground.logs import HidingFormatter, guard
+
+    if not address or not os.path.exists(address):
+        return
+    try:
+        handler = logging.handlers.SysLogHandler(
+            address, facility=logging.handlers.SysLogHandler.LOG_MAIL)
+    except OSError as exc:
+        log.warning("ingest-mail: cannot write to the syslog socket %s ([log] syslog): %s",
+                    address, exc.strerror or exc)
+        return
+    handler.ident = f"{SYSLOG_IDENT}[{os.getpid()}]: "
+    handler.setFormatter(HidingFormatter("%(levelname)s %(name)s: %(message)s"))
+    guard(handler)
+    logging.getLogger().addHandler(handler)
 
 
 def _delivered_to(recipients: list[str]) -> str | None:
