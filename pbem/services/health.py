@@ -1,6 +1,6 @@
 """The server's health for monitoring (`GET /health`): the database, the scheduler and the mail.
 
-Healthy (200) when the database answers, the scheduler ran within the last few ticks, and no
+Healthy (200) when the database answers with the schema of this code, the scheduler ran within the last few ticks, and no
 mail has failed, is unknown or is stuck; otherwise 503, with the problems named. The answer
 holds counts and times only: no address, no subject, no error text, no key.
 """
@@ -14,6 +14,7 @@ from sqlalchemy import func
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import select
 
+from ..ground import schema
 from ..ground.db import is_status, reading, utcnow
 from ..ground.models import FAILED, QUEUED, SENDING, UNKNOWN, JobState, OutboxMessage
 
@@ -51,6 +52,9 @@ def check(app: Flask, now: datetime | None = None) -> tuple[dict, bool]:
     now = now or utcnow()
     silent = silent_after(app)
     try:
+        behind = schema.checked(app)
+        if behind:  # every query below could fail on a missing column
+            return {"status": "failing", "problems": [behind], "database": behind}, False
         with reading(app) as session:
             last_run = session.exec(select(JobState.last_run_at)
                                     .where(JobState.name == SCHEDULER_JOB)).first()
