@@ -21,7 +21,7 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from flask import Flask
 
-from .db import get_engine
+from .db import SCHEMA_OK, get_engine
 
 logger = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -80,9 +80,6 @@ def problem(app: Flask) -> str | None:
                 "a backup")
     return (f"the database is at schema version {current}, this server needs "
             f"{head_revision(app)}: back up the database, then run `pbem init-db` to upgrade it")
-
-
-SCHEMA_OK = "pbem_schema_ok"  # app.extensions: the database's schema was found to be the code's
 
 
 def brief(app: Flask) -> str | None:

@@ -14,7 +14,6 @@ from sqlalchemy import func
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import select
 
-from ..ground import schema
 from ..ground.db import is_status, reading, utcnow
 from ..ground.models import FAILED, QUEUED, SENDING, UNKNOWN, JobState, OutboxMessage
 
@@ -51,6 +50,8 @@ def check(app: Flask, now: datetime | None = None) -> tuple[dict, bool]:
     """What /health answers, and whether all is well."""
     now = now or utcnow()
     silent = silent_after(app)
+    from ..ground import schema  # Alembic: loaded when asked, not by every app
+
     try:
         behind = schema.checked(app)
         if behind:  # every query below could fail on a missing column

@@ -17,7 +17,8 @@ from werkzeug.routing import IntegerConverter
 from wtforms import ValidationError
 
 from ..games.interface import move_words
-from ..ground import i18n, schema
+from ..ground import i18n
+from ..ground.db import SCHEMA_OK
 from ..ground.i18n import N_, gettext
 from ..ground.logs import HideSecrets, guard, hide_secrets
 from ..services import turnfile
@@ -209,9 +210,11 @@ def init_app(app: Flask) -> None:
         """Before `pbem init-db` after an upgrade, every page would fail on a missing column:
         say instead that the server is being upgraded (503). Asked of the database once per
         process while all is well; /health names the problem itself."""
-        if app.extensions.get(schema.SCHEMA_OK) or request.path in UNGUARDED \
+        if app.extensions.get(SCHEMA_OK) or request.path in UNGUARDED \
                 or request.path.startswith("/static/"):
             return None
+        from ..ground import schema  # Alembic: loaded by the first request, not by every app
+
         try:
             found = schema.checked(app)
         except SQLAlchemyError:  # unreachable: the page fails as it would have, /health says so
