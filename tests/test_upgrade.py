@@ -35,6 +35,7 @@ from sqlalchemy import DateTime, MetaData, func, select, text
 from test_deploy_processes import alive, health, process, unit_service, wait_for
 from test_pbem_cli import environment, free_port
 
+from pbem import create_app
 from pbem.games import rules_for
 from pbem.ground import schema
 from pbem.ground.db import get_engine, reading
@@ -240,3 +241,17 @@ def reply(name: str, address: str, move: str) -> bytes:
 
 def seat_name(number: int) -> str:
     return ["anna", "bruno", "chiara", "dieter"][number]
+
+
+def test_a_database_down_at_start_is_no_reason_to_refuse(tmp_path, caplog):
+    """The database may come up after the web server (a reboot): the worker starts, says the
+    schema was not checked, and checks it at its first request."""
+    port = free_port()  # nothing listens there
+    app = create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SECRET_KEY": "test",
+                      "TESTING": True,
+                      "DATABASE_URL": f"postgresql+psycopg://pbem@127.0.0.1:{port}/pbem"})
+    with caplog.at_level("WARNING", logger="pbem.ground.schema"):
+        assert schema.check_at_start(app, "web (gunicorn worker)") is None
+    assert "the database's schema could not be checked at start" in caplog.text
+    assert "checked at the first request" in caplog.text
+    assert not app.extensions.get("pbem_schema_ok")
