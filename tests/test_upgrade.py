@@ -9,10 +9,10 @@ its mails (tests/data/make_release_b57f441.py made it with that release's code).
 migrations build that release's schema and its rows go in as it wrote them, their times moved
 to now. Then:
 
-- before `pbem init-db`, the web server as deploy/systemd/pbem-web.service runs it (gunicorn,
-  wsgi:app) refuses to start and says why, as `pbem serve` does; an app already running
-  answers /health and every page 503 instead of 500;
-- `pbem init-db` upgrades it; gunicorn starts; every game, link and queued mail survived: the
+- before `pbem init-db`, an app already running answers /health and every page 503 instead of
+  500 (tests/test_upgrade_web.py: gunicorn as deploy/systemd/pbem-web.service runs it refuses
+  to start and says why, as `pbem serve` does, and starts after `pbem init-db`);
+- `pbem init-db` upgrades it; every game, link and queued mail survived: the
   old links open their seats, the queued mail is sent with working links, a reply to an old
   mail's address (its seat token) is applied, and play goes on.
 """
@@ -20,7 +20,6 @@ to now. Then:
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -29,10 +28,8 @@ from email.utils import make_msgid
 from pathlib import Path
 
 import pytest
-import requests
 from server import Mailbox, bare_app, make_app, token_in
 from sqlalchemy import DateTime, MetaData, func, select, text
-from test_deploy_processes import alive, health, process, unit_service, wait_for
 from test_pbem_cli import environment, free_port
 
 from pbem import create_app
@@ -95,54 +92,10 @@ def env_for(instance: Path, url: str) -> dict[str, str]:
                        **SETTINGS)
 
 
-def gunicorn_command(port: int) -> list[str]:
-    """The web unit's ExecStart with this test's interpreter, port and two workers."""
-    command = unit_service("pbem-web.service")["ExecStart"]
-    for old, new in {"/srv/pbem/venv/bin/gunicorn": f"{sys.executable} -m gunicorn",
-                     "-w 4": "-w 2", "127.0.0.1:8000": f"127.0.0.1:{port}"}.items():
-        assert old in command
-        command = command.replace(old, new)
-    return shlex.split(command)
-
-
 def init_db(instance: Path, url: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pbem", "init-db"], cwd=ROOT,
                           env=env_for(instance, url), capture_output=True, text=True,
                           timeout=300, check=False)
-
-
-def test_the_web_server_refuses_to_start_before_init_db_and_starts_after(tmp_path):
-    instance = tmp_path / "instance"
-    url, tokens, _ = old_club(instance)
-    env = env_for(instance, url)
-    log = tmp_path / "gunicorn.log"
-    port = free_port()
-    with process(gunicorn_command(port), log, env) as gunicorn:
-        code = gunicorn.wait(180)
-    said = log.read_text()
-    assert code != 0, said[-3000:]
-    assert "Worker failed to boot" in said, said[-3000:]
-    assert f"CRITICAL pbem.ground.schema: web (gunicorn worker): not starting: the database " \
-           f"is at schema version {OLD_SCHEMA}, this server needs " \
-           f"{schema.head_revision(None)}: back up the database, then run `pbem init-db`" \
-        in said, said[-3000:]
-    assert "Traceback" not in said, said[-3000:]
-    served = subprocess.run([sys.executable, "-m", "pbem", "serve", "--port", str(free_port()),
-                             "--no-scheduler"], cwd=ROOT, env=env, capture_output=True,
-                            text=True, timeout=180, check=False)
-    assert served.returncode == 1 and "run `pbem init-db`" in served.stderr, served.stderr
-
-    done = init_db(instance, url)
-    assert done.returncode == 0, done.stderr
-    log.write_text("")
-    with process(gunicorn_command(port), log, env) as gunicorn:
-        base = f"http://127.0.0.1:{port}"
-        wait_for(lambda: alive(gunicorn, log) and health(base) is not None, what="gunicorn")
-        answer = health(base)
-        assert answer.json()["database"] == "ok"  # 503 only for the scheduler not yet run
-        page = requests.get(f"{base}/seat/{tokens[0]}", timeout=30)
-        assert page.status_code == 200 and "Demo game" in page.text
-    assert "not starting" not in log.read_text()
 
 
 def test_a_running_app_answers_503_until_init_db(tmp_path):
