@@ -188,10 +188,17 @@ HELPERS_READY_SECONDS = 60  # how long a starting scheduler waits for its helper
 
 
 def _tick(app, pool=None) -> None:
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
     from ..scheduler.jobs import run_jobs
 
     try:
         run_jobs(app, pool=pool)
+    except (OperationalError, InterfaceError) as exc:
+        # The database down or unreachable: one line a tick, not a traceback, until it is back.
+        reason = " ".join(str(exc.orig).split())
+        app.logger.error("the scheduler job failed: the database failed (%s); tried again in "
+                         "%s s", reason, app.config["SCHEDULER_TICK_SECONDS"])
     except Exception:  # the next tick tries again; the error is in the log
         app.logger.exception("the scheduler job failed")
 

@@ -52,6 +52,9 @@ from .checkpoints import (
 )
 
 SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
+# app.extensions: the database's schema was found to be the code's (pbem.ground.schema.checked),
+# here so that a request can ask without loading Alembic.
+SCHEMA_OK = "pbem_schema_ok"
 logger = logging.getLogger(__name__)
 
 

@@ -2,11 +2,15 @@
 `pbem init-db`.
 
 A running game survives an upgrade of the server because the schema only ever changes through
-a migration; `problem()` tells a command that the database is missing or behind.
+a migration; `problem()` tells a command that the database is missing or behind, and
+`checked()` tells the web server, once per process while all is well (wsgi.py refuses to start
+on a database whose schema is not the code's; /health and every page answer 503 meanwhile).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import sys
 from pathlib import Path
 
@@ -17,8 +21,9 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from flask import Flask
 
-from .db import get_engine
+from .db import SCHEMA_OK, get_engine
 
+logger = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
@@ -42,14 +47,21 @@ def current_revision(app: Flask) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+@functools.cache
+def _scripts() -> ScriptDirectory:
+    """The migrations, read once per process (a web worker asks for the head at start)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return ScriptDirectory.from_config(config)
+
+
 def head_revision(app: Flask) -> str | None:
-    return ScriptDirectory.from_config(alembic_config(app)).get_current_head()
+    return _scripts().get_current_head()
 
 
 def _known(app: Flask, revision: str) -> bool:
     try:
-        return ScriptDirectory.from_config(alembic_config(app)).get_revision(revision) \
-            is not None
+        return _scripts().get_revision(revision) is not None
     except CommandError:
         return False
 
@@ -68,6 +80,55 @@ def problem(app: Flask) -> str | None:
                 "a backup")
     return (f"the database is at schema version {current}, this server needs "
             f"{head_revision(app)}: back up the database, then run `pbem init-db` to upgrade it")
+
+
+def brief(app: Flask) -> str | None:
+    """`problem()` in a few words for a monitoring system (/health), or None when the schema
+    is the code's."""
+    current = current_revision(app)
+    if current == head_revision(app):
+        return None
+    if current is None:
+        return "no tables: run pbem init-db"
+    if not _known(app, current):
+        return "schema ahead: the database is newer than this server"
+    return "schema behind: run pbem init-db"
+
+
+def checked(app: Flask) -> str | None:
+    """`brief()`, asked of the database until the schema is found to be the code's and never
+    again in this process after that (the schema does not change under a running server: an
+    upgrade stops it first). The first problem found is logged once, with what to do. Raises
+    the database's error when it cannot be reached."""
+    if app.extensions.get(SCHEMA_OK):
+        return None
+    found = brief(app)
+    if found is None:
+        app.extensions[SCHEMA_OK] = True
+    elif not app.extensions.get("pbem_schema_told"):
+        app.extensions["pbem_schema_told"] = True
+        logger.error("%s; every page answers 503 until then", problem(app))
+    return found
+
+
+def check_at_start(app: Flask, process: str) -> str | None:
+    """Why `process` (a web worker) must not start on this database, logged as CRITICAL with
+    what to do, or None. A database that cannot be reached now is no reason: the process
+    starts (the database may come up after it), says so, and checks at its first request."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        found = problem(app)
+        if found is None:
+            app.extensions[SCHEMA_OK] = True
+            return None
+    except SQLAlchemyError as exc:
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+        logger.warning("%s: the database's schema could not be checked at start (%s); it is "
+                       "checked at the first request", process, reason)
+        return None
+    logger.critical("%s: not starting: %s", process, found)
+    return found
 
 
 def main(argv: list[str], make_app) -> None:

@@ -1,6 +1,6 @@
 """The server's health for monitoring (`GET /health`): the database, the scheduler and the mail.
 
-Healthy (200) when the database answers, the scheduler ran within the last few ticks, and no
+Healthy (200) when the database answers with the schema of this code, the scheduler ran within the last few ticks, and no
 mail has failed, is unknown or is stuck; otherwise 503, with the problems named. The answer
 holds counts and times only: no address, no subject, no error text, no key.
 """
@@ -50,7 +50,12 @@ def check(app: Flask, now: datetime | None = None) -> tuple[dict, bool]:
     """What /health answers, and whether all is well."""
     now = now or utcnow()
     silent = silent_after(app)
+    from ..ground import schema  # Alembic: loaded when asked, not by every app
+
     try:
+        behind = schema.checked(app)
+        if behind:  # every query below could fail on a missing column
+            return {"status": "failing", "problems": [behind], "database": behind}, False
         with reading(app) as session:
             last_run = session.exec(select(JobState.last_run_at)
                                     .where(JobState.name == SCHEDULER_JOB)).first()

@@ -11,17 +11,20 @@ import orjson
 from flask import Flask, current_app, g, jsonify, make_response, render_template, request
 from flask.json.provider import DefaultJSONProvider
 from flask_wtf.csrf import CSRFError, CSRFProtect, same_origin, validate_csrf
+from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter
 from wtforms import ValidationError
 
 from ..games.interface import move_words
 from ..ground import i18n
+from ..ground.db import SCHEMA_OK
 from ..ground.i18n import N_, gettext
 from ..ground.logs import HideSecrets, guard, hide_secrets
 from ..services import turnfile
 
 logger = logging.getLogger(__name__)
+UNGUARDED = ("/health", "/favicon.ico")  # answered without the schema check
 
 
 class SiteCSRF(CSRFProtect):
@@ -201,6 +204,25 @@ def init_app(app: Flask) -> None:
     # Also where pbem.ground.logs.setup has not run (`flask --app pbem run`, tests).
     for name in ("werkzeug", "gunicorn.access", app.logger.name):
         guard(logging.getLogger(name))
+
+    @app.before_request
+    def _schema_is_the_codes():
+        """Before `pbem init-db` after an upgrade, every page would fail on a missing column:
+        say instead that the server is being upgraded (503). Asked of the database once per
+        process while all is well; /health names the problem itself."""
+        if app.extensions.get(SCHEMA_OK) or request.path in UNGUARDED \
+                or request.path.startswith("/static/"):
+            return None
+        from ..ground import schema  # Alembic: loaded by the first request, not by every app
+
+        try:
+            found = schema.checked(app)
+        except SQLAlchemyError:  # unreachable: the page fails as it would have, /health says so
+            return None
+        if found is None:
+            return None
+        return error_response(503, gettext("The server is being upgraded. Try again in a few "
+                                           "minutes."))
 
     @app.after_request
     def _headers(response):
