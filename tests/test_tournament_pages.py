@@ -126,6 +126,41 @@ def test_an_organiser_creates_a_league_through_the_form(app):
     assert "Winter league" in client.get("/admin/tournaments/").get_data(as_text=True)
 
 
+def test_a_rated_tournament_rates_its_games(app):
+    """Issue 43, point 10: the form's *Rated* choice makes every game of the tournament rated
+    (its results count in the ratings); without it, none is."""
+    from pbem.ground.models import RatedResult
+
+    add_admin(app)
+    client = logged_in(app)
+    csrf = csrf_of(client, "/admin/tournaments/new")
+    page = client.get("/admin/tournaments/new").get_data(as_text=True)
+    assert 'name="rated"' in page
+    assert client.post("/admin/tournaments/new", data=form(csrf, rated="on")).status_code == 303
+    assert client.post("/admin/tournaments/new",
+                       data=form(csrf, name="Friendly league")).status_code == 303
+    with reading(app) as session:
+        rated, friendly = session.exec(select(Tournament).order_by(Tournament.id)).all()
+        entry = session.exec(select(AuditEntry).where(
+            AuditEntry.action == "tournament create").order_by(AuditEntry.id)).first()
+    assert (rated.rated, friendly.rated) == (True, False)
+    assert "rated" in entry.detail
+    rated_games = [t.game_id for t in tables_of(app, rated.id)]
+    with reading(app) as session:
+        games = {g.id: g for g in session.exec(select(Game))}
+    assert rated_games and all(games[g].rated for g in rated_games)
+    assert not any(games[t.game_id].rated for t in tables_of(app, friendly.id))
+    play_out(app, rated_games[0], "rated")
+    play_out(app, tables_of(app, friendly.id)[0].game_id, "friendly")
+    with reading(app) as session:
+        counted = {r.game_id for r in session.exec(select(RatedResult))}
+    assert counted == {rated_games[0]}
+    shown = app.test_client().get(f"/tournaments/{rated.public_id}").get_data(as_text=True)
+    assert "Its games are rated." in shown
+    shown = app.test_client().get(f"/tournaments/{friendly.public_id}").get_data(as_text=True)
+    assert "rated" not in shown
+
+
 def test_next_season_and_close_through_the_forms_audited(app):
     tid, _admin = make(app, tables.LEAGUE, 6)
     play_round(app, tid, season=1)

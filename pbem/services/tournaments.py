@@ -292,6 +292,7 @@ class Setup:
     rounds: int = 1
     cycles: int = 1
     season_days: int | None = None
+    rated: bool = False
 
 
 def check_setup(setup: Setup) -> Setup:
@@ -334,7 +335,7 @@ def check_setup(setup: Setup) -> Setup:
         raise SetupProblem(str(exc)) from None
     return Setup(name, setup.kind, setup.variant, setup.format, setup.time,
                  list(setup.players), setup.table_size, setup.promotion, setup.rounds,
-                 setup.cycles, setup.season_days)
+                 setup.cycles, setup.season_days, bool(setup.rated))
 
 
 def create_tournament(admin_id: int, setup: Setup, now: datetime | None = None) -> int:
@@ -347,7 +348,7 @@ def create_tournament(admin_id: int, setup: Setup, now: datetime | None = None) 
                        format=setup.format, table_size=setup.table_size,
                        promotion=setup.promotion, rounds=setup.rounds if setup.format == SWISS
                        else 1, cycles=setup.cycles, season_days=setup.season_days,
-                       deadline_hours=setup.time.deadline_hours,
+                       rated=bool(setup.rated), deadline_hours=setup.time.deadline_hours,
                        reminder_hours=setup.time.reminders_text,
                        weekend_pause=setup.time.weekend_pause, timezone=setup.time.timezone,
                        created_at=now)
@@ -359,7 +360,8 @@ def create_tournament(admin_id: int, setup: Setup, now: datetime | None = None) 
         session.flush()
         _start_round(session, t, now)
         _audit(session, admin_id, t, "tournament create",
-               f"{setup.format}, {rules_for(setup.kind).title}, {len(setup.players)} players")
+               f"{setup.format}, {rules_for(setup.kind).title}, {len(setup.players)} players"
+               + (", rated" if t.rated else ""))
         return t.id
 
 
@@ -430,7 +432,7 @@ def _start_round(session: Session, t: Tournament, now: datetime) -> None:
                    for p in seats]
         created = create_game(players, f"{t.seed}:{t.season}:{t.round}:{league}:{group}:"
                               f"{number}", kind=t.kind, start=0, title=title, time=_time(t),
-                              now=now, variant=t.variant, session=session)
+                              now=now, variant=t.variant, rated=t.rated, session=session)
         session.add(TournamentTable(tournament_id=t.id, season=t.season, round=t.round,
                                     league=league, group_number=group, number=number,
                                     game_id=created.game_id, players_json=json.dumps(seats)))
