@@ -245,9 +245,18 @@ class _Table:
     watch_id: str
 
 
+def absolute(url: str) -> str:
+    """A link for a mail: a path of this server's (`/rules/...`) after the base URL; any
+    other link as it is."""
+    if url.startswith("/") and not url.startswith("//"):
+        return current_app.config["BASE_URL"].rstrip("/") + url
+    return url
+
+
 def init_app(app) -> None:
     app.add_template_global(board_table)
     app.add_template_filter(inert, "typed")
+    app.add_template_filter(absolute, "absolute")
 
 
 @dataclass(frozen=True)
