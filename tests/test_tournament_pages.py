@@ -69,7 +69,8 @@ def test_the_standings_page_shows_names_and_games_never_an_address(app):
         entrants = session.exec(select(Entrant)).all()
         games = session.exec(select(Game)).all()
     for e in entrants:
-        assert e.name in text and e.public_id in text
+        # Names alone, no codes beside them (issue 43, point 12): no two are the same here.
+        assert e.name in text and e.public_id not in text
     for game in games:
         assert f'href="/watch/{game.watch_id}"' in text
     assert "League 2, group 1" in text
@@ -96,9 +97,22 @@ def test_the_standings_name_players_by_their_profile_and_link_its_page(app):
         .get_data(as_text=True)
     link = f'<a href="/players/{profile_id}">Bea of the chess club</a>'
     assert text.count(link) == 2, "in the standings and in the list of games"
-    assert f"{entrant_name} <span class=\"muted\">({entrant_id})</span>" in text
+    assert f"{entrant_name}</td>" in text and entrant_id not in text
     assert app.test_client().get(f"/players/{profile_id}").status_code == 200
     assert not ADDRESS.search(text)
+    # Two players of the same name are told apart by their public ids, and only they.
+    with app.app_context(), writing() as session:
+        twin = profile_for(session, "p3@example.org")
+        twin.name = entrant_name.upper()
+        session.add(twin)
+        session.flush()
+        twin_id = session.exec(select(Entrant).where(Entrant.email == "p3@example.org")) \
+            .one().public_id
+    text = app.test_client().get(f"/tournaments/{tournament(app, tid).public_id}") \
+        .get_data(as_text=True)
+    assert f"{entrant_name} <span class=\"muted\">({entrant_id})</span>" in text
+    assert f"({twin_id})</span>" in text
+    assert text.count('<span class="muted">(') == 2 * 2, "two players, standings and games"
 
 
 def test_an_organiser_creates_a_league_through_the_form(app):

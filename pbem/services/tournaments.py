@@ -153,6 +153,7 @@ class Row:
     games: int
     email: str = field(repr=False, default="")  # for the players' own mail; never shown
     profile_id: str = ""  # the player's Profile.public_id (their public page), "" if none
+    twin: bool = False  # another player of the tournament has the same name: show public_id
 
 
 @dataclass
@@ -214,6 +215,12 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
         return (p.name if p else e.name if e else "?", e.public_id if e else "",
                 p.public_id if p else "")
 
+    # Names are shown alone; the public id beside one only where two players share it.
+    name_count = Counter(named(email)[0].casefold() for email in entrants)
+
+    def twin(name: str) -> bool:
+        return name_count[name.casefold()] > 1
+
     groups: dict[tuple[int, int], list[TournamentTable]] = {}
     for r in rows:
         groups.setdefault((r.league, r.group_number), []).append(r)
@@ -233,7 +240,8 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
         for s in standing:
             name, public_id, profile_id = named(s.player)
             shown.append(Row(s.place, name, public_id, points_text(s.points),
-                             points_text(s.tie_break), s.score, s.games, s.player, profile_id))
+                             points_text(s.tie_break), s.score, s.games, s.player, profile_id,
+                             twin(name)))
         games_shown = []
         for r in members:
             game = games[r.game_id]
@@ -243,7 +251,8 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
                 "round": r.round, "number": r.number, "watch_id": game.watch_id,
                 "title": game.title, "status": game.status,
                 "players": [(*named(p), None if played is None or played.ranks is None
-                             else played.ranks[n]) for n, p in enumerate(players)]})
+                             else played.ranks[n], twin(named(p)[0]))
+                            for n, p in enumerate(players)]})
         sections.append(Section(league, group, shown, games_shown))
     return sections
 
