@@ -125,8 +125,12 @@ def test_the_end_of_the_game_is_mailed_to_everyone_with_the_breakdown(app, clien
             if match:
                 rows[match.group(1).strip()] = match.group(2).split()
         parts = [label for label in rows if label.startswith(("Intermediate", "Monasteries in",
-                                                              "Alliances", "Chains"))]
-        assert len(parts) == 1 + 9 + 2
+                                                              "Alliance ", "Chains"))]
+        # Each alliance on a row of its own (issue 43, point 12), named by its two countries.
+        alliances = [label for label in parts if label.startswith("Alliance ")]
+        assert len(alliances) >= 2 and all(re.fullmatch(r"Alliance \d+: \S+–\S+", label)
+                                           for label in alliances), alliances
+        assert len(parts) == 1 + 9 + len(alliances) + 1
         assert [int(v) for v in rows["Total"]] == list(state.scores)
         assert [sum(int(rows[label][s]) for label in parts) for s in range(3)] == \
             list(state.scores), "the parts add up to the total, the intermediate scoring too"
