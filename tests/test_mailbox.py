@@ -176,3 +176,24 @@ def test_mail_that_really_goes_out_needs_its_reply_domain(tmp_path):
     app = make_app(tmp_path / "other", MAIL_REPLY_DOMAIN="games.example.org")
     with app.app_context():
         assert reply_address("k" * 32) == f"play+{'k' * 32}@games.example.org"
+
+
+def test_the_readme_says_near_the_top_how_to_choose_the_port_the_admin_and_replies(app):
+    """Issue 43, point 13: the port, the admin's password and replying were only in --help and
+    docs/running-games.md; the README says them before the first game is played, and every
+    command and option it names there exists."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    top = readme.split("## Play your first game", 1)[0]
+    assert "--port" in top and "create-admin" in top and "*Reply*" in top
+    assert "PBEM_MAIL_REPLY_DOMAIN" in top and "mailbox.localhost" in top
+    runner = app.test_cli_runner()
+    named = re.findall(r"python3 -m pbem ([a-z-]+)((?: --[a-z-]+)*)", top)
+    named.append(("create-admin", " --password-stdin"))
+    assert {"demo", "serve", "create-admin"} <= {command for command, _ in named}, named
+    for command, options in named:
+        helped = runner.invoke(args=[command, "--help"])
+        assert helped.exit_code == 0, (command, helped.output)
+        for option in options.split():
+            assert option in helped.output, (command, option)
