@@ -8,6 +8,7 @@ import os
 import sys
 
 from .arena import report_lines, run_arena
+from .errors import SetupError
 from .games import DEFAULT, NAMES, game_package
 from .kardinal_koenig.cli import MAX_POSITION_BYTES, score_file
 
@@ -24,8 +25,11 @@ def cmd_playout(args) -> int:
     if any(v not in known for v in variants):
         args.parser.error(f"{rules.TITLE} has no --variant" if not known else
                           f"{rules.TITLE}'s variants are {', '.join(known)}")
-    print(json.dumps(rules.playout_result(args.players, args.seed, variants),
-                     ensure_ascii=False))
+    try:
+        result = rules.playout_result(args.players, args.seed, variants)
+    except SetupError as exc:  # a set-up the rules refuse (a variant with three players)
+        args.parser.error(str(exc))
+    print(json.dumps(result, ensure_ascii=False))
     return 0
 
 

@@ -73,6 +73,22 @@ def say_n(one: str, other: str, n: int, **params) -> Phrase:
     return Phrase((one, other), params, n)
 
 
+class PlayerWord(Phrase):
+    """A player named by their colour ('green'). The engine knows no names; a server that does
+    writes the player's name beside the colour (pbem.ground.i18n.phrase_data)."""
+
+    def __reduce__(self):
+        return (player, (str(self),))
+
+
+def player(name: str) -> Phrase:
+    """A player, by their colour: written as the colour ('red'), or by a server as the
+    player's name and colour ('Chiara (red)')."""
+    self = str.__new__(PlayerWord, name)
+    self.key, self.params, self.n = name, {}, None
+    return self
+
+
 def colour(name: str) -> Phrase:
     """A player's or a card's colour, as a word a server translates ('red')."""
     return Phrase(name)

@@ -114,6 +114,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     i18n.init_app(app)
     mail.init_app(app)
     web.init_app(app)
+    # The mailbox page's Reply button hands its mail to the reading of replies (pbem.mailin,
+    # a channel beside the pages that they may not import), as `pbem ingest-mail` does.
+    app.extensions["pbem_mail_in"] = _handle_mail
     if app.config["SERVE_TRUSTED_PROXIES"]:
         # Behind N reverse proxies, the client's address is the Nth from the right in
         # X-Forwarded-For (and the scheme and host come from X-Forwarded-Proto/-Host).
@@ -137,3 +140,10 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # helper senders), so that the floors below need not import this one.
     app.extensions["pbem_factory"] = create_app
     return app
+
+
+def _handle_mail(raw: bytes, recipients: list[str]):
+    """Read one incoming mail (pbem.mailin.inbox.handle_incoming), imported when first used."""
+    from .mailin.inbox import handle_incoming
+
+    return handle_incoming(raw, recipients)

@@ -132,6 +132,54 @@ def test_the_click_panel_speaks_german_and_names_the_empty_country_rule(site, pa
     assert "You chose" not in panel.inner_text()
 
 
+def test_the_keyboard_goes_on_from_the_map_and_the_cards_are_named(site, page):
+    """Issue 43, point 9: a field chosen with the keyboard moves the focus on to what comes
+    next (the Preview button was 77 Tab presses away, after the whole map), or to the choice
+    of cards when there is one; the cards are named by colour and countries, not "O RR"."""
+    app, base = site
+    created, tokens = new_game(app, 3, "keys-1", start=0)
+    _, state = game_state(app, created.game_id)
+    move = monastery_move(state)
+    card = state.board.card(move.cards[0])
+    page.goto(f"{base}/seat/{tokens[0]}")
+    page.locator(f'svg [data-field="{move.pieces[0]}"].clickable').focus()
+    page.keyboard.press("Enter")
+    panel = page.locator("#map-choice")
+    sync_api.expect(panel).to_contain_text(f"1 × {card.colour} ({card.label})")
+    focused = page.locator(":focus")
+    sync_api.expect(focused).to_have_text("Preview this placement")
+    page.screenshot(path=SHOTS / "seat-page-keyboard-choice.png", full_page=True)
+    page.keyboard.press("Enter")
+    sync_api.expect(page.get_by_role("heading", name="Confirm your move")).to_be_visible()
+
+    # Where several ways of paying place the same piece, the focus goes to the choice.
+    for n in range(40):
+        created, tokens = new_game(app, 3, f"keys-ways-{n}", start=0)
+        _, state = game_state(app, created.game_id)
+        places = [m for m in engine.legal_moves(state) if isinstance(m, engine.Place)
+                  and len(m.pieces) == 1 and m.pieces[0] != engine.ADVISOR]
+        ways = {}
+        for m in places:
+            ways.setdefault(m.pieces[0], set()).add(m.cards)
+        field = next((f for f, paid in ways.items() if len(paid) > 1), None)
+        if field:
+            break
+    assert field, "a field with two ways of paying in one of 40 deals"
+    page.goto(f"{base}/seat/{tokens[0]}")
+    page.locator(f'svg [data-field="{field}"].clickable').focus()
+    page.keyboard.press("Enter")
+    sync_api.expect(page.locator(":focus")).to_have_attribute("type", "radio")
+    labels = panel.locator("label").all_inner_texts()
+    assert len(labels) == len(ways[field])
+    for label in labels:
+        assert " × " in label and "(" in label, labels
+        assert not any(label.strip() == cards for cards in ways[field]), labels
+    colours = {state.board.card(c).colour for cards in ways[field] for c in cards}
+    assert all(any(colour in label for label in labels) for colour in colours), labels
+    page.keyboard.press("Tab")
+    sync_api.expect(page.locator(":focus")).to_have_text("Preview this placement")
+
+
 def test_the_history_shows_the_board_after_any_move(site, page):
     """The spectator history replays the game: each move's board, with previous and next."""
     app, base = site

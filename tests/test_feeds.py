@@ -226,6 +226,7 @@ def test_the_calendar_lists_each_running_games_deadline_for_two_parsers(app, cli
     response = client.get(f"/feeds/{key}/deadlines.ics")
     assert response.status_code == 200 and response.mimetype == "text/calendar"
     assert response.headers["Cache-Control"] == "private, no-cache"
+    assert "Date" not in response.headers  # the HTTP server adds the one (issue 43, point 12)
     spring, __ = game_state(app, first)
     autumn, __ = game_state(app, second)
 
@@ -282,3 +283,16 @@ def test_a_new_calendar_link_revokes_the_old_and_the_calendar_speaks_her_languag
     parsed = Calendar.from_ical(client.get(f"/feeds/{new}/deadlines.ics").data)
     assert f"Du bist am Zug in Spring #{first}: Frist" in \
         [str(e["summary"]) for e in parsed.walk("VEVENT")]
+
+
+def test_the_feeds_leave_the_date_header_to_the_http_server(app, client):
+    """Issue 43, point 12: the Atom and calendar answers carried `Date` twice behind gunicorn
+    (one from the answer, one from the server): the answer carries none of its own, whether
+    whole or 304."""
+    created, _ = new_game(app, 3, "date")
+    game, __ = game_state(app, created.game_id)
+    url = f"/watch/{game.watch_id}/feed.atom"
+    whole = client.get(url)
+    assert whole.status_code == 200 and "Date" not in whole.headers
+    again = client.get(url, headers={"If-None-Match": whole.headers["ETag"]})
+    assert again.status_code == 304 and "Date" not in again.headers

@@ -51,7 +51,7 @@ def test_playout_is_the_same_for_the_same_seed_in_any_process(capsys):
 
 def test_playout_with_a_variant():
     """playout --variant no-buying: nobody buys a card."""
-    result = kc_playout(3, 5, "--variant", "no-buying")
+    result = kc_playout(2, 5, "--variant", "no-buying")
     assert "buy" not in result["moves"]
 
 
@@ -60,6 +60,8 @@ def test_playout_with_a_variant():
     (["--game", "knights-castles", "--players", "1"], "invalid choice"),
     (["--players", "2"], "Kardinal & König is for 3 to 5 players"),
     (["--players", "4", "--variant", "catch-up"], "has no --variant"),
+    (["--game", "knights-castles", "--players", "3", "--variant", "no-buying"],
+     "for a two-player game only"),
     (["--game", "chess", "--players", "2"], "invalid choice"),
 ])
 def test_playout_refuses_what_the_game_does_not_allow(args, message):

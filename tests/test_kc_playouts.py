@@ -111,9 +111,9 @@ def test_games_with_trades_and_every_check(players):
 @pytest.mark.parametrize("variants", [("catch-up",), ("no-buying",), ("knights-from-hand",),
                                       ("catch-up", "no-buying", "knights-from-hand")])
 def test_variants_play_to_the_end(variants):
-    """The variants keep the invariants too."""
+    """The variants keep the invariants too (in two-player games, the only ones they are for)."""
     for seed in range(30):
-        for _, _, move, state in random_playout(2 + seed % 5, seed, variants):
+        for _, _, move, state in random_playout(2, seed, variants):
             check(state)
             if "no-buying" in variants:
                 assert str(move) != "buy"

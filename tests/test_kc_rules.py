@@ -455,6 +455,21 @@ def test_catch_up_draws_one_more_after_less_revenue():
     assert sum(play(plain, "done").hands[0]) == 1
 
 
+def test_variants_are_for_two_players_only():
+    """Variants: "The above variations are for a two-player game only": a game of three or
+    more with a variant is refused, with what to do instead; two players may play them."""
+    from engine.errors import SetupError
+    from engine.knights_castles import new_game
+
+    for players in (3, 4, 6):
+        with pytest.raises(SetupError, match=f"two-player game only; play this game of "
+                                             f"{players} with the standard rules") as refused:
+            new_game(players, 7, ("no-buying", "catch-up"))
+        assert refused.value.args[0].params["variant"] == "catch-up+no-buying"
+        assert new_game(players, 7).variants == ()
+    assert new_game(2, 7, ("no-buying",)).variants == ("no-buying",)
+
+
 def test_no_buying_variant():
     """Variant no-buying: extra cards cannot be bought."""
     state = position(step=BUY, gold={0: 50}, variants=("no-buying",), tableau={1: "masonry"})

@@ -454,6 +454,61 @@ def test_the_dice_line_says_when_it_shows_only_the_latest_rolls():
     state = rules.new_state(["red", "blue", "green"], "dice", 0)
     many = replace(state, dice=tuple(range(1, 7)) * 3)  # 18 rolls
     few = replace(state, dice=(3, 5))
-    assert "Dice: the last 10 of 18 rolls, the latest last: 3 4 5 6 1 2 3 4 5 6." in \
-        rules.position_lines(many, 0)
-    assert "Dice so far: 3 5 (latest last)." in rules.position_lines(few, 0)
+    assert "Dice rolled in play (caravans, disasters, wars): the last 10 of 18, the latest " \
+        "last: 3 4 5 6 1 2 3 4 5 6." in rules.position_lines(many, 0)
+    assert "Dice rolled in play (caravans, disasters, wars), the latest last: 3 5." in \
+        rules.position_lines(few, 0)
+
+
+def test_the_start_roll_is_explained_apart_from_the_dice_in_play():
+    """Issue 43, point 12: the invitation showed "Dice so far: 2 4 4 4 6 4 4" unexplained; it
+    says which were the roll for the start seat (and the tied seats' second roll), and which
+    were rolled in play."""
+    from dataclasses import replace
+
+    from pbem.games.knights_castles import start_rolls
+
+    rules = rules_for("knights-castles")
+    colours = ["yellow", "red", "green", "purple"]
+    state = next(s for s in (rules.new_state(colours, f"roll{n}", None) for n in range(200))
+                 if len(s.dice) > 4)  # a tie: some seats rolled twice
+    rounds = start_rolls(state)
+    assert len(rounds) >= 2 and [s for s, _ in rounds[0]] == [0, 1, 2, 3]
+    assert sum(len(one) for one in rounds) == len(state.dice)
+    first = ", ".join(f"{c} {r}" for c, r in zip(colours, state.dice[:4], strict=True))
+    lines = rules.position_lines(state, 0)
+    line = next(x for x in lines if x.startswith("Start roll"))
+    assert line.startswith("Start roll (each player rolls a die, the highest starts, tied "
+                           f"players roll again): {first}; ")
+    assert line.endswith(f"; {colours[state.start]} starts.")
+    assert not any(x.startswith("Dice rolled in play") for x in lines)
+    later = replace(state, dice=(*state.dice, 5))
+    assert "Dice rolled in play (caravans, disasters, wars), the latest last: 5." in \
+        rules.position_lines(later, 0)
+    chosen = rules.new_state(colours, "roll", 2)
+    assert not any("Start roll" in x for x in rules.position_lines(chosen, 0))
+
+
+def test_the_rules_line_and_the_whole_rules_are_our_own(tmp_path):
+    """Issue 43, point 12: the rules line says plainly which rules a game plays, and "the whole
+    rules" lead to this server's own rules page (in the reader's language), not to a search on
+    another site."""
+    app = make_app(tmp_path / "instance", BASE_URL="https://games.example.org")
+    box = Mailbox(app)
+    _, tokens = new_game(app, 3, "rules", kind="knights-castles")
+    client = app.test_client()
+    page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
+    assert "Rules: the standard rules, no variant." in page
+    assert "referee" not in page and "boardgamegeek" not in page
+    assert 'href="/rules/knights-castles"' in page
+    mail = text_of(box.to("p0@example.org")[0])
+    assert "The whole rules: https://games.example.org/rules/knights-castles" in mail
+    assert "boardgamegeek" not in mail
+    rules = client.get("/rules/knights-castles")
+    text = rules.get_data(as_text=True)
+    assert rules.status_code == 200 and "Trade Route" in text and "two players only" in text
+    assert "<td>30</td>" in text  # 30 villages in the deck
+    german = client.get("/rules/knights-castles", headers={"Accept-Language": "de"})
+    assert "Handelsroute" in german.get_data(as_text=True)
+    assert client.get("/rules/chess").status_code == 404
+    assert client.get("/rules/kardinal-koenig").status_code == 404  # it has its rule books

@@ -84,7 +84,12 @@ def test_post_join_and_a_full_game_starts_with_its_first_mails(lobby_app):
     with reading(app) as db:
         poster = db.exec(select(Profile).where(Profile.email == "anna@example.org")).one()
     assert poster.name.startswith("Player ") and "anna" not in poster.name
-    assert f"#{posted.id}" in public and "1 of 3" in public and poster.name in public
+    assert "1 of 3" in public and poster.name in public
+    # Issue 43, point 12: a post is not labelled like a game ("Kardinal & König #1"), and a
+    # new player's cautious rating (below zero) is shown as how far they are.
+    assert f"Kardinal &amp; König, posted by {poster.name}" in public
+    assert f"#{posted.id}" not in public
+    assert "new: 0 of 5 rated games" in public and "rating -" not in public
     assert f"/players/{poster.public_id}" in public and "anna" not in public
     assert "@example.org" not in public and "/join" not in public
     before = _everything(app)
@@ -113,6 +118,13 @@ def test_post_join_and_a_full_game_starts_with_its_first_mails(lobby_app):
     late = _press(client, keys["dora"], posted.id, "join")
     assert late.status_code == 409 and "no longer open" in late.get_data(as_text=True)
     assert f"#{posted.id}" not in client.get("/lobby").get_data(as_text=True)
+    # Those whose post just started are told so, with the way to the game.
+    for name in ("anna", "chiara"):
+        own = client.get(f"/me/{keys[name]}/lobby").get_data(as_text=True)
+        assert (f"Your open game has started: Kardinal &amp; König #{game.id}. Everyone got its "
+                f'first mail; open it from <a href="/me/{keys[name]}">your games</a>.') in own
+    assert "Your open game has started" not in \
+        client.get(f"/me/{keys['dora']}/lobby").get_data(as_text=True)
 
 
 def test_withdraw_expiry_and_the_minimum_rating(lobby_app):

@@ -55,7 +55,7 @@ def test_the_next_player_gets_your_turn_with_the_news_position_deadline_and_link
     assert "Face-up cards:" in text and "Scores:" in text
     assert "Since your last turn" not in text, "this seat has not had a turn yet"
     news = text.split("So far in this game:", 1)[1]
-    mover = state.players[start.current]
+    mover = f"Player {start.current} ({state.players[start.current]})"
     assert f"- {mover} played" in news or f"- {mover} exchanged" in news
     # As players read it: "Saturday 5 December 2026, 02:07 UTC" (the day without a leading
     # zero, which a "%d" would give on days 1-9 of a month).
@@ -128,8 +128,12 @@ def test_the_end_of_the_game_is_mailed_to_everyone_with_the_breakdown(app, clien
             if match:
                 rows[match.group(1).strip()] = match.group(2).split()
         parts = [label for label in rows if label.startswith(("Intermediate", "Monasteries in",
-                                                              "Alliances", "Chains"))]
-        assert len(parts) == 1 + 9 + 2
+                                                              "Alliance ", "Chains"))]
+        # Each alliance on a row of its own (issue 43, point 12), named by its two countries.
+        alliances = [label for label in parts if label.startswith("Alliance ")]
+        assert len(alliances) >= 2 and all(re.fullmatch(r"Alliance \d+: \S+–\S+", label)
+                                           for label in alliances), alliances
+        assert len(parts) == 1 + 9 + len(alliances) + 1
         assert [int(v) for v in rows["Total"]] == list(state.scores)
         assert [sum(int(rows[label][s]) for label in parts) for s in range(3)] == \
             list(state.scores), "the parts add up to the total, the intermediate scoring too"
@@ -331,3 +335,42 @@ def test_without_the_picture_setting_the_mail_shows_the_board_as_a_table(app, ma
     assert not [p for p in mail.walk() if p.get_content_type().startswith("image/")]
     html = html_of(mail)
     assert "cid:" not in html and html.count("<h3>The board</h3>") == 1 and "<table" in html
+
+
+def test_players_are_named_by_name_and_colour_and_the_reader_as_you(app, client, mailbox):
+    """Issue 43, point 11: the log and the mails name a player "Player 1 (red)", not "red";
+    on a player's own page they are "you", in German and Spanish too."""
+    import json
+
+    from pbem.ground import i18n
+    from pbem.ground.db import reading
+    from pbem.ground.models import MoveRecord
+    from sqlmodel import select
+
+    _, tokens = new_game(app, 3, "names")
+    _, start = game_state(app)
+    mover, colour = start.current, start.players[start.current]
+    play_moves(app, tokens, 10, until=lambda s: s.current != start.current)
+    _, state = game_state(app)
+    named = f"Player {mover} ({colour}) played"
+    other = state.current
+    text = text_of(mailbox.to(f"p{other}@example.org")[-1])
+    assert f"- {named}" in text, text
+    assert f"- {colour} played" not in text
+    others_page = client.get(f"/seat/{tokens[other]}").get_data(as_text=True)
+    assert named in others_page
+    own_page = client.get(f"/seat/{tokens[mover]}").get_data(as_text=True)
+    assert f"Player {mover} (you, {colour}) played" in own_page
+    assert named not in own_page
+    with app.app_context(), reading() as session:
+        first = session.exec(select(MoveRecord).order_by(MoveRecord.number)).first()
+        lines = json.loads(first.lines_json)
+        with i18n.in_language("de"):
+            german = i18n.render(lines[str(mover)][0]), i18n.render(lines[str(other)][0])
+        with i18n.in_language("es"):
+            spanish = i18n.render(lines[str(mover)][0]), i18n.render(lines[str(other)][0])
+    words = {"red": ("rot", "rojo"), "yellow": ("gelb", "amarillo"), "green": ("grün", "verde"),
+             "purple": ("lila", "morado"), "blue": ("blau", "azul")}[colour]
+    assert german[0].lower().startswith(f"player {mover} (du, {words[0]})"), german
+    assert german[1].lower().startswith(f"player {mover} ({words[0]})"), german
+    assert spanish[0].startswith(f"Player {mover} (tú, {words[1]})"), spanish

@@ -122,3 +122,78 @@ def test_a_link_at_the_end_of_a_sentence_leaves_the_full_stop_out():
     html = str(linkify("This mail was sent by http://127.0.0.1:5000. See (http://x.org/a)."))
     assert '<a href="http://127.0.0.1:5000">http://127.0.0.1:5000</a>. See' in html
     assert '(<a href="http://x.org/a">http://x.org/a</a>).' in html
+
+
+def test_the_demo_plays_by_reply_from_the_mailbox_page(app, client, mailbox):
+    """Issue 43, point 13: with mail kept in the local folder and no reply domain set (the
+    demo's set-up), each mail still has a reply address, and the mailbox page's Reply button
+    sends the reply written there through the same reading as a mail: the move is made and
+    the server's answer shows in the mailbox."""
+    import engine
+    from server import field, game_state
+
+    assert app.config["MAIL_REPLY_DOMAIN"] == "" and app.config["MAIL_BACKEND"] == "local"
+    new_game(app, 3, "reply-here")
+    mailbox.deliver()
+    game, state = game_state(app)
+    starter = f"p{state.current}@example.org"
+    (invitation,) = mailbox.to(starter)
+    assert re.fullmatch(r"play\+[\w-]{32}@mailbox\.localhost", str(invitation["Reply-To"]))
+    name = next(p.stem for p in mailbox.folder.glob("*.eml") if starter in p.read_text())
+    page = client.get(f"/mailbox/{name}").get_data(as_text=True)
+    assert f'href="/mailbox/{name}/reply"' in page
+    form = client.get(f"/mailbox/{name}/reply").get_data(as_text=True)
+    assert "&gt; " in form and "mailbox.localhost" in form
+    move = str(engine.legal_moves(state)[0])
+    sent = client.post(f"/mailbox/{name}/reply", data={
+        "csrf_token": field(form, "csrf_token"), "body": f"{move}\n\n> the quoted mail\n"})
+    assert sent.status_code == 303
+    after, moved = game_state(app)
+    assert after.turn == game.turn + 1 and moved.ply == state.ply + 1
+    with app.app_context():
+        from sqlmodel import select
+
+        from pbem.ground.db import reading
+        from pbem.ground.models import MoveRecord
+        with reading() as session:
+            record = session.exec(select(MoveRecord).order_by(MoveRecord.number.desc())).first()
+    assert (record.notation, record.via) == (move, "email")
+    answers = [m for m in mailbox.to(starter) if str(m["Subject"]).startswith(
+        ("[", "Re:")) and m is not invitation]
+    assert answers, "the server answered the reply"
+    assert "went to the server" in client.get(sent.headers["Location"]).get_data(as_text=True)
+    # A mail without a reply address (none to reply to) has no Reply button.
+    assert client.get("/mailbox/99999999/reply").status_code == 404
+
+
+def test_mail_that_really_goes_out_needs_its_reply_domain(tmp_path):
+    """The mailbox's own reply domain is for mail kept in the local folder only."""
+    from pbem.services.mail import reply_address
+
+    app = make_app(tmp_path / "instance", MAIL_BACKEND="smtp")
+    with app.app_context():
+        assert reply_address("k" * 32) is None
+    app = make_app(tmp_path / "other", MAIL_REPLY_DOMAIN="games.example.org")
+    with app.app_context():
+        assert reply_address("k" * 32) == f"play+{'k' * 32}@games.example.org"
+
+
+def test_the_readme_says_near_the_top_how_to_choose_the_port_the_admin_and_replies(app):
+    """Issue 43, point 13: the port, the admin's password and replying were only in --help and
+    docs/running-games.md; the README says them before the first game is played, and every
+    command and option it names there exists."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    top = readme.split("## Play your first game", 1)[0]
+    assert "--port" in top and "create-admin" in top and "*Reply*" in top
+    assert "PBEM_MAIL_REPLY_DOMAIN" in top and "mailbox.localhost" in top
+    runner = app.test_cli_runner()
+    named = re.findall(r"python3 -m pbem ([a-z-]+)((?: --[a-z-]+)*)", top)
+    named.append(("create-admin", " --password-stdin"))
+    assert {"demo", "serve", "create-admin"} <= {command for command, _ in named}, named
+    for command, options in named:
+        helped = runner.invoke(args=[command, "--help"])
+        assert helped.exit_code == 0, (command, helped.output)
+        for option in options.split():
+            assert option in helped.output, (command, option)

@@ -9,6 +9,7 @@ import threading
 import time
 from datetime import timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from server import field, game_state, html_of, play_moves, text_of
@@ -327,3 +328,42 @@ def test_an_open_during_a_revocation_waits_for_it_and_mints_nothing(app, client,
         live = db.exec(select(SeatKey).join(Seat, Seat.id == SeatKey.seat_id).where(
             Seat.game_id == game_id, Seat.number == 0, SeatKey.revoked_at.is_(None))).all()
     assert live == [], "a seat key survived the revocation"
+
+
+def test_every_deadline_is_in_the_readers_time_zone_and_the_games_where_it_differs(
+        app, client, mailbox):
+    """Issue 43, point 8: a game made before Anna chose a time zone showed its deadline in UTC,
+    a later one in her zone, on one page; now both are in hers (her profile's), each with the
+    game's own time beside it where the game keeps another zone."""
+    from datetime import UTC
+
+    from pbem.ground.models import Profile
+    from pbem.services.deadlines import time_control
+
+    first, _ = _game(app, [ANNA, "Bruno <b@example.org>", "Chiara <c@example.org>"],
+                     "zone-1", "Old game")
+    with writing(app) as session:
+        session.add(Profile(email="anna@example.org", name="Anna", timezone="Europe/Berlin"))
+    with app.app_context():
+        second = create_game([parse_player(n) for n in (ANNA, "Dora <d@example.org>",
+                                                        "Elif <e@example.org>")],
+                             "zone-2", start=0, title="New game",
+                             time=time_control(timezone="America/New_York")).game_id
+        third = create_game([parse_player(n) for n in (ANNA, "Fritz <f@example.org>",
+                                                       "Gabi <g@example.org>")],
+                            "zone-3", start=0, title="Berlin game",
+                            time=time_control(timezone="Europe/Berlin")).game_id
+    token = _games_token(mailbox, "anna@example.org")
+    rows = {row.split(" #")[0]: row for row in _rows(client.get(f"/me/{token}")
+                                                     .get_data(as_text=True))}
+    for title, game_id, zone in (("Old game", first, "UTC"), ("New game", second,
+                                                             "America/New_York")):
+        game, _ = game_state(app, game_id)
+        berlin = game.deadline_at.astimezone(ZoneInfo("Europe/Berlin"))
+        own = game.deadline_at.astimezone(UTC if zone == "UTC" else ZoneInfo(zone))
+        row = rows[title]
+        assert f"{berlin:%H:%M} (Europe/Berlin)" in row, row
+        suffix = "UTC" if zone == "UTC" else f"({zone})"
+        assert "in the game&#39;s time zone: " in row and f"{own:%H:%M} {suffix}" in row, row
+    assert "(Europe/Berlin)" in rows["Berlin game"] and str(third) in rows["Berlin game"]
+    assert "time zone" not in rows["Berlin game"]  # the same zone: said once

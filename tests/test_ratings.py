@@ -221,3 +221,26 @@ def test_the_admin_form_and_the_command_line_create_rated_games(tmp_path):
         assert [g.rated for g in db.exec(select(Game).order_by(Game.id))] == [
             False, True, True, False]
     assert re.search(r"Rated", form)
+
+
+def test_a_new_players_provisional_rating_is_not_shown_as_a_negative_number(tmp_path):
+    """Issue 43, point 12: after a first lost game the cautious number is below zero ("-2.8
+    (provisional)"), which reads as a bad result; the pages say how far the player is instead,
+    and show the number of a provisional rating once it is above zero."""
+    app = make_app(tmp_path / "instance")
+    with writing(app) as db:
+        for name, address, mu, sigma, games in (("Lena", "lena@example.org", 24.0, 8.9, 1),
+                                                ("Omar", "omar@example.org", 30.0, 5.0, 3),
+                                                ("Pia", "pia@example.org", 31.0, 3.0, 9)):
+            db.add(Profile(email=address, name=name))
+            db.add(Rating(kind=KIND, player=address, mu=mu, sigma=sigma,
+                          ordinal=mu - 3 * sigma, games=games))
+    with reading(app) as db:
+        pages = {p.name: p.public_id for p in db.exec(select(Profile))}
+    client = app.test_client()
+    lena = client.get(f"/players/{pages['Lena']}").get_data(as_text=True)
+    assert "new: 1 of 5 rated games" in lena and "-2.7" not in lena
+    omar = client.get(f"/players/{pages['Omar']}").get_data(as_text=True)
+    assert "15.0" in omar and "provisional: 3 of 5 rated games" in omar
+    pia = client.get(f"/players/{pages['Pia']}").get_data(as_text=True)
+    assert "22.0" in pia and "provisional" not in pia and "new:" not in pia

@@ -69,7 +69,8 @@ def test_the_standings_page_shows_names_and_games_never_an_address(app):
         entrants = session.exec(select(Entrant)).all()
         games = session.exec(select(Game)).all()
     for e in entrants:
-        assert e.name in text and e.public_id in text
+        # Names alone, no codes beside them (issue 43, point 12): no two are the same here.
+        assert e.name in text and e.public_id not in text
     for game in games:
         assert f'href="/watch/{game.watch_id}"' in text
     assert "League 2, group 1" in text
@@ -96,9 +97,22 @@ def test_the_standings_name_players_by_their_profile_and_link_its_page(app):
         .get_data(as_text=True)
     link = f'<a href="/players/{profile_id}">Bea of the chess club</a>'
     assert text.count(link) == 2, "in the standings and in the list of games"
-    assert f"{entrant_name} <span class=\"muted\">({entrant_id})</span>" in text
+    assert f"{entrant_name}</td>" in text and entrant_id not in text
     assert app.test_client().get(f"/players/{profile_id}").status_code == 200
     assert not ADDRESS.search(text)
+    # Two players of the same name are told apart by their public ids, and only they.
+    with app.app_context(), writing() as session:
+        twin = profile_for(session, "p3@example.org")
+        twin.name = entrant_name.upper()
+        session.add(twin)
+        session.flush()
+        twin_id = session.exec(select(Entrant).where(Entrant.email == "p3@example.org")) \
+            .one().public_id
+    text = app.test_client().get(f"/tournaments/{tournament(app, tid).public_id}") \
+        .get_data(as_text=True)
+    assert f"{entrant_name} <span class=\"muted\">({entrant_id})</span>" in text
+    assert f"({twin_id})</span>" in text
+    assert text.count('<span class="muted">(') == 2 * 2, "two players, standings and games"
 
 
 def test_an_organiser_creates_a_league_through_the_form(app):
@@ -124,6 +138,41 @@ def test_an_organiser_creates_a_league_through_the_form(app):
     assert "p0@example.org" in page  # the organiser sees the addresses
     assert f"/tournaments/{t.public_id}" in page
     assert "Winter league" in client.get("/admin/tournaments/").get_data(as_text=True)
+
+
+def test_a_rated_tournament_rates_its_games(app):
+    """Issue 43, point 10: the form's *Rated* choice makes every game of the tournament rated
+    (its results count in the ratings); without it, none is."""
+    from pbem.ground.models import RatedResult
+
+    add_admin(app)
+    client = logged_in(app)
+    csrf = csrf_of(client, "/admin/tournaments/new")
+    page = client.get("/admin/tournaments/new").get_data(as_text=True)
+    assert 'name="rated"' in page
+    assert client.post("/admin/tournaments/new", data=form(csrf, rated="on")).status_code == 303
+    assert client.post("/admin/tournaments/new",
+                       data=form(csrf, name="Friendly league")).status_code == 303
+    with reading(app) as session:
+        rated, friendly = session.exec(select(Tournament).order_by(Tournament.id)).all()
+        entry = session.exec(select(AuditEntry).where(
+            AuditEntry.action == "tournament create").order_by(AuditEntry.id)).first()
+    assert (rated.rated, friendly.rated) == (True, False)
+    assert "rated" in entry.detail
+    rated_games = [t.game_id for t in tables_of(app, rated.id)]
+    with reading(app) as session:
+        games = {g.id: g for g in session.exec(select(Game))}
+    assert rated_games and all(games[g].rated for g in rated_games)
+    assert not any(games[t.game_id].rated for t in tables_of(app, friendly.id))
+    play_out(app, rated_games[0], "rated")
+    play_out(app, tables_of(app, friendly.id)[0].game_id, "friendly")
+    with reading(app) as session:
+        counted = {r.game_id for r in session.exec(select(RatedResult))}
+    assert counted == {rated_games[0]}
+    shown = app.test_client().get(f"/tournaments/{rated.public_id}").get_data(as_text=True)
+    assert "Its games are rated." in shown
+    shown = app.test_client().get(f"/tournaments/{friendly.public_id}").get_data(as_text=True)
+    assert "rated" not in shown
 
 
 def test_next_season_and_close_through_the_forms_audited(app):

@@ -7,7 +7,7 @@ a server can store it without a language and write it in its reader's (see engin
 
 from __future__ import annotations
 
-from ..words import Phrase, both, colour, say, say_n
+from ..words import Phrase, both, colour, player, say, say_n
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place
 from .outcome import intermediate_of, outcome
 from .state import GameState
@@ -47,13 +47,13 @@ def _pieces(move: Place) -> Phrase:
 
 def _winners(after: GameState, winners) -> Phrase:
     return say_n("Winner: %(names)s.", "Winners: %(names)s.", len(winners),
-                 names=both([colour(after.players[s]) for s in winners]))
+                 names=both([player(after.players[s]) for s in winners]))
 
 
 def describe(before: GameState, move: Move, after: GameState, reader: int | None) -> list[Phrase]:
     """Sentences telling `reader` (a seat, or None for a spectator) what `move` did."""
     actor = before.current
-    who = colour(before.players[actor])
+    who = player(before.players[actor])
     lines = []
     if isinstance(move, Place):
         lines.append(say("%(who)s played %(cards)s and placed %(pieces)s.", who=who,
@@ -81,7 +81,7 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
             lines.extend(intermediate_of(after).lines()[1:])
         if after.exhaustions >= 2:
             lines.append(say("The deck ran out a second time: the round is played out, ending "
-                             "with %(last)s.", last=colour(after.players[after.last_seat])))
+                             "with %(last)s.", last=player(after.players[after.last_seat])))
     result = outcome(after)
     if result is not None:
         lines.append(say("The game is over: %(reason)s.", reason=result.reason))
@@ -121,7 +121,7 @@ def foretell(before: GameState, move: Move, after: GameState) -> list[Phrase]:
         if after.exhaustions >= 2:
             lines.append(say("The deck will run out a second time: the round is played out, "
                              "ending with %(last)s.",
-                             last=colour(after.players[after.last_seat])))
+                             last=player(after.players[after.last_seat])))
     result = outcome(after)
     if result is not None:
         lines.append(say("The game will then be over: %(reason)s.", reason=result.reason))
@@ -132,7 +132,7 @@ def foretell(before: GameState, move: Move, after: GameState) -> list[Phrase]:
                            "Then you draw %(num)d cards back, one at a time, from the deck or "
                            "the face-up cards.", after.draws_left))
     elif after.current != actor:
-        lines.append(say("Then it is %(who)s's turn.", who=colour(after.players[after.current])))
+        lines.append(say("Then it is %(who)s's turn.", who=player(after.players[after.current])))
     if gained and result is None:
         lines.append(say("Your score will go from %(before)d to %(after)d.",
                          before=before.scores[actor], after=after.scores[actor]))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
 
-from ..words import Phrase, both, colour, say, say_n
+from ..words import Phrase, both, player, say, say_n
 from .board import Board
 
 EMPTY = -1
@@ -101,7 +101,7 @@ class Breakdown:
             if not held:
                 out.append(say("  %(country)s: no monasteries", country=c.country))
                 continue
-            parts = [say("%(colour)s %(count)d (%(rank)s) %(points)s", colour=colour(colours[s]),
+            parts = [say("%(colour)s %(count)d (%(rank)s) %(points)s", colour=player(colours[s]),
                          count=c.counts[s], rank=_ordinal(c.ranks[s]),
                          points=say_n("%(num)d point", "%(num)d points", c.points[s]))
                      for s in held]
@@ -114,7 +114,7 @@ class Breakdown:
                 out.append(say("%(head)s no alliance (no advisors in %(country)s)", head=head,
                                country=first if not a.advisors[0] else second))
                 continue
-            scorers = [colour(colours[s]) for s, p in enumerate(a.points) if p]
+            scorers = [player(colours[s]) for s, p in enumerate(a.points) if p]
             if scorers:
                 out.append(say_n("%(head)s %(names)s holds both majorities, %(sum)s = %(points)s",
                                  "%(head)s %(names)s hold both majorities, %(sum)s = %(points)s",
@@ -130,10 +130,10 @@ class Breakdown:
         for chain in self.chains:
             for fields in chain.chains:
                 out.append(say("  Chain of %(colour)s: %(fields)s = %(points)s",
-                               colour=colour(colours[chain.seat]), fields="-".join(fields),
+                               colour=player(colours[chain.seat]), fields="-".join(fields),
                                points=say_n("%(num)d point", "%(num)d points", len(fields))))
         out.append(say("  Total: %(totals)s", totals=[say("%(colour)s %(points)d",
-                                                          colour=colour(colours[s]), points=p)
+                                                          colour=player(colours[s]), points=p)
                                                       for s, p in enumerate(self.totals())]))
         return out
 
@@ -145,7 +145,7 @@ def _ordinal(rank: int) -> Phrase:
 
 
 def _names(seats, colours) -> Phrase:
-    return both([colour(colours[s]) for s in seats]) if seats else say("nobody")
+    return both([player(colours[s]) for s in seats]) if seats else say("nobody")
 
 
 def score_monasteries(board: Board, monasteries: tuple[int, ...], n: int) -> tuple[CountryScore, ...]:

@@ -8,7 +8,7 @@ keep and an offer's cards are told only to the seats they concern.
 
 from __future__ import annotations
 
-from ..words import Phrase, both, colour, say, say_n
+from ..words import Phrase, both, player, say, say_n
 from .cards import ID, KINDS, counts_to_ids
 from .moves import Accept, Buy, Decline, Done, Keep, Lose, Move, Offer, Pay, Play, War
 from .state import OVER, PHASE_OF, GameState
@@ -51,7 +51,7 @@ def _side(gold: int, cards) -> Phrase:
 
 def describe(before: GameState, move: Move, after: GameState, reader: int | None) -> list[Phrase]:
     """What `move` did and what followed by itself, in `reader`'s words."""
-    p = [colour(c) for c in before.players]
+    p = [player(c) for c in before.players]
     mover = before.to_move
     lines = [_line(before, move, after, reader, reader == mover, p[mover])]
     rolled = after.dice[len(before.dice):]
@@ -84,7 +84,7 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
 def _line(before: GameState, move: Move, after: GameState, reader, mine: bool,
           who: Phrase) -> Phrase:
     """The move itself: `mine` when the reader made it ("You ..."), else by `who`."""
-    p, seat = [colour(c) for c in before.players], before.current
+    p, seat = [player(c) for c in before.players], before.current
     if isinstance(move, Done):
         where = phase(before.phase)
         return (say("You ended the %(phase)s.", phase=where) if mine else
@@ -130,7 +130,7 @@ def _line(before: GameState, move: Move, after: GameState, reader, mine: bool,
         return (say("You declined %(offerer)s's offer.", offerer=p[seat]) if mine else
                 say("%(who)s declined %(offerer)s's offer.", who=who, offerer=p[seat]))
     if isinstance(move, War):
-        target = colour(move.target)
+        target = player(move.target)
         return (say("You discarded a Knights card as an act of war on %(target)s.",
                     target=target) if mine else
                 say("%(who)s discarded a Knights card as an act of war on %(target)s.", who=who,
@@ -138,7 +138,7 @@ def _line(before: GameState, move: Move, after: GameState, reader, mine: bool,
     if isinstance(move, Play):
         card = name(move.card)
         if move.target:
-            target = colour(move.target)
+            target = player(move.target)
             return (say("You played %(card)s on %(target)s.", card=card, target=target) if mine
                     else say("%(who)s played %(card)s on %(target)s.", who=who, card=card,
                              target=target))

@@ -19,6 +19,7 @@ from .moves import COLOURS, Offer
 MIN_PLAYERS, MAX_PLAYERS = 2, 6
 HAND_SIZE = 7
 VARIANTS = ("catch-up", "no-buying", "knights-from-hand")
+VARIANT_PLAYERS = 2  # the rule page's variants are "for a two-player game only"
 
 # Steps: where a turn stands. The phase a step belongs to is PHASE_OF[step].
 KEEP, BUY, BUILD, UPKEEP, RESEARCH, EVENT, LOSS, TRADE, ANSWER, END, OVER = (
@@ -155,6 +156,12 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
     if unknown:
         raise SetupError(f"unknown variant {unknown[0]!r}; the variants are {', '.join(VARIANTS)}")
     n = len(colours)
+    if variants and n > VARIANT_PLAYERS:
+        # The rule page: "The above variations are for a two-player game only."
+        raise SetupError(say("the rule page offers its variants (%(variant)s) for a two-player "
+                             "game only; play this game of %(count)d with the standard rules, "
+                             "or with two players",
+                             variant="+".join(v for v in VARIANTS if v in variants), count=n))
     deck = list(shuffled([k for k, kind in enumerate(KINDS) for _ in range(kind.count)], seed))
     assert len(deck) == DECK_SIZE
     hands = []

@@ -51,6 +51,7 @@ class SeatView:
     offer: dict | None
     offered: tuple[str, ...]
     outcome: dict | None
+    start_chosen: bool = False  # the organiser chose the start seat: nobody rolled for it
 
     @property
     def is_my_move(self) -> bool:
@@ -101,6 +102,7 @@ def view_for(state: GameState, seat: int | None) -> SeatView:
     own = seat is not None
     return SeatView(
         players=p, seat=seat, variants=state.variants, start=state.start,
+        start_chosen=state.start_chosen,
         current=state.current, to_move=state.to_move, phase=state.phase, step=state.step,
         turn=state.turn, ply=state.ply,
         hand=tuple(counts_to_ids(state.hands[seat])) if own else None,

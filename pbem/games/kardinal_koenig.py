@@ -418,8 +418,10 @@ class KardinalKoenig(RulesBase, ShownBase):
         parts += [(gettext("Monasteries in %(country)s", country=c.country), c.points)
                   for c in final.monasteries]
         by_part = final.part_totals()
-        parts += [(gettext("Alliances"), by_part["alliances"]),
-                  (gettext("Chains of monasteries"), by_part["chains"])]
+        parts += [(gettext("Alliance %(number)d: %(first)s–%(second)s", number=a.number,
+                           first=a.countries[0], second=a.countries[1]), a.points)
+                  for a in final.alliances]
+        parts += [(gettext("Chains of monasteries"), by_part["chains"])]
         key = [(state.scores[s], result.pieces_left[s]) for s in state.seats]
         ranks = tuple(1 + sum(1 for other in key if other > key[s]) for s in state.seats)
         best = max(state.scores)

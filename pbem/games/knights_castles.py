@@ -37,16 +37,16 @@ from .interface import (
 
 MOVE_LOG_LENGTH = 200  # the move log's notation column (pbem.ground.models.MoveRecord.notation)
 
-# The rule page has no home of its own that we know of; the search finds the game's entries.
-RULES_URL = ("https://boardgamegeek.com/geeksearch.php?action=search&objecttype=boardgame"
-             "&q=Knights+%26+Castles")
+# The rule page has no home of its own that we know of: this server's own page of the rules
+# (pbem.web.pages.rules) is where the whole rules are read, in the reader's language.
+RULES_URL = "/rules/knights-castles"
 SWITCHES = {
     "catch-up": N_("a player who collected less revenue than an opponent in the last tax phase "
                    "draws one more card"),
     "no-buying": N_("extra cards cannot be bought"),
     "knights-from-hand": N_("a Knights card in the hand may be discarded as an act of war"),
 }
-STANDARD = N_("the rule page as our readings referee it, no variant")
+STANDARD = N_("the standard rules, no variant")
 VARIANT_PLAYERS = 2  # the rule page's variants are "for a two-player game only"
 # A game is created with any set of the variant switches, named by joining them with '+'.
 VARIANTS = {"standard": STANDARD}
@@ -110,6 +110,22 @@ HOW_TO_PLAY = {
 def _said(exc: Exception) -> str:
     """An engine error's reason in the reader's language (a Phrase; plain English otherwise)."""
     return i18n.render(exc.args[0]) if exc.args else str(exc)
+
+
+def start_rolls(state) -> list[list[tuple[int, int]]]:
+    """The roll for the start seat as the deal made it (engine.knights_castles.state.deal), from
+    a position or a seat's view: each round's (seat, die), the tied seats of one rolling again
+    in the next; none when the organiser chose the start seat."""
+    if state.start_chosen:
+        return []
+    rounds, rolling, used = [], list(range(len(state.players))), 0
+    while len(rolling) > 1 and used + len(rolling) <= len(state.dice):
+        one = list(zip(rolling, state.dice[used:used + len(rolling)]))
+        used += len(rolling)
+        rounds.append(one)
+        best = max(r for _, r in one)
+        rolling = [s for s, r in one if r == best]
+    return rounds
 
 
 def _names(cards) -> str:
@@ -185,6 +201,14 @@ class KnightsCastles(RulesBase, ShownBase):
         """A few paragraphs for the invitation mail and the seat page, in the reader's
         language."""
         return list(HOW_TO_PLAY.get(i18n.language(), HOW_TO_PLAY["en"]))
+
+    def card_table(self) -> list[dict]:
+        """The deck for the rules page: each kind of card with its count, revenue, defence
+        points and what must be in play to support it, in the reader's words."""
+        return [{"name": i18n.render(k.name), "count": k.count, "type": k.type,
+                 "revenue": k.revenue, "dp": k.dp,
+                 "needs": i18n.render(KINDS[INDEX[k.needs]].name) if k.needs else ""}
+                for k in KINDS]
 
     def variant_label(self, variant: str) -> str:
         """A variant (a set of switches) in the reader's words."""
@@ -453,6 +477,32 @@ class KnightsCastles(RulesBase, ShownBase):
             ranks=ranks, winners=result.winners, reason=i18n.render(result.reason),
             tie_break=tie_break, notes=notes, rules_url=RULES_URL, total_label=gettext("Gold"))
 
+    def dice_lines(self, view) -> list[str]:
+        """The dice rolled so far, said for what they were: the roll for the start seat, then
+        the rolls in play (a caravan's gold, a disaster's or a war's defence points)."""
+        colour = i18n.colour
+        lines = []
+        rounds = start_rolls(view)
+        if rounds:
+            lines.append(gettext(
+                "Start roll (each player rolls a die, the highest starts, tied players roll "
+                "again): %(rolls)s; %(player)s starts.",
+                rolls="; ".join(", ".join(f"{colour(view.players[s])} {r}" for s, r in one)
+                                for one in rounds),
+                player=colour(view.players[view.start])))
+        played = view.dice[sum(len(one) for one in rounds):]
+        if played:
+            shown = played[-10:]
+            if len(played) > len(shown):  # say that the earlier rolls are left out
+                lines.append(gettext("Dice rolled in play (caravans, disasters, wars): the "
+                                     "last %(num)d of %(total)d, the latest last: %(dice)s.",
+                                     num=len(shown), total=len(played),
+                                     dice=" ".join(map(str, shown))))
+            else:
+                lines.append(gettext("Dice rolled in play (caravans, disasters, wars), the "
+                                     "latest last: %(dice)s.", dice=" ".join(map(str, shown))))
+        return lines
+
     def position_lines(self, state: kc.GameState, seat: int | None) -> list[str]:
         """The position as plain text for `seat`, in the reader's language: what a mail or a
         turn file shows."""
@@ -479,17 +529,7 @@ class KnightsCastles(RulesBase, ShownBase):
         else:
             pile = gettext("Discard pile: empty.")
         lines.append(f"{deck} {pile}")
-        if view.dice:
-            shown = view.dice[-10:]
-            if len(view.dice) > len(shown):  # say that the earlier rolls are left out
-                lines.append(gettext("Dice: the last %(num)d of %(total)d rolls, the latest "
-                                     "last: %(dice)s.", num=len(shown), total=len(view.dice),
-                                     dice=" ".join(map(str, shown))))
-            else:
-                lines.append(gettext("Dice so far: %(dice)s (latest last).",
-                                     dice=" ".join(map(str, shown)))
-                             if len(shown) > 1 else
-                             gettext("Dice so far: %(dice)s.", dice=shown[-1]))
+        lines.extend(self.dice_lines(view))
         if view.loss:
             loss = view.loss
             what = (gettext("%(roll)d DP of cards in play", roll=loss["roll"])

@@ -58,7 +58,7 @@ from flask_babel import (
 from jinja2 import pass_context
 from markupsafe import Markup, escape
 
-from engine.words import Phrase
+from engine.words import Phrase, PlayerWord
 
 from . import clock
 
@@ -167,6 +167,30 @@ def bot_word(level: str) -> str:
     return gettext(BOT_LEVELS[level]) if level in BOT_LEVELS else level
 
 
+def name_data(name: str):
+    """A seat's name as sentence data: a computer seat's given name (`Computer (strong)`) in
+    each reader's words, any other name as it is."""
+    if name in _BOT_NAMES:
+        return {"t": "Computer (%(bot)s)", "p": {"bot": {"t": BOT_LEVELS[_BOT_NAMES[name]]}}}
+    return name
+
+
+NAMED = (N_("%(name)s (%(colour)s)"), N_("%(name)s (you, %(colour)s)"))
+"""How `phrase_data` names a player; `unnamed` undoes it."""
+
+
+def unnamed(data):
+    """Sentence data with its players named by colour alone, as the engine names them (to
+    compare a stored line with one the engine writes now)."""
+    if isinstance(data, list):
+        return [unnamed(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if data.get("t") in NAMED:
+        return data["p"]["colour"]
+    return {**data, "p": {k: unnamed(v) for k, v in data.get("p", {}).items()}}
+
+
 def shown_name(value):
     """A name as the reader sees it: a computer seat's given name (`Computer (strong)`) in the
     reader's words, anything else as it is. Every template expression goes through it (the
@@ -192,13 +216,24 @@ def actor_word(actor: str) -> str:
     return gettext(ACTORS[actor]) if actor in ACTORS else actor
 
 
-def phrase_data(line):
+def phrase_data(line, names: dict[str, str] | None = None, you: str | None = None):
     """An engine sentence as language-neutral data for the database: its message id, its
-    parameters (themselves data) and its count; a plain string stays a string."""
+    parameters (themselves data) and its count; a plain string stays a string.
+
+    With `names` (a player's colour: their name), a player the sentence names by colour is
+    written as name and colour ("Chiara (green)"), and the reader's own colour `you` as
+    "Chiara (you, green)"; the names are those of the moment, as a move's log keeps them."""
+    if isinstance(line, PlayerWord) and names and str(line) in names:
+        mine = str(line) == you
+        return {"t": NAMED[1] if mine else NAMED[0],
+                "p": {"name": name_data(names[str(line)]), "colour": {"t": str(line), "p": {}}}}
     if isinstance(line, Phrase):
+        if isinstance(line.key, str) and "(you)" in line.key:
+            you = None  # the sentence says "(you)" itself
         data = {"t": list(line.key) if isinstance(line.key, tuple) else line.key,
-                "p": {name: [phrase_data(v) for v in value] if isinstance(value, (list, tuple))
-                      else phrase_data(value) for name, value in line.params.items()}}
+                "p": {name: [phrase_data(v, names, you) for v in value]
+                      if isinstance(value, (list, tuple))
+                      else phrase_data(value, names, you) for name, value in line.params.items()}}
         if line.n is not None:
             data["n"] = line.n
         return data

@@ -610,6 +610,8 @@ class Tournament(SQLModel, table=True):
     rounds: int = 1  # a Swiss event's rounds
     cycles: int = 1  # a league group's games: this many times as many as it has players
     season_days: int | None = None  # a league: the next season starts itself this many days on
+    # Its games change their players' ratings (pbem.services.ratings), as a rated game does.
+    rated: bool = Field(default=False, sa_column_kwargs={"server_default": text("false")})
     deadline_hours: int = 72
     reminder_hours: str = Field(default="24,2", max_length=100)
     weekend_pause: bool = False

@@ -32,9 +32,12 @@ from ..ground.models import (
     FULL,
     LOBBY_EXPIRY,
     OPEN,
+    PAUSED,
+    RUNNING,
     STARTED,
     WITHDRAWN,
     Chore,
+    Game,
     LobbySeat,
     OpenGame,
     Profile,
@@ -349,6 +352,27 @@ def open_games(email: str | None = None, now: datetime | None = None) -> list[Li
                              if len(rules.variants) > 1 else "", people, game.poster == email,
                              email in mine_seats))
     return listed
+
+
+@dataclass(frozen=True)
+class Started:
+    """An open game of the reader's that filled and started: its game's title and number."""
+
+    title: str
+    game_id: int
+
+
+def started_games(email: str) -> list[Started]:
+    """The reader's open games that started and are being played (the lobby no longer lists
+    them: it says where they went)."""
+    with reading() as session:
+        rows = session.exec(
+            select(Game.title, Game.id).join(OpenGame, OpenGame.game_id == Game.id)
+            .join(LobbySeat, LobbySeat.open_game_id == OpenGame.id)
+            .where(LobbySeat.email == email.lower(), OpenGame.status == STARTED,
+                   Game.status.in_((RUNNING, PAUSED)))
+            .order_by(Game.id.desc()).limit(MAX_SHOWN)).all()
+    return [Started(title, game_id) for title, game_id in rows]
 
 
 def reader(token: str) -> tuple[str, str]:

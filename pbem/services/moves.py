@@ -160,7 +160,7 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
         raise Rejected(str(exc)) from None
     # Stored language-neutral (message ids and parameters), written in each reader's
     # language when shown.
-    lines = _told(rules, before, move, after, len(seats))
+    lines = _told(rules, before, move, after, seats)
     if actor == "bot":  # every reader, in the log and in mail, sees who chose it
         for told in lines.values():
             told[:1] = [{"t": N_("Computer player (%(bot)s): %(line)s"),
@@ -214,17 +214,15 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
                       game.status == FINISHED, context)
 
 
-def _told(rules: GameRules, before, move, after, seats: int) -> dict[str, list]:
-    """What `move` did in each reader's words (-1: a spectator's), as stored data; readers the
-    rules tell the same list of sentences share its conversion (each gets its own list)."""
-    converted: dict[int, tuple[list, list]] = {}
+def _told(rules: GameRules, before, move, after, seats: list[SeatRow]) -> dict[str, list]:
+    """What `move` did in each reader's words (-1: a spectator's), as stored data: players
+    named by name and colour, the reader as "you" (issue 43, point 11)."""
+    names = {s.colour: s.name for s in seats}
     lines = {}
-    for reader in range(-1, seats):
+    for reader in range(-1, len(seats)):
         told = rules.describe(before, move, after, None if reader < 0 else reader)
-        held = converted.get(id(told))
-        if held is None or held[0] is not told:
-            held = converted[id(told)] = (told, [i18n.phrase_data(line) for line in told])
-        lines[str(reader)] = list(held[1])
+        you = seats[reader].colour if reader >= 0 else None
+        lines[str(reader)] = [i18n.phrase_data(line, names, you) for line in told]
     return lines
 
 

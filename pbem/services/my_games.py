@@ -26,7 +26,7 @@ from ..games import rules_for
 from ..ground import i18n
 from ..ground.db import get_row, reading, utcnow, writing
 from ..ground.i18n import N_, gettext
-from ..ground.models import ABORTED, FINISHED, PAUSED, RUNNING, Game, PlayerKey, Seat
+from ..ground.models import ABORTED, FINISHED, PAUSED, RUNNING, Game, PlayerKey, Profile, Seat
 from ..ground.tokens import hash_token, is_well_formed
 from .errors import LinkExpired, Malformed, NotFound
 from .mail import mint_key, seat_link
@@ -45,8 +45,9 @@ class Entry:
     seat: Seat
     my_move: bool
     to_move: Seat | None
-    deadline: str | None
+    deadline: str | None  # in the reader's time zone
     result: str | None
+    game_deadline: str | None = None  # in the game's own zone, where that is another
 
     @property
     def order(self) -> tuple:
@@ -126,8 +127,14 @@ def my_games(token: str) -> tuple[str, list[Entry]]:
             select(Game).where(Game.id.in_([s.game_id for s in mine])))}
         every = session.exec(select(Seat).where(Seat.game_id.in_(list(games)))
                              .order_by(Seat.game_id, Seat.number)).all()
+        chosen_zone = session.exec(select(Profile.timezone)
+                                   .where(Profile.email == email.lower())).first()
     if mine:  # the page in the language of the player's latest game
         i18n.use(mine[0].language)
+    # Every time on the page in one zone, the reader's: their profile's, else their latest
+    # seat's (issue 43, point 8: seats made before a profile had a zone kept the game's).
+    reader_zone = chosen_zone or (mine[0].timezone or games[mine[0].game_id].timezone
+                                  if mine else None)
     seats_of: dict[int, list[Seat]] = {}
     for seat in every:
         seats_of.setdefault(seat.game_id, []).append(seat)
@@ -139,13 +146,16 @@ def my_games(token: str) -> tuple[str, list[Entry]]:
         seats = seats_of[game.id]
         number = rules.to_move(state) if game.status in (RUNNING, PAUSED) else None
         to_move = seats[number] if number is not None else None
-        zone = seat.timezone or game.timezone
-        deadline = i18n.format_local(game.deadline_at, zone) \
-            if game.deadline_at and game.status == RUNNING else None
+        deadline = game_deadline = None
+        if game.deadline_at and game.status == RUNNING:
+            deadline = i18n.format_local(game.deadline_at, reader_zone)
+            if (game.timezone or "UTC") != (reader_zone or "UTC"):
+                game_deadline = gettext("in the game's time zone: %(time)s",
+                                        time=i18n.format_local(game.deadline_at, game.timezone))
         entries.append(Entry(game, seat, to_move is not None and to_move.id == seat.id
                              and game.status == RUNNING, to_move, deadline,
                              _result(rules, state, seats, seat)
-                             if game.status == FINISHED else None))
+                             if game.status == FINISHED else None, game_deadline))
     return email, sorted(entries, key=lambda e: e.order)
 
 

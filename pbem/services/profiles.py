@@ -116,6 +116,11 @@ class ShownRating:
     games: int
     provisional: bool
 
+    @property
+    def needed(self) -> int:
+        """The rated games after which the rating stops being provisional."""
+        return PROVISIONAL_GAMES
+
 
 PROVISIONAL_GAMES = 5  # fewer rated games than this: the rating is marked provisional
 

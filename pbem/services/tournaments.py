@@ -153,6 +153,7 @@ class Row:
     games: int
     email: str = field(repr=False, default="")  # for the players' own mail; never shown
     profile_id: str = ""  # the player's Profile.public_id (their public page), "" if none
+    twin: bool = False  # another player of the tournament has the same name: show public_id
 
 
 @dataclass
@@ -214,6 +215,12 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
         return (p.name if p else e.name if e else "?", e.public_id if e else "",
                 p.public_id if p else "")
 
+    # Names are shown alone; the public id beside one only where two players share it.
+    name_count = Counter(named(email)[0].casefold() for email in entrants)
+
+    def twin(name: str) -> bool:
+        return name_count[name.casefold()] > 1
+
     groups: dict[tuple[int, int], list[TournamentTable]] = {}
     for r in rows:
         groups.setdefault((r.league, r.group_number), []).append(r)
@@ -233,7 +240,8 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
         for s in standing:
             name, public_id, profile_id = named(s.player)
             shown.append(Row(s.place, name, public_id, points_text(s.points),
-                             points_text(s.tie_break), s.score, s.games, s.player, profile_id))
+                             points_text(s.tie_break), s.score, s.games, s.player, profile_id,
+                             twin(name)))
         games_shown = []
         for r in members:
             game = games[r.game_id]
@@ -243,7 +251,8 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
                 "round": r.round, "number": r.number, "watch_id": game.watch_id,
                 "title": game.title, "status": game.status,
                 "players": [(*named(p), None if played is None or played.ranks is None
-                             else played.ranks[n]) for n, p in enumerate(players)]})
+                             else played.ranks[n], twin(named(p)[0]))
+                            for n, p in enumerate(players)]})
         sections.append(Section(league, group, shown, games_shown))
     return sections
 
@@ -292,6 +301,7 @@ class Setup:
     rounds: int = 1
     cycles: int = 1
     season_days: int | None = None
+    rated: bool = False
 
 
 def check_setup(setup: Setup) -> Setup:
@@ -334,7 +344,7 @@ def check_setup(setup: Setup) -> Setup:
         raise SetupProblem(str(exc)) from None
     return Setup(name, setup.kind, setup.variant, setup.format, setup.time,
                  list(setup.players), setup.table_size, setup.promotion, setup.rounds,
-                 setup.cycles, setup.season_days)
+                 setup.cycles, setup.season_days, bool(setup.rated))
 
 
 def create_tournament(admin_id: int, setup: Setup, now: datetime | None = None) -> int:
@@ -347,7 +357,7 @@ def create_tournament(admin_id: int, setup: Setup, now: datetime | None = None) 
                        format=setup.format, table_size=setup.table_size,
                        promotion=setup.promotion, rounds=setup.rounds if setup.format == SWISS
                        else 1, cycles=setup.cycles, season_days=setup.season_days,
-                       deadline_hours=setup.time.deadline_hours,
+                       rated=bool(setup.rated), deadline_hours=setup.time.deadline_hours,
                        reminder_hours=setup.time.reminders_text,
                        weekend_pause=setup.time.weekend_pause, timezone=setup.time.timezone,
                        created_at=now)
@@ -359,7 +369,8 @@ def create_tournament(admin_id: int, setup: Setup, now: datetime | None = None) 
         session.flush()
         _start_round(session, t, now)
         _audit(session, admin_id, t, "tournament create",
-               f"{setup.format}, {rules_for(setup.kind).title}, {len(setup.players)} players")
+               f"{setup.format}, {rules_for(setup.kind).title}, {len(setup.players)} players"
+               + (", rated" if t.rated else ""))
         return t.id
 
 
@@ -430,7 +441,7 @@ def _start_round(session: Session, t: Tournament, now: datetime) -> None:
                    for p in seats]
         created = create_game(players, f"{t.seed}:{t.season}:{t.round}:{league}:{group}:"
                               f"{number}", kind=t.kind, start=0, title=title, time=_time(t),
-                              now=now, variant=t.variant, session=session)
+                              now=now, variant=t.variant, rated=t.rated, session=session)
         session.add(TournamentTable(tournament_id=t.id, season=t.season, round=t.round,
                                     league=league, group_number=group, number=number,
                                     game_id=created.game_id, players_json=json.dumps(seats)))

@@ -53,7 +53,11 @@ def _conditional(version: str, modified, private: bool) -> Response:
     response.last_modified = modified
     response.headers["Cache-Control"] = "private, no-cache" if private else "no-cache"
     response.headers["X-Robots-Tag"] = "noindex, nofollow"
-    return response.make_conditional(request)
+    response = response.make_conditional(request)
+    # make_conditional adds a Date of its own; the HTTP server (gunicorn, Werkzeug) adds the
+    # one an answer needs, and gunicorn would send both.
+    del response.headers["Date"]
+    return response
 
 
 def _atom(feed: feeds.MovesFeed, self_link: str | None) -> bytes:

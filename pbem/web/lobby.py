@@ -11,7 +11,17 @@ from ..games import DEFAULT_KIND, game_kinds, rules_for
 from ..ground import i18n
 from ..services.deadlines import MAX_HOURS, MIN_HOURS
 from ..services.errors import ServiceError
-from ..services.lobby import is_open, join, open_games, post, read_post_form, reader, withdraw
+from ..services.lobby import (
+    is_open,
+    join,
+    open_games,
+    post,
+    read_post_form,
+    reader,
+    started_games,
+    withdraw,
+)
+from ..services.profiles import PROVISIONAL_GAMES
 from .profiles import client_address
 from .site import wake_sender
 
@@ -41,7 +51,8 @@ def _page(token: str | None, form=None, errors=None, status: int = 200, error: s
                            games=game_kinds(), kind=kind, rules=rules_for(kind),
                            default_hours=config["GAMES_MOVE_DEADLINE_HOURS"],
                            default_zone=config["GAMES_TIMEZONE"], min_hours=MIN_HOURS,
-                           max_hours=MAX_HOURS), status
+                           max_hours=MAX_HOURS, provisional_games=PROVISIONAL_GAMES,
+                           started=started_games(email) if email else []), status
 
 
 @bp.get("/lobby")

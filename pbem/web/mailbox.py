@@ -15,10 +15,22 @@ import ipaddress
 import re
 from email import policy
 from email.parser import BytesParser
-from email.utils import getaddresses, parsedate_to_datetime
+from email.message import EmailMessage
+from email.utils import formatdate, getaddresses, make_msgid, parsedate_to_datetime
 from pathlib import Path
 
-from flask import Blueprint, Flask, Response, abort, current_app, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    abort,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from markupsafe import Markup, escape
 from sqlalchemy import func
 from sqlmodel import select
@@ -26,7 +38,7 @@ from sqlmodel import select
 from ..ground.db import reading
 from ..ground.i18n import gettext
 from ..ground.models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, Invitation, OutboxMessage, Seat
-from .site import form_number
+from .site import form_number, wake_sender
 
 bp = Blueprint("mailbox", __name__, url_prefix="/mailbox")
 
@@ -40,6 +52,8 @@ UNSENT = (QUEUED, SENDING, FAILED, UNKNOWN)
 MAX_ID = 2**31 - 1  # the outbox's ids on PostgreSQL (32 bits); SQLite's never reach it here
 SHOWN_IMAGES = ("image/png", "image/jpeg", "image/gif")  # never SVG: it may hold scripts
 PROXY_HEADERS = ("X-Forwarded-For", "Forwarded", "X-Real-IP")
+REPLY_KEY = re.compile(r"play\+[A-Za-z0-9_-]{32}@[A-Za-z0-9.-]+", re.IGNORECASE)
+MAX_REPLY = 20_000  # characters of a reply written on the page
 
 
 def is_enabled(app: Flask | None = None) -> bool:
@@ -159,12 +173,60 @@ def index():
                            newest=before is None)
 
 
+def _reply_to(message) -> str | None:
+    """The play+ address a reply to `message` goes to, if it has one."""
+    match = REPLY_KEY.search(str(message["Reply-To"] or ""))
+    return match.group(0) if match else None
+
+
 @bp.get("/<name>")
 def message(name: str):
     parsed = _read(name)
     text = parsed.get_body(("plain",))
     return render_template("mailbox/message.html", summary=_summary(name, parsed),
-                           body=linkify(text.get_content() if text else ""))
+                           body=linkify(text.get_content() if text else ""),
+                           reply_to=_reply_to(parsed))
+
+
+@bp.get("/<name>/reply")
+def reply_form(name: str):
+    """A reply to the mail, written here as in a mail program: the original quoted below."""
+    parsed = _read(name)
+    address = _reply_to(parsed)
+    if address is None:
+        abort(404)
+    text = parsed.get_body(("plain",))
+    quoted = "\n".join(f"> {line}" for line in (text.get_content() if text else "").splitlines())
+    return render_template("mailbox/reply.html", summary=_summary(name, parsed),
+                           reply_to=address, body=f"\n\n{quoted}\n")
+
+
+@bp.post("/<name>/reply")
+def reply(name: str):
+    """Send the reply written on the page to the mail's reply address: it is read by the same
+    code as a reply that comes by mail (`pbem ingest-mail`, the mail listener)."""
+    parsed = _read(name)
+    address = _reply_to(parsed)
+    if address is None:
+        abort(404)
+    text = request.form.get("body", "")[:MAX_REPLY]
+    sender = getaddresses([str(parsed["To"])])[0][1]
+    subject = str(parsed["Subject"] or "")
+    answer = EmailMessage()
+    answer["From"] = sender
+    answer["To"] = address
+    answer["Subject"] = subject if subject.lower().startswith("re:") else f"Re: {subject}"
+    answer["Date"] = formatdate(localtime=False)
+    answer["Message-ID"] = make_msgid(domain=address.rpartition("@")[2])
+    if parsed["Message-ID"]:
+        answer["In-Reply-To"] = str(parsed["Message-ID"])
+        answer["References"] = str(parsed["Message-ID"])
+    answer.set_content(text)
+    current_app.extensions["pbem_mail_in"](answer.as_bytes(), [address])
+    wake_sender()
+    flash(gettext("Your reply went to the server, which read it as a mail: its answer shows "
+                  "in the mailbox."))
+    return redirect(url_for("mailbox.index", to=sender), code=303)
 
 
 @bp.get("/<name>/html")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, Response, current_app, jsonify, render_template
+from flask import Blueprint, Response, abort, current_app, jsonify, render_template
 from sqlalchemy import func
 from sqlmodel import select
 
@@ -22,6 +22,17 @@ def home():
         counts = dict(session.exec(select(Game.status, func.count()).group_by(Game.status)).all())
     games = [rules_for(kind) for kind in game_kinds()]
     return render_template("pages/home.html", counts=counts, mailbox=is_enabled(), games=games)
+
+
+@bp.get("/rules/<kind>")
+def rules(kind: str):
+    """The whole rules of a game that has no rule book of its own to link to (Knights &
+    Castles), in the reader's language."""
+    if kind not in game_kinds() or not hasattr(rules_for(kind), "card_table"):
+        abort(404)
+    game = rules_for(kind)
+    return render_template("pages/rules.html", rules=game, how_to_play=game.how_to_play(None),
+                           cards=game.card_table())
 
 
 @bp.get("/health")

@@ -140,7 +140,8 @@ def _read_setup(form) -> tuple[tournaments.Setup | None, dict]:
     return tournaments.Setup(
         name=form.get("name", ""), kind=kind, variant=variant, format=fmt, time=time,
         players=players, table_size=numbers["table_size"], promotion=numbers["promotion"],
-        rounds=numbers["rounds"], cycles=numbers["cycles"], season_days=season_days), {}
+        rounds=numbers["rounds"], cycles=numbers["cycles"], season_days=season_days,
+        rated=form.get("rated") == "on"), {}
 
 
 @admin_bp.post("/new")

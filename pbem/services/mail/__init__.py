@@ -104,8 +104,22 @@ def reply_address(token: str) -> str | None:
     configured."""
     # While a reply is handled, the domain it came to stands in for an unset setting, so the
     # mails it causes carry a Reply-To whichever process wrote them.
-    domain = current_app.config["MAIL_REPLY_DOMAIN"] or g.get("reply_domain")
+    domain = current_app.config["MAIL_REPLY_DOMAIN"] or g.get("reply_domain") \
+        or local_reply_domain(current_app.config)
     return f"play+{token}@{domain}" if domain else None
+
+
+LOCAL_REPLY_DOMAIN = "mailbox.localhost"  # a reserved name (RFC 6761): no mail goes there
+
+
+def local_reply_domain(config) -> str | None:
+    """The reply domain of mail kept in the local folder and shown on the mailbox page (the
+    demo's set-up) when none is set: the page's *Reply* button answers to it, through the
+    same reading of replies as `pbem ingest-mail`, so the demo plays by reply out of the box.
+    None where mail really goes out: replies need MAIL_REPLY_DOMAIN there."""
+    if config["MAIL_BACKEND"] == "local" and config["MAIL_MAILBOX_PAGE"]:
+        return LOCAL_REPLY_DOMAIN
+    return None
 
 
 def one_line(text: str) -> str:
@@ -245,9 +259,18 @@ class _Table:
     watch_id: str
 
 
+def absolute(url: str) -> str:
+    """A link for a mail: a path of this server's (`/rules/...`) after the base URL; any
+    other link as it is."""
+    if url.startswith("/") and not url.startswith("//"):
+        return current_app.config["BASE_URL"].rstrip("/") + url
+    return url
+
+
 def init_app(app) -> None:
     app.add_template_global(board_table)
     app.add_template_filter(inert, "typed")
+    app.add_template_filter(absolute, "absolute")
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,9 @@ def _final(session: Session, game, seat, rules: GameRules, state, lines: list,
     result = rules.outcome_lines(state)
     told = set(result)
     return {"rules": rules, "seats": seats, "result": result, "outcome": rules.outcome(state),
-                "lines": [line for line in lines if line not in told],  # told once, in `result`
+                # told once, in `result` (which names the players by colour, as the engine)
+                "lines": [line for line in lines if line not in told
+                          and i18n.render(i18n.unnamed(getattr(line, "data", line))) not in told],
                 "table": rules.result_table(state)}
 
 

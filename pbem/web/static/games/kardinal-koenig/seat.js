@@ -51,6 +51,20 @@
       if (input) { input.value = String(Number(input.value) + 1); }
     });
   }
+  function cardWords(cards) {  // "RRO" -> "2 × red (Franken/Aragon), 1 × orange (...)"
+    var counts = {}, order = [];
+    cards.split("").forEach(function (code) {
+      if (!counts[code]) { counts[code] = 0; order.push(code); }
+      counts[code] += 1;
+    });
+    var names = words.card_words || {};
+    return order.map(function (code) {
+      var card = names[code];
+      return card ? say("card", { count: counts[code], colour: card.colour,
+                                  countries: card.countries })
+        : counts[code] + " × " + code;
+    }).join(", ");
+  }
   function describe(piece) {
     return piece === "advisor" ? say("advisor", { country: chosen.country })
       : say("monastery", { field: piece });
@@ -80,7 +94,7 @@
     }
     if (options.length === 1) {
       fillCards(options[0].cards);
-      text.textContent += say("takes", { cards: options[0].cards });
+      text.textContent += say("takes", { cards: cardWords(options[0].cards) });
     } else {
       var fieldset = document.createElement("fieldset");
       var legend = document.createElement("legend");
@@ -95,7 +109,7 @@
         radio.checked = index === 0;
         radio.addEventListener("change", function () { fillCards(option.cards); });
         label.appendChild(radio);
-        label.appendChild(document.createTextNode(" " + option.cards));
+        label.appendChild(document.createTextNode(" " + cardWords(option.cards)));
         fieldset.appendChild(label);
       });
       panel.appendChild(fieldset);
@@ -114,6 +128,10 @@
     again.textContent = say("again");
     again.addEventListener("click", function () { chosen = { country: null, pieces: [] }; show(); });
     panel.appendChild(again);
+    // The next control a keyboard needs, not the map (the Preview button lies after the
+    // whole map otherwise): the cards to choose, else the Preview button.
+    var first = panel.querySelector("input[type=radio]:checked");
+    (first || button).focus();
   }
   function choose(country, piece) {
     if (chosen.country !== country || chosen.pieces.length >= 2 ||
