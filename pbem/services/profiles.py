@@ -314,11 +314,15 @@ def request_link(typed: object, client: str, now: datetime | None = None) -> str
                             "in any mail this server sent you still works; or try again "
                             "tomorrow. Nothing was sent."))
         session.add(LinkRequest(email=email, client=network, at=now))
-        known = is_known(session, email)
-        profile = profile_or_default(session, email)
+        # The same two look-ups for every address (no short cut for a known one).
+        seat = _latest_seat(session, email)
+        profile = session.exec(select(Profile).where(Profile.email == email)).first()
+        known = seat is not None or profile is not None
+        language = profile.language if profile is not None else \
+            seat.language if seat is not None else config["GAMES_LANGUAGE"]
         mailed = session.begin_nested()
         token = mail.mint_player_key(session, email)
-        with i18n.in_language(profile.language):
+        with i18n.in_language(language):
             mail.queue(session, kind="my_link", to=email,
                        subject=_("Your games on %(site)s", site=config["BASE_URL"]),
                        template="my_link", secrets=(token,),
