@@ -97,7 +97,7 @@ def _stored(app) -> dict[str, Rating]:
 
 
 def test_a_series_of_rated_games_matches_openskill_called_directly(app, client):
-    app.config["MAIL_BOARD_PICTURE"] = False
+    app.config.update(MAIL_BOARD_PICTURE=False, GAMES_RATING_NEW_HOURS=0)  # all new here
     expected = Expected()
     with app.app_context():
         admin = create_admin("org@example.org", "a long enough password")
