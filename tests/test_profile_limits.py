@@ -16,7 +16,7 @@ from sqlmodel import select
 
 from pbem.games import rules_for
 from pbem.ground.db import get_engine, reading, utcnow, writing
-from pbem.ground.models import Game, Profile, Rating
+from pbem.ground.models import Game, Profile, Seat
 from pbem.services import mail
 from pbem.services.games import create_game
 from pbem.services.players import bot_player, parse_player
@@ -104,7 +104,6 @@ def _finish_rated(app, game_id: int) -> None:
     from pbem.services.moves import submit_move
 
     rules = rules_for(KIND)
-    from pbem.ground.models import Seat
     while True:
         with reading(app) as db:
             game = db.get(Game, game_id)

@@ -18,7 +18,7 @@ from sqlmodel import select
 
 from pbem.games import rules_for
 from pbem.ground.db import reading, utcnow, writing
-from pbem.ground.models import AuditEntry, Game, MoveRecord, RatedResult, Rating
+from pbem.ground.models import AuditEntry, Game, MoveRecord, RatedResult, Rating, Seat
 from pbem.services import mail
 from pbem.services.games import create_game
 from pbem.services.players import bot_player, parse_player
@@ -64,7 +64,7 @@ def _seat_token(mailbox: Mailbox, email: str) -> str:
     raise AssertionError(f"no invitation to {email}")
 
 
-def _play(app, client, tokens: dict[int, str], game_id: int, puppet: int) -> None:
+def _play(app, clients, tokens: dict[int, str], game_id: int, puppet: int) -> None:
     """The puppet plays its first legal move each time (read by the API), the main address
     the greedy computer player's choice; every move by the API."""
     rules = rules_for(KIND)
@@ -76,6 +76,7 @@ def _play(app, client, tokens: dict[int, str], game_id: int, puppet: int) -> Non
         seat = rules.to_move(state)
         if seat is None:
             return
+        client = clients[seat]
         if seat == puppet:
             move = client.get(f"/api/v1/seat/{tokens[seat]}").get_json()["legal"][0]
         else:
@@ -87,16 +88,19 @@ def _play(app, client, tokens: dict[int, str], game_id: int, puppet: int) -> Non
         n += 1
 
 
-def _attack(app, puppets: int) -> list[int]:
+def _attack(app, puppets: int, spread: bool = False,
+            address: str = "mallory+{}@example.org") -> list[int]:
     """The sock-puppet attack of issue 42 through the lobby's pages and the API, all from one
-    client address; the games' ids."""
-    client = app.test_client()
-    client.environ_base["REMOTE_ADDR"] = ATTACKER
+    client address (`spread`: each puppet from a network of its own); the games' ids."""
+    main_client = app.test_client()
+    main_client.environ_base["REMOTE_ADDR"] = ATTACKER
     mailbox = Mailbox(app)
     main = _key(app, MAIN)
     games = []
     for n in range(1, puppets + 1):
-        puppet = f"mallory+{n}@example.org"
+        puppet = address.format(n)
+        client = app.test_client()
+        client.environ_base["REMOTE_ADDR"] = f"192.0.{n}.9" if spread else ATTACKER
         _earlier_game(app, puppet)
         token = _key(app, puppet)
         page = client.get(f"/me/{token}/lobby").get_data(as_text=True)
@@ -104,17 +108,17 @@ def _attack(app, puppets: int) -> list[int]:
             "csrf_token": field(page, "csrf_token"), "game": KIND, "players": "2",
             "deadline_hours": "72", "timezone": "UTC", "rated": "on"})
         assert posted.status_code == 303, posted.get_data(as_text=True)
-        open_id = int(re.findall(r"/lobby/(\d+)/", client.get(f"/me/{main}/lobby")
+        open_id = int(re.findall(r"/lobby/(\d+)/", main_client.get(f"/me/{main}/lobby")
                                  .get_data(as_text=True))[0])
-        page = client.get(f"/me/{main}/lobby").get_data(as_text=True)
-        joined = client.post(f"/me/{main}/lobby/{open_id}/join",
+        page = main_client.get(f"/me/{main}/lobby").get_data(as_text=True)
+        joined = main_client.post(f"/me/{main}/lobby/{open_id}/join",
                              data={"csrf_token": field(page, "csrf_token")})
         assert joined.status_code == 303, joined.get_data(as_text=True)
         with reading(app) as db:
             game = db.exec(select(Game).order_by(Game.id.desc())).first()
         assert game.rated
         tokens = {0: _seat_token(mailbox, puppet), 1: _seat_token(mailbox, MAIN)}
-        _play(app, client, tokens, game.id, puppet=0)
+        _play(app, {0: client, 1: main_client}, tokens, game.id, puppet=0)
         games.append(game.id)
     return games
 
@@ -156,6 +160,25 @@ def test_the_sock_puppet_attack_leaves_the_main_address_unrated_and_its_games_fl
         assert {"same_network", "first_moves", "fast"} <= set(flags), flags
 
 
+def test_puppets_on_networks_of_their_own_still_leave_the_main_address_unlisted(lobby_app):
+    """Puppets of other mailboxes, each on a network of its own: what the server cannot tell
+    apart counts, but the puppets are not established opponents, so the main address stays
+    provisional, not listed; the games are flagged."""
+    app = lobby_app
+    _earlier_game(app, MAIN)
+    games = _attack(app, 3, spread=True, address="sock{}@example.net")
+    ranking = app.test_client().get(f"/ratings/{KIND}").get_data(as_text=True)
+    from pbem.ground.models import RatedGame
+
+    with reading(app) as db:
+        main = db.exec(select(Rating).where(Rating.kind == KIND, Rating.player == MAIN)).one()
+        rated = [db.get(RatedGame, game_id) for game_id in games]
+    assert "/players/" not in ranking and "provisional rating" in ranking
+    print(f"spread puppets: main address ordinal {main.ordinal:.2f} after {main.games} counted "
+          "games, not listed")
+    assert all(r.counted and {"first_moves", "fast"} <= set(r.flags.split()) for r in rated)
+
+
 def _rated(app, people: list[str], seed: str, now=None) -> int:
     with app.app_context():
         return create_game([parse_player(p) for p in people], seed, kind=KIND, start=0,
@@ -175,7 +198,6 @@ def _finish(app, game_id: int, pick_first: bool = False) -> None:
             seat = rules.to_move(state)
             if seat is None:
                 return
-            from pbem.ground.models import Seat
             seat_id = db.exec(select(Seat.id).where(Seat.game_id == game_id,
                                                     Seat.number == seat)).one()
         with app.app_context():

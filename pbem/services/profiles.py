@@ -276,12 +276,6 @@ def check_address(text: object) -> str:
     return email.lower()
 
 
-def is_known(session: Session, email: str) -> bool:
-    """Whether `email` holds a seat or has a profile here."""
-    return session.exec(select(Seat.id).where(_held_by(email)).limit(1)).first() is not None \
-        or session.exec(select(Profile.id).where(Profile.email == email)).first() is not None
-
-
 def request_link(typed: object, client: str, now: datetime | None = None) -> str:
     """Someone at /me asks for the link to the games of the address they typed: a mail with a
     fresh "my games" link goes to that address if it is known here, and nothing otherwise; the
