@@ -40,6 +40,7 @@ def test_networks_and_mailboxes_are_told_apart_as_people_are():
     assert network_of("2001:db8:1:2::5") == network_of("2001:db8:1:2:ffff::1") \
         == "2001:db8:1:2::/64"
     assert network_of("::ffff:198.51.100.9") == "198.51.100.0/24"
+    assert network_of("::1") == "::1/128"
     assert person_of("Mallory+1@Example.org") == person_of("mallory@example.org")
     assert person_of("a.n.na+x@googlemail.com") == person_of("anna@gmail.com")
     assert person_of("a.nna@example.org") != person_of("anna@example.org")

@@ -29,6 +29,8 @@ def network_of(client: str | None) -> str | None:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     prefix = 24 if address.version == 4 else 64
+    if address.is_loopback:  # ::1's /64 would hold more than the loopback
+        prefix = address.max_prefixlen if address.version == 6 else prefix
     return str(ipaddress.ip_network(f"{address}/{prefix}", strict=False))
 
 

@@ -36,6 +36,7 @@ the game's second end change no rating again.
 
 from __future__ import annotations
 
+import ipaddress
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -160,6 +161,16 @@ class Suspicion:
         return not any(f in NOT_COUNTED for f in self.flags)
 
 
+def _tells_apart(network: str | None) -> bool:
+    """Whether a kept network says something of who was there: an IP network that is not the
+    loopback (which is all a server behind a proxy sees when `[serve] trusted_proxies` is not
+    set), never an unknown or empty client."""
+    try:
+        return not ipaddress.ip_network(network or "").is_loopback
+    except ValueError:
+        return False
+
+
 def _networks(connection: Connection, game, people: list) -> dict[str, set[str]]:
     """The networks each person's (lower-case address's) moves in this game came from, and
     its lobby post or join of the open game that made it."""
@@ -169,14 +180,15 @@ def _networks(connection: Connection, game, people: list) -> dict[str, set[str]]
             select(MoveRecord.seat, MoveRecord.client).where(
                 MoveRecord.game_id == game.id, MoveRecord.client.is_not(None),
                 MoveRecord.actor == "player").distinct()):
-        if number in numbers:
+        if number in numbers and _tells_apart(client):
             found[numbers[number]].add(client)
     for email, client in connection.execute(
             select(LobbySeat.email, LobbySeat.client).join(
                 OpenGame, OpenGame.id == LobbySeat.open_game_id).where(
                 OpenGame.game_id == game.id)):
-        if email.lower() in numbers.values():
-            found[email.lower()].add(network_of(client))
+        network = network_of(client)
+        if email.lower() in numbers.values() and _tells_apart(network):
+            found[email.lower()].add(network)
     return found
 
 
