@@ -5,6 +5,7 @@ one is refused with a sentence saying what to write. A game's title too (`check_
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import unicodedata
@@ -52,17 +53,21 @@ def name_key(name: str) -> str:
     """A name as one to tell it from others by: compatibility-normalised, case-folded, without
     spaces or invisible characters, each character replaced by the least ASCII letter or digit
     it can be confused with (Unicode's confusables: Cyrillic "Н" and "H", "0" and "O")."""
-    out = []
-    for c in unicodedata.normalize("NFKC", name).casefold():
-        if c.isspace() or unicodedata.category(c)[0] in "ZC":
-            continue
-        alike = [x for x in (confusable_characters(c) or []) + [c]
-                 if len(x) == 1 and x.isascii() and x.isalnum()]
-        out.append(min(x.casefold() for x in alike) if alike else c)
-    return "".join(out)
+    return "".join(_plain(c) for c in unicodedata.normalize("NFKC", name).casefold())
 
 
-def reserved_name_keys() -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _plain(c: str) -> str:
+    """One character as `name_key` writes it ("" for a space or an invisible one)."""
+    if c.isspace() or unicodedata.category(c)[0] in "ZC":
+        return ""
+    alike = [x for x in (confusable_characters(c) or []) + [c]
+             if len(x) == 1 and x.isascii() and x.isalnum()]
+    return min(x.casefold() for x in alike) if alike else c
+
+
+@functools.cache
+def reserved_name_keys() -> frozenset[str]:
     """The name keys of the computer players' names, as every language shows them: nobody
     else may take them."""
     keys = set()
@@ -71,7 +76,7 @@ def reserved_name_keys() -> set[str]:
         for language in i18n.LANGUAGES:
             with i18n.in_language(language):
                 keys.add(name_key(str(_("Computer (%(bot)s)", bot=i18n.bot_word(level)))))
-    return keys
+    return frozenset(keys)
 
 
 EMAIL_PATTERN = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+")
