@@ -167,7 +167,7 @@ def test_puppets_on_networks_of_their_own_still_leave_the_main_address_unlisted(
     provisional, not listed; the games are flagged."""
     app = lobby_app
     _earlier_game(app, MAIN)
-    games = _attack(app, 3, spread=True, address="sock{}@example.net")
+    games = _attack(app, 2, spread=True, address="sock{}@example.net")
     ranking = app.test_client().get(f"/ratings/{KIND}").get_data(as_text=True)
     from pbem.ground.models import RatedGame
 
