@@ -189,6 +189,10 @@ class MoveRecord(SQLModel, table=True):
     notation: str = Field(max_length=200)
     actor: str = Field(default="player", max_length=20)  # player, timeout, bot, admin
     via: str = Field(default="web", max_length=20)  # web, api, email, cli, scheduler
+    # The network the move came from (a page or the API): the client's IPv4 /24 or IPv6 /64
+    # (pbem.services.players.network_of), for telling whether two seats could be one person
+    # (pbem.services.ratings). None: by mail, the scheduler or the command line.
+    client: str | None = Field(default=None, max_length=64, nullable=True)
     lines_json: str = Field(sa_column=Column(Text, nullable=False))  # {"-1"|"<seat>": [line]}
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
 
@@ -548,6 +552,22 @@ class RatedResult(SQLModel, table=True):
     ordinal_before: float
     ordinal_after: float
     created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+
+
+class RatedGame(SQLModel, table=True):
+    """A rated game once it ended (pbem.services.ratings): whether its result counts, and
+    what the organisers should look at (`flags`, codes separated by spaces, with `detail` in
+    words); `voided_at` when an admin took its result back. Its RatedResult rows keep the
+    places either way."""
+
+    game_id: int = Field(foreign_key="game.id", primary_key=True,
+                         sa_column_kwargs={"autoincrement": False})
+    kind: str = Field(max_length=40, index=True)
+    counted: bool = True
+    flags: str = Field(default="", max_length=200)
+    detail: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    created_at: datetime = Field(sa_type=UtcDateTime, nullable=False)
+    voided_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
 
 
 LOBBY_EXPIRY = "lobby_expiry"

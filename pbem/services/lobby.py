@@ -8,7 +8,9 @@ mails. The poster can withdraw it before it starts; one nobody fills is taken do
 The "my games" key proves the address, so joining needs no confirmation mail; the lobby page
 itself (/lobby) is public and shows names and ratings, never an address. Abuse guards, counted
 in the database so that every server process sees them: open games posted a day per address
-(`lobby_posts_per_address`) and per client address (`lobby_posts_per_ip`), games joined a day
+(`lobby_posts_per_address`) and per client network (`lobby_posts_per_ip`: an IPv4 /24 or an
+IPv6 /64, as `pbem.services.players.network_of` counts it, which is also what a post or join
+keeps), games joined a day
 per address (`lobby_joins_per_address`). A player below a game's minimum rating is refused
 with their rating and the minimum.
 """
@@ -48,9 +50,9 @@ from .deadlines import TimeControl, time_control
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
 from .games import create_game
 from .my_games import _email_of
-from .players import PlayerSpec
+from .players import PlayerSpec, network_of
 from .profiles import profile_for, profile_or_default
-from .ratings import MODEL
+from .ratings import MODEL, standings
 
 SEATINGS = ("joined", "drawn")
 MAX_SHOWN = 200  # open games the lobby lists, the newest first
@@ -128,6 +130,7 @@ def post(token: str, posting: Posting, client: str, now: datetime | None = None)
     """Post an open game for the address the "my games" key `token` opens; its id."""
     now = now or utcnow()
     config = current_app.config
+    client = network_of(client) or "unknown"
     with writing() as session:
         email = _email_of(session, token, now=now)
         one_at_a_time(session, f"lobby post {email}", f"lobby post ip {client}")
@@ -183,6 +186,7 @@ def join(token: str, open_game_id: object, client: str, now: datetime | None = N
     filled it, else None."""
     now = now or utcnow()
     config = current_app.config
+    client = network_of(client) or "unknown"
     with writing() as session:
         email = _email_of(session, token, now=now)
         game = _locked(session, open_game_id)
@@ -307,6 +311,7 @@ class Joined:
     public_id: str
     rating: float
     games: int
+    provisional: bool  # not listed on the ranking yet (pbem.services.ratings)
 
 
 @dataclass(frozen=True)
@@ -335,6 +340,7 @@ def open_games(email: str | None = None, now: datetime | None = None) -> list[Li
             Profile.email.in_(emails)))}
         ratings = {(r.kind, r.player): r for r in session.exec(select(Rating).where(
             Rating.player.in_(emails)))}
+        held = {kind: standings(session, kind) for kind in {g.kind for g in games}}
     listed = []
     start = MODEL.rating().ordinal()
     for game in games:
@@ -345,7 +351,8 @@ def open_games(email: str | None = None, now: datetime | None = None) -> list[Li
             people.append(Joined(profile.name if profile else "?",
                                  profile.public_id if profile else "",
                                  rating.ordinal if rating else start,
-                                 rating.games if rating else 0))
+                                 rating.games if rating else 0,
+                                 not getattr(held[game.kind].get(seat.email), "listed", False)))
         mine_seats = [s.email for s in seats if s.open_game_id == game.id]
         rules = rules_for(game.kind)
         listed.append(Listed(game, rules.title, rules.variant_label(game.variant)

@@ -63,6 +63,7 @@ from .log import (
     _windows,
 )
 from .mail import intents
+from .players import network_of
 from .seats import SeatContext, _seat_rows
 from .turnfile import MAX_ORDERS, Orders
 
@@ -84,7 +85,8 @@ class MoveResult:
 
 def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | None = None,
                 actor: str = "player", via: str = "web", now: datetime | None = None,
-                context_log: int | None = None, session: Session | None = None) -> MoveResult:
+                context_log: int | None = None, session: Session | None = None,
+                client: str | None = None) -> MoveResult:
     """Apply one move for the seat the token opens (or `seat_id`, for trusted callers).
 
     `turn` is the game's turn counter the move was built for; anything else is refused as
@@ -92,7 +94,8 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
     With `context_log`, the result also holds the mover's SeatContext after the move, read in
     the same transaction, with that many log entries. With `session` (the scheduler's, for a
     timeout), the move is made in that session's write transaction, which the caller commits;
-    a refused move changes nothing in it either.
+    a refused move changes nothing in it either. `client`: the address a page or API request
+    came from; the move keeps its network (for ratings: pbem.services.ratings).
     """
     if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < 2 ** 53:
         raise Malformed(_("the move must say which turn it was made for (a whole number)"))
@@ -102,7 +105,7 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
     if session is None:
         with writing_rows() as own:
             result = _move(own, False, token, text, turn, seat_id, actor, via, now,
-                           context_log)
+                           context_log, client)
         for key, window in own.info.pop(_MADE, ()):  # committed: the log is so now
             _windows.put(key, window)
         _log_move(result, actor, via)
@@ -112,7 +115,8 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
     # timers it queued wait to be written together).
     insert_pending(session, MoveRecord)
     session.flush()
-    result = _move(session, True, token, text, turn, seat_id, actor, via, now, context_log)
+    result = _move(session, True, token, text, turn, seat_id, actor, via, now, context_log,
+                   client)
     _log_move(result, actor, via)  # made in the caller's transaction, which commits it
     return result
 
@@ -131,7 +135,7 @@ _MADE = "pbem_log_windows"  # session.info: the windows a move made, kept once i
 
 def _move(session: Writer | Session, outer: bool, token: str | None, text: str, turn: int,
           seat_id: int | None, actor: str, via: str, now: datetime,
-          context_log: int | None) -> MoveResult:
+          context_log: int | None, client: str | None = None) -> MoveResult:
     """`submit_move` in a write transaction: its own (a Writer) or the caller's session
     (`outer`)."""
     # Plain rows read and written on the transaction's connection (pbem.ground.rows): the game's row
@@ -172,7 +176,8 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
     record = (game.turn, seat.number, notation, actor, via, now, lines_json)  # _LOG_COLUMNS
     insert_later(session, MoveRecord, {
         "game_id": game.id, "number": game.turn, "seat": seat.number, "notation": notation,
-        "actor": actor, "via": via, "lines_json": lines_json, "created_at": now})
+        "actor": actor, "via": via, "lines_json": lines_json, "created_at": now,
+        "client": network_of(client)})
     # The log as it is before this move, if this process has it (a caller's session may have
     # changed it in ways the game row does not tell yet: read).
     window = None if outer else _windows.get(_window_key(game), max(context_log or 0, 1))
@@ -425,7 +430,7 @@ class OrdersResult:
 
 
 def submit_orders(token: str | None, orders: Orders, *, seat_id: int | None = None,
-                  via: str = "web") -> OrdersResult:
+                  via: str = "web", client: str | None = None) -> OrdersResult:
     """Apply a turn's orders one by one through `submit_move`, from the turn they were made for.
 
     Raises when the first order cannot be applied (nothing changed); when a later one fails, the
@@ -444,7 +449,7 @@ def submit_orders(token: str | None, orders: Orders, *, seat_id: int | None = No
     turn = orders.turn
     for line in orders.lines:
         try:
-            result = submit_move(token, line, turn, seat_id=seat_id, via=via)
+            result = submit_move(token, line, turn, seat_id=seat_id, via=via, client=client)
         except ServiceError as exc:
             if not applied:
                 exc.message = f"'{line[:80]}': {exc.message}"

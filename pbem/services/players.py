@@ -5,13 +5,79 @@ one is refused with a sentence saying what to write. A game's title too (`check_
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import re
 import unicodedata
 from dataclasses import dataclass
 
+from confusables import confusable_characters
+
 from ..games import DEFAULT_KIND, SetupProblem, rules_for
 from ..ground import i18n
 from ..ground.i18n import _
+
+def network_of(client: str | None) -> str | None:
+    """The network a client address belongs to, as limits and ratings count it: an IPv4
+    address's /24, an IPv6 address's /64 (one subscriber's usual share of either), the
+    text itself (cut to 64 characters) when it is no IP address; None for None."""
+    if client is None:
+        return None
+    try:
+        address = ipaddress.ip_address(client.strip())
+    except ValueError:
+        return client[:64]
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    prefix = 24 if address.version == 4 else 64
+    if address.is_loopback:  # ::1's /64 would hold more than the loopback
+        prefix = address.max_prefixlen if address.version == 6 else prefix
+    return str(ipaddress.ip_network(f"{address}/{prefix}", strict=False))
+
+
+# Providers whose mailboxes ignore dots in the local part (and take one another's domain).
+DOTLESS_DOMAINS = {"gmail.com": "gmail.com", "googlemail.com": "gmail.com"}
+
+
+def person_of(email: str) -> str:
+    """An address as one mailbox: lower case, without a +tag, without dots for providers that
+    ignore them (anna.b+x@googlemail.com and AnnaB@gmail.com are one person)."""
+    local, _, domain = email.strip().lower().rpartition("@")
+    local = local.split("+", 1)[0]
+    if domain in DOTLESS_DOMAINS:
+        local, domain = local.replace(".", ""), DOTLESS_DOMAINS[domain]
+    return f"{local}@{domain}"
+
+
+def name_key(name: str) -> str:
+    """A name as one to tell it from others by: compatibility-normalised, case-folded, without
+    spaces or invisible characters, each character replaced by the least ASCII letter or digit
+    it can be confused with (Unicode's confusables: Cyrillic "Н" and "H", "0" and "O")."""
+    return "".join(_plain(c) for c in unicodedata.normalize("NFKC", name).casefold())
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain(c: str) -> str:
+    """One character as `name_key` writes it ("" for a space or an invisible one)."""
+    if c.isspace() or unicodedata.category(c)[0] in "ZC":
+        return ""
+    alike = [x for x in (confusable_characters(c) or []) + [c]
+             if len(x) == 1 and x.isascii() and x.isalnum()]
+    return min(x.casefold() for x in alike) if alike else c
+
+
+@functools.cache
+def reserved_name_keys() -> frozenset[str]:
+    """The name keys of the computer players' names, as every language shows them: nobody
+    else may take them."""
+    keys = set()
+    for level in i18n.BOT_LEVELS:
+        keys.add(name_key(i18n.given_bot_name(level)))
+        for language in i18n.LANGUAGES:
+            with i18n.in_language(language):
+                keys.add(name_key(str(_("Computer (%(bot)s)", bot=i18n.bot_word(level)))))
+    return frozenset(keys)
+
 
 EMAIL_PATTERN = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+")
 MAX_NAME = 60

@@ -22,7 +22,7 @@ from sqlmodel import Session, select
 
 from ..games import SetupProblem, game_kinds, rules_for
 from ..ground import clock, i18n
-from ..ground.db import one_at_a_time, reading, utcnow, writing
+from ..ground.db import insert_pending, one_at_a_time, reading, utcnow, writing
 from ..ground.i18n import _
 from ..ground.models import (
     FINISHED,
@@ -37,9 +37,11 @@ from ..ground.models import (
 from . import mail
 from .errors import Malformed, NotFound, TooMany
 from .my_games import _email_of, _held_by
-from .players import EMAIL_PATTERN, check_player
+from .players import EMAIL_PATTERN, check_player, network_of
+from .ratings import is_listed, name_is_taken, ranks_of
 
-MAX_FINISHED = 200  # finished games a public page lists, the newest first
+PAGE_FINISHED = 20  # finished games a public page lists at a time, the newest first
+MAX_PAGES = 10000
 
 
 def _latest_seat(session: Session, email: str) -> Seat | None:
@@ -116,25 +118,15 @@ class ShownRating:
     games: int
     provisional: bool
 
-    @property
-    def needed(self) -> int:
-        """The rated games after which the rating stops being provisional."""
-        return PROVISIONAL_GAMES
-
-
-PROVISIONAL_GAMES = 5  # fewer rated games than this: the rating is marked provisional
-
-
-def shown(rating: Rating) -> ShownRating:
-    return ShownRating(rating.kind, rules_for(rating.kind).title, rating.ordinal, rating.games,
-                       rating.games < PROVISIONAL_GAMES)
-
 
 def ratings_of(session: Session, player: str) -> list[ShownRating]:
-    """The ratings of `player` (an address, or a computer player's key), by game kind."""
+    """The ratings of `player` (an address, or a computer player's key), by game kind; one not
+    listed on its ranking yet is provisional (pbem.services.ratings.standings)."""
     kinds = game_kinds()
-    return [shown(r) for r in session.exec(select(Rating).where(Rating.player == player)
-                                           .order_by(Rating.kind)) if r.kind in kinds]
+    return [ShownRating(r.kind, rules_for(r.kind).title, r.ordinal, r.games,
+                        not is_listed(session, r.kind, player))
+            for r in session.exec(select(Rating).where(Rating.player == player)
+                                  .order_by(Rating.kind)) if r.kind in kinds]
 
 
 def own_profile(token: str) -> tuple[Profile, bool, list[ShownRating]]:
@@ -186,6 +178,10 @@ def save_profile(token: str, form, now: datetime | None = None) -> dict[str, str
         if errors:
             return errors
         profile = profile_for(session, email)
+        if name_is_taken(session, values["name"], email):
+            return {"name": _("the name %(name)s is taken: another rated player or a computer "
+                              "player has it (or one that looks the same); choose another",
+                              name=repr(values["name"]))}
         for name, value in values.items():
             setattr(profile, name, value)
         profile.chosen, profile.updated_at = True, now
@@ -209,25 +205,16 @@ class FinishedGame:
     rated: bool
 
 
-def ranks_of(rules, state) -> dict[str, int]:
-    """Each colour's place in a finished game: by score, then by the rules' tie-break (pieces
-    left, where the game has one); tied seats share a place."""
-    result = rules.result_table(state)
-    if result is not None:
-        return dict(zip(result.colours, result.ranks))
-    outcome = rules.outcome(state) or {}
-    scores, pieces = outcome.get("scores") or {}, outcome.get("pieces_left") or {}
-    if isinstance(pieces, (list, tuple)):
-        pieces = dict(zip(scores, pieces))
-    key = {c: (scores.get(c, 0), pieces.get(c, 0)) for c in scores}
-    return {c: 1 + sum(1 for other in key.values() if other > key[c]) for c in key}
-
-
-def finished_games(session: Session, email: str, limit: int = MAX_FINISHED) -> list[FinishedGame]:
-    """The finished games whose seats `email` holds, the newest first, with its place."""
+def finished_games(session: Session, email: str, page: int = 1,
+                   size: int = PAGE_FINISHED) -> tuple[list[FinishedGame], int]:
+    """One page of the finished games whose seats `email` holds, the newest first, with its
+    place; and how many there are in all."""
+    mine = [_held_by(email), Game.status == FINISHED]
+    total = session.exec(select(func.count()).select_from(Seat).join(
+        Game, Game.id == Seat.game_id).where(*mine)).one()
     seats = session.exec(select(Seat, Game).join(Game, Game.id == Seat.game_id).where(
-        _held_by(email), Game.status == FINISHED).order_by(Game.finished_at.desc(),
-                                                            Game.id.desc()).limit(limit)).all()
+        *mine).order_by(Game.finished_at.desc(), Game.id.desc())
+        .offset((page - 1) * size).limit(size)).all()
     counts = dict(session.exec(select(Seat.game_id, func.count()).where(
         Seat.game_id.in_([g.id for _, g in seats])).group_by(Seat.game_id)).all())
     games = []
@@ -236,7 +223,7 @@ def finished_games(session: Session, email: str, limit: int = MAX_FINISHED) -> l
         rank = ranks_of(rules, rules.loads(game.state_json)).get(seat.colour)
         games.append(FinishedGame(game.id, game.title, rules.title, game.finished_at, rank,
                                   counts.get(game.id, 0), game.watch_id, game.rated))
-    return games
+    return games, total
 
 
 @dataclass(frozen=True)
@@ -245,11 +232,23 @@ class PublicProfile:
     name: str
     ratings: list[ShownRating]
     finished: list[FinishedGame]
+    page: int
+    pages: int  # pages of finished games (at least 1)
 
 
-def public_profile(public_id: str) -> PublicProfile:
-    """What anyone may see of a player: the name, ratings and finished games; never the
-    address. NotFound for an unknown id."""
+def check_page(raw: object) -> int:
+    """A page number from a query string (blank: the first); Malformed says what to write."""
+    text = str(raw if raw is not None else "1").strip() or "1"
+    if not (text.isascii() and text.isdigit()) or len(text) > 5 \
+            or not 1 <= int(text) <= MAX_PAGES:
+        raise Malformed(_("The page must be a whole number from 1 to %(most)d.",
+                          most=MAX_PAGES))
+    return int(text)
+
+
+def public_profile(public_id: str, page: object = None) -> PublicProfile:
+    """What anyone may see of a player: the name, ratings and one page of finished games;
+    never the address. NotFound for an unknown id or a page past the last."""
     if not isinstance(public_id, str) or not 0 < len(public_id) <= 32 \
             or not all(c.isascii() and (c.isalnum() or c in "-_") for c in public_id):
         raise NotFound(_("There is no such player."))
@@ -257,9 +256,14 @@ def public_profile(public_id: str) -> PublicProfile:
         profile = session.exec(select(Profile).where(Profile.public_id == public_id)).first()
         if profile is None:
             raise NotFound(_("There is no such player."))
+        number = check_page(page)
+        finished, total = finished_games(session, profile.email, number)
+        pages = max(1, -(-total // PAGE_FINISHED))
+        if number > pages:
+            raise NotFound(_("There is no such page: this player's finished games fill "
+                             "%(pages)d.", pages=pages))
         return PublicProfile(profile.public_id, profile.name,
-                             ratings_of(session, profile.email),
-                             finished_games(session, profile.email))
+                             ratings_of(session, profile.email), finished, number, pages)
 
 
 # --- asking for the link ------------------------------------------------------------------------
@@ -272,41 +276,54 @@ def check_address(text: object) -> str:
     return email.lower()
 
 
-def is_known(session: Session, email: str) -> bool:
-    """Whether `email` holds a seat or has a profile here."""
-    return session.exec(select(Seat.id).where(_held_by(email)).limit(1)).first() is not None \
-        or session.exec(select(Profile.id).where(Profile.email == email)).first() is not None
-
-
 def request_link(typed: object, client: str, now: datetime | None = None) -> str:
     """Someone at /me asks for the link to the games of the address they typed: a mail with a
     fresh "my games" link goes to that address if it is known here, and nothing otherwise; the
-    answer is the same either way (it tells nobody whether an address plays here). Counted per
-    address and per client address a day, known or not (TooMany). Returns the address."""
+    answer is the same either way (it tells nobody whether an address plays here), and so is
+    the work done for it: the key and the mail are made for an unknown address too, and taken
+    back (a savepoint rolled back), so that the time taken tells nothing either.
+
+    Counted a day per requester, known or not (TooMany): requests for one address from one
+    network (an IPv4 /24 or IPv6 /64: others asking for someone's address never lock that
+    person out), and requests from one network. Returns the address."""
     email = check_address(typed)
     now = now or utcnow()
     config = current_app.config
+    network = network_of(client) or "unknown"
     with writing() as session:
-        one_at_a_time(session, f"link to {email}", f"link ip {client}")
+        one_at_a_time(session, f"link to {email}", f"link ip {network}")
         since = now - timedelta(days=1)
         asked = session.exec(select(func.count()).select_from(LinkRequest).where(
-            LinkRequest.email == email, LinkRequest.at > since)).one()
+            LinkRequest.email == email, LinkRequest.client == network,
+            LinkRequest.at > since)).one()
         if asked >= config["GAMES_LINK_REQUESTS_PER_ADDRESS"]:
-            raise TooMany(_("A link for this address was asked for %(count)d times today, as "
-                            "often as this server sends one in a day. Use the newest mail you "
-                            "have, or try again tomorrow; nothing was sent.", count=asked))
+            raise TooMany(_("A link for this address was asked for %(count)d times today from "
+                            "your network, as often as this server sends one in a day. The "
+                            "link in any mail this server sent you still works: use the newest "
+                            "one, or try again tomorrow; nothing was sent.", count=asked))
         from_client = session.exec(select(func.count()).select_from(LinkRequest).where(
-            LinkRequest.client == client, LinkRequest.at > since)).one()
+            LinkRequest.client == network, LinkRequest.at > since)).one()
         if from_client >= config["GAMES_LINK_REQUESTS_PER_IP"]:
-            raise TooMany(_("Too many links were asked for from your network today. Try again "
-                            "tomorrow; nothing was sent."))
-        session.add(LinkRequest(email=email, client=client, at=now))
-        if is_known(session, email):
-            profile = profile_or_default(session, email)
-            token = mail.mint_player_key(session, email)
-            with i18n.in_language(profile.language):
-                mail.queue(session, kind="my_link", to=email,
-                           subject=_("Your games on %(site)s", site=config["BASE_URL"]),
-                           template="my_link", secrets=(token,),
-                           link=mail.games_link(token))
+            raise TooMany(_("Too many links were asked for from your network today. The link "
+                            "in any mail this server sent you still works; or try again "
+                            "tomorrow. Nothing was sent."))
+        session.add(LinkRequest(email=email, client=network, at=now))
+        # The same two look-ups for every address (no short cut for a known one).
+        seat = _latest_seat(session, email)
+        profile = session.exec(select(Profile).where(Profile.email == email)).first()
+        known = seat is not None or profile is not None
+        language = profile.language if profile is not None else \
+            seat.language if seat is not None else config["GAMES_LANGUAGE"]
+        mailed = session.begin_nested()
+        token = mail.mint_player_key(session, email)
+        with i18n.in_language(language):
+            mail.queue(session, kind="my_link", to=email,
+                       subject=_("Your games on %(site)s", site=config["BASE_URL"]),
+                       template="my_link", secrets=(token,),
+                       link=mail.games_link(token))
+        insert_pending(session)
+        if known:
+            mailed.commit()
+        else:
+            mailed.rollback()
     return email

@@ -50,7 +50,7 @@ from ..ground.models import (
     OutboxMessage,
     Seat,
 )
-from ..services import stewardship, talk
+from ..services import ratings, stewardship, talk
 from ..services.deadlines import MAX_HOURS, MIN_HOURS, time_control
 from ..services.errors import ServiceError
 from ..services.games import create_game
@@ -611,3 +611,24 @@ def audit():
                        .join(Admin, Admin.id == AuditEntry.admin_id, isouter=True)
                        .order_by(AuditEntry.id.desc()).limit(500)).all()
     return render_template("admin/audit.html", rows=rows)
+
+
+# --- rated games ------------------------------------------------------------------------------
+
+@bp.get("/ratings")
+def rated_games(error: str | None = None):
+    """The rated games, the flagged ones first to look at: why, who, and a form to void one."""
+    flagged = request.args.get("show") != "all"
+    return render_template("admin/ratings.html", entries=ratings.rated_games(flagged),
+                           flagged=flagged, words=ratings.FLAG_WORDS, error=error)
+
+
+@bp.post("/ratings/<int:game_id>/void")
+def void_rating(game_id: int):
+    try:
+        ratings.void_result(g.admin.id, game_id, request.form.get("reason", ""))
+    except ServiceError as exc:
+        return rated_games(exc.message), exc.status
+    flash(gettext("The result of game %(id)d is voided; the ratings were computed again "
+                  "without it.", id=game_id))
+    return redirect(url_for("admin.rated_games"), code=303)

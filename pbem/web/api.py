@@ -208,7 +208,8 @@ def move(token: str):
         return _unprocessable('"moves_played" and "turn" are one number under two names; send '
                               'one of them')
     try:
-        result = submit_move(token, body["move"], numbers[0], via="api", context_log=API_LOG)
+        result = submit_move(token, body["move"], numbers[0], via="api", context_log=API_LOG,
+                             client=request.remote_addr)
     except ServiceError as exc:
         return _error(exc)
     wake_sender()

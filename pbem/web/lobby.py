@@ -21,7 +21,6 @@ from ..services.lobby import (
     started_games,
     withdraw,
 )
-from ..services.profiles import PROVISIONAL_GAMES
 from .profiles import client_address
 from .site import wake_sender
 
@@ -51,7 +50,7 @@ def _page(token: str | None, form=None, errors=None, status: int = 200, error: s
                            games=game_kinds(), kind=kind, rules=rules_for(kind),
                            default_hours=config["GAMES_MOVE_DEADLINE_HOURS"],
                            default_zone=config["GAMES_TIMEZONE"], min_hours=MIN_HOURS,
-                           max_hours=MAX_HOURS, provisional_games=PROVISIONAL_GAMES,
+                           max_hours=MAX_HOURS,
                            started=started_games(email) if email else []), status
 
 

@@ -79,7 +79,7 @@ def edit_post(token: str):
 @bp.get("/players/<public_id>")
 def public(public_id: str):
     try:
-        profile = public_profile(public_id)
+        profile = public_profile(public_id, request.args.get("page"))
     except ServiceError as exc:
         return _error(exc)
     return render_template("profiles/public.html", profile=profile)

@@ -171,7 +171,7 @@ def move(token: str):
                 text = ctx.rules.move_from_form(ctx.state, request.form)
             except MoveError as exc:
                 raise Rejected(str(exc)) from None
-        result = submit_move(token, text, turn, via="web")
+        result = submit_move(token, text, turn, via="web", client=request.remote_addr)
     except ServiceError as exc:
         return _refusal(token, exc)
     wake_sender()
@@ -233,7 +233,8 @@ def upload_turn_file(token: str):
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError:
             text = raw.decode("latin-1")
-        result = submit_orders(token, turnfile.read(text), via="web")
+        result = submit_orders(token, turnfile.read(text), via="web",
+                               client=request.remote_addr)
     except ServiceError as exc:
         return _refusal(token, exc)
     wake_sender()
