@@ -86,10 +86,10 @@ def test_post_join_and_a_full_game_starts_with_its_first_mails(lobby_app):
     assert poster.name.startswith("Player ") and "anna" not in poster.name
     assert "1 of 3" in public and poster.name in public
     # Issue 43, point 12: a post is not labelled like a game ("Kardinal & König #1"), and a
-    # new player's cautious rating (below zero) is shown as how far they are.
+    # new player's cautious rating (below zero) is shown as provisional, without it.
     assert f"Kardinal &amp; König, posted by {poster.name}" in public
     assert f"#{posted.id}" not in public
-    assert "new: 0 of 5 rated games" in public and "rating -" not in public
+    assert "(<span class=\"muted\">provisional</span>)" in public and "rating -" not in public
     assert f"/players/{poster.public_id}" in public and "anna" not in public
     assert "@example.org" not in public and "/join" not in public
     before = _everything(app)
