@@ -407,6 +407,37 @@ def test_gunicorns_access_log_holds_no_key_and_is_private_whatever_the_umask(tmp
     assert stat.S_IMODE(access.stat().st_mode) == 0o600
 
 
+# --- gunicorn never faces the internet (issue 42, point 6) -------------------------------------
+
+def test_gunicorn_listens_on_loopback_by_default_and_the_unit_does_too():
+    """gunicorn started in the checkout reads its gunicorn.conf.py: 127.0.0.1 unless told
+    otherwise; the unit's address is loopback too."""
+    shown = subprocess.run([sys.executable, "-m", "gunicorn", "--print-config", "wsgi:app"],
+                           cwd=ROOT, capture_output=True, text=True, check=True, timeout=120)
+    settings = dict(re.findall(r"^(\w+) +=  ?(.*)$", shown.stdout, re.MULTILINE))
+    assert settings["config"] == "./gunicorn.conf.py"
+    assert settings["bind"] == "['127.0.0.1:8000']"
+    assert "on_starting" in settings["on_starting"]
+    bound = re.findall(r"(?:-b|--bind)[ =](\S+)", unit_service("pbem-web.service")["ExecStart"])
+    assert bound == ["127.0.0.1:8000"]
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0:{port}", "[::]:{port}", ":{port}"])
+def test_gunicorn_refuses_to_listen_where_other_machines_reach_it(tmp_path, address):
+    """Eight slow clients hold bare gunicorn's workers: it will not face the internet by
+    mistake. It says why and what to do, and never listens."""
+    instance = tmp_path / "instance"
+    make_app(instance)
+    port = free_port()
+    done = subprocess.run([sys.executable, "-m", "gunicorn", "-w", "1", "-b",
+                           address.format(port=port), "wsgi:app"], cwd=ROOT,
+                          capture_output=True, text=True, check=False, timeout=120,
+                          env=environment(instance))
+    assert done.returncode == 1, done.stderr
+    assert "which other machines can reach. gunicorn must not face the internet" in done.stderr
+    assert "Listening at" not in done.stderr and not listening(port)
+
+
 # --- pbem serve: its request log, and trusted proxies only on loopback ----------------------------
 
 def test_serve_masks_keys_in_its_request_log(tmp_path):
