@@ -458,6 +458,49 @@ def test_serve_masks_keys_in_its_request_log(tmp_path):
     assert "/invite/[hidden]/accept" in text and "/new/game/[hidden]/confirm" in text
 
 
+def _raw_answer(port: int, request: bytes) -> bytes:
+    """The status line `pbem serve` answers a request sent as these very bytes with."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+        conn.sendall(request)
+        answer = b""
+        while b"\r\n" not in answer:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    return answer.split(b"\r\n", 1)[0]
+
+
+MALFORMED = {
+    "obs-fold": b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-A: one\r\n two\r\n\r\n",
+    "obs-fold by tab": b"GET /health HTTP/1.1\r\nHost: localhost\r\n\tX-B: b\r\n\r\n",
+    "bare LF in the header": b"GET /health HTTP/1.1\r\nHost: localhost\nX-C: c\r\n\r\n",
+    "bare LF at the end": b"GET /health HTTP/1.1\r\nHost: localhost\r\n\n",
+    "bare LF request line": b"GET /health HTTP/1.1\nHost: localhost\r\n\r\n",
+    "space before colon": b"GET /health HTTP/1.1\r\nHost : localhost\r\n\r\n",
+    "no colon": b"GET /health HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n",
+}
+
+
+def test_serve_refuses_folded_and_bare_lf_headers_as_gunicorn_does(tmp_path):
+    """obs-fold, a bare LF and a header line without its colon are 400, as gunicorn and nginx
+    answer them (a proxy that read them otherwise could smuggle a request past the server)."""
+    instance = tmp_path / "instance"
+    make_app(instance)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with process([sys.executable, "-m", "pbem", "serve", "--no-scheduler", "--port", str(port)],
+                 log, environment(instance), cwd=tmp_path) as serve:
+        base = f"http://127.0.0.1:{port}"
+        wait_for(lambda: alive(serve, log) and health(base) is not None, what="pbem serve")
+        good = b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Fine: yes\r\nConnection: close" \
+               b"\r\n\r\n"
+        assert _raw_answer(port, good).split(b" ")[1] in (b"200", b"503")
+        answers = {name: _raw_answer(port, raw) for name, raw in MALFORMED.items()}
+        assert all(a.startswith(b"HTTP/1.1 400 ") for a in answers.values()), answers
+        alive(serve, log)
+
+
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10"])
 def test_serve_refuses_trusted_proxies_on_an_address_others_can_reach(tmp_path, host):
     instance = tmp_path / "instance"
