@@ -300,6 +300,13 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
         statuses = [r.status_code for r in burst]
         assert 1 <= len(refused) < BURST, (statuses, lasted)
         assert BURST - len(refused) <= 10 + 1 + math.ceil(lasted / 2), (statuses, lasted)
+        # So are the other pages anyone may use without a key (issue 42): asking for one's
+        # link (/me) and starting a game (/new), 10 a minute and 5 at once, sharing one
+        # count; the lobby, 60 a minute and 20 at once.
+        for path, count, burst, per_second in [("/me", BURST, 5, 1 / 6),
+                                               ("/new", BURST, 5, 1 / 6),
+                                               ("/lobby", 30, 20, 1), ("/me/x/lobby", 30, 20, 1)]:
+            _refused_beyond(f"{base}{path}", count, burst, per_second, cert)
         alive(gunicorn, logs["web"])
     secret = [*tokens, games_key, calendar_key]
     access = (folder / "access.log").read_text()
@@ -315,6 +322,21 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
     assert re.search(r" INFO pbem\.ground\.logs: web \(gunicorn worker\) \(process \d+\): settings "
                      rf"from {re.escape(str(config))}", served)
     assert "refused a form" not in served, "a form was refused behind the proxy"
+
+
+def _refused_beyond(url: str, count: int, burst: int, per_second: float, cert: Path) -> None:
+    """`count` requests at `url` at once from one address: nginx refuses some (429, its own
+    page), and lets through at most one, its burst and what its rate allows while they last."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(count) as pool:
+        answers = list(pool.map(lambda _: requests.get(url, timeout=60, verify=str(cert)),
+                                range(count)))
+    lasted = time.monotonic() - started
+    statuses = [r.status_code for r in answers]
+    refused = [r for r in answers if r.status_code == 429 and "nginx" in r.text]
+    assert refused, (url, statuses, lasted)
+    assert count - len(refused) <= burst + 1 + math.ceil(lasted * per_second), \
+        (url, statuses, lasted)
 
 
 def _admin_logs_in(page, base: str) -> None:
