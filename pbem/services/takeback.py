@@ -3,8 +3,9 @@ stewardship.take_back) or when every player agreed (pbem.services.undo).
 
 The state is rebuilt from the seed and the log without the moves taken back, so every seat's
 view is again exactly what it was; a deck card the seat drew goes back on top of the deck,
-where it will be drawn again, and that seat has seen it (its caller tells it so). Telling the
-players and writing the audit log are the caller's.
+where it will be drawn again, and that seat has seen it (its caller tells it so). A finished
+tournament game reopens only within its round (pbem.services.tournaments.reopening). Telling
+the players and writing the audit log are the caller's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..games import GameRules, rules_for
 from ..games.interface import move_words
 from ..ground import i18n
 from ..ground.models import (
+    FINISHED,
     RUNNING,
     UNDO_ASKED,
     UNDO_MOVED_ON,
@@ -27,6 +29,7 @@ from ..ground.models import (
     Seat,
     UndoRequest,
 )
+from . import tournaments
 from .deadlines import start_clock
 
 
@@ -73,6 +76,8 @@ def take_back(session: Session, game: Game, records: list[MoveRecord], first: in
               now: datetime) -> TakenBack:
     """Undo `records[first:]` (the game's row locked by the caller): the log without them,
     the state replayed, the game running again with the clock started for the seat to move."""
+    if game.status == FINISHED:  # a tournament's game only within its round
+        tournaments.reopening(session, game)
     undone = records[first:]
     rules = rules_for(game.kind)
     state = rules.replay(rules.loads(game.state_json), [r.notation for r in records[:first]])

@@ -17,8 +17,11 @@ tournament on.
   who leave, new players) or by itself `season_days` after the season ended (a
   TOURNAMENT_SEASON chore).
 - An aborted game counts as played (its players have met) and gives nobody points or score.
-  An organiser who takes back the last turn of a finished game reopens it: its result no
-  longer counts until the game ends again; a round already moved on stays as it is.
+  An organiser who takes back the last turn of a finished game reopens it while its round is
+  the current one: its result no longer counts, and the round waits for it to end again.
+  Once the round is over (the next round was made, the event or season ended, or the
+  organiser closed it), the take-back is refused (`reopening`): a round's moving on and the
+  event's end then always follow from the state of every one of its games.
 
 Player keys are lower-case addresses; pages and mails to others show names and each
 player's public id (Entrant.public_id), never an address; a player with a profile is named by
@@ -119,6 +122,36 @@ def game_ended(session, game, now: datetime | None = None) -> None:
                TournamentTable.result_json.is_(None))).scalar_one()
     if open_games == 0:
         _queue_chore(connection, TOURNAMENT_ROUND, table.tournament_id, now)
+
+
+ROUND_MOVED_ON = ("this game is one of round {round} of the tournament {name}, and the "
+                  "tournament has moved on from that round ({what}): its result is in the "
+                  "standings and in what was made from them, so its last turn cannot be taken "
+                  "back. A take-back is possible until the round's last game has ended and the "
+                  "next round begins.")
+
+
+def reopening(session: Session, game: Game) -> None:
+    """A finished game is about to be reopened by a take-back (pbem.services.takeback), in the
+    caller's transaction with the game locked. A tournament's game whose round is over (the
+    next round was made from its result, the season or the event ended, or the organiser
+    closed it) is refused (Rejected): reopening it would leave standings and pairings made
+    from a result that no longer stands, and an event finished with a game running. Within
+    its round it reopens, and its result no longer counts: the round waits for it to end
+    again (its chore, if queued, finds the round undecided and changes nothing)."""
+    table = session.exec(select(TournamentTable)
+                         .where(TournamentTable.game_id == game.id)).first()
+    if table is None:
+        return
+    t = get_row(session, Tournament, table.tournament_id, with_for_update=True)
+    if t.status != T_RUNNING or (table.season, table.round) != (t.season, t.round):
+        what = {T_FINISHED: "it is finished", T_CLOSED: "the organiser closed it",
+                T_BETWEEN: "its season is over"}.get(t.status, "its next round has begun")
+        label = f"{table.round}" if t.format != LEAGUE else f"{table.round} of season " \
+            f"{table.season}"
+        raise Rejected(ROUND_MOVED_ON.format(round=label, name=t.name, what=what))
+    table.result_json, table.decided_at = None, None
+    session.add(table)
 
 
 def _queue_chore(connection, kind: str, tournament_id: int, due: datetime) -> None:
