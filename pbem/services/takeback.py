@@ -30,7 +30,7 @@ from ..ground.models import (
     UndoRequest,
 )
 from . import tournaments
-from .deadlines import start_clock
+from .deadlines import reset_clock, start_clock
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,14 @@ def last_run(records: list[MoveRecord]) -> int:
 
 
 def take_back(session: Session, game: Game, records: list[MoveRecord], first: int,
-              now: datetime) -> TakenBack:
+              now: datetime, keep_deadline: bool = False) -> TakenBack:
     """Undo `records[first:]` (the game's row locked by the caller): the log without them,
-    the state replayed, the game running again with the clock started for the seat to move."""
+    the state replayed, the game running again with the clock started for the seat to move.
+    `keep_deadline`: the clock goes on as it runs now, and the deadline stays where it is (a
+    turn the server played for a seat that missed its deadline, taken back by agreement,
+    must not give it a fresh turn's time)."""
+    kept = (game.turn_started_at, game.extension_hours, game.clock_pauses) \
+        if keep_deadline and game.status == RUNNING and game.deadline_at is not None else None
     if game.status == FINISHED:  # a tournament's game only within its round
         tournaments.reopening(session, game)
     undone = records[first:]
@@ -95,4 +100,7 @@ def take_back(session: Session, game: Game, records: list[MoveRecord], first: in
                               .order_by(Seat.number)))
     to_move = seats[rules.to_move(state)]
     start_clock(session, game, to_move, now)
+    if kept is not None:
+        game.turn_started_at, game.extension_hours, game.clock_pauses = kept
+        reset_clock(session, game, to_move, now)
     return TakenBack(undone, seats[undone[-1].seat], seats, to_move, rules, state)

@@ -154,6 +154,12 @@ def reopening(session: Session, game: Game) -> None:
     session.add(table)
 
 
+def is_tournament_game(session: Session, game: Game) -> bool:
+    """Whether the game is one of a tournament's."""
+    return session.exec(select(TournamentTable.id)
+                        .where(TournamentTable.game_id == game.id)).first() is not None
+
+
 def _queue_chore(connection, kind: str, tournament_id: int, due: datetime) -> None:
     waiting = connection.execute(core_select(Chore.id).where(
         is_status(Chore.status, PENDING), Chore.kind == kind,
