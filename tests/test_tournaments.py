@@ -398,3 +398,72 @@ def test_a_game_taken_back_before_its_round_moved_on_holds_the_round_until_it_en
     play_out(app, first, "again")
     run_jobs(app, T0 + timedelta(minutes=2))
     assert tournament(app, tid).round == 2 and len(tables_of(app, tid, round=2)) == 2
+
+
+def test_a_big_round_is_made_in_short_transactions_and_a_move_goes_through_meanwhile(
+        app, monkeypatch):
+    """A round-robin's games are made TABLES_AT_ONCE to a transaction (here 5 of 12): held
+    after its first transaction, the organiser's request leaves a player free to move in
+    another game; then the rest are made, and each player's round mail goes once."""
+    from server import new_game
+
+    monkeypatch.setattr(tournaments, "TABLES_AT_ONCE", 5, raising=False)
+    beside, tokens = new_game(app, 3, "beside the cup", start=0)
+    first_made, moved = threading.Event(), threading.Event()
+    finish = getattr(tournaments, "finish_round", None)
+
+    def held(tid, now=None):
+        first_made.set()
+        assert moved.wait(120)
+        finish(tid, now)
+
+    monkeypatch.setattr(tournaments, "finish_round", held, raising=False)
+    made, errors = [], []
+
+    def organiser():
+        try:
+            made.append(make(app, tables.ROUND_ROBIN, 9)[0])
+        except Exception as exc:  # shown by the asserts below
+            errors.append(exc)
+        finally:
+            first_made.set()
+
+    thread = threading.Thread(target=organiser)
+    thread.start()
+    try:
+        assert first_made.wait(120)
+        assert not errors, errors
+        made_so_far = len(rows(app, TournamentTable))
+        with app.app_context(), reading() as session:
+            game = session.get(Game, beside.game_id)
+            state = rules_for(game.kind).loads(game.state_json)
+        with app.app_context():
+            submit_move(tokens[0], rules_for(game.kind).legal(state)[0], game.turn)
+        assert made_so_far == 5 and len(rows(app, TournamentTable)) == 5
+    finally:
+        moved.set()
+        thread.join(120)
+    assert not errors, errors
+    (tid,) = made
+    assert len(tables_of(app, tid)) == 12
+    assert len({t.game_id for t in tables_of(app, tid)}) == 12
+    assert Counter(m.to_addr for m in mails(app, "tournament")) == Counter(
+        {f"Player {i} <p{i}@example.org>": 1 for i in range(9)})
+    assert run_jobs(app, T0 + timedelta(minutes=1)).get("tournament_tables") == 0
+
+
+def test_a_big_round_left_halfway_is_made_whole_by_the_scheduler(app, monkeypatch):
+    """The organiser's request stops after its first transaction: the scheduler's chore makes
+    the rest, a few to a run, and the round's mails go once."""
+    monkeypatch.setattr(tournaments, "TABLES_AT_ONCE", 5, raising=False)
+    monkeypatch.setattr(tournaments, "finish_round", lambda tid, now=None: None, raising=False)
+    tid, __ = make(app, tables.ROUND_ROBIN, 9)
+    assert len(tables_of(app, tid)) == 5 and mails(app, "tournament") == []
+    for minute in (1, 2):
+        assert run_jobs(app, T0 + timedelta(minutes=minute))["tournament_tables"] == 1
+    assert len(tables_of(app, tid)) == 12
+    assert len(mails(app, "tournament")) == 9
+    assert run_jobs(app, T0 + timedelta(minutes=3))["tournament_tables"] == 0
+    play_round(app, tid)
+    run_jobs(app, T0 + timedelta(minutes=4))
+    assert tournament(app, tid).status == T_FINISHED

@@ -56,6 +56,7 @@ from ..ground.models import (
     T_RUNNING,
     TOURNAMENT_ROUND,
     TOURNAMENT_SEASON,
+    TOURNAMENT_TABLES,
     AuditEntry,
     Chore,
     Entrant,
@@ -399,7 +400,9 @@ def create_tournament(admin_id: int, setup: Setup, now: datetime | None = None) 
         _start_round(session, t, now)
         _audit(session, admin_id, t, "tournament create",
                f"{setup.format}, {rules_for(setup.kind).title}, {len(setup.players)} players")
-        return t.id
+        tournament_id = t.id
+    finish_round(tournament_id, now)
+    return tournament_id
 
 
 def _audit(session: Session, admin_id: int | None, t: Tournament, action: str,
@@ -431,14 +434,20 @@ def _results(session: Session, rows: list[TournamentTable]) -> list[Played]:
     return _decided(rows, games)
 
 
-def _start_round(session: Session, t: Tournament, now: datetime) -> None:
-    """Make the tables of the tournament's current round (a league: season), start each
-    game through `create_game`, and mail every player of the round."""
+# A round's games are made this many to a transaction: a round-robin of 21 (210 games) made in
+# one held the write lock, and so every player's move, for 5.9 s on SQLite (issue 42).
+TABLES_AT_ONCE = 10
+
+
+def _plan(session: Session, t: Tournament, entrants: list[Entrant]
+          ) -> tuple[list[tuple[int, int, int, tuple[str, ...]]], str]:
+    """The tables of the tournament's current round (a league: season), as (league, group,
+    number, seats), and their titles' pattern. The same however often it is asked: it reads
+    only the entrants and the earlier rounds' results, which no longer change."""
     rules = rules_for(t.kind)
     least, most = rules.min_players, rules.max_players
-    entrants = _entrants(session, t)
     active = [e.email for e in entrants if e.active]
-    made: list[tuple[int, int, int, tuple[str, ...]]] = []  # (league, group, number, seats)
+    made: list[tuple[int, int, int, tuple[str, ...]]] = []
     if t.format == LEAGUE:
         leagues = tables.first_leagues(active, t.table_size, least, most) if t.season == 1 \
             else _next_leagues(session, t, entrants, least, most)
@@ -446,23 +455,37 @@ def _start_round(session: Session, t: Tournament, now: datetime) -> None:
             for group, members in enumerate(group_list, 1):
                 for number, seats in enumerate(tables.group_rotation(members, t.cycles), 1):
                     made.append((league, group, number, seats))
-        label = "S{season} L{league}.{group} #{number}"
-    elif t.format == ROUND_ROBIN:
-        made = [(0, 0, n, seats) for n, seats in
-                enumerate(tables.round_robin(active, t.table_size, t.seed), 1)]
-        label = "#{number}"
-    else:
-        earlier = _tables_of(session, t)
-        played = _results(session, earlier)
-        order = [s.player for s in tables.standings(active, played, t.seed)]
-        starts = Counter(json.loads(r.players_json)[0] for r in earlier)
-        sizes = tables.table_sizes(len(order), t.table_size, least, most)
-        seated = tables.swiss_round(order, sizes, tables.met(
-            Played(tuple(json.loads(r.players_json)), None) for r in earlier), starts, t.seed)
-        made = [(0, 0, n, seats) for n, seats in enumerate(seated, 1)]
-        label = "R{round}.{number}"
+        return made, "S{season} L{league}.{group} #{number}"
+    if t.format == ROUND_ROBIN:
+        return [(0, 0, n, seats) for n, seats in
+                enumerate(tables.round_robin(active, t.table_size, t.seed), 1)], "#{number}"
+    earlier = [r for r in _tables_of(session, t) if (r.season, r.round) != (t.season, t.round)]
+    played = _results(session, earlier)
+    order = [s.player for s in tables.standings(active, played, t.seed)]
+    starts = Counter(json.loads(r.players_json)[0] for r in earlier)
+    sizes = tables.table_sizes(len(order), t.table_size, least, most)
+    seated = tables.swiss_round(order, sizes, tables.met(
+        Played(tuple(json.loads(r.players_json)), None) for r in earlier), starts, t.seed)
+    return [(0, 0, n, seats) for n, seats in enumerate(seated, 1)], "R{round}.{number}"
+
+
+def _start_round(session: Session, t: Tournament, now: datetime) -> None:
+    """Begin the tournament's current round (a league: season): its first tables now, in the
+    caller's transaction; the rest in transactions of their own (`make_tables`), by the
+    caller's `finish_round` or else by a chore queued here."""
+    if not _make_some(session, t, now):
+        _queue_chore(session.connection(), TOURNAMENT_TABLES, t.id, now)
+
+
+def _make_some(session: Session, t: Tournament, now: datetime) -> bool:
+    """Make the next TABLES_AT_ONCE tables of the current round, each game through
+    `create_game`; with the last of them, mail every player of the round. Returns whether the
+    round is now made whole."""
+    entrants = _entrants(session, t)
+    made, label = _plan(session, t, entrants)
+    done = len(_tables_of(session, t, season=t.season, round=t.round))
     by_email = {e.email: e for e in entrants}
-    for league, group, number, seats in made:
+    for league, group, number, seats in made[done:done + TABLES_AT_ONCE]:
         title = f"{t.name} · " + label.format(season=t.season, league=league, group=group,
                                               number=number, round=t.round)
         players = [PlayerSpec(by_email[p].name, p, language=by_email[p].language)
@@ -474,8 +497,40 @@ def _start_round(session: Session, t: Tournament, now: datetime) -> None:
                                     league=league, group_number=group, number=number,
                                     game_id=created.game_id, players_json=json.dumps(seats)))
     session.flush()
-    games_of = Counter(p for *_, seats in made for p in seats)
-    _round_mail(session, t, [e for e in entrants if games_of[e.email]], games_of, now)
+    if done + TABLES_AT_ONCE < len(made):
+        return False
+    if done < len(made):  # this call made the last tables: the round's mail goes now
+        games_of = Counter(p for *_, seats in made for p in seats)
+        _round_mail(session, t, [e for e in entrants if games_of[e.email]], games_of, now)
+    return True
+
+
+def _is_round_made(session: Session, t: Tournament) -> bool:
+    return len(_tables_of(session, t, season=t.season, round=t.round)) \
+        >= len(_plan(session, t, _entrants(session, t))[0])
+
+
+def make_tables(session: Session, tournament_id: int, now: datetime) -> bool:
+    """The next tables of a round being made, in the caller's transaction (the scheduler's
+    chore, or `finish_round`); another chore is queued while some remain. Changes nothing
+    (returns False) once the round is made, or the tournament is over."""
+    t = get_row(session, Tournament, tournament_id, with_for_update=True)
+    if t is None or t.status != T_RUNNING or _is_round_made(session, t):
+        return False
+    if not _make_some(session, t, now):
+        _queue_chore(session.connection(), TOURNAMENT_TABLES, t.id, now)
+    return True
+
+
+def finish_round(tournament_id: int, now: datetime | None = None) -> None:
+    """Make the rest of the current round's tables, TABLES_AT_ONCE to a transaction, each one
+    short: players' moves go on in between. The caller holds no transaction. Should this
+    stop halfway, the chore queued with the round's first tables makes the rest."""
+    now = now or utcnow()
+    while True:
+        with writing() as session:
+            if not make_tables(session, tournament_id, now):
+                return
 
 
 def _next_leagues(session: Session, t: Tournament, entrants: list[Entrant], least: int,
@@ -545,7 +600,7 @@ def round_over(session: Session, tournament_id: int, now: datetime) -> bool:
     if t is None or t.status != T_RUNNING:
         return False
     rows = _tables_of(session, t, season=t.season, round=t.round)
-    if not rows or len(_results(session, rows)) < len(rows):
+    if not rows or len(_results(session, rows)) < len(rows) or not _is_round_made(session, t):
         return False
     if t.format == SWISS and t.round < t.rounds:
         t.round += 1
@@ -640,6 +695,7 @@ def start_next_season(admin_id: int, tournament_id: int, leaving: list[str],
             raise Rejected(str(exc)) from None
         _audit(session, admin_id, t, "tournament season",
                f"season {t.season}: {len(leaving)} leave, {len(joining)} join", reason)
+    finish_round(tournament_id, now)
 
 
 def close_tournament(admin_id: int, tournament_id: int, reason: str,
