@@ -6,7 +6,10 @@ tournament on.
 - An organiser creates a tournament on the admin pages (`create_tournament`): its players
   are entered and its first round's games are started at once, each through `create_game`
   (the tournament's game, rules and time control; the usual invitations), with a short round
-  mail to each player.
+  mail to each player. A round's games are made TABLES_AT_ONCE to a transaction (the first in
+  the one that begins the round, the rest by `finish_round` or, should that stop, a
+  TOURNAMENT_TABLES chore), so that making a big round never holds players' moves for long;
+  a round counts as over only once it is made whole.
 - When a game ends, the move path (and an organiser's abort) calls `game_ended` (through pbem.services.finished's `on_game_finished`: the
   game's result is written beside its table, and when it was the round's last game a
   `Chore` (TOURNAMENT_ROUND) is queued, due at once. The scheduler claims it atomically
