@@ -302,6 +302,13 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
         statuses = [r.status_code for r in burst]
         assert 1 <= len(refused) < BURST, (statuses, lasted)
         assert BURST - len(refused) <= 10 + 1 + math.ceil(lasted / 2), (statuses, lasted)
+        # So are the other pages anyone may use without a key (issue 42): asking for one's
+        # link (/me) and starting a game (/new), 10 a minute and 5 at once, sharing one
+        # count; the lobby, 60 a minute and 20 at once.
+        for path, count, burst, per_second in [("/me", BURST, 5, 1 / 6),
+                                               ("/new", BURST, 5, 1 / 6),
+                                               ("/lobby", 30, 20, 1), ("/me/x/lobby", 30, 20, 1)]:
+            _refused_beyond(f"{base}{path}", count, burst, per_second, cert)
         alive(gunicorn, logs["web"])
     secret = [*tokens, games_key, calendar_key]
     access = (folder / "access.log").read_text()
@@ -317,6 +324,21 @@ def test_the_documented_deployment_plays_through_nginx_in_chromium(tmp_path, bro
     assert re.search(r" INFO pbem\.ground\.logs: web \(gunicorn worker\) \(process \d+\): settings "
                      rf"from {re.escape(str(config))}", served)
     assert "refused a form" not in served, "a form was refused behind the proxy"
+
+
+def _refused_beyond(url: str, count: int, burst: int, per_second: float, cert: Path) -> None:
+    """`count` requests at `url` at once from one address: nginx refuses some (429, its own
+    page), and lets through at most one, its burst and what its rate allows while they last."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(count) as pool:
+        answers = list(pool.map(lambda _: requests.get(url, timeout=60, verify=str(cert)),
+                                range(count)))
+    lasted = time.monotonic() - started
+    statuses = [r.status_code for r in answers]
+    refused = [r for r in answers if r.status_code == 429 and "nginx" in r.text]
+    assert refused, (url, statuses, lasted)
+    assert count - len(refused) <= burst + 1 + math.ceil(lasted * per_second), \
+        (url, statuses, lasted)
 
 
 def _admin_logs_in(page, base: str) -> None:
@@ -409,6 +431,37 @@ def test_gunicorns_access_log_holds_no_key_and_is_private_whatever_the_umask(tmp
     assert stat.S_IMODE(access.stat().st_mode) == 0o600
 
 
+# --- gunicorn never faces the internet (issue 42, point 6) -------------------------------------
+
+def test_gunicorn_listens_on_loopback_by_default_and_the_unit_does_too():
+    """gunicorn started in the checkout reads its gunicorn.conf.py: 127.0.0.1 unless told
+    otherwise; the unit's address is loopback too."""
+    shown = subprocess.run([sys.executable, "-m", "gunicorn", "--print-config", "wsgi:app"],
+                           cwd=ROOT, capture_output=True, text=True, check=True, timeout=120)
+    settings = dict(re.findall(r"^(\w+) +=  ?(.*)$", shown.stdout, re.MULTILINE))
+    assert settings["config"] == "./gunicorn.conf.py"
+    assert settings["bind"] == "['127.0.0.1:8000']"
+    assert "on_starting" in settings["on_starting"]
+    bound = re.findall(r"(?:-b|--bind)[ =](\S+)", unit_service("pbem-web.service")["ExecStart"])
+    assert bound == ["127.0.0.1:8000"]
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0:{port}", "[::]:{port}", ":{port}"])
+def test_gunicorn_refuses_to_listen_where_other_machines_reach_it(tmp_path, address):
+    """Eight slow clients hold bare gunicorn's workers: it will not face the internet by
+    mistake. It says why and what to do, and never listens."""
+    instance = tmp_path / "instance"
+    make_app(instance)
+    port = free_port()
+    done = subprocess.run([sys.executable, "-m", "gunicorn", "-w", "1", "-b",
+                           address.format(port=port), "wsgi:app"], cwd=ROOT,
+                          capture_output=True, text=True, check=False, timeout=120,
+                          env=environment(instance))
+    assert done.returncode == 1, done.stderr
+    assert "which other machines can reach. gunicorn must not face the internet" in done.stderr
+    assert "Listening at" not in done.stderr and not listening(port)
+
+
 # --- pbem serve: its request log, and trusted proxies only on loopback ----------------------------
 
 def test_serve_masks_keys_in_its_request_log(tmp_path):
@@ -427,6 +480,49 @@ def test_serve_masks_keys_in_its_request_log(tmp_path):
     text = log.read_text()
     assert keys_in(text, keys) == []
     assert "/invite/[hidden]/accept" in text and "/new/game/[hidden]/confirm" in text
+
+
+def _raw_answer(port: int, request: bytes) -> bytes:
+    """The status line `pbem serve` answers a request sent as these very bytes with."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+        conn.sendall(request)
+        answer = b""
+        while b"\r\n" not in answer:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    return answer.split(b"\r\n", 1)[0]
+
+
+MALFORMED = {
+    "obs-fold": b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-A: one\r\n two\r\n\r\n",
+    "obs-fold by tab": b"GET /health HTTP/1.1\r\nHost: localhost\r\n\tX-B: b\r\n\r\n",
+    "bare LF in the header": b"GET /health HTTP/1.1\r\nHost: localhost\nX-C: c\r\n\r\n",
+    "bare LF at the end": b"GET /health HTTP/1.1\r\nHost: localhost\r\n\n",
+    "bare LF request line": b"GET /health HTTP/1.1\nHost: localhost\r\n\r\n",
+    "space before colon": b"GET /health HTTP/1.1\r\nHost : localhost\r\n\r\n",
+    "no colon": b"GET /health HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n",
+}
+
+
+def test_serve_refuses_folded_and_bare_lf_headers_as_gunicorn_does(tmp_path):
+    """obs-fold, a bare LF and a header line without its colon are 400, as gunicorn and nginx
+    answer them (a proxy that read them otherwise could smuggle a request past the server)."""
+    instance = tmp_path / "instance"
+    make_app(instance)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with process([sys.executable, "-m", "pbem", "serve", "--no-scheduler", "--port", str(port)],
+                 log, environment(instance), cwd=tmp_path) as serve:
+        base = f"http://127.0.0.1:{port}"
+        wait_for(lambda: alive(serve, log) and health(base) is not None, what="pbem serve")
+        good = b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Fine: yes\r\nConnection: close" \
+               b"\r\n\r\n"
+        assert _raw_answer(port, good).split(b" ")[1] in (b"200", b"503")
+        answers = {name: _raw_answer(port, raw) for name, raw in MALFORMED.items()}
+        assert all(a.startswith(b"HTTP/1.1 400 ") for a in answers.values()), answers
+        alive(serve, log)
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10"])

@@ -296,3 +296,40 @@ def test_the_feeds_leave_the_date_header_to_the_http_server(app, client):
     assert whole.status_code == 200 and "Date" not in whole.headers
     again = client.get(url, headers={"If-None-Match": whole.headers["ETag"]})
     assert again.status_code == 304 and "Date" not in again.headers
+
+
+@pytest.mark.parametrize("way", ["revoke my games links", "new link", "change email",
+                                 "hand over", "hand to bot"])
+def test_revoking_an_addresss_my_games_links_revokes_its_calendar(app, client, mailbox, way):
+    """A calendar made with a leaked "my games" link stops with the links (410), whichever way
+    they are revoked, and shows no game made afterwards; a new link makes a new one."""
+    from pbem.services import stewardship
+    from pbem.services.games import create_game
+    from pbem.services.players import parse_player
+
+    __, (first, __) = _two_games(app)
+    leaked = _games_token(mailbox, "anna@example.org")
+    key = _calendar_key(client, leaked)
+    assert client.get(f"/feeds/{key}/deadlines.ics").status_code == 200
+    with app.app_context():
+        admin = create_admin("admin@example.org", "a long enough password")
+        reason = "her link leaked"
+        if way == "revoke my games links":
+            assert stewardship.revoke_games_links(admin, first, 0, reason) >= 1
+        elif way == "new link":
+            stewardship.new_link(admin, first, 0, reason)
+        elif way == "change email":
+            stewardship.change_email(admin, first, 0, "anna.new@example.org", reason)
+        elif way == "hand over":
+            stewardship.hand_over(admin, first, 0, "Dora", "dora@example.org", reason)
+        else:
+            stewardship.hand_to_bot(admin, first, 0, "random", reason)
+        create_game([parse_player(p) for p in ["Anna <anna@example.org>",
+                                               "Bruno <b@example.org>",
+                                               "Chiara <c@example.org>"]],
+                    "cal-after", start=0, title="Secret Winter")
+    gone = client.get(f"/feeds/{key}/deadlines.ics")
+    assert gone.status_code == 410 and "Secret Winter" not in gone.get_data(as_text=True)
+    assert client.get(f"/me/{leaked}").status_code == 404
+    fresh = _calendar_key(client, _games_token(mailbox, "anna@example.org"))
+    assert fresh != key and client.get(f"/feeds/{fresh}/deadlines.ics").status_code == 200

@@ -335,3 +335,13 @@ def test_a_start_that_fails_leaves_the_game_open_to_withdraw_and_never_overfills
     assert _open_games(app)[0].status == "withdrawn"
     with reading(app) as db:
         assert len(db.exec(select(LobbySeat)).all()) == 3
+
+
+def test_the_lobbys_absolute_links_come_from_the_base_url_not_the_host_header(tmp_path):
+    """A made-up Host header (or a forwarded one) never names the server in the page's links."""
+    app = make_app(tmp_path / "instance", GAMES_LOBBY=True, BASE_URL="https://games.example.org")
+    client = app.test_client()
+    for headers in ({"Host": "evil.example"}, {"Host": "evil.example:8443"}, {}):
+        page = client.get("/lobby", headers=headers).get_data(as_text=True)
+        assert "https://games.example.org/me" in page
+        assert "evil.example" not in page and "http://localhost" not in page

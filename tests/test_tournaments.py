@@ -22,6 +22,7 @@ from pbem.ground.db import reading, writing
 from pbem.ground.models import (
     ABORTED,
     DONE,
+    FINISHED,
     PENDING,
     RUNNING,
     T_BETWEEN,
@@ -342,3 +343,127 @@ def test_closing_stops_further_rounds(app):
     assert (t.status, t.round) == (T_CLOSED, 1)
     assert len(tables_of(app, tid)) == 2
     assert rows(app, Game, Game.status == ABORTED) == []
+
+
+def _finished_game_of_round(app, tid, round_):
+    return next(t.game_id for t in tables_of(app, tid, round=round_)
+                if rows(app, Game, Game.id == t.game_id)[0].status == FINISHED)
+
+
+def test_a_game_of_a_round_that_moved_on_is_not_taken_back_and_the_event_ends_with_its_games(
+        app, client):
+    """Swiss of 6 at tables of 3: once round 2 is made, a round-1 game's last turn is not
+    taken back (the admin's page says why); aborting round 2 ends the event with every game
+    over, the 6 "is over" mails sent once, and the standings stay as they were."""
+    from test_admin import act, alert_of, login
+
+    tid, admin = make(app, tables.SWISS, 6, rounds=2)
+    play_round(app, tid, round=1)
+    run_jobs(app, T0 + timedelta(minutes=1))
+    assert tournament(app, tid).round == 2
+    first = _finished_game_of_round(app, tid, 1)
+    before = standings_now(app, tid, round=1)
+    with app.app_context():
+        with pytest.raises(Rejected, match="has moved on from that round"):
+            stewardship.take_back(admin, first, "a misclick", now=T0)
+    assert login(client).status_code == 303
+    refused = act(client, app, "take_back", reason="a misclick", game_id=first)
+    assert refused.status_code == 422
+    assert "cannot be taken back" in alert_of(refused)
+    assert rows(app, Game, Game.id == first)[0].status == FINISHED
+    for t in tables_of(app, tid, round=2):
+        with app.app_context():
+            stewardship.abort_game(admin, t.game_id, "the club closed early", now=T0)
+    run_jobs(app, T0 + timedelta(minutes=2))
+    assert tournament(app, tid).status == T_FINISHED
+    assert rows(app, Game, Game.status == RUNNING) == []
+    assert len([m for m in mails(app, "tournament") if "is over" in m.subject]) == 6
+    assert standings_now(app, tid, round=1) == before
+    with app.app_context(), pytest.raises(Rejected, match="it is finished"):
+        stewardship.take_back(admin, first, "a misclick", now=T0)
+
+
+def test_a_game_taken_back_before_its_round_moved_on_holds_the_round_until_it_ends_again(app):
+    """The round's last game ended (the chore is queued) and one of its games is reopened
+    before the scheduler runs: the round waits for it, then moves on once."""
+    tid, admin = make(app, tables.SWISS, 6, rounds=2)
+    play_round(app, tid, round=1)
+    first = _finished_game_of_round(app, tid, 1)
+    with app.app_context():
+        stewardship.take_back(admin, first, "a misclick", now=T0)
+    assert rows(app, Game, Game.id == first)[0].status == RUNNING
+    run_jobs(app, T0 + timedelta(minutes=1))
+    assert tournament(app, tid).round == 1 and tables_of(app, tid, round=2) == []
+    assert [t.result_json for t in tables_of(app, tid, round=1) if t.game_id == first] == [None]
+    play_out(app, first, "again")
+    run_jobs(app, T0 + timedelta(minutes=2))
+    assert tournament(app, tid).round == 2 and len(tables_of(app, tid, round=2)) == 2
+
+
+def test_a_big_round_is_made_in_short_transactions_and_a_move_goes_through_meanwhile(
+        app, monkeypatch):
+    """A round-robin's games are made TABLES_AT_ONCE to a transaction (here 5 of 12): held
+    after its first transaction, the organiser's request leaves a player free to move in
+    another game; then the rest are made, and each player's round mail goes once."""
+    from server import new_game
+
+    monkeypatch.setattr(tournaments, "TABLES_AT_ONCE", 5, raising=False)
+    beside, tokens = new_game(app, 3, "beside the cup", start=0)
+    first_made, moved = threading.Event(), threading.Event()
+    finish = getattr(tournaments, "finish_round", None)
+
+    def held(tid, now=None):
+        first_made.set()
+        assert moved.wait(120)
+        finish(tid, now)
+
+    monkeypatch.setattr(tournaments, "finish_round", held, raising=False)
+    made, errors = [], []
+
+    def organiser():
+        try:
+            made.append(make(app, tables.ROUND_ROBIN, 9)[0])
+        except Exception as exc:  # shown by the asserts below
+            errors.append(exc)
+        finally:
+            first_made.set()
+
+    thread = threading.Thread(target=organiser)
+    thread.start()
+    try:
+        assert first_made.wait(120)
+        assert not errors, errors
+        made_so_far = len(rows(app, TournamentTable))
+        with app.app_context(), reading() as session:
+            game = session.get(Game, beside.game_id)
+            state = rules_for(game.kind).loads(game.state_json)
+        with app.app_context():
+            submit_move(tokens[0], rules_for(game.kind).legal(state)[0], game.turn)
+        assert made_so_far == 5 and len(rows(app, TournamentTable)) == 5
+    finally:
+        moved.set()
+        thread.join(120)
+    assert not errors, errors
+    (tid,) = made
+    assert len(tables_of(app, tid)) == 12
+    assert len({t.game_id for t in tables_of(app, tid)}) == 12
+    assert Counter(m.to_addr for m in mails(app, "tournament")) == Counter(
+        {f"Player {i} <p{i}@example.org>": 1 for i in range(9)})
+    assert run_jobs(app, T0 + timedelta(minutes=1)).get("tournament_tables") == 0
+
+
+def test_a_big_round_left_halfway_is_made_whole_by_the_scheduler(app, monkeypatch):
+    """The organiser's request stops after its first transaction: the scheduler's chore makes
+    the rest, a few to a run, and the round's mails go once."""
+    monkeypatch.setattr(tournaments, "TABLES_AT_ONCE", 5, raising=False)
+    monkeypatch.setattr(tournaments, "finish_round", lambda tid, now=None: None, raising=False)
+    tid, __ = make(app, tables.ROUND_ROBIN, 9)
+    assert len(tables_of(app, tid)) == 5 and mails(app, "tournament") == []
+    for minute in (1, 2):
+        assert run_jobs(app, T0 + timedelta(minutes=minute))["tournament_tables"] == 1
+    assert len(tables_of(app, tid)) == 12
+    assert len(mails(app, "tournament")) == 9
+    assert run_jobs(app, T0 + timedelta(minutes=3))["tournament_tables"] == 0
+    play_round(app, tid)
+    run_jobs(app, T0 + timedelta(minutes=4))
+    assert tournament(app, tid).status == T_FINISHED

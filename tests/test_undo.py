@@ -29,15 +29,15 @@ def _draw_first(legal):
 
 
 def _after_first_turn(app, seed: str, **kwargs):
-    """A game of three where seat 0 made its first turn (drawing from the deck): the tokens,
-    the game id and the state before that turn."""
+    """A game of three where seat 0 made the first move of its turn (its placement; it has
+    drawn nothing yet, so its turn showed it no card): the tokens, the game id and the state
+    before that turn."""
     created, tokens = new_game(app, players=3, seed=seed, start=0, **kwargs)
     game_id = created.game_id
     before = game_state(app, game_id)[1]
-    play_moves(app, tokens, 6, game_id=game_id, pick=_draw_first,
-               until=lambda s: s.current != 0)
+    play_moves(app, tokens, 1, game_id=game_id)
     game, state = game_state(app, game_id)
-    assert state.current == 1 and game.turn >= 2
+    assert state.current == 0 and state.phase == "draw" and game.turn == 1
     return tokens, game_id, before
 
 
@@ -92,8 +92,7 @@ def test_a_turn_every_other_player_agrees_to_is_taken_back(app, client, mailbox)
         assert "Every player agreed" in told
         assert ("back on top of the deck" in told) == (number == 0)
     # The same turn, made again, cannot be asked about again.
-    play_moves(app, tokens, 6, game_id=game_id, pick=_draw_first,
-               until=lambda s: s.current != 0)
+    play_moves(app, tokens, 1, game_id=game_id)
     again = client.post(f"/api/v1/seat/{tokens[0]}/undo")
     assert again.status_code == 422 and "once" in again.get_json()["error"]
 
@@ -120,7 +119,7 @@ def test_a_move_before_everyone_agreed_ends_the_request(app, client, mailbox):
     assert client.post(f"/api/v1/seat/{tokens[0]}/undo").status_code == 200
     assert client.post(f"/api/v1/seat/{tokens[2]}/undo/answer",
                        json={"answer": "agree"}).get_json() == {"status": "asked"}
-    play_moves(app, tokens, 1, game_id=game_id)  # seat 1 moves on instead of answering
+    play_moves(app, tokens, 1, game_id=game_id)  # seat 0 draws instead of waiting
     assert [r.status for r in _requests(app)] == [UNDO_MOVED_ON]
     moved = game_state(app, game_id)
     refused = client.post(f"/api/v1/seat/{tokens[1]}/undo/answer", json={"answer": "agree"})
@@ -186,8 +185,7 @@ def test_computer_players_agree_at_once(app, client):
                               "undo-bots", start=0)
     token = created.links[0][2].rsplit("/", 1)[1]
     before = game_state(app, created.game_id)[1]
-    play_moves(app, [token, None, None], 6, game_id=created.game_id, pick=_draw_first,
-               until=lambda s: s.current != 0)
+    play_moves(app, [token, None, None], 1, game_id=created.game_id)
     answer = client.post(f"/api/v1/seat/{token}/undo")
     assert answer.status_code == 200 and answer.get_json()["status"] == "done"
     assert game_state(app, created.game_id)[1] == before
@@ -260,3 +258,146 @@ def test_a_player_who_chose_the_digest_finds_the_request_there(app, client, mail
         items = session.exec(select(DigestItem)).all()
         lines = [digest_lines(item.text) for item in items]
     assert [line[0] for line in lines] == ["Player 0 asks to take back their turn"]
+
+
+# --- no free look at the deck, no free time (issue 42, point 4) ---------------------------------
+
+def _against_computers(app, seed: str, rated: bool = False):
+    """Anna against two computer players: her token and the game's id."""
+    from pbem.services.games import create_game
+    from pbem.services.players import bot_player, parse_player
+
+    with app.app_context():
+        created = create_game([parse_player("Anna <anna@example.org>"), bot_player("random"),
+                               bot_player("greedy")], seed, start=0, rated=rated)
+    return created.links[0][2].rsplit("/", 1)[1], created.game_id
+
+
+def test_a_turn_that_showed_a_deck_card_is_not_taken_back_even_against_computers(app, client):
+    """Anna draws from the deck and asks: refused (computer players would have agreed at
+    once, and the same card would be on top again), in her language; nothing is written. The
+    page says so beside the button."""
+    from pbem.services.time import set_language
+
+    token, game_id = _against_computers(app, "undo-peek")
+    play_moves(app, [token, None, None], 6, game_id=game_id, pick=_draw_first,
+               until=lambda s: s.current != 0)
+    after = game_state(app, game_id)
+    refused = client.post(f"/api/v1/seat/{token}/undo")
+    assert refused.status_code == 422
+    assert "showed you a card from the deck" in refused.get_json()["error"]
+    assert _requests(app) == [] and game_state(app, game_id)[1] == after[1]
+    page = client.get(f"/seat/{token}").get_data(as_text=True)
+    assert "Not for a turn that showed you a card from the deck" in page
+    for language, words in (("de", "Karte vom Stapel"), ("es", "carta del mazo")):
+        with app.app_context():
+            set_language(token, language)
+        said = client.post(f"/api/v1/seat/{token}/undo").get_json()["error"]
+        assert words in said, said
+    assert _requests(app) == []
+
+
+def test_knights_castles_a_turn_that_drew_from_the_deck_is_not_taken_back(app, client):
+    """The same in Knights & Castles: its turns draw from the deck too."""
+    import random
+
+    from pbem.games import rules_for
+    from pbem.ground.models import Game
+    from pbem.services.moves import submit_move
+
+    rules = rules_for("knights-castles")
+    created, tokens = new_game(app, 3, "kc-undo-peek", kind="knights-castles", start=0)
+    rng = random.Random("kc-undo-peek")
+
+    def current():
+        with app.app_context(), reading() as session:
+            game = session.get(Game, created.game_id)
+            return game, rules.loads(game.state_json)
+
+    first = current()[1]
+    with app.app_context():
+        while rules.to_move(current()[1]) == 0:
+            game, state = current()
+            submit_move(tokens[0], rng.choice(sorted(rules.legal(state))), game.turn)
+    assert rules.reveals_hidden(first, current()[1])
+    refused = client.post(f"/api/v1/seat/{tokens[0]}/undo")
+    assert refused.status_code == 422
+    assert "showed you a card from the deck" in refused.get_json()["error"]
+    assert _requests(app) == []
+
+
+def test_computer_players_do_not_agree_in_a_rated_or_tournament_game(app, client):
+    """Refused at once in a rated game and in a tournament's (two seats handed to computer
+    players), where they would have agreed before; nothing changes."""
+    from pbem.ground.db import writing
+    from pbem.ground.models import Seat, TournamentTable
+    from pbem.services import stewardship, tournaments
+    from pbem.services.deadlines import time_control
+    from pbem.services.mail import mint_key
+    from pbem.services.players import parse_player
+
+    token, game_id = _against_computers(app, "undo-rated", rated=True)
+    with app.app_context():
+        admin = stewardship.create_admin("boss@example.org", "a long enough password")
+        tid = tournaments.create_tournament(admin, tournaments.Setup(
+            "Cup", "kardinal-koenig", None, "round-robin", time_control(72, "24", False, "UTC"),
+            [parse_player(f"P{i} <t{i}@example.org>") for i in range(3)], 3))
+        with reading() as session:
+            cup = session.exec(select(TournamentTable.game_id)
+                               .where(TournamentTable.tournament_id == tid)).one()
+        for number in (1, 2):
+            stewardship.hand_to_bot(admin, cup, number, "random", "they left")
+        with writing() as session:
+            own = mint_key(session, session.exec(select(Seat).where(
+                Seat.game_id == cup, Seat.number == 0)).one())
+    for asker, game in ((token, game_id), (own, cup)):
+        play_moves(app, [asker, None, None], 1, game_id=game)
+        after = game_state(app, game)[1]
+        assert after.current == 0, "the asker's placement, before its draws"
+        refused = client.post(f"/api/v1/seat/{asker}/undo")
+        assert refused.status_code == 422
+        assert "Computer players do not agree" in refused.get_json()["error"]
+        assert game_state(app, game)[1] == after
+    assert _requests(app) == []
+
+
+def test_a_turn_the_server_played_at_a_timeout_does_not_win_a_fresh_deadline(app, client):
+    """Anna misses her deadline; the server plays her turn (its draw shows her a card), and
+    her request to take it back is refused: the deadline stays where the timeout put it,
+    rather than 72 hours from the request."""
+    from pbem.scheduler.jobs import run_jobs
+
+    token, game_id = _against_computers(app, "undo-timeout")
+    deadline = game_state(app, game_id)[0].deadline_at
+    run_jobs(app, deadline + timedelta(seconds=1))
+    game, state = game_state(app, game_id)
+    assert game.turn >= 2 and state.current != 0
+    asked = client.post(f"/api/v1/seat/{token}/undo")
+    assert asked.status_code == 422
+    assert game_state(app, game_id)[0].deadline_at == game.deadline_at
+
+
+def test_a_take_back_that_keeps_the_deadline_leaves_it_where_it_was(app):
+    """takeback's `keep_deadline` (an agreed take-back of a turn the server played): the
+    turn goes back to its seat with the deadline unchanged, not a fresh turn's."""
+    from pbem.ground.db import writing
+    from pbem.ground.models import Game
+    from pbem.services import takeback
+
+    created, tokens = new_game(app, 3, "undo-keep", start=0)
+    play_moves(app, tokens, 6, game_id=created.game_id, until=lambda s: s.current != 0)
+    kept = game_state(app, created.game_id)[0].deadline_at
+    later = utcnow() + timedelta(hours=5)
+    for keep, expected in ((True, kept), (False, None)):
+        with app.app_context(), writing() as session:
+            game = session.get(Game, created.game_id, with_for_update=True)
+            records = takeback.records_of(session, game)
+            takeback.take_back(session, game, records, takeback.last_run(records), later,
+                               keep_deadline=keep)
+            session.flush()
+            deadline = game.deadline_at
+            session.rollback()
+        if keep:
+            assert deadline == expected
+        else:
+            assert deadline > later + timedelta(hours=71)

@@ -33,6 +33,8 @@ def serve_command(host, port, scheduler):
     own (single machine; see README for more)."""
     from werkzeug.serving import make_server
 
+    from .strict_http import StrictRequestHandler
+
     from ..scheduler.outbox import SenderThread, request_stop
     from ..web.mailbox import describe_access, is_enabled
 
@@ -53,7 +55,8 @@ def serve_command(host, port, scheduler):
         app.config["BASE_URL"] = served_url(host, port)
     # The address is taken before anything says the server runs or starts beside it.
     try:
-        server = make_server(host, port, app, threaded=True)
+        server = make_server(host, port, app, threaded=True,
+                             request_handler=StrictRequestHandler)
     except OSError as exc:
         raise click.ClickException(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}. Another program (another "

@@ -96,6 +96,7 @@ class Rules(Protocol):
     turn_begins: str | None
     def starts_turn(self, notation: str) -> bool: ...
     def mid_turn(self, state: Any) -> bool: ...
+    def reveals_hidden(self, before: Any, after: Any) -> bool: ...
 
 
 class RulesBase:
@@ -137,6 +138,13 @@ class RulesBase:
     def mid_turn(self, state: Any) -> bool:
         """Whether `state` is in the middle of a turn (the seat to move goes on with it)."""
         return False
+
+    def reveals_hidden(self, before: Any, after: Any) -> bool:
+        """Whether the moves from `before` to `after` showed a card of the hidden deck (drawn
+        by the mover, or turned face up): what was seen cannot be unseen, so such a turn is
+        not taken back by agreement (pbem.services.undo). Both games keep their secret deck in
+        the state's `deck`, drawn from its end; any change to it showed a card."""
+        return getattr(before, "deck", None) != getattr(after, "deck", None)
 
 
 class Shown(Protocol):

@@ -611,6 +611,7 @@ class LobbySeat(SQLModel, table=True):
 # waits for its next season (started by an organiser, or by itself after `season_days`).
 T_RUNNING, T_BETWEEN, T_FINISHED, T_CLOSED = "running", "between", "finished", "closed"
 TOURNAMENT_ROUND, TOURNAMENT_SEASON = "tournament_round", "tournament_season"  # Chore kinds
+TOURNAMENT_TABLES = "tournament_tables"  # Chore kind: the rest of a big round's tables
 
 
 class Tournament(SQLModel, table=True):

@@ -8,7 +8,9 @@ nonce, so that a page can show it again, and only its SHA-256 is stored (to find
 database alone therefore gives no working feed link; a server with another secret key shows
 none of the old links (the player makes a new one). A new feed link revokes the old one; a
 seat's feed key is also revoked with the seat's links (pbem.services.seats.revoke_seat_links)
-and stops when the seat changes hands (the key holds the address that held the seat).
+and stops when the seat changes hands (the key holds the address that held the seat); an
+address's calendar key is revoked with its "my games" links, which make it
+(pbem.services.seats.revoke_address_links), whichever way they are revoked.
 
 A seat's feed holds only what the seat's own page shows of the moves (its own draws, never
 another seat's), and no message of the table talk, private or not; the public feed holds a

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import current_app
-from sqlalchemy import func, update
+from sqlalchemy import func
 from sqlmodel import Session, select
 
 from ..games import rules_for
@@ -30,7 +30,7 @@ from ..ground.models import ABORTED, FINISHED, PAUSED, RUNNING, Game, PlayerKey,
 from ..ground.tokens import hash_token, is_well_formed
 from .errors import LinkExpired, Malformed, NotFound
 from .mail import mint_key, seat_link
-from .seats import superseded_at
+from .seats import revoke_address_links, superseded_at
 
 UNKNOWN = ("This link to your games is not valid: it may be mistyped, cut short by the mail "
            "program, or revoked by an organiser. Use the link in your latest mail from a game.")
@@ -179,8 +179,6 @@ def open_seat(token: str, game_id: object, now: datetime | None = None) -> str:
 
 
 def revoke_player_links(session: Session, email: str, now: datetime | None = None) -> int:
-    """Revoke every "my games" link of `email`; returns how many were live."""
-    result = session.exec(update(PlayerKey).where(PlayerKey.email == email.lower(),
-                                                  PlayerKey.revoked_at.is_(None))
-                          .values(revoked_at=now or utcnow()))
-    return result.rowcount or 0
+    """Revoke every "my games" link of `email`, and the calendar feeds made with them; returns
+    how many links were live."""
+    return revoke_address_links(session, email, now or utcnow())

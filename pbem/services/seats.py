@@ -26,6 +26,7 @@ from ..ground.db import (
 )
 from ..ground.i18n import N_, _
 from ..ground.models import (
+    FEED_CALENDAR,
     FeedKey,
     Game,
     PlayerKey,
@@ -71,19 +72,32 @@ def revoke_seat_links(session: Session, seat: Seat, now: datetime) -> None:
     """Revoke every link of `seat` (a leaked link, a seat handed over or to a computer player)
     and every "my games" link of its address: each of those could mint a new link to the seat
     (pbem.web.players), whichever game's mail carried it, so revoking only the ones mailed with
-    this seat's mails would leave a leaked one from another game working; and the seat's feed
-    key. The mail that brings
-    the seat's new link brings a new "my games" link too, as does any later mail of the address.
+    this seat's mails would leave a leaked one from another game working; the address's
+    calendar feeds, made with those (`revoke_address_links`); and the seat's feed key. The mail
+    that brings the seat's new link brings a new "my games" link too, as does any later mail of
+    the address.
     The "my games" links go first: a "my games" POST that holds one (FOR UPDATE) and mints a
     seat key is waited for, and the seat keys' update then sees the key it made."""
-    session.exec(update(PlayerKey).where(PlayerKey.email == seat.email.lower(),
-                                         PlayerKey.revoked_at.is_(None))
-                 .values(revoked_at=now))
+    revoke_address_links(session, seat.email, now)
     session.exec(update(SeatKey).where(SeatKey.seat_id == seat.id, SeatKey.revoked_at.is_(None))
                  .values(revoked_at=now))
     # The seat's private feed too (pbem.services.feeds): a leaked link may have leaked it.
     session.exec(update(FeedKey).where(FeedKey.seat_id == seat.id, FeedKey.revoked_at.is_(None))
                  .values(revoked_at=now))
+
+
+def revoke_address_links(session: Session, email: str, now: datetime) -> int:
+    """Revoke every "my games" link of `email` and every calendar feed made with them (any of
+    them could have made it, and a leaked one may have: a feed that outlived the links would
+    keep showing the address's games, new ones too); returns how many links were live."""
+    email = email.lower()
+    result = session.exec(update(PlayerKey).where(PlayerKey.email == email,
+                                                  PlayerKey.revoked_at.is_(None))
+                          .values(revoked_at=now))
+    session.exec(update(FeedKey).where(FeedKey.kind == FEED_CALENDAR, FeedKey.email == email,
+                                       FeedKey.revoked_at.is_(None))
+                 .values(revoked_at=now))
+    return result.rowcount or 0
 
 
 def is_expired(superseded: datetime | None, now: datetime | None = None) -> bool:

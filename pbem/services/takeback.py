@@ -3,8 +3,9 @@ stewardship.take_back) or when every player agreed (pbem.services.undo).
 
 The state is rebuilt from the seed and the log without the moves taken back, so every seat's
 view is again exactly what it was; a deck card the seat drew goes back on top of the deck,
-where it will be drawn again, and that seat has seen it (its caller tells it so). Telling the
-players and writing the audit log are the caller's.
+where it will be drawn again, and that seat has seen it (its caller tells it so). A finished
+tournament game reopens only within its round (pbem.services.tournaments.reopening). Telling
+the players and writing the audit log are the caller's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..games import GameRules, rules_for
 from ..games.interface import move_words
 from ..ground import i18n
 from ..ground.models import (
+    FINISHED,
     RUNNING,
     UNDO_ASKED,
     UNDO_MOVED_ON,
@@ -27,7 +29,8 @@ from ..ground.models import (
     Seat,
     UndoRequest,
 )
-from .deadlines import start_clock
+from . import tournaments
+from .deadlines import reset_clock, start_clock
 
 
 @dataclass(frozen=True)
@@ -70,9 +73,16 @@ def last_run(records: list[MoveRecord]) -> int:
 
 
 def take_back(session: Session, game: Game, records: list[MoveRecord], first: int,
-              now: datetime) -> TakenBack:
+              now: datetime, keep_deadline: bool = False) -> TakenBack:
     """Undo `records[first:]` (the game's row locked by the caller): the log without them,
-    the state replayed, the game running again with the clock started for the seat to move."""
+    the state replayed, the game running again with the clock started for the seat to move.
+    `keep_deadline`: the clock goes on as it runs now, and the deadline stays where it is (a
+    turn the server played for a seat that missed its deadline, taken back by agreement,
+    must not give it a fresh turn's time)."""
+    kept = (game.turn_started_at, game.extension_hours, game.clock_pauses) \
+        if keep_deadline and game.status == RUNNING and game.deadline_at is not None else None
+    if game.status == FINISHED:  # a tournament's game only within its round
+        tournaments.reopening(session, game)
     undone = records[first:]
     rules = rules_for(game.kind)
     state = rules.replay(rules.loads(game.state_json), [r.notation for r in records[:first]])
@@ -90,4 +100,7 @@ def take_back(session: Session, game: Game, records: list[MoveRecord], first: in
                               .order_by(Seat.number)))
     to_move = seats[rules.to_move(state)]
     start_clock(session, game, to_move, now)
+    if kept is not None:
+        game.turn_started_at, game.extension_hours, game.clock_pauses = kept
+        reset_clock(session, game, to_move, now)
     return TakenBack(undone, seats[undone[-1].seat], seats, to_move, rules, state)

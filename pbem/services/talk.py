@@ -34,6 +34,7 @@ from ..ground.models import (
     TALK_EACH,
     TOURNAMENT_ROUND,
     TOURNAMENT_SEASON,
+    TOURNAMENT_TABLES,
     Chore,
     Game,
     Seat,
@@ -337,7 +338,9 @@ def _expire_open_game(session: Session, open_game_id: int, now: datetime) -> boo
 
 CHORES = {TALK_DIGEST_CHORE: _send_digest, INVITATION_EXPIRY: _expire_invitation,
           LOBBY_EXPIRY: _expire_open_game, TOURNAMENT_ROUND: tournaments.round_over,
-          TOURNAMENT_SEASON: tournaments.season_due}
+          TOURNAMENT_SEASON: tournaments.season_due,
+          TOURNAMENT_TABLES: tournaments.make_tables}
 COUNTED = {TALK_DIGEST_CHORE: "message_digests", INVITATION_EXPIRY: "invitations_expired",
            LOBBY_EXPIRY: "open_games_expired", TOURNAMENT_ROUND: "tournament_rounds",
-           TOURNAMENT_SEASON: "tournament_seasons"}  # their names in the scheduler's counts
+           TOURNAMENT_SEASON: "tournament_seasons",
+           TOURNAMENT_TABLES: "tournament_tables"}  # their names in the scheduler's counts

@@ -6,7 +6,10 @@ tournament on.
 - An organiser creates a tournament on the admin pages (`create_tournament`): its players
   are entered and its first round's games are started at once, each through `create_game`
   (the tournament's game, rules and time control; the usual invitations), with a short round
-  mail to each player.
+  mail to each player. A round's games are made TABLES_AT_ONCE to a transaction (the first in
+  the one that begins the round, the rest by `finish_round` or, should that stop, a
+  TOURNAMENT_TABLES chore), so that making a big round never holds players' moves for long;
+  a round counts as over only once it is made whole.
 - When a game ends, the move path (and an organiser's abort) calls `game_ended` (through pbem.services.finished's `on_game_finished`: the
   game's result is written beside its table, and when it was the round's last game a
   `Chore` (TOURNAMENT_ROUND) is queued, due at once. The scheduler claims it atomically
@@ -17,8 +20,11 @@ tournament on.
   who leave, new players) or by itself `season_days` after the season ended (a
   TOURNAMENT_SEASON chore).
 - An aborted game counts as played (its players have met) and gives nobody points or score.
-  An organiser who takes back the last turn of a finished game reopens it: its result no
-  longer counts until the game ends again; a round already moved on stays as it is.
+  An organiser who takes back the last turn of a finished game reopens it while its round is
+  the current one: its result no longer counts, and the round waits for it to end again.
+  Once the round is over (the next round was made, the event or season ended, or the
+  organiser closed it), the take-back is refused (`reopening`): a round's moving on and the
+  event's end then always follow from the state of every one of its games.
 
 Player keys are lower-case addresses; pages and mails to others show names and each
 player's public id (Entrant.public_id), never an address; a player with a profile is named by
@@ -28,6 +34,7 @@ it (Profile.name) and linked to its public page (Profile.public_id).
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -41,7 +48,7 @@ from sqlmodel import Session, select
 
 from ..games import SetupProblem, rules_for
 from ..ground import i18n
-from ..ground.db import get_row, is_status, reading, utcnow, writing
+from ..ground.db import get_engine, get_row, is_status, reading, utcnow, writing
 from ..ground.i18n import _
 from ..ground.models import (
     ABORTED,
@@ -53,6 +60,7 @@ from ..ground.models import (
     T_RUNNING,
     TOURNAMENT_ROUND,
     TOURNAMENT_SEASON,
+    TOURNAMENT_TABLES,
     AuditEntry,
     Chore,
     Entrant,
@@ -119,6 +127,42 @@ def game_ended(session, game, now: datetime | None = None) -> None:
                TournamentTable.result_json.is_(None))).scalar_one()
     if open_games == 0:
         _queue_chore(connection, TOURNAMENT_ROUND, table.tournament_id, now)
+
+
+ROUND_MOVED_ON = ("this game is one of round {round} of the tournament {name}, and the "
+                  "tournament has moved on from that round ({what}): its result is in the "
+                  "standings and in what was made from them, so its last turn cannot be taken "
+                  "back. A take-back is possible until the round's last game has ended and the "
+                  "next round begins.")
+
+
+def reopening(session: Session, game: Game) -> None:
+    """A finished game is about to be reopened by a take-back (pbem.services.takeback), in the
+    caller's transaction with the game locked. A tournament's game whose round is over (the
+    next round was made from its result, the season or the event ended, or the organiser
+    closed it) is refused (Rejected): reopening it would leave standings and pairings made
+    from a result that no longer stands, and an event finished with a game running. Within
+    its round it reopens, and its result no longer counts: the round waits for it to end
+    again (its chore, if queued, finds the round undecided and changes nothing)."""
+    table = session.exec(select(TournamentTable)
+                         .where(TournamentTable.game_id == game.id)).first()
+    if table is None:
+        return
+    t = get_row(session, Tournament, table.tournament_id, with_for_update=True)
+    if t.status != T_RUNNING or (table.season, table.round) != (t.season, t.round):
+        what = {T_FINISHED: "it is finished", T_CLOSED: "the organiser closed it",
+                T_BETWEEN: "its season is over"}.get(t.status, "its next round has begun")
+        label = f"{table.round}" if t.format != LEAGUE else f"{table.round} of season " \
+            f"{table.season}"
+        raise Rejected(ROUND_MOVED_ON.format(round=label, name=t.name, what=what))
+    table.result_json, table.decided_at = None, None
+    session.add(table)
+
+
+def is_tournament_game(session: Session, game: Game) -> bool:
+    """Whether the game is one of a tournament's."""
+    return session.exec(select(TournamentTable.id)
+                        .where(TournamentTable.game_id == game.id)).first() is not None
 
 
 def _queue_chore(connection, kind: str, tournament_id: int, due: datetime) -> None:
@@ -371,7 +415,9 @@ def create_tournament(admin_id: int, setup: Setup, now: datetime | None = None) 
         _audit(session, admin_id, t, "tournament create",
                f"{setup.format}, {rules_for(setup.kind).title}, {len(setup.players)} players"
                + (", rated" if t.rated else ""))
-        return t.id
+        tournament_id = t.id
+    finish_round(tournament_id, now)
+    return tournament_id
 
 
 def _audit(session: Session, admin_id: int | None, t: Tournament, action: str,
@@ -403,14 +449,25 @@ def _results(session: Session, rows: list[TournamentTable]) -> list[Played]:
     return _decided(rows, games)
 
 
-def _start_round(session: Session, t: Tournament, now: datetime) -> None:
-    """Make the tables of the tournament's current round (a league: season), start each
-    game through `create_game`, and mail every player of the round."""
+# A round's games are made this many to a transaction: a round-robin of 21 (210 games) made in
+# one held the write lock, and so every player's move, for 5.9 s on SQLite (issue 42).
+TABLES_AT_ONCE = 10
+# Between two such transactions on SQLite, a pause longer than the 100 ms SQLite's busy handler
+# sleeps between its tries: the write lock is no queue, and a writer that waits for it (a move)
+# would otherwise miss it batch after batch (measured: one move held 12.5 s while 210 games
+# were made ten at a time without the pause).
+BATCH_PAUSE = 0.15
+
+
+def _plan(session: Session, t: Tournament, entrants: list[Entrant]
+          ) -> tuple[list[tuple[int, int, int, tuple[str, ...]]], str]:
+    """The tables of the tournament's current round (a league: season), as (league, group,
+    number, seats), and their titles' pattern. The same however often it is asked: it reads
+    only the entrants and the earlier rounds' results, which no longer change."""
     rules = rules_for(t.kind)
     least, most = rules.min_players, rules.max_players
-    entrants = _entrants(session, t)
     active = [e.email for e in entrants if e.active]
-    made: list[tuple[int, int, int, tuple[str, ...]]] = []  # (league, group, number, seats)
+    made: list[tuple[int, int, int, tuple[str, ...]]] = []
     if t.format == LEAGUE:
         leagues = tables.first_leagues(active, t.table_size, least, most) if t.season == 1 \
             else _next_leagues(session, t, entrants, least, most)
@@ -418,23 +475,37 @@ def _start_round(session: Session, t: Tournament, now: datetime) -> None:
             for group, members in enumerate(group_list, 1):
                 for number, seats in enumerate(tables.group_rotation(members, t.cycles), 1):
                     made.append((league, group, number, seats))
-        label = "S{season} L{league}.{group} #{number}"
-    elif t.format == ROUND_ROBIN:
-        made = [(0, 0, n, seats) for n, seats in
-                enumerate(tables.round_robin(active, t.table_size, t.seed), 1)]
-        label = "#{number}"
-    else:
-        earlier = _tables_of(session, t)
-        played = _results(session, earlier)
-        order = [s.player for s in tables.standings(active, played, t.seed)]
-        starts = Counter(json.loads(r.players_json)[0] for r in earlier)
-        sizes = tables.table_sizes(len(order), t.table_size, least, most)
-        seated = tables.swiss_round(order, sizes, tables.met(
-            Played(tuple(json.loads(r.players_json)), None) for r in earlier), starts, t.seed)
-        made = [(0, 0, n, seats) for n, seats in enumerate(seated, 1)]
-        label = "R{round}.{number}"
+        return made, "S{season} L{league}.{group} #{number}"
+    if t.format == ROUND_ROBIN:
+        return [(0, 0, n, seats) for n, seats in
+                enumerate(tables.round_robin(active, t.table_size, t.seed), 1)], "#{number}"
+    earlier = [r for r in _tables_of(session, t) if (r.season, r.round) != (t.season, t.round)]
+    played = _results(session, earlier)
+    order = [s.player for s in tables.standings(active, played, t.seed)]
+    starts = Counter(json.loads(r.players_json)[0] for r in earlier)
+    sizes = tables.table_sizes(len(order), t.table_size, least, most)
+    seated = tables.swiss_round(order, sizes, tables.met(
+        Played(tuple(json.loads(r.players_json)), None) for r in earlier), starts, t.seed)
+    return [(0, 0, n, seats) for n, seats in enumerate(seated, 1)], "R{round}.{number}"
+
+
+def _start_round(session: Session, t: Tournament, now: datetime) -> None:
+    """Begin the tournament's current round (a league: season): its first tables now, in the
+    caller's transaction; the rest in transactions of their own (`make_tables`), by the
+    caller's `finish_round` or else by a chore queued here."""
+    if not _make_some(session, t, now):
+        _queue_chore(session.connection(), TOURNAMENT_TABLES, t.id, now)
+
+
+def _make_some(session: Session, t: Tournament, now: datetime) -> bool:
+    """Make the next TABLES_AT_ONCE tables of the current round, each game through
+    `create_game`; with the last of them, mail every player of the round. Returns whether the
+    round is now made whole."""
+    entrants = _entrants(session, t)
+    made, label = _plan(session, t, entrants)
+    done = len(_tables_of(session, t, season=t.season, round=t.round))
     by_email = {e.email: e for e in entrants}
-    for league, group, number, seats in made:
+    for league, group, number, seats in made[done:done + TABLES_AT_ONCE]:
         title = f"{t.name} · " + label.format(season=t.season, league=league, group=group,
                                               number=number, round=t.round)
         players = [PlayerSpec(by_email[p].name, p, language=by_email[p].language)
@@ -446,8 +517,43 @@ def _start_round(session: Session, t: Tournament, now: datetime) -> None:
                                     league=league, group_number=group, number=number,
                                     game_id=created.game_id, players_json=json.dumps(seats)))
     session.flush()
-    games_of = Counter(p for *_, seats in made for p in seats)
-    _round_mail(session, t, [e for e in entrants if games_of[e.email]], games_of, now)
+    if done + TABLES_AT_ONCE < len(made):
+        return False
+    if done < len(made):  # this call made the last tables: the round's mail goes now
+        games_of = Counter(p for *_, seats in made for p in seats)
+        _round_mail(session, t, [e for e in entrants if games_of[e.email]], games_of, now)
+    return True
+
+
+def _is_round_made(session: Session, t: Tournament) -> bool:
+    return len(_tables_of(session, t, season=t.season, round=t.round)) \
+        >= len(_plan(session, t, _entrants(session, t))[0])
+
+
+def make_tables(session: Session, tournament_id: int, now: datetime) -> bool:
+    """The next tables of a round being made, in the caller's transaction (the scheduler's
+    chore, or `finish_round`); another chore is queued while some remain. Changes nothing
+    (returns False) once the round is made, or the tournament is over."""
+    t = get_row(session, Tournament, tournament_id, with_for_update=True)
+    if t is None or t.status != T_RUNNING or _is_round_made(session, t):
+        return False
+    if not _make_some(session, t, now):
+        _queue_chore(session.connection(), TOURNAMENT_TABLES, t.id, now)
+    return True
+
+
+def finish_round(tournament_id: int, now: datetime | None = None) -> None:
+    """Make the rest of the current round's tables, TABLES_AT_ONCE to a transaction, each one
+    short: players' moves go on in between. The caller holds no transaction. Should this
+    stop halfway, the chore queued with the round's first tables makes the rest."""
+    now = now or utcnow()
+    sqlite = get_engine().dialect.name == "sqlite"
+    while True:
+        with writing() as session:
+            if not make_tables(session, tournament_id, now):
+                return
+        if sqlite:  # let a waiting writer in (SQLite's lock is not queued: see BATCH_PAUSE)
+            time.sleep(BATCH_PAUSE)
 
 
 def _next_leagues(session: Session, t: Tournament, entrants: list[Entrant], least: int,
@@ -517,7 +623,7 @@ def round_over(session: Session, tournament_id: int, now: datetime) -> bool:
     if t is None or t.status != T_RUNNING:
         return False
     rows = _tables_of(session, t, season=t.season, round=t.round)
-    if not rows or len(_results(session, rows)) < len(rows):
+    if not rows or len(_results(session, rows)) < len(rows) or not _is_round_made(session, t):
         return False
     if t.format == SWISS and t.round < t.rounds:
         t.round += 1
@@ -612,6 +718,7 @@ def start_next_season(admin_id: int, tournament_id: int, leaving: list[str],
             raise Rejected(str(exc)) from None
         _audit(session, admin_id, t, "tournament season",
                f"season {t.season}: {len(leaving)} leave, {len(joining)} join", reason)
+    finish_round(tournament_id, now)
 
 
 def close_tournament(admin_id: int, tournament_id: int, reason: str,

@@ -12,7 +12,14 @@ The rules, in one place:
 - **Once per turn**: a turn can be asked about once (UndoRequest's unique (game, first move)),
   whatever became of the request, and a turn made again after being taken back is the same turn.
 - **Who agrees**: every other seat played by a person answers on its page (or the API); seats
-  of computer players agree at once. One decline ends the request (the asker is told).
+  of computer players agree at once, except in a rated or tournament game, where they never
+  do (so it is refused at once). One decline ends the request (the asker is told).
+- **Nothing seen**: a turn that showed a card of the hidden deck (drawn, or turned face up:
+  `reveals_hidden` of the game's rules) is refused: the card would be back on top of the deck
+  and its drawer would play again knowing it. An organiser can still take it back.
+- **No time won**: a turn the server played for the seat (a timeout, or a computer player for
+  an absent person) taken back leaves the deadline in force as it is: the seat does not get
+  a fresh turn's time by asking.
 - **Until**: any move in the game ends it (the asker is told); it expires `[games] undo_hours`
   after it was asked, or at the game's current deadline if that comes first (a timeout is a
   move too). A request that expired simply stops counting: nobody is mailed.
@@ -37,6 +44,7 @@ from ..games import rules_for
 from ..games.interface import move_words
 from ..ground import i18n
 from ..ground.db import insert_later, reading, utcnow, writing
+from ..ground.i18n import N_
 from ..ground.i18n import gettext as _
 from ..ground.models import (
     NOTIFY_DIGEST,
@@ -51,11 +59,17 @@ from ..ground.models import (
     Seat,
     UndoRequest,
 )
-from . import mail, takeback
+from . import mail, takeback, tournaments
 from .errors import GameNotRunning, Rejected
 from .seats import _seat_game_seats
 
 AGREE, DECLINE = "agree", "decline"
+
+SEEN_A_CARD = N_("Your last turn showed you a card from the deck, and what you have seen cannot "
+                 "be unseen: it is not taken back by agreement, or you could play again knowing "
+                 "the card. An organiser can still take it back.")
+NO_BOT_AGREES = N_("Computer players do not agree to take back a turn in a rated game or a "
+                   "tournament game.")
 
 
 @dataclass(frozen=True)
@@ -152,6 +166,14 @@ def ask(token: str, now: datetime | None = None) -> UndoRequest:
         if interrupted:
             raise Rejected(_("Another player already decided something in your last turn, so "
                              "it cannot be taken back by agreement; ask an organiser."))
+        rules = rules_for(game.kind)
+        state = rules.loads(game.state_json)
+        if rules.reveals_hidden(rules.history_state(state, [r.notation for r in
+                                                            records[:first]]), state):
+            raise Rejected(_(SEEN_A_CARD))
+        if game.rated or tournaments.is_tournament_game(session, game):
+            if any(s.bot is not None for s in seats if s.id != seat.id):
+                raise Rejected(_(NO_BOT_AGREES))
         earlier = session.exec(select(UndoRequest).where(
             UndoRequest.game_id == game.id, UndoRequest.first_move == records[first].number)
             ).first()
@@ -223,7 +245,9 @@ def answer(token: str, choice: object, now: datetime | None = None) -> str:
 def _done(session: Session, game: Game, request: UndoRequest, records, first: int,
           now: datetime) -> None:
     """Everyone agreed: the turn taken back as an organiser's take-back does it."""
-    done = takeback.take_back(session, game, records, first, now)
+    played_for = [r for r in records[first:] if r.actor != "player"]
+    done = takeback.take_back(session, game, records, first, now,
+                              keep_deadline=bool(played_for))
     request.status, request.ended_at = UNDO_DONE, now
     game.undo_turn = None
     session.add(request)

@@ -50,8 +50,14 @@ def _page(token: str | None, form=None, errors=None, status: int = 200, error: s
                            games=game_kinds(), kind=kind, rules=rules_for(kind),
                            default_hours=config["GAMES_MOVE_DEADLINE_HOURS"],
                            default_zone=config["GAMES_TIMEZONE"], min_hours=MIN_HOURS,
-                           max_hours=MAX_HOURS,
+                           max_hours=MAX_HOURS, ask_url=_absolute("/me"),
                            started=started_games(email) if email else []), status
+
+
+def _absolute(path: str) -> str:
+    """An address on this server, from `base_url`: never from the request's Host header, which
+    a client writes (a page with a made-up host's links could be shown to others)."""
+    return current_app.config["BASE_URL"].rstrip("/") + path
 
 
 @bp.get("/lobby")
