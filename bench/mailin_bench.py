@@ -241,7 +241,7 @@ def parsers() -> dict:
     import re
     from email.message import EmailMessage
 
-    from pbem.mailin import inbox
+    from pbem.mailin import reading
     from pbem.services import turnfile
 
     def best(work) -> float:
@@ -260,7 +260,7 @@ def parsers() -> dict:
         figures[f"old Turn pattern over {lines} newlines"] = best(lambda t=text: old.search(t))
     html = EmailMessage()
     html.set_content("<a " * 20000, subtype="html")
-    figures["HTML reply of 60 KB of '<a '"] = best(lambda: inbox.body_text(html))
+    figures["HTML reply of 60 KB of '<a '"] = best(lambda: reading.body_text(html))
     return figures
 
 
