@@ -671,6 +671,24 @@ class Club:
         self.box = Mailbox(app)
         self.games: dict[str, int] = {}
         self.made = 0
+        self.read: set[str] = set()
+        self.newest: dict[str, object] = {}  # address: the newest mail to it with a Reply-To
+
+    def newest_to(self, address: str):
+        """The newest mail to `address` that can be answered; each mail file parsed once."""
+        from email.parser import BytesParser
+        from email.utils import parseaddr
+
+        self.box.deliver()
+        for path in sorted(self.box.folder.glob("*.eml")):
+            if path.name in self.read:
+                continue
+            self.read.add(path.name)
+            with path.open("rb") as f:
+                message = BytesParser(policy=policy.default).parse(f)
+            if message["Reply-To"]:
+                self.newest[parseaddr(str(message["To"]))[1].lower()] = message
+        return self.newest[address.lower()]
 
     def _game(self, kind: str) -> int:
         from pbem.games import rules_for
@@ -720,7 +738,7 @@ class Club:
                 email, colour, turn = seat.email, seat.colour, game.turn
             orders = whole_turn(rules, state, index)
             name = turnfile.file_name(kind, game_id, turn, colour)
-        mail = [m for m in self.box.to(email) if m["Reply-To"]][-1]
+        mail = self.newest_to(email)
         reply_to = parseaddr(str(mail["Reply-To"]))[1]
         raw = reply(shape, lang, original_of(mail, reply_to, name), orders, placement, index)
         handled = self.ingest(raw, reply_to)

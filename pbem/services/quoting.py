@@ -29,7 +29,7 @@ WROTE_JOINED = r"書きました|のメール|のメッセージ|写道|寫道|�
 # Russian and Japanese, Yandex, Mail.ru), introduces a quote.
 ATTRIBUTION_END = re.compile(rf"(?:\b|\s|^|\)|>)(?:{WROTE})\s*(?:\(.{{0,60}}\))?\s*[:：]?\s*$|"
                              rf"(?:{WROTE_JOINED})\s*[:：]\s*$|"
-                             r"[>»)]\s*[:：]\s*$|@[\w.-]+\s*[:：]\s*$", re.IGNORECASE)
+                             r">\s*[:：]\s*$|@[\w.-]+\s*[:：]\s*$", re.IGNORECASE)
 # Hungarian Gmail puts the date after the word: "Anna <a@b> ezt írta (időpont: ...):".
 # So does Finnish Apple Mail ("Anna <a@b> kirjoitti 2.12.2026 kello 10.00:"), Polish
 # ("Wiadomość napisana przez Anna <a@b> w dniu ...:") and any line with an address in angle
@@ -158,9 +158,13 @@ def own_part(lines: list[str]) -> tuple[list[int], int]:
             return own, at
         if line.startswith((">", "|")) or is_program_signature(line):
             continue
-        if is_attribution(line):
+        after = bool(own) and own[-1] == at - 1 and bool(lines[at - 1])
+        # Wrapped over two lines, the second half perhaps nothing alone ("games by post:").
+        joined = after and line.endswith((":", "：")) and not is_attribution(line) and \
+            is_attribution(f"{lines[at - 1]} {line}")
+        if joined or is_attribution(line):
             # Wrapped over two lines: the first half is the writer's last line so far.
-            if own and own[-1] == at - 1 and _begins_attribution(lines[at - 1], line):
+            if after and (joined or _begins_attribution(lines[at - 1], line)):
                 own.pop()
             if not _quote_follows(lines, at):  # Yahoo: the original follows without '>'
                 return own, at
@@ -179,6 +183,8 @@ def _quote_follows(lines: list[str], at: int) -> bool:
 
 def _begins_attribution(first: str, second: str) -> bool:
     if "@" in first or "<" in first or DATE_OR_TIME.search(first):  # never in a move
+        return True
+    if second.startswith("<"):  # the name, then its address on the next line
         return True
     if not first or ATTRIBUTION_START.match(second):
         return False
