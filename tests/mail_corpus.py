@@ -281,8 +281,12 @@ class Built:
 
 
 def _inline(quoted: list[str], orders: list[str], marker: str) -> list[str]:
-    """`orders` under the quoted ORDERS line and its comments."""
-    at = max(i for i, line in enumerate(quoted) if line.strip(" >") == "=== ORDERS ===")
+    """`orders` under the quoted ORDERS line and its comments (above the quote when there is
+    none: an answer of the server's, after a reply that was not applied)."""
+    marked = [i for i, line in enumerate(quoted) if line.strip(" >") == "=== ORDERS ==="]
+    if not marked:
+        return [*orders, "", *quoted]
+    at = marked[-1]
     end = at + 1
     while end < len(quoted) and quoted[end].lstrip(">").strip().startswith("#"):
         end += 1
@@ -475,7 +479,7 @@ def only_quote_in_text(lang, original, orders, placement):
 def attached(lang, original, orders, placement, kind="text/plain", disposition="attachment",
              note=True):
     """The turn file (from the seat page, the moves under its ORDERS line) attached."""
-    turn_file = original.text[original.text.index("Turn file of"):]
+    turn_file = original.text[original.text.find("Turn file of"):]
     lines = _inline(turn_file.splitlines(), orders, "")
     text = [lang.note, "", lang.iphone] if note else []
     name = original.file_name if kind == "text/plain" else "orders.dat"
@@ -485,7 +489,7 @@ def attached(lang, original, orders, placement, kind="text/plain", disposition="
 
 def pasted(lang, original, orders, placement):
     """The turn file pasted into the body, the moves under its ORDERS line."""
-    turn_file = original.text[original.text.index("Turn file of"):]
+    turn_file = original.text[original.text.find("Turn file of"):]
     return Built(_inline(turn_file.splitlines(), orders, ""), None)
 
 
