@@ -61,6 +61,10 @@ HEADER_WORDS = (r"sent|date|to|subject|cc|gesendet|datum|an|betreff|enviado|envi
 FROM_LINE = re.compile(rf"^\*?\s*(?:{FROM_WORDS})\s*\*?\s*[:：]", re.IGNORECASE)
 HEADER_LINE = re.compile(rf"^\*?\s*(?:{HEADER_WORDS})\s*\*?\s*[:：]", re.IGNORECASE)
 HEADER_LOOKAHEAD = 6  # lines after a From line where the rest of the block must begin
+# Lines of a reply read at most, quoted ones included: the writer's text is at the top or under
+# a quote, never thousands of lines down; what follows is left out, and a hostile mail of
+# short lines costs a bounded time (each line meets a dozen patterns).
+MAX_LINES = 5000
 
 # Lines that end the writer's text: the signature delimiter, Outlook's rule of underscores,
 # and "-----Original Message-----" in any language ("-------- Původní zpráva --------",
@@ -133,30 +137,34 @@ def is_separator(line: str) -> bool:
     return len(line) <= 200 and SEPARATOR.match(line) is not None
 
 
-def is_header_block(lines: list[str], at: int) -> bool:
+def header_block_at(lines: list[str], at: int, froms: list[bool],
+                    headers: list[bool]) -> bool:
     """Whether `lines[at]` begins Outlook's header block over an original: "From: ..." with
     its address, or followed within a few lines by "Sent:", "To:", "Subject:" ...; or one of
-    those (Hotmail begins with "Date:") with a From line within a few lines."""
-    line = lines[at]
-    is_from = FROM_LINE.match(line) is not None
-    if not is_from and HEADER_LINE.match(line) is None:
-        return False
-    if is_from and ("@" in line or "<" in line):
-        return True
-    following = [plain(other) for other in lines[at + 1:at + 1 + HEADER_LOOKAHEAD]]
-    if is_from:
-        return any(HEADER_LINE.match(other) for other in following if other)
-    return any(FROM_LINE.match(other) for other in following if other)
+    those (Hotmail begins with "Date:") with a From line within a few lines. `froms` and
+    `headers`: which lines are From lines and other header lines (each matched once)."""
+    if froms[at]:
+        line = lines[at]
+        return "@" in line or "<" in line or any(headers[at + 1:at + 1 + HEADER_LOOKAHEAD])
+    return headers[at] and any(froms[at + 1:at + 1 + HEADER_LOOKAHEAD])
 
 
 def own_part(lines: list[str]) -> tuple[list[int], int]:
     """The indexes of the writer's own lines among `lines` (plain, see `plain`), and where the
-    original added without '>' begins (len(lines) when none is)."""
+    original added without '>' begins (len(lines) when none is; at most MAX_LINES)."""
     own: list[int] = []
+    lines = lines[:MAX_LINES]
+    froms = [FROM_LINE.match(line) is not None for line in lines]
+    headers = [HEADER_LINE.match(line) is not None for line in lines]
     for at, line in enumerate(lines):
-        if is_separator(line) or is_header_block(lines, at):
+        if not line:
+            own.append(at)
+            continue
+        if line.startswith((">", "|")):
+            continue
+        if is_separator(line) or header_block_at(lines, at, froms, headers):
             return own, at
-        if line.startswith((">", "|")) or is_program_signature(line):
+        if is_program_signature(line):
             continue
         after = bool(own) and own[-1] == at - 1 and bool(lines[at - 1])
         # Wrapped over two lines, the second half perhaps nothing alone ("games by post:").
@@ -170,7 +178,7 @@ def own_part(lines: list[str]) -> tuple[list[int], int]:
                 return own, at
             continue
         own.append(at)
-    return own, len(lines)
+    return own, len(lines)  # beyond MAX_LINES, the rest is not the writer's
 
 
 def _quote_follows(lines: list[str], at: int) -> bool:
