@@ -2,11 +2,13 @@
 out (quoted lines, the line introducing the quote, the original pasted on without '>', a
 signature), in the shapes of the common mail programs and in the languages they speak.
 
-The table below is ours: the maintained libraries tried against the corpus of
-tests/test_mail_corpus.py (quotequail, mail-parser-reply) each missed shapes it holds (see
-bench/mailin_bench.py --readers), and reading a line at a time against one table is linear in
-the text, whatever the sender writes. It owns only the words; what counts as an order is
-pbem.services.turnfile's.
+The table below is ours. The maintained libraries were tried against the corpus of
+tests/mail_corpus.py (`python3 bench/mailin_bench.py --corpus --readers`, 418 replies without
+an attached file, the same choice of MIME part for each): quotequail found the writer's lines
+exactly in 51, mail-parser-reply (which knows 13 languages) in 100, this table in 418; a
+library's cut followed by this table read 396 and 417, at fifteen times the CPU. So the table
+reads alone. Reading a line at a time against it is linear in the text, whatever the sender
+writes. It owns only the words; what counts as an order is pbem.services.turnfile's.
 
 Every pattern is matched against one stripped line (no-break and other odd spaces made plain
 spaces first), never over the whole text: no pattern can scan far.
