@@ -68,7 +68,11 @@ TARGETS = {"pipe": 0.5, "pipe+listener": 0.5, "listener": 0.05, "imap": 0.05}
 MAKE_GAMES = """
 import sys
 from pbem import create_app
-from pbem.services.moves import create_game, parse_player
+try:
+    from pbem.services.games import create_game
+    from pbem.services.players import parse_player
+except ImportError:  # an older checkout's
+    from pbem.services.moves import create_game, parse_player
 app = create_app()
 with app.app_context():
     for n in range(int(sys.argv[1])):
