@@ -180,3 +180,15 @@ def test_a_refusal_says_which_lines_were_read_from_which_part(app):
     assert f"# {first} (applied)" in answer
     assert "# fly to the moon (not applied)" in answer
     assert "# draw deck (not tried, as a line before it failed)" in answer
+
+
+def test_a_broken_attachment_leaves_the_text_read():
+    """An attachment whose charset is unknown is no turn file, and the body is still read."""
+    from email.message import EmailMessage
+    message = EmailMessage()
+    message.set_content("draw deck\n")
+    message.add_attachment(f"{turnfile.ORDERS_LINE}\nexchange R\n", subtype="plain",
+                           filename="turn.txt")
+    next(message.iter_attachments()).set_param("charset", "x-no-such-charset")
+    reading = read_mail(_parsed(message.as_bytes()))
+    assert (reading.part, reading.orders.lines) == ("text", ["draw deck"])

@@ -136,12 +136,16 @@ def _files(message: EmailMessage, bodies) -> list[tuple[str, str]]:
             continue
         if part.get_content_type() not in FILE_TYPES:
             continue
-        content = part.get_content()
+        try:
+            content = part.get_content()
+            name = turnfile.printable(part.get_filename() or "")[:80]
+        except Exception:  # a broken attachment is no turn file; the body is still read
+            continue
         if isinstance(content, bytes):
             content = _decoded(content)
         if ORDERS_LINE in content and any(line.strip() == ORDERS_LINE
                                           for line in content.splitlines()):
-            files.append((turnfile.printable(part.get_filename() or "")[:80], content))
+            files.append((name, content))
     return files
 
 
