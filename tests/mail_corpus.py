@@ -280,7 +280,7 @@ class Built:
     files: tuple[tuple[str, str, str, str], ...] = ()  # (type, name, disposition, content)
 
 
-def _inline(quoted: list[str], orders: list[str], marker: str) -> list[str]:
+def _inline(quoted: list[str], orders: list[str]) -> list[str]:
     """`orders` under the quoted ORDERS line and its comments (above the quote when there is
     none: an answer of the server's, after a reply that was not applied)."""
     marked = [i for i, line in enumerate(quoted) if line.strip(" >") == "=== ORDERS ==="]
@@ -299,7 +299,7 @@ def gmail(lang, original, orders, placement, android=False):
     if placement == "bottom":
         text = [*attribution, "", *quote, "", *orders, ""]
     elif placement == "inline":
-        text = [*attribution, "", *_inline(quote, orders, ">"), ""]
+        text = [*attribution, "", *_inline(quote, orders), ""]
     else:
         text = [*orders, "", *attribution, "", *quote, ""]
     body = _html_lines(orders) if placement != "inline" else ""
@@ -325,7 +325,7 @@ def outlook(lang, original, orders, placement, *, separator=False, charset=None,
     head += _header_block(lang, original, bold=bold)
     body = _wrap(original.text.splitlines(), 72) if rewrap else original.text.splitlines()
     if placement == "inline":
-        text = ["", *head, "", *_inline(body, orders, "")]
+        text = ["", *head, "", *_inline(body, orders)]
     else:
         text = [*orders, "", *signature, *head, "", *body]
     html_head = "<br>".join(f"<b>{html.escape(line.split(':', 1)[0])}:</b>"
@@ -377,7 +377,7 @@ def apple(lang, original, orders, placement, iphone=False):
     if placement == "bottom":
         text = [*attribution, "", *quote, "", *orders, "", *signature]
     elif placement == "inline":
-        text = [*attribution, "", *_inline(quote, orders, ">"), "", *signature]
+        text = [*attribution, "", *_inline(quote, orders), "", *signature]
     else:
         text = [*orders, "", *signature, *attribution, "", *quote]
     html_part = (f"<html><body dir=\"auto\">{_html_lines(orders)}"
@@ -412,7 +412,7 @@ def thunderbird(lang, original, orders, placement, rewrap=False):
     if placement == "bottom":
         text = [*attribution, "", *quote, "", *orders, "", *signature]
     elif placement == "inline":
-        text = [*attribution, *_inline(quote, orders, ">"), "", *signature]
+        text = [*attribution, *_inline(quote, orders), "", *signature]
     else:
         text = [*orders, "", *signature, "", *attribution, *quote]
     return Built(text, None, cte="8bit" if lang.code in ("de", "fr") else "quoted-printable")
@@ -480,17 +480,17 @@ def attached(lang, original, orders, placement, kind="text/plain", disposition="
              note=True):
     """The turn file (from the seat page, the moves under its ORDERS line) attached."""
     turn_file = original.text[original.text.find("Turn file of"):]
-    lines = _inline(turn_file.splitlines(), orders, "")
+    lines = _inline(turn_file.splitlines(), orders)
     text = [lang.note, "", lang.iphone] if note else []
     name = original.file_name if kind == "text/plain" else "orders.dat"
-    return Built(text or None, None if text else None, cte="base64",
+    return Built(text or None, None, cte="base64",
                  files=((kind, name, disposition, "\r\n".join(lines) + "\r\n"),))
 
 
 def pasted(lang, original, orders, placement):
     """The turn file pasted into the body, the moves under its ORDERS line."""
     turn_file = original.text[original.text.find("Turn file of"):]
-    return Built(_inline(turn_file.splitlines(), orders, ""), None)
+    return Built(_inline(turn_file.splitlines(), orders), None)
 
 
 SHAPES = {
@@ -579,10 +579,7 @@ def reply(shape: str, lang_code: str, original: Original, orders: list[str], pla
             message.add_attachment(content.encode(), maintype="application",
                                    subtype="octet-stream", filename=name,
                                    disposition=disposition)
-    if text is None and html_part is None:  # a file alone
-        pass
-    raw = message.as_bytes(policy=policy.SMTP if built.crlf else policy.default)
-    return raw
+    return message.as_bytes(policy=policy.SMTP if built.crlf else policy.default)
 
 
 def cases(count: int | None = None) -> list[tuple[str, str, str]]:

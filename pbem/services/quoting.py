@@ -21,7 +21,8 @@ import re
 # The word an attribution line ends with ("On ... Anna <a@b> wrote:"), in the mail programs'
 # languages: en, de, es, fr, it, nl, pt, pl, ru, uk, sv/no/da, fi, hu, cs, sk, tr, ja, zh, ko,
 # ro, el, ca. A move never ends with one of them and a colon.
-WROTE = (r"wrote|writes|schrieb|geschrieben|geschreven|escribió|escribio|a écrit|a ecrit|écrit|ha scritto|"
+WROTE = (r"wrote|writes|schrieb|geschrieben|geschreven|escribió|escribio|a écrit|a ecrit|"
+         r"écrit|ha scritto|"
          r"scrisse|schreef|heeft geschreven|escreveu|napisał\(a\)|napisała|napisał|napisal|"
          r"написал\(а\)|написала|написал|пишет|написав|написала|пише|skrev|kirjoitti|írta|"
          r"napsal\(a\)|napsala|napsal|napísal|yazdı|pisze|a scris|έγραψε|va escriure")
@@ -95,7 +96,8 @@ PROGRAM_SIGNATURE = re.compile(
     r"inviato dal|inviato con|scarica outlook|ottieni outlook|verzonden vanaf|verzonden met|"
     r"verstuurd vanaf|verstuurd met|verzonden van|outlook voor .{1,30} downloaden|"
     r"download outlook voor|wysłane z|wysłano z|wysłane przy|pobierz outlook|"
-    r"pobierz aplikację outlook|.{1,40}b[óo]l küldve|.{1,40}b[őo]l küldve|отправлено с|отправлено из|отправлено через|"
+    r"pobierz aplikację outlook|.{1,40}b[óo]l küldve|.{1,40}b[őo]l küldve|"
+    r"отправлено с|отправлено из|отправлено через|"
     r"получить outlook|скачать outlook|надіслано з|відправлено з|надіслано через|"
     r"отримати outlook|skickat från|skickades från|hämta outlook|sendt fra|sendt med|"
     r"få outlook|hent outlook|lähetetty|hanki outlook|küldve|az .{1,40} küldve|"
