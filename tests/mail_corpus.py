@@ -415,7 +415,8 @@ def thunderbird(lang, original, orders, placement, rewrap=False):
         text = [*attribution, *_inline(quote, orders), "", *signature]
     else:
         text = [*orders, "", *signature, "", *attribution, *quote]
-    return Built(text, None, cte="8bit" if lang.code in ("de", "fr") else "quoted-printable")
+    return Built(text, None, charset=lang.charset,
+                 cte="8bit" if lang.code in ("de", "fr") else "quoted-printable")
 
 
 def yahoo(lang, original, orders, placement):
@@ -558,6 +559,14 @@ def reply(shape: str, lang_code: str, original: Original, orders: list[str], pla
     message["Date"] = "Wed, 02 Dec 2026 10:05:00 +0000"
     text = "\n".join(built.text) + "\n" if built.text is not None else None
     html_part = built.html
+    charset = built.charset
+    if charset != "utf-8" and all(_charset_fits(o, charset) == charset for o in orders):
+        # A program set to a legacy charset writes what it lacks as '?' in the text and as a
+        # character reference in HTML; where the moves themselves do not fit, it takes UTF-8.
+        if text is not None:
+            text = text.encode(charset, "replace").decode(charset)
+        if html_part is not None:
+            html_part = html_part.encode(charset, "xmlcharrefreplace").decode(charset)
     if html_part is not None and built.xml_declaration:
         charset = _charset_fits(html_part, built.charset)
         html_part = f'<?xml version="1.0" encoding="{charset}"?>\n' + html_part
