@@ -36,11 +36,13 @@ def _ingest(app):
 
 
 @pytest.mark.parametrize("kind", [0, 1], ids=["kardinal-koenig", "knights-castles"])
-def test_the_corpus_is_applied_as_written(app, kind):
+def test_the_corpus_is_applied_as_written(app, database, kind):
     """At least 99% of the replies are applied exactly as written; none plays a move its
-    writer did not write; no signature or attribution line raises an alarm."""
+    writer did not write; no signature or attribution line raises an alarm. The whole corpus
+    on SQLite; on PostgreSQL, whose part is the storing, not the reading, its first 50 (every
+    shape), to keep the suite quick."""
     club = mail_corpus.Club(app, _ingest(app))
-    cases = mail_corpus.cases(CORPUS)
+    cases = mail_corpus.cases(CORPUS if database == "sqlite" else len(mail_corpus.SHAPES) * 2)
     results = [club.play(i, *case) for i, case in enumerate(cases) if i % 2 == kind]
     assert len({mail_corpus.CLIENTS[r.shape] for r in results}) >= 12
     assert len({r.lang for r in results}) >= 12
