@@ -21,11 +21,11 @@ The listener is sent one mail first (not counted), as a running one has read som
 `--parsers` prints instead the time of reading hostile text (issue 34, point 1): a turn file of
 1,000 and of 32,000 newlines (the old `^\\s*Turn:` MULTILINE pattern beside it) and an
 HTML-only reply of 60 KB of "<a ".
-`--corpus` prints instead how the replies of tests/mail_corpus.py read (issue 41): a game of each
-kind played by replies in 25 shapes of 15 mail programs and 19 languages, through `handle_incoming` as
-`pbem ingest-mail` hands a mail over; the figures applied exactly / applied with an alarm /
-refused / wrong, by program and by language, and the CPU seconds of reading and applying one
-reply (target 0.05 s). `--readers` adds how each way of finding the writer's own text reads the
+`--corpus` prints instead how the replies of tests/mail_corpus.py read (issue 41): a game of
+each kind played by replies in 25 shapes of 15 mail programs and 19 languages, through
+`handle_incoming` as `pbem ingest-mail` hands a mail over; the figures applied exactly /
+applied with an alarm / refused / wrong, by program and by language, and the CPU seconds of
+reading and applying one reply (target 0.05 s). `--readers` adds how each way of finding the writer's own text reads the
 same replies: ours (pbem.services.quoting), quotequail, mail-parser-reply, and each library
 with our table after it.
 `--python` runs the commands with another interpreter (an older checkout's, to compare); the
