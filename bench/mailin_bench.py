@@ -21,11 +21,19 @@ The listener is sent one mail first (not counted), as a running one has read som
 `--parsers` prints instead the time of reading hostile text (issue 34, point 1): a turn file of
 1,000 and of 32,000 newlines (the old `^\\s*Turn:` MULTILINE pattern beside it) and an
 HTML-only reply of 60 KB of "<a ".
+`--corpus` prints instead how the replies of tests/mail_corpus.py read (issue 41): a game of
+each kind played by replies in 25 shapes of 15 mail programs and 19 languages, through
+`handle_incoming` as `pbem ingest-mail` hands a mail over; the figures applied exactly /
+applied with an alarm / refused / wrong, by program and by language, and the CPU seconds of
+reading and applying one reply (target 0.05 s). `--readers` adds how each way of finding the writer's own text reads the
+same replies: ours (pbem.services.quoting), quotequail, mail-parser-reply, and each library
+with our table after it.
 `--python` runs the commands with another interpreter (an older checkout's, to compare); the
 channels it lacks are skipped. Figures go to bench/results/ (unless --no-save).
 
     python3 bench/mailin_bench.py [--mails 20] [--python PYTHON]
     python3 bench/mailin_bench.py --parsers
+    python3 bench/mailin_bench.py --corpus [--replies 475] [--readers]
 """
 
 from __future__ import annotations
@@ -60,7 +68,11 @@ TARGETS = {"pipe": 0.5, "pipe+listener": 0.5, "listener": 0.05, "imap": 0.05}
 MAKE_GAMES = """
 import sys
 from pbem import create_app
-from pbem.services.moves import create_game, parse_player
+try:
+    from pbem.services.games import create_game
+    from pbem.services.players import parse_player
+except ImportError:  # an older checkout's
+    from pbem.services.moves import create_game, parse_player
 app = create_app()
 with app.app_context():
     for n in range(int(sys.argv[1])):
@@ -241,7 +253,7 @@ def parsers() -> dict:
     import re
     from email.message import EmailMessage
 
-    from pbem.mailin import inbox
+    from pbem.mailin import reading
     from pbem.services import turnfile
 
     def best(work) -> float:
@@ -260,8 +272,109 @@ def parsers() -> dict:
         figures[f"old Turn pattern over {lines} newlines"] = best(lambda t=text: old.search(t))
     html = EmailMessage()
     html.set_content("<a " * 20000, subtype="html")
-    figures["HTML reply of 60 KB of '<a '"] = best(lambda: inbox.body_text(html))
+    figures["HTML reply of 60 KB of '<a '"] = best(lambda: reading.body_text(html))
     return figures
+
+
+def corpus(replies: int, readers: bool) -> dict:
+    """The corpus's figures; with `readers`, each reader's too."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import mail_corpus
+    from server import make_app
+
+    from pbem.mailin.inbox import handle_incoming
+
+    raws: list[bytes] = []
+    cpu = [0.0]
+    with tempfile.TemporaryDirectory(prefix="pbem-corpus-bench-") as folder:
+        app = make_app(Path(folder) / "instance", MAIL_REPLY_DOMAIN=DOMAIN,
+                       MAIL_BOARD_PICTURE=False,
+                       DATABASE_URL=f"sqlite:///{folder}/corpus.sqlite3")
+
+        def ingest(raw: bytes, recipient: str):
+            raws.append(raw)
+            with app.app_context():
+                started = time.process_time()
+                handled = handle_incoming(raw, [recipient])
+                cpu[0] += time.process_time() - started
+            return handled
+
+        club = mail_corpus.Club(app, ingest)
+        results = [club.play(i, *case) for i, case in enumerate(mail_corpus.cases(replies))]
+    figures = mail_corpus.figures(results)
+    figures["cpu_per_reply"] = cpu[0] / len(results)
+    figures["misread"] = [f"{r.shape} {r.lang} {r.placement} {r.kind}: {r.outcome} "
+                          f"{r.orders} -> {r.played} ({r.detail[:120]})"
+                          for r in results if r.outcome != "exact"]
+    if readers:
+        figures["readers"] = compare_readers(raws, results)
+    return figures
+
+
+def compare_readers(raws: list[bytes], results) -> dict:
+    """How many replies each reader of the writer's own text reads exactly as written (the
+    same MIME handling for all: our choice of part, HTML turned into text by ours)."""
+    from email import policy
+    from email.parser import BytesParser
+
+    import quotequail
+    from mailparser_reply import EmailReplyParser
+
+    from pbem.mailin import reading
+    from pbem.services import quoting, turnfile
+
+    parser = EmailReplyParser(languages=["en", "de", "es", "fr", "it", "nl", "pl", "sv", "cs",
+                                         "da", "ja", "zh"])
+
+    def ours(text):
+        return turnfile.read(text).lines
+
+    def by_quotequail(text):
+        kept = "".join(part for shown, part in quotequail.quote(text) if shown)
+        return turnfile._orders([quoting.plain(line) for line in kept.splitlines()])
+
+    def by_parser(text):
+        kept = parser.parse_reply(text) or ""
+        return turnfile._orders([quoting.plain(line) for line in kept.splitlines()])
+
+    def quotequail_then_ours(text):
+        return ours("".join(part for shown, part in quotequail.quote(text) if shown))
+
+    def parser_then_ours(text):
+        return ours(parser.parse_reply(text) or "")
+
+    readers = {"ours": ours, "quotequail": by_quotequail, "mail-parser-reply": by_parser,
+               "quotequail + ours": quotequail_then_ours,
+               "mail-parser-reply + ours": parser_then_ours}
+    counts = {name: {"exact": 0, "extra lines": 0, "missed": 0, "cpu": 0.0}
+              for name in readers}
+    for raw, result in zip(raws, results):
+        message = BytesParser(policy=policy.default).parsebytes(raw)
+        read = reading.read_mail(message)
+        plain, html = message.get_body(("plain",)), message.get_body(("html",))
+        if read.part == reading.ATTACHMENT:
+            continue  # a file: no quote to find
+        texts = [plain.get_content()] if plain is not None else []
+        if html is not None:
+            texts.append(reading.HtmlText.of(html.get_content()))
+        for name, reader in readers.items():
+            started = time.process_time()
+            got = []
+            for text in texts:
+                try:
+                    got = reader(text)
+                except Exception:  # a library's crash is a miss
+                    got = []
+                if got:
+                    break
+            counts[name]["cpu"] += time.process_time() - started
+            if got == result.orders:
+                counts[name]["exact"] += 1
+            elif got[:len(result.orders)] == result.orders:
+                counts[name]["extra lines"] += 1
+            else:
+                counts[name]["missed"] += 1
+    return counts
 
 
 def main() -> None:
@@ -271,8 +384,20 @@ def main() -> None:
                         help="the interpreter whose pbem is measured (default: this one)")
     parser.add_argument("--parsers", action="store_true",
                         help="time the readers of hostile text instead")
+    parser.add_argument("--corpus", action="store_true",
+                        help="read the corpus of tests/mail_corpus.py instead")
+    parser.add_argument("--replies", type=int, default=475,
+                        help="replies of the corpus (475: every shape in every language)")
+    parser.add_argument("--readers", action="store_true",
+                        help="with --corpus: compare the readers of a reply's own text")
     parser.add_argument("--no-save", action="store_true")
     options = parser.parse_args()
+    if options.corpus:
+        figures = corpus(options.replies, options.readers)
+        print_corpus(figures)
+        if not options.no_save:
+            print(f"Saved to {results_file.save('mailin_corpus', figures)}")
+        return
     if options.parsers:
         figures = parsers()
         for what, seconds in figures.items():
@@ -299,6 +424,32 @@ def main() -> None:
               f"{'met' if result['cpu_per_mail'] <= target else 'MISSED'})")
     if not options.no_save:
         print(f"Saved to {results_file.save('mailin_bench', figures)}")
+
+
+def print_corpus(figures: dict) -> None:
+    def row(name: str, counts: dict) -> str:
+        total = sum(counts.values())
+        return (f"  {name:18} {total:4}  " + "  ".join(
+            f"{counts[o]:4} {o}" for o in ("exact", "alarm", "refused", "wrong")) +
+            f"   ({100 * counts['exact'] / total:5.1f}% exact)")
+
+    print("Replies of the corpus (applied exactly / with an alarm / refused / wrong):")
+    print(row("all", figures["all"]))
+    print("By program:")
+    for name, counts in figures["client"].items():
+        print(row(name, counts))
+    print("By language:")
+    for name, counts in figures["language"].items():
+        print(row(name, counts))
+    print(f"CPU to read and apply one reply: {figures['cpu_per_reply']:.3f} s (target 0.05 s: "
+          f"{'met' if figures['cpu_per_reply'] <= 0.05 else 'MISSED'})")
+    for line in figures["misread"]:
+        print("  misread:", line)
+    if "readers" in figures:
+        print("Readers of the writer's own text, on the replies without a file:")
+        for name, counts in figures["readers"].items():
+            print(f"  {name:26} {counts['exact']:4} exact  {counts['extra lines']:4} with "
+                  f"lines more  {counts['missed']:4} missed   {counts['cpu']:.2f} s CPU")
 
 
 if __name__ == "__main__":

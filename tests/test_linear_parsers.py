@@ -15,7 +15,7 @@ import secrets
 import pytest
 from server import field, make_app, new_game
 
-from pbem.services import turnfile
+from pbem.services import quoting, turnfile
 
 
 class Counting:
@@ -44,8 +44,10 @@ class Counting:
 
 def work(monkeypatch, reader, text: str) -> dict:
     tally = {"chars": 0, "calls": 0, "multiline": 0}
-    for name in ("TURN_LINE", "STOP", "QUOTE_HEADER"):
-        monkeypatch.setattr(turnfile, name, Counting(getattr(turnfile, name), tally))
+    monkeypatch.setattr(turnfile, "TURN_LINE", Counting(turnfile.TURN_LINE, tally))
+    for name, value in vars(quoting).items():  # every pattern of the reply reader
+        if isinstance(value, re.Pattern):
+            monkeypatch.setattr(quoting, name, Counting(value, tally))
     reader(text)
     monkeypatch.undo()
     return tally

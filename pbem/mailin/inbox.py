@@ -43,7 +43,6 @@ from email.header import decode_header, make_header
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import getaddresses
-from typing import ClassVar
 
 from flask import current_app, g
 from flask_babel import force_locale
@@ -67,11 +66,12 @@ from ..ground.models import (
 )
 from ..ground.tokens import hash_token
 from ..services import bounces, mail
-from ..services.errors import GameNotRunning, ServiceError, StaleTurn
+from ..services.errors import GameNotRunning, Malformed, ServiceError, StaleTurn
 from ..services.moves import submit_orders
 from ..services.seats import is_expired, superseded_at
 from ..services.talk import post_message
-from ..services.turnfile import Orders, read, read_talk
+from ..services.turnfile import Orders, read_talk
+from .reading import ATTACHMENT, HTML, Reading, read_mail
 
 log = logging.getLogger(__name__)
 
@@ -93,60 +93,6 @@ class Handled:
 
 
 # --- reading a mail ----------------------------------------------------------------------------
-
-class _Text:
-    """HTML mail as text: line breaks kept, quoted parts (blockquote, Gmail's quote), scripts
-    and styles dropped. Parsed by libxml2 (lxml), in time linear in the text: the standard
-    library's HTMLParser rescans unclosed constructs (60 KB of "<a " took it 34 s)."""
-
-    AROUND: ClassVar[set[str]] = {"p", "div", "li", "tr", "h1", "h2", "h3", "pre"}
-    SKIPPED: ClassVar[set[str]] = {"blockquote", "script", "style", "head", "title"}
-
-    @classmethod
-    def of(cls, html: str) -> str:
-        from lxml import etree
-        from lxml import html as lxml_html
-
-        if not html.strip():
-            return ""
-        try:
-            root = lxml_html.document_fromstring(html)
-        except (etree.ParserError, ValueError):
-            return ""
-        parts: list[str] = []
-        stack: list[tuple[object, bool]] = [(root, False)]
-        while stack:  # depth first, without recursion: nesting is the sender's to choose
-            element, closing = stack.pop()
-            tag = element.tag if isinstance(element.tag, str) else None
-            if closing:
-                if tag in cls.AROUND:
-                    parts.append("\n")
-                if element.tail:
-                    parts.append(element.tail)
-                continue
-            if tag is None or tag in cls.SKIPPED or "quote" in (element.get("class") or ""):
-                if element.tail:
-                    parts.append(element.tail)
-                continue
-            if tag in cls.AROUND or tag == "br":
-                parts.append("\n")
-            if element.text:
-                parts.append(element.text)
-            stack.append((element, True))
-            stack.extend((child, False) for child in reversed(element))
-        return "".join(parts)
-
-
-def body_text(message: EmailMessage) -> str:
-    """The reply's text: its plain part, or its HTML part turned into text."""
-    part = message.get_body(("plain",))
-    if part is not None:
-        return part.get_content()
-    part = message.get_body(("html",))
-    if part is None:
-        return ""
-    return _Text.of(part.get_content())
-
 
 def _raw_values(message: EmailMessage, name: str) -> list[str]:
     """The raw text of every header called `name`. Never the structured header objects of
@@ -341,7 +287,7 @@ def _handle(raw: bytes, message: EmailMessage | None, recipients: list[str], siz
     problem = tangled or (None if whole is not None else "the mail could not be parsed")
     if problem is None:
         try:
-            text = body_text(whole)
+            read_in = read_mail(whole)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"[:200]
     if problem is not None:
@@ -356,8 +302,8 @@ def _handle(raw: bytes, message: EmailMessage | None, recipients: list[str], siz
     if seen is not None:
         return _duplicate(key, message_id, message, first=seen[1] == 0), where
     if key.talk_to is not None:
-        return _apply_talk(key, message_id, text, message), where
-    return _apply(key, message_id, text, message), where
+        return _apply_talk(key, message_id, read_in, message), where
+    return _apply(key, message_id, read_in, message), where
 
 
 def _token(message: EmailMessage, recipients: list[str]) -> str | Handled:
@@ -496,10 +442,11 @@ def _answer_revoked(key: SeatKey, message: EmailMessage) -> bool:
     return True
 
 
-def _apply_talk(key: SeatKey, message_id: str, text: str, message: EmailMessage) -> Handled:
+def _apply_talk(key: SeatKey, message_id: str, read_in: Reading,
+                message: EmailMessage) -> Handled:
     """A reply to a message mail: its own text goes to the same audience as a message (every
     seat, or privately to the one who wrote); orders under an ORDERS line are still orders."""
-    words, orders = read_talk(text)
+    words, orders = read_talk(read_in.text)
     if not orders.lines and not _remember(message_id, key.seat_id, "message", words[:200]):
         return Handled("duplicate", message_id)
     if words:
@@ -513,7 +460,7 @@ def _apply_talk(key: SeatKey, message_id: str, text: str, message: EmailMessage)
                     [exc.message, _("Nothing was sent to the other players.")], message)
             return Handled("refused", exc.message)
     if orders.lines:
-        return _apply(key, message_id, text, message, orders)
+        return _apply(key, message_id, read_in, message, orders)
     if not words:
         _seat_language(key.seat_id)
         _answer(key.seat_id, _("Your mail held no message"), [
@@ -523,9 +470,9 @@ def _apply_talk(key: SeatKey, message_id: str, text: str, message: EmailMessage)
     return Handled("message", words[:200])
 
 
-def _apply(key: SeatKey, message_id: str, text: str, message: EmailMessage,
+def _apply(key: SeatKey, message_id: str, read_in: Reading, message: EmailMessage,
            orders: Orders | None = None) -> Handled:
-    orders = read(text) if orders is None else orders
+    orders = read_in.orders if orders is None else orders
     orders = Orders(key.turn, orders.lines)
     with reading() as session:
         seat = session.get(Seat, key.seat_id)
@@ -547,6 +494,11 @@ def _apply(key: SeatKey, message_id: str, text: str, message: EmailMessage,
                       status=i18n.status_word(game.status))], message)
         return outcome
     try:
+        if not orders.lines:  # said here in a mail's words, not in a turn file's
+            raise Malformed(_("No orders were found in your mail. The server reads only what "
+                              "you wrote yourself: quoted text, the mail you answered and "
+                              "signatures are left out. Write your moves at the top of your "
+                              "reply, one per line, as the examples in the mail show."))
         result = submit_orders(None, orders, seat_id=key.seat_id, via="email")
     except ServiceError as exc:
         kind = "stale" if isinstance(exc, (StaleTurn, GameNotRunning)) else "refused"
@@ -558,25 +510,56 @@ def _apply(key: SeatKey, message_id: str, text: str, message: EmailMessage,
             lines = [exc.message, _("Your orders answered an older mail: look at the newest "
                                     "one, or at your page, and reply to that.")]
         else:
-            lines = [exc.message, _("Nothing was changed.")]
+            lines = [exc.message, _("Nothing was changed."), "",
+                     *_how_read(read_in, orders.lines, 0)]
             if legal:
-                lines += ["", _("What you could play now:"), *(f"  {m}" for m in legal[:40])]
+                # Marked as comments, like everything of the server's that names a move: a
+                # reply quoting this mail without '>' never plays them.
+                lines += ["", _("What you could play now:"), *(f"#   {m}" for m in legal[:40])]
                 if len(legal) > 40:
-                    lines.append("  " + _("… and %(num)d more (see your page).",
-                                          num=len(legal) - 40))
+                    lines.append("#   " + _("… and %(num)d more (see your page).",
+                                            num=len(legal) - 40))
         answered = _answer(key.seat_id, _("Your orders could not be applied"), lines, message)
         return Handled(kind, exc.message + ("" if answered else "; not answered"))
     applied = [r.notation for r in result.applied]
     outcome = "partly" if result.failed else "applied"
     if not _remember(message_id, key.seat_id, outcome, "; ".join(applied)):
         return Handled("duplicate", message_id)
-    lines = [_("Applied:"), *(f"  {line}" for r in result.applied for line in r.lines)]
+    lines = [_("Applied:"), *(f"#   {line}" for r in result.applied for line in r.lines)]
     if result.failed:
         lines += ["", _("Stopped at '%(order)s': %(reason)s", order=result.failed,
-                        reason=result.error), _("The moves before it were made.")]
+                        reason=result.error), _("The moves before it were made."), "",
+                  *_how_read(read_in, orders.lines, len(result.applied))]
     _answer(key.seat_id, _("Your orders were applied") if not result.failed
             else _("Some of your orders were applied"), lines, message, capped=False)
     return Handled(outcome, "; ".join(applied))
+
+
+MAX_LINES_SHOWN = 30
+
+
+def _how_read(read_in: Reading, orders: list[str], applied: int) -> list[str]:
+    """The lines the server took as the player's own, each with what was done with it, and the
+    part of the mail they came from; every one marked '#', so that a reply quoting this never
+    plays them."""
+    if read_in.part == ATTACHMENT:
+        where = _("the attached file %(name)s", name=read_in.name or "-")
+    elif read_in.part == HTML:
+        where = _("the HTML part of your mail")
+    else:
+        where = _("the text of your mail")
+    if not orders:
+        shown = [line for line in read_in.own if line][:MAX_LINES_SHOWN]
+        if not shown:
+            return [_("Nothing in %(part)s was written by you: all of it was quoted text, the "
+                      "mail you answered or a signature.", part=where)]
+        return [_("What the server read as written by you, in %(part)s (none of it is a "
+                  "move):", part=where), *(f"#   {line}" for line in shown)]
+    statuses = [_("applied")] * applied + [_("not applied")] + \
+        [_("not tried, as a line before it failed")] * (len(orders) - applied - 1)
+    return [_("Your orders as the server read them, from %(part)s:", part=where),
+            *(f"#   {line}   ({status})" for line, status in
+              list(zip(orders, statuses))[:MAX_LINES_SHOWN])]
 
 
 def _state_json(game_id: int) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..ground import i18n
 from ..ground.i18n import gettext
+from . import quoting
 
 ORDERS_LINE = "=== ORDERS ==="
 # A turn file holds one turn, which in some games is many moves (buys, builds, payments, offers
@@ -33,11 +34,10 @@ _TURNS = "|".join(turn for turn, _ in TURN_WORDS.values())
 _MOVES = "|".join(move for _, move in TURN_WORDS.values())
 TURN_LINE = re.compile(rf"(?:{_TURNS}):\s*(\d{{1,9}})(?:\s*\((?:{_MOVES})\s+(\d{{1,9}})\))?",
                        re.IGNORECASE)
-# Where a reply's own text ends: a signature, or an original that mail programs add unquoted.
-STOP = re.compile(r"^(--\s*$|-{3,}\s*Original Message|_{5,}|From:\s)", re.IGNORECASE)
-# The line a mail program puts above the quoted original (top or bottom posting): skipped.
-QUOTE_HEADER = re.compile(r"^(On .{0,200}wrote:|Am .{0,200}schrieb .{0,100}:)\s*$",
-                          re.IGNORECASE)
+# Our comment lines under the ORDERS line are at most this long, so that a mail program that
+# re-wraps quoted text at 72 characters, after its "> " or ">> ", leaves each whole: the
+# continuation of a wrapped comment would be a line without '#'.
+COMMENT_WIDTH = 64
 
 
 def turn_line(turn_number: int | None, moves: int) -> str:
@@ -80,7 +80,7 @@ def render(game_title: str, game_id: int, seat_name: str, colour: str, turn: int
                   gettext("Write your moves below, one per line, in the notation (in English, "
                           "German or Spanish); lines starting with # are ignored.") + " " +
                   (gettext("A whole turn at once is fine, for example:") if examples else
-                   gettext("A whole turn at once is fine.")), 90)),
+                   gettext("A whole turn at once is fine.")), COMMENT_WIDTH - 2)),
               *(f"#   {example}" for example in examples),
               ""]
     return "\n".join(lines)
@@ -101,19 +101,17 @@ def printable(line: str) -> str:
     return "".join(c if c.isprintable() or c.isspace() else "\ufffd" for c in line)
 
 
+def _lines(text: str) -> list[str]:
+    return [quoting.plain(printable(line)) for line in text.splitlines()]
+
+
 def own_lines(text: str) -> list[str]:
     """The lines a reply's writer wrote (stripped, see `printable`): quoted lines ('>') and the
     line introducing them left out wherever they stand, and nothing from a signature or an
-    original pasted unquoted on."""
-    own = []
-    for line in text.splitlines():
-        stripped = printable(line).strip()
-        if STOP.match(stripped):
-            break
-        if stripped.startswith(">") or QUOTE_HEADER.match(stripped):
-            continue
-        own.append(stripped)
-    return own
+    original pasted unquoted on (pbem.services.quoting)."""
+    lines = _lines(text)
+    own, _ = quoting.own_part(lines)
+    return [lines[at] for at in own]
 
 
 def read_talk(text: str) -> tuple[str, Orders]:
@@ -140,12 +138,32 @@ def read(text: str) -> Orders:
     Only the reply's own lines count: quoted lines ('>') and the line introducing them are left
     out wherever they stand (top or bottom posting), and reading ends at a signature or at an
     original pasted unquoted. Within them, the lines after an ORDERS line if there is one, else
-    all; comments ('#') and blank lines left out."""
+    all; comments ('#') and blank lines left out. When they hold none, the lines written under
+    the ORDERS line of an original added without '>' (an answer written into the quoted turn
+    file) are the orders: under it the server writes only comments."""
     turn = turn_in(text)
-    own = own_lines(text)
+    lines = _lines(text)
+    own, cut = quoting.own_part(lines)
+    orders = _orders([lines[at] for at in own])
+    if not orders and cut < len(lines):
+        orders = _written_into(lines[cut:])
+    return Orders(turn, orders)
+
+
+def _orders(own: list[str]) -> list[str]:
     marked = [i for i, line in enumerate(own) if line == ORDERS_LINE]
     if marked:
         own = own[marked[-1] + 1:]
-    orders = [line for line in own if line and not line.startswith("#")
-              and (marked or not TURN_LINE.fullmatch(line))]
-    return Orders(turn, orders)
+    return [line for line in own if line and not line.startswith("#")
+            and (marked or not TURN_LINE.fullmatch(line))]
+
+
+def _written_into(original: list[str]) -> list[str]:
+    """The lines written under the ORDERS line of a quoted original, up to where that original
+    ends (the next quote, separator or signature)."""
+    marked = [i for i, line in enumerate(original) if line == ORDERS_LINE]
+    if not marked:
+        return []
+    below = original[marked[-1] + 1:]
+    own, _ = quoting.own_part(below)
+    return [below[at] for at in own if below[at] and not below[at].startswith("#")]
