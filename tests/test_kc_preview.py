@@ -125,3 +125,30 @@ def test_done_is_made_at_once_without_a_preview(game):
     assert answer.status_code == 303
     after_row, __ = _state(app)
     assert after_row.turn == game_row.turn + 1
+
+
+@pytest.mark.parametrize("seat, language, opening, verb, at, colours", [
+    (1, "de", "Dein Zug: ", "spiele", "gegen", {"red": "Rot", "green": "Grün", "yellow": "Gelb"}),
+    (2, "es", "Tu jugada: ", "jugar", "contra", {"red": "rojo", "green": "verde",
+                                                 "yellow": "amarillo"})])
+def test_a_confirm_page_names_the_move_once_in_german_and_spanish(game, seat, language, opening,
+                                                                  verb, at, colours):
+    """The confirm page said "Vas a jugar jugar Vikingos contra rojo" and "spiele Mongolen gegen
+    gelb zu spielen": the move's own verb is the only one, and a German player's colour is a
+    noun."""
+    app, tokens = game
+    game_row, state, legal = _until(app, tokens, lambda s, legal: s.to_move == seat and any(
+        m.startswith("play ") and " at " in m for m in legal))
+    move = next(m for m in legal if m.startswith("play ") and " at " in m)
+    card, target = move.split()[1], move.split()[-1]
+    name = kc.moves.CARD_NAMES[card][("de", "es").index(language)]
+    client = app.test_client()
+    page = client.get(f"/seat/{tokens[seat]}").get_data(as_text=True)
+    buttons = re.findall(r'<button type="submit" name="move" value="([^"]+)"[^>]*>([^<]+)<', page)
+    assert (move, f"{verb} {name} {at} {colours[target]}") in buttons, buttons
+    answer = client.post(f"/seat/{tokens[seat]}/preview", data={
+        "csrf_token": field(page, "csrf_token"), "turn": str(game_row.turn), "action": "move",
+        "move": move})
+    text = _words(answer.get_data(as_text=True))
+    assert f"{opening}{verb} {name} {at} {colours[target]} ." in text, text
+    assert f"{verb} {verb}" not in text.lower() and "zu spielen" not in text
