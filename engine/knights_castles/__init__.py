@@ -49,7 +49,7 @@ from .rules import (
                     why_illegal,
 )
 from .serialize import from_json, replay, to_json
-from .state import MAX_PLAYERS, MIN_PLAYERS, VARIANTS, GameState, Loss
+from .state import MAX_PLAYERS, MIN_PLAYERS, VARIANTS, GameState, Loss, round_of, turn_player
 from .view import SeatView, view_for
 
 GAME = "knights-castles"
@@ -61,6 +61,6 @@ __all__ = [
     "Kind", "LegalMoves", "Lose", "Loss", "Move", "Offer", "Outcome", "Pay", "Play", "Research",
     "SeatView", "Share", "War", "apply_move", "default_move", "from_json", "legal_moves",
     "describe", "new_game", "outcome", "parse_move", "parse_moves", "playout_result",
-    "random_playout", "replay", "score",
-    "to_json", "unsupported", "view_for", "why_illegal",
+    "random_playout", "replay", "round_of", "score",
+    "to_json", "turn_player", "unsupported", "view_for", "why_illegal",
 ]

@@ -199,7 +199,9 @@ class KnightsCastles(RulesBase, ShownBase):
 
     # A turn is a dozen moves, and the notation does not say which one ends it: the move that
     # does tells that the next player's turn begins (pbem.services.turns).
-    turn_begins = "Turn %(turn)d: %(who)s draws and collects tax."
+    # (The older sentence is still in the logs of games begun before players counted rounds.)
+    turn_begins = ("Round %(round)d: %(who)s draws and collects tax.",
+                   N_("Turn %(turn)d: %(who)s draws and collects tax."))
     # A round is some forty phase changes: a mail tells what was done and whose move it is.
     quiet_in_news = frozenset({"You ended the %(phase)s.", "%(who)s ended the %(phase)s."})
     latest_only_in_news = frozenset({"Now you: %(asks)s (%(phase)s).",
@@ -208,6 +210,16 @@ class KnightsCastles(RulesBase, ShownBase):
     def mid_turn(self, state: kc.GameState) -> bool:
         """Always: the move that ends a turn begins the next one (its draw and tax)."""
         return True
+
+    def turn_label(self, state: kc.GameState, turn: int) -> str:
+        """Players count rounds of the table: "Round 12, red's turn" (turn 45 of four)."""
+        players = len(state.players)
+        return gettext("Round %(round)d, %(colour)s's turn", round=kc.round_of(turn, players),
+                       colour=i18n.colour(state.players[kc.turn_player(state.start, turn,
+                                                                       players)]))
+
+    def turn_short(self, state: kc.GameState, turn: int) -> str:
+        return gettext("round %(round)d", round=kc.round_of(turn, len(state.players)))
 
     def ply(self, state: kc.GameState) -> int:
         return state.ply
@@ -467,8 +479,9 @@ class KnightsCastles(RulesBase, ShownBase):
             lines.append(gettext("Scholastics drew %(cards)s: keep one.",
                                  cards=_names(view.choice)))
         if not state.is_over:
-            lines.append(gettext("Turn %(turn)d of %(player)s, %(phase)s; to move: %(mover)s.",
-                                 turn=view.turn, player=colour(state.players[view.current]),
+            lines.append(gettext("Round %(round)d, %(player)s's turn, %(phase)s; to move: "
+                                 "%(mover)s.", round=state.round,
+                                 player=colour(state.players[view.current]),
                                  phase=i18n.render(phase(view.phase)),
                                  mover=colour(state.players[view.to_move])))
         deck = ngettext("Deck: %(num)d card.", "Deck: %(num)d cards.", view.deck_size)
