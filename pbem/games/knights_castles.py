@@ -312,6 +312,9 @@ class KnightsCastles(RulesBase, ShownBase):
         """What `move` will do, in the future tense and the mover's words, naming no card the
         move will draw and no roll of the die (those are told once it is made)."""
         lines = [self._foretold(before, move)]
+        effect = kc.effect_on_target(before, move)
+        if effect is not None:  # what the card does to its target, by the rules
+            lines.append(i18n.render(effect))
         if self._reveals(before, after):
             lines.append(gettext("What you draw or roll is shown once you confirm; the tableaus "
                                  "below are as they are now."))
@@ -378,6 +381,20 @@ class KnightsCastles(RulesBase, ShownBase):
         if isinstance(move, kc.Discard):
             return gettext("You will discard %(card)s.", card=card)
         return self.in_words(str(move))
+
+    def choice_words(self, state: kc.GameState, notation: str) -> str:
+        """A choice as its button says it: the move in the reader's words, and for a loss the
+        defence points it gives up ("lose castle (3 DP)"), so the target need not look them
+        up."""
+        words = self.in_words(notation)
+        try:
+            move = kc.parse_move(notation)
+        except ValueError:
+            return words
+        if isinstance(move, kc.Lose) and state.loss is not None:
+            return gettext("%(move)s (%(dp)d DP)", move=words,
+                           dp=kc.lost_dp(state, state.loss.target, move.cards))
+        return words
 
     def goods(self, gold: int, cards) -> str:
         """'5 gold, Village, Town' in the reader's words; 'nothing'."""
