@@ -100,7 +100,8 @@ def test_my_games_fits_a_phone(site, sized):
     with app.app_context():
         for i, (kind, players) in enumerate([("kardinal-koenig", 5), ("knights-castles", 4),
                                              ("knights-castles", 5)]):
-            created = create_game([parse_player(f"{NAMES[j]} <{email if j == 0 else f'm{j}@example.org'}>")
+            addresses = [email] + [f"m{j}@example.org" for j in range(1, players)]
+            created = create_game([parse_player(f"{NAMES[j]} <{addresses[j]}>")
                                    for j in range(players)], f"phone-{i}", kind=kind)
     finish_game(app, created.game_id, "phone-2")
     mine = [m for message in Mailbox(app).to(email)

@@ -62,7 +62,8 @@ __all__ = [
     "Abandon", "Accept", "Build", "Buy", "Decline", "Discard", "Done", "GameState", "Keep",
     "Kind", "LegalMoves", "Lose", "Loss", "Move", "Offer", "Outcome", "Pay", "Play", "Research",
     "SeatView", "Share", "War", "apply_move", "default_move", "from_json", "legal_moves",
-    "describe", "effect_on_target", "lost_dp", "new_game", "outcome", "parse_move", "parse_moves", "playout_result",
+    "describe", "effect_on_target", "lost_dp", "new_game", "outcome", "parse_move",
+    "parse_moves", "playout_result",
     "random_playout", "replay", "round_of", "score",
     "to_json", "turn_player", "unsupported", "view_for", "why_illegal",
 ]
