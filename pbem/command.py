@@ -16,7 +16,8 @@ from flask.cli import FlaskGroup
 
 from .app import LoadsCommands, create_app
 from .games import games_help
-from .ground.config import ConfigError
+from .ground.config import ConfigError, links_here
+from .ground.process import serving_now
 
 
 def _make_app():
@@ -26,6 +27,10 @@ def _make_app():
     app = create_app()
     command = click.get_current_context(silent=True)
     name = command.info_name if command else "pbem"
+    if name not in ("serve", "demo") and links_here(app.config):
+        # No base URL of its own: links lead where this instance's `pbem serve` listens (on
+        # another port than the settings' maybe), as the server's own do.
+        app.config["BASE_URL"] = serving_now(app.instance_path) or app.config["BASE_URL"]
     logs.setup(app.config, name, service=name in SERVICES)
     return app
 

@@ -84,10 +84,15 @@ def english_words(tmp_path_factory) -> dict[str, set[str]]:
     return found
 
 
+# The attributes whose words a reader sees (a box's hint, a tooltip, a screen reader's name).
+SEEN_ATTRIBUTES = re.compile(r'\b(?:placeholder|title|aria-label|alt)="([^"]*)"')
+
+
 def _readable(text: str, is_html: bool) -> str:
     if is_html:
         text = re.sub(r"(?s)<(script|style|svg)\b.*?</\1>", " ", text)
-        text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+        seen = " ".join(SEEN_ATTRIBUTES.findall(text))
+        text = html.unescape(re.sub(r"<[^>]+>", " ", text) + " " + seen)
     return re.sub(r"https?://\S+", " ", text)
 
 
@@ -194,6 +199,87 @@ def test_the_check_finds_what_players_tripped_on(english_words):
     assert english_in("<td>Computer (strong)</td>", german, set()) == ["strong"]
     assert english_in("<p>GG Franken: Würzburg, Rat; Dorf ×2, Gold 5</p>", german,
                       {"Franken", "Würzburg"}) == []
+    assert english_in('<input name="give_cards" placeholder="village, town">', german,
+                      set()) == ["town", "village"]
+
+
+def _post(client, page: str, path: str, **data) -> str:
+    """The page a form's POST leads to (its redirect followed), from a browser that asks for
+    English: what the seat reads must be in the seat's language all the same."""
+    answer = client.post(path, data={"csrf_token": field(page, "csrf_token"), **data},
+                         headers={"Accept-Language": "en"}, follow_redirects=True)
+    assert answer.status_code == 200, (path, answer.status_code)
+    return answer.get_data(as_text=True)
+
+
+def test_what_a_seats_own_actions_answer_is_in_its_language(tmp_path, english_words):
+    """The answers to a German or Spanish seat's forms (settings, feed and calendar links,
+    messages, vacation, taking back a turn) and the Knights & Castles offer form have no English
+    word, though the browser asks for English (issue 43: "Your new calendar link is below",
+    "Everyone agreed: the turn is taken back." and the offer form's hints "village, town" were
+    English on German pages)."""
+    app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN="games.example.org",
+                   MAIL_BOARD_PICTURE=False)
+    box = Mailbox(app)
+    now = datetime.now(UTC)
+    with app.app_context():
+        created = create_game(PEOPLE, "words-actions", kind="knights-castles", start=0, now=now)
+    tokens = [link.rsplit("/", 1)[1] for _, _, link in created.links]
+    rules = rules_for("knights-castles")
+    client = app.test_client()
+    seen: list[tuple[str, str, str]] = []  # (language, what, page)
+
+    def act(seat: int, what: str, path: str, **data) -> str:
+        page = client.get(f"/seat/{tokens[seat]}").get_data(as_text=True)
+        answer = _post(client, page, path.format(token=tokens[seat]), **data)
+        seen.append((PEOPLE[seat].language, what, answer))
+        return answer
+
+    def play_until(wanted) -> None:
+        for number in range(500):
+            game, state = _game(app, rules)
+            if wanted(state):
+                return
+            with app.app_context():
+                move = rules.bot_move(state, "greedy", f"a{number}")
+                submit_move(tokens[rules.to_move(state)], move, game.turn, now=now)
+        raise AssertionError("never came")
+
+    for seat in (1, 2):
+        act(seat, "mail setting", "/seat/{token}/settings", notify="turn")
+        act(seat, "time zone", "/seat/{token}/timezone", timezone="Europe/Berlin")
+        act(seat, "new feed link", "/seat/{token}/feed")
+        act(seat, "message", "/seat/{token}/talk", text="Hallo", to="")
+        act(seat, "talk setting", "/seat/{token}/talk/settings", talk_notify="none")
+        act(seat, "vacation", "/seat/{token}/vacation", days="1")
+        act(seat, "vacation over", "/seat/{token}/vacation/end")
+        mine = [m for message in box.to(PEOPLE[seat].email)
+                for m in re.findall(r"https?://\S+?(/me/[A-Za-z0-9_-]+)", text_of(message))]
+        page = client.get(mine[-1]).get_data(as_text=True)
+        seen.append((PEOPLE[seat].language, "new calendar link",
+                     _post(client, page, f"{mine[-1]}/calendar")))
+    # Carmen (es) ends her turn; she asks to take it back, Anna agrees, Bernd (de) agrees last.
+    play_until(lambda state: state.to_move == 2 and state.current == 2)
+    play_until(lambda state: state.current == 0)
+    act(2, "asked to take back", "/seat/{token}/undo")
+    act(0, "agreed", "/seat/{token}/undo/answer", answer="agree")
+    done = act(1, "everyone agreed", "/seat/{token}/undo/answer", answer="agree")
+    # The German undo says "Zug", as the page does, not "Runde".
+    assert "Alle haben zugestimmt: der Zug ist zurückgenommen." in done
+    # Bernd ends his turn and asks; Carmen declines.
+    play_until(lambda state: state.current == 2)
+    act(1, "asked to take back", "/seat/{token}/undo")
+    act(2, "declined", "/seat/{token}/undo/answer", answer="decline")
+    # The offer form, in the trade phase of a German and a Spanish turn.
+    for seat in (1, 2):
+        play_until(lambda state, seat=seat: state.to_move == seat and any(
+            m.startswith("offer") for m in rules.move_patterns(state)))
+        seen.append((PEOPLE[seat].language, "offer form",
+                     client.get(f"/seat/{tokens[seat]}").get_data(as_text=True)))
+        assert 'id="offer-form"' in seen[-1][2]
+    found = [(language, what, left) for language, what, text in seen
+             if language != "en" and (left := english_in(text, english_words[language], set()))]
+    assert not found, found
 
 
 @pytest.mark.parametrize("language", ["de", "es"])

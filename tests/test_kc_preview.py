@@ -125,3 +125,82 @@ def test_done_is_made_at_once_without_a_preview(game):
     assert answer.status_code == 303
     after_row, __ = _state(app)
     assert after_row.turn == game_row.turn + 1
+
+
+@pytest.mark.parametrize("seat, language, opening, verb, at, colours", [
+    (1, "de", "Dein Zug: ", "spiele", "gegen", {"red": "Rot", "green": "Grün", "yellow": "Gelb"}),
+    (2, "es", "Tu jugada: ", "jugar", "contra", {"red": "rojo", "green": "verde",
+                                                 "yellow": "amarillo"})])
+def test_a_confirm_page_names_the_move_once_in_german_and_spanish(game, seat, language, opening,
+                                                                  verb, at, colours):
+    """The confirm page said "Vas a jugar jugar Vikingos contra rojo" and "spiele Mongolen gegen
+    gelb zu spielen": the move's own verb is the only one, and a German player's colour is a
+    noun."""
+    app, tokens = game
+    game_row, state, legal = _until(app, tokens, lambda s, legal: s.to_move == seat and any(
+        m.startswith("play ") and " at " in m for m in legal))
+    move = next(m for m in legal if m.startswith("play ") and " at " in m)
+    card, target = move.split()[1], move.split()[-1]
+    name = kc.moves.CARD_NAMES[card][("de", "es").index(language)]
+    client = app.test_client()
+    page = client.get(f"/seat/{tokens[seat]}").get_data(as_text=True)
+    buttons = re.findall(r'<button type="submit" name="move" value="([^"]+)"[^>]*>([^<]+)<', page)
+    assert (move, f"{verb} {name} {at} {colours[target]}") in buttons, buttons
+    answer = client.post(f"/seat/{tokens[seat]}/preview", data={
+        "csrf_token": field(page, "csrf_token"), "turn": str(game_row.turn), "action": "move",
+        "move": move})
+    text = _words(answer.get_data(as_text=True))
+    assert f"{opening}{verb} {name} {at} {colours[target]} ." in text, text
+    assert f"{verb} {verb}" not in text.lower() and "zu spielen" not in text
+
+
+def test_a_disasters_preview_says_what_it_does_to_its_target(game):
+    """Issue 43, point 6: the preview of a disaster or invasion said only "You will play Famine
+    against green"; it now says, from the rules, that the target loses a die roll of DP of its
+    cards in play, its choice, and how many DP it has."""
+    app, tokens = game
+    harmful = {k.id for k in kc.KINDS if k.type in ("disaster", "invasion")}
+    game_row, state, legal = _until(app, tokens, lambda s, legal: s.to_move == 0 and any(
+        m.split()[1] in harmful and " at " in m for m in legal if m.startswith("play ")))
+    move = next(m for m in legal if m.startswith("play ") and m.split()[1] in harmful
+                and " at " in m)
+    target = move.split()[-1]
+    dp = kc.rules.dp_total(state, state.players.index(target))
+    client = app.test_client()
+    page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
+    answer = client.post(f"/seat/{tokens[0]}/preview", data={
+        "csrf_token": field(page, "csrf_token"), "turn": str(game_row.turn), "action": "move",
+        "move": move})
+    text = _words(answer.get_data(as_text=True))
+    if dp:
+        assert (f"A die is rolled: {target} must give up cards in play worth at least that many "
+                f"defence points (DP), choosing which") in text, text
+        assert f"{dp} DP in play" in text
+    else:
+        assert f"{target} has no card in play with defence points (DP)" in text, text
+
+
+def test_the_targets_choice_shows_each_losses_defence_points(game):
+    """Issue 43, point 6: the target's choice ("lose castle / lose mine / lose village") showed
+    no defence points: each button says the DP it gives up, in the seat's words."""
+    from engine.knights_castles.cards import GUN_POWDER, INDEX, MASONRY, dp_of
+    from pbem.ground.db import writing
+    from pbem.ground.models import Seat
+
+    app, tokens = game
+    game_row, state, legal = _until(app, tokens, lambda s, legal: s.loss is not None
+                                    and len(legal) > 1)
+    seat = state.to_move
+    for language, dp in (("en", "DP"), ("de", "VP"), ("es", "PD")):
+        with writing(app) as session:
+            row = session.exec(select(Seat).where(Seat.game_id == game_row.id,
+                                                  Seat.number == seat)).one()
+            row.language = language
+            session.add(row)
+        page = app.test_client().get(f"/seat/{tokens[seat]}").get_data(as_text=True)
+        buttons = dict(re.findall(
+            r'<button type="submit" name="move" value="([^"]+)"[^>]*>([^<]+)<', page))
+        for move in legal:
+            points = sum(dp_of(INDEX[c], state.has(seat, GUN_POWDER), state.has(seat, MASONRY))
+                         for c in kc.parse_move(move).cards)
+            assert buttons[move].endswith(f" ({points} {dp})"), (move, buttons[move])

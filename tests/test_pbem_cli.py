@@ -64,11 +64,12 @@ def environment(instance: Path, **extra: str) -> dict[str, str]:
             "PBEM_DATABASE_URL": database_url(instance, empty=True), **extra}
 
 
-def pbem(instance: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+def pbem(instance: Path, *args: str, input: str | None = None,
+         **extra: str) -> subprocess.CompletedProcess:
     """`python3 -m pbem ...` in a fresh interpreter on the instance folder `instance`."""
     return subprocess.run([sys.executable, "-m", "pbem", *args], cwd=instance.parent,
                           env=environment(instance, **extra), capture_output=True, text=True,
-                          timeout=120, check=False)
+                          timeout=120, check=False, input=input)
 
 
 def pbem_here(instance: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
@@ -464,6 +465,45 @@ def test_demo_on_another_port_links_to_that_port(tmp_path, how):
     assert f"http://127.0.0.1:{port}/mailbox/" in out
     for mail in (instance / "mail").glob("*.eml"):
         assert ":5000/" not in mail.read_text(errors="replace"), mail
+
+
+def test_every_process_of_a_demo_on_another_port_links_to_that_port(tmp_path):
+    """Issue 43, point 2: with `demo --serve --port P` running, the scheduler beside it (which
+    answers replies and sends reminders) and the commands run beside it (`create-admin`,
+    `demo` again) write links to port P, not to :5000; once the server stops, they go back to
+    the settings' address."""
+    instance = tmp_path / "instance"
+    port = free_port()
+    env = environment(instance)
+    server = subprocess.Popen([sys.executable, "-m", "pbem", "demo", "--serve", "--players", "3",
+                               "--port", str(port)], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        said = []
+        for line in server.stdout:  # the lines it prints as it starts
+            said.append(line)
+            if "Scheduler running beside it" in line:
+                break
+        child = int(re.search(r"process (\d+)", said[-1])[1])
+        deadline = time.monotonic() + 60
+        while b"scheduler" not in Path(f"/proc/{child}/cmdline").read_bytes():  # exec'd yet?
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.01)
+        # The scheduler's settings: its mails' links lead to the port the server listens on.
+        environ = dict(item.split("=", 1) for item in Path(f"/proc/{child}/environ")
+                       .read_bytes().decode().split("\0") if "=" in item)
+        assert environ["PBEM_BASE_URL"] == f"http://127.0.0.1:{port}"
+        done = pbem(instance, "create-admin", "organiser@example.org", "--password-stdin",
+                    input="a long enough password\n")
+        assert done.returncode == 0, done.stderr
+        assert f"can log in at http://127.0.0.1:{port}/admin/" in done.stdout, done.stdout
+        done = pbem(instance, "demo")  # the demo again, beside the running server
+        assert f"http://127.0.0.1:{port}/mailbox/" in done.stdout, done.stdout
+        assert ":5000" not in done.stdout
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)
+    assert not (instance / "serving.json").exists()  # a stopped server leads no link there
 
 
 def test_serve_on_a_taken_port_says_so_before_claiming_to_serve(tmp_path):

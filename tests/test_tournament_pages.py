@@ -5,6 +5,7 @@ their CSRF token, each action audited; a GET never changes anything."""
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 
@@ -240,6 +241,25 @@ def test_the_admin_pages_answer_in_the_browsers_language(app):
     public = tournament(app, tid).public_id
     page = app.test_client().get(f"/tournaments/{public}", headers={"Accept-Language": "es"})
     assert "Puntos" in page.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("language, example", [("en", "Name <email>"),
+                                               ("de", "Name <email>"),
+                                               ("es", "Nombre <email>")])
+def test_the_player_forms_show_their_format_in_every_language(app, language, example):
+    """The players' labels of the create form and the next-season form say how to write a
+    player: 'Name <email>' reached the browser as a tag and the label read "as Name ,"."""
+    tid, _admin = make(app, tables.LEAGUE, 6)
+    with writing(app) as session:
+        session.get(Tournament, tid).status = T_BETWEEN
+    client = logged_in(app)
+    head = {"Accept-Language": language}
+    for path, label in (("/admin/tournaments/new", "players"), (f"/admin/tournaments/{tid}",
+                                                                 "joining")):
+        page = client.get(path, headers=head).get_data(as_text=True)
+        text = re.search(rf'<label for="{label}">(.*?)</label>', page, re.S)[1]
+        assert "<" not in text, text  # no markup inside the label: the example is text
+        assert example in html.unescape(text), text
 
 
 def test_a_players_language_after_the_address_sets_their_mails_language(app):

@@ -117,6 +117,35 @@ def test_the_raw_word_check_finds_typed_text():
                       '</p>') == ["Save"]
 
 
+# The markup a template's message may hold: a template's gettext output is HTML.
+MESSAGE_TAGS = {"a", "b", "br", "code", "em", "i", "kbd", "strong", "span"}
+
+
+def _text_taken_for_tags(source: str) -> list[str]:
+    """The messages of a template that hold '<word>' which is no tag of MESSAGE_TAGS and are
+    not escaped by `|forceescape`: the browser reads '<email>' as an unknown tag and shows
+    nothing."""
+    found = []
+    for match in re.finditer(r'_\("((?:[^"\\]|\\.)*)"[^)]*\)(\|forceescape)?', source):
+        tags = {t.lower() for t in re.findall(r"</?([A-Za-z][\w-]*)", match[1])}
+        if tags - MESSAGE_TAGS and not match[2]:
+            found.append(match[1])
+    return found
+
+
+def test_no_template_message_holds_text_the_browser_takes_for_a_tag():
+    """'One player a line, as Name <email>, ...' showed as "as Name ," (issue 43)."""
+    found = {str(path.relative_to(ROOT)): bad
+             for path in sorted((ROOT / "templates").rglob("*.html"))
+             if (bad := _text_taken_for_tags(path.read_text(encoding="utf-8")))}
+    assert not found, found
+
+
+def test_the_tag_check_finds_an_address_example():
+    assert _text_taken_for_tags('{{ _("as Name <email>") }} {{ _("a <strong>b</strong>") }}'
+                                ' {{ _("as Name <email>")|forceescape }}') == ["as Name <email>"]
+
+
 @pytest.mark.parametrize("language", ["de", "es"])
 def test_catalog_is_complete(template, language):
     """Every message id is in the catalog, translated (every plural form), not fuzzy, and its

@@ -43,13 +43,15 @@ from .rules import (
                     LegalMoves,
                     apply_move,
                     default_move,
+                    effect_on_target,
                     legal_moves,
+                    lost_dp,
                     new_game,
                     unsupported,
                     why_illegal,
 )
 from .serialize import from_json, replay, to_json
-from .state import MAX_PLAYERS, MIN_PLAYERS, VARIANTS, GameState, Loss
+from .state import MAX_PLAYERS, MIN_PLAYERS, VARIANTS, GameState, Loss, round_of, turn_player
 from .view import SeatView, view_for
 
 GAME = "knights-castles"
@@ -60,7 +62,8 @@ __all__ = [
     "Abandon", "Accept", "Build", "Buy", "Decline", "Discard", "Done", "GameState", "Keep",
     "Kind", "LegalMoves", "Lose", "Loss", "Move", "Offer", "Outcome", "Pay", "Play", "Research",
     "SeatView", "Share", "War", "apply_move", "default_move", "from_json", "legal_moves",
-    "describe", "new_game", "outcome", "parse_move", "parse_moves", "playout_result",
-    "random_playout", "replay", "score",
-    "to_json", "unsupported", "view_for", "why_illegal",
+    "describe", "effect_on_target", "lost_dp", "new_game", "outcome", "parse_move",
+    "parse_moves", "playout_result",
+    "random_playout", "replay", "round_of", "score",
+    "to_json", "turn_player", "unsupported", "view_for", "why_illegal",
 ]

@@ -485,8 +485,9 @@ _WRITTEN = {
            "war": "Krieg", "lose": "verliere", "offer": "biete", "accept": "annehmen",
            "decline": "ablehnen", "discard": "abwerfen", "at": "gegen", "for": "für",
            "gold": "Gold", "nothing": "nichts", "from hand": "aus der Hand",
-           "yellow": "gelb", "red": "rot", "green": "grün", "purple": "lila", "blue": "blau",
-           "orange": "orange"},
+           # A player named by colour is a noun in German: "gegen Gelb", as the pages name it.
+           "yellow": "Gelb", "red": "Rot", "green": "Grün", "purple": "Lila", "blue": "Blau",
+           "orange": "Orange"},
     "es": {"buy": "comprar", "build": "construir", "done": "listo", "keep": "quedarse",
            "pay": "pagar", "abandon": "abandonar", "research": "investigar",
            "share": "compartir", "play": "jugar", "war": "guerra", "lose": "perder",

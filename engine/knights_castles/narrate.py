@@ -65,8 +65,10 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
             lines.append(say("You lose %(cards)s.", cards=names(lost)) if reader == target
                          else say("%(who)s loses %(cards)s.", who=p[target], cards=names(lost)))
     if after.turn > before.turn:
-        lines.append(say("Turn %(turn)d: %(who)s draws and collects tax.", turn=after.turn,
-                         who=p[after.current]))
+        # Players count rounds of the table; `turn` is kept for the server, which counts the
+        # turns by this sentence (pbem.services.turns).
+        lines.append(say("Round %(round)d: %(who)s draws and collects tax.", round=after.round,
+                         who=p[after.current], turn=after.turn))
     if after.step == OVER:
         best = max(after.gold)
         winners = [p[s] for s in after.seats if after.gold[s] == best]

@@ -26,6 +26,7 @@ from .cards import (
     CARAVAN,
     CARTOGRAPHY,
     CROP_ROTATION,
+    DISASTER,
     DISCARD_ONE,
     EVENT_CARDS,
     GROUP_OF,
@@ -33,9 +34,11 @@ from .cards import (
     GUN_POWDER,
     ID,
     INDEX,
+    INVASION,
     IRRIGATION,
     KINDS,
     KNIGHTS,
+    LEADERS,
     MASONRY,
     N_KINDS,
     PRINTING_PRESS,
@@ -309,6 +312,44 @@ def _shares(state: GameState, seat: int) -> list[Move]:
     shared, tableau = state.shared[seat], state.tableau
     return [SHARES[a] for a in ADVANCES if not tableau[seat][a] and a not in shared
             and any(tableau[o][a] for o in state.seats if o != seat)]
+
+
+def lost_dp(state: GameState, seat: int, cards: Sequence[str]) -> int:
+    """The defence points `seat` gives up by losing `cards` from play (with its advances)."""
+    gp, ms = state.has(seat, GUN_POWDER), state.has(seat, MASONRY)
+    return sum(dp_of(INDEX[c], gp, ms) for c in cards)
+
+
+def effect_on_target(state: GameState, move: Move) -> Phrase | None:
+    """What a card played at an opponent (or an act of war) will do to its target, by the
+    rules, said before the die is rolled (a preview): None for any other move."""
+    if not isinstance(move, (Play, War)) or move.target not in state.players:
+        return None
+    target = state.players.index(move.target)
+    who = colour(move.target)
+    k = INDEX.get(move.card) if isinstance(move, Play) else None
+    if k in DISCARD_ONE:
+        kinds = DISCARD_ONE[k]
+        what = say("leader") if kinds == LEADERS else _card_term(ID[kinds[0]])
+        held = sum(state.tableau[target][x] for x in kinds)
+        if not held:
+            return say("%(who)s has no %(what)s in play, so the card takes nothing from it.",
+                       who=who, what=what)
+        return say("%(who)s must discard one %(what)s from play (it has %(count)d).",
+                   who=who, what=what, count=held)
+    if isinstance(move, War) or KINDS[k].type in (DISASTER, INVASION):
+        dp = dp_total(state, target)
+        if not dp:  # a card of 0 DP can always be left out
+            return say("%(who)s has no card in play with defence points (DP), so it loses "
+                       "nothing.", who=who)
+        if dp <= 6:
+            return say("A die is rolled: %(who)s must give up cards in play worth at least that "
+                       "many defence points (DP), choosing which; it has %(dp)d DP in play, so "
+                       "a roll of %(dp)d or more takes all of them.", who=who, dp=dp)
+        return say("A die is rolled: %(who)s must give up cards in play worth at least that many "
+                   "defence points (DP), choosing which (it has %(dp)d DP in play).", who=who,
+                   dp=dp)
+    return None
 
 
 def loss_choices(state: GameState) -> list[Lose]:

@@ -85,6 +85,11 @@ class GameState:
         return PHASE_OF[self.step]
 
     @property
+    def round(self) -> int:
+        """The round of the table, as players count (every player has one turn a round)."""
+        return round_of(self.turn, len(self.players))
+
+    @property
     def seats(self) -> range:
         return range(len(self.players))
 
@@ -125,6 +130,16 @@ def shuffled(cards: list[int], seed: int | str) -> tuple[int, ...]:
         j = int(rng.random() * (i + 1))
         out[i], out[j] = out[j], out[i]
     return tuple(out)
+
+
+def round_of(turn: int, players: int) -> int:
+    """The round turn `turn` (the first being 1) falls in, at a table of `players`."""
+    return (turn - 1) // players + 1
+
+
+def turn_player(start: int, turn: int, players: int) -> int:
+    """The seat whose turn `turn` is: turns go round the table from the start seat."""
+    return (start + turn - 1) % players
 
 
 def deal(players: int | tuple[str, ...] | list[str], seed: int | str,

@@ -24,6 +24,7 @@ from flask.cli import with_appcontext
 
 from ..games import DEFAULT_KIND, SetupProblem, games_help, rules_for
 from ..ground.config import links_here, served_url
+from ..ground.process import serving_now
 from ..mailin.pipe import ingest_mail_command
 from .common import _base, _need_schema, _one_line_errors, _upgrade
 from .processes import (
@@ -196,9 +197,11 @@ def demo_command(context, kind, players, seed, new, then_serve, host, port):
     from ..services.players import parse_player
 
     config = current_app.config
-    if links_here(config) and (host or port):  # the links lead where it serves
+    if links_here(config) and (host or port or then_serve):  # the links lead where it serves
         config["BASE_URL"] = served_url(host or config["SERVE_HOST"],
                                         port or config["SERVE_PORT"])
+    elif links_here(config):  # or where this instance's server listens now
+        config["BASE_URL"] = serving_now(current_app.instance_path) or config["BASE_URL"]
     try:
         rules = rules_for(kind)
     except KeyError as exc:

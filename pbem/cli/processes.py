@@ -17,7 +17,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from ..ground.config import check_settings, links_here, served_url
-from ..ground.process import started
+from ..ground.process import forget_serving, record_serving, started
 from .common import _base, _need_schema, _one_line_errors
 
 
@@ -51,7 +51,9 @@ def serve_command(host, port, scheduler):
             "themselves (and so escape every limit per address). Listen on this machine "
             "only ([serve] host = \"127.0.0.1\", with the proxy on this machine), or set "
             "[serve] trusted_proxies = 0 when there is no proxy.")
-    if links_here(app.config):  # no base URL of another server: links lead here
+    # No base URL of another server (or `demo --port` chose this one): links lead here.
+    ours = links_here(app.config) or app.config["BASE_URL"].rstrip("/") == served_url(host, port)
+    if ours:
         app.config["BASE_URL"] = served_url(host, port)
     # The address is taken before anything says the server runs or starts beside it.
     try:
@@ -62,6 +64,8 @@ def serve_command(host, port, scheduler):
             f"cannot listen on {host}:{port}: {exc.strerror or exc}. Another program (another "
             "pbem serve?) may be using the port: stop it, or choose another with --port or "
             "[serve] port.") from None
+    if ours:  # the commands of this instance (create-admin, mail-listener, ...) link here too
+        record_serving(app.instance_path, app.config["BASE_URL"])
     sender = SenderThread(app)
     app.extensions["pbem_sender"] = sender
     sender.start()
@@ -75,14 +79,17 @@ def serve_command(host, port, scheduler):
         # The child watches the read end of this pipe: when this process ends, however it
         # ends (even by SIGKILL), the pipe closes and the scheduler stops.
         watched, lifeline = os.pipe()
+        # Its mails' links lead where this server listens, whatever its settings say.
         child = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler", "--parent-pipe",
-                                  str(watched)], pass_fds=(watched,))
+                                  str(watched)], pass_fds=(watched,),
+                                 env={**os.environ, "PBEM_BASE_URL": app.config["BASE_URL"]})
         os.close(watched)
         click.echo(f"Scheduler running beside it (process {child.pid}).")
     started()
     try:
         server.serve_forever()
     finally:
+        forget_serving(app.instance_path)
         server.server_close()
         request_stop(app)
         sender.wake()

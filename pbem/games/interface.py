@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..ground.i18n import gettext
 from ..ground.kept import Kept
 
 
@@ -93,10 +94,12 @@ class Rules(Protocol):
     def bot_move(self, state: Any, bot: str, seed: str) -> str: ...
     # How players count turns (pbem.services.turns), defaults in RulesBase.
     continues_turn: tuple[str, ...] | None
-    turn_begins: str | None
+    turn_begins: str | tuple[str, ...] | None
     def starts_turn(self, notation: str) -> bool: ...
     def mid_turn(self, state: Any) -> bool: ...
     def reveals_hidden(self, before: Any, after: Any) -> bool: ...
+    def turn_label(self, state: Any, turn: int) -> str: ...  # "Turn 7"
+    def turn_short(self, state: Any, turn: int) -> str: ...  # "turn 7", in a sentence
 
 
 class RulesBase:
@@ -105,10 +108,10 @@ class RulesBase:
     # The notation prefixes of moves that go on with the turn in progress (K&K's "draw"),
     # counted by the database; None when only `starts_turn` knows.
     continues_turn: tuple[str, ...] | None = ()
-    # The message id of the log sentence that a move beginning a turn holds ("Turn %(turn)d:
-    # ..."), for games whose notation does not say where a turn ends;
-    # None: the notation says it.
-    turn_begins: str | None = None
+    # The message id of the log sentence that a move beginning a turn holds ("Round
+    # %(round)d: ..."), for games whose notation does not say where a turn ends (several: the
+    # one written now, then those of older moves); None: the notation says it.
+    turn_begins: str | tuple[str, ...] | None = None
     # The message ids of log sentences a mail's news leaves out (a phase ended), and of those
     # it keeps only the last of (whose move it is now): what happened, not each step.
     quiet_in_news: frozenset[str] = frozenset()
@@ -145,6 +148,15 @@ class RulesBase:
         not taken back by agreement (pbem.services.undo). Both games keep their secret deck in
         the state's `deck`, drawn from its end; any change to it showed a card."""
         return getattr(before, "deck", None) != getattr(after, "deck", None)
+
+    def turn_label(self, state: Any, turn: int) -> str:
+        """Turn `turn` (the first being 1) as players name it, for a heading or a list: "Turn
+        7"."""
+        return gettext("Turn %(n)d", n=turn)
+
+    def turn_short(self, state: Any, turn: int) -> str:
+        """The same inside a sentence: "turn 7"."""
+        return gettext("turn %(n)d", n=turn)
 
 
 class Shown(Protocol):

@@ -223,7 +223,9 @@ class KnightsCastles(RulesBase, ShownBase):
 
     # A turn is a dozen moves, and the notation does not say which one ends it: the move that
     # does tells that the next player's turn begins (pbem.services.turns).
-    turn_begins = "Turn %(turn)d: %(who)s draws and collects tax."
+    # (The older sentence is still in the logs of games begun before players counted rounds.)
+    turn_begins = ("Round %(round)d: %(who)s draws and collects tax.",
+                   N_("Turn %(turn)d: %(who)s draws and collects tax."))
     # A round is some forty phase changes: a mail tells what was done and whose move it is.
     quiet_in_news = frozenset({"You ended the %(phase)s.", "%(who)s ended the %(phase)s."})
     latest_only_in_news = frozenset({"Now you: %(asks)s (%(phase)s).",
@@ -232,6 +234,16 @@ class KnightsCastles(RulesBase, ShownBase):
     def mid_turn(self, state: kc.GameState) -> bool:
         """Always: the move that ends a turn begins the next one (its draw and tax)."""
         return True
+
+    def turn_label(self, state: kc.GameState, turn: int) -> str:
+        """Players count rounds of the table: "Round 12, red's turn" (turn 45 of four)."""
+        players = len(state.players)
+        return gettext("Round %(round)d, %(colour)s's turn", round=kc.round_of(turn, players),
+                       colour=i18n.colour(state.players[kc.turn_player(state.start, turn,
+                                                                       players)]))
+
+    def turn_short(self, state: kc.GameState, turn: int) -> str:
+        return gettext("round %(round)d", round=kc.round_of(turn, len(state.players)))
 
     def ply(self, state: kc.GameState) -> int:
         return state.ply
@@ -324,6 +336,9 @@ class KnightsCastles(RulesBase, ShownBase):
         """What `move` will do, in the future tense and the mover's words, naming no card the
         move will draw and no roll of the die (those are told once it is made)."""
         lines = [self._foretold(before, move)]
+        effect = kc.effect_on_target(before, move)
+        if effect is not None:  # what the card does to its target, by the rules
+            lines.append(i18n.render(effect))
         if self._reveals(before, after):
             lines.append(gettext("What you draw or roll is shown once you confirm; the tableaus "
                                  "below are as they are now."))
@@ -390,6 +405,20 @@ class KnightsCastles(RulesBase, ShownBase):
         if isinstance(move, kc.Discard):
             return gettext("You will discard %(card)s.", card=card)
         return self.in_words(str(move))
+
+    def choice_words(self, state: kc.GameState, notation: str) -> str:
+        """A choice as its button says it: the move in the reader's words, and for a loss the
+        defence points it gives up ("lose castle (3 DP)"), so the target need not look them
+        up."""
+        words = self.in_words(notation)
+        try:
+            move = kc.parse_move(notation)
+        except ValueError:
+            return words
+        if isinstance(move, kc.Lose) and state.loss is not None:
+            return gettext("%(move)s (%(dp)d DP)", move=words,
+                           dp=kc.lost_dp(state, state.loss.target, move.cards))
+        return words
 
     def goods(self, gold: int, cards) -> str:
         """'5 gold, Village, Town' in the reader's words; 'nothing'."""
@@ -517,8 +546,9 @@ class KnightsCastles(RulesBase, ShownBase):
             lines.append(gettext("Scholastics drew %(cards)s: keep one.",
                                  cards=_names(view.choice)))
         if not state.is_over:
-            lines.append(gettext("Turn %(turn)d of %(player)s, %(phase)s; to move: %(mover)s.",
-                                 turn=view.turn, player=colour(state.players[view.current]),
+            lines.append(gettext("Round %(round)d, %(player)s's turn, %(phase)s; to move: "
+                                 "%(mover)s.", round=state.round,
+                                 player=colour(state.players[view.current]),
                                  phase=i18n.render(phase(view.phase)),
                                  mover=colour(state.players[view.to_move])))
         deck = ngettext("Deck: %(num)d card.", "Deck: %(num)d cards.", view.deck_size)

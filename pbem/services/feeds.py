@@ -218,7 +218,12 @@ def new_calendar_feed(player_token: str, now: datetime | None = None) -> str:
     now = now or utcnow()
     with writing() as session:
         email = _email_of(session, player_token, lock=True, now=now)
-        return _new_key(session, FEED_CALENDAR, email, None, now)
+        key = _new_key(session, FEED_CALENDAR, email, None, now)
+        latest = session.exec(select(Seat.language).where(_held_by(email))
+                              .order_by(Seat.game_id.desc()).limit(1)).first()
+    if latest:  # what is said next in the language of the "my games" page it is said on
+        i18n.use(latest)
+    return key
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ one turn (the log and the API count moves; a turn is one to four of them).
 
 A game's rules say which logged moves go on with the turn in progress (`continues_turn`:
 notation prefixes, such as K&K's "draw"), or which log sentence a move that begins a turn
-holds (`turn_begins`: a message id, such as "Turn %(turn)d: ... draws and collects tax.",
+holds (`turn_begins`: message ids, such as "Round %(round)d: ... draws and collects tax.",
 told in the move that ends the turn before: a turn there is a dozen moves whose notation does
 not say where it ends), and whether a position is in the middle of a turn
 (`mid_turn(state)`); by default (pbem.games.RulesBase) every move is a turn. The prefixes are
@@ -32,20 +32,25 @@ def _prefixes(rules) -> tuple[str, ...] | None:
 
 
 @functools.cache
-def _marker(rules) -> str | None:
+def _markers(rules) -> tuple[str, ...] | None:
     """What the stored lines (`MoveRecord.lines_json`) of a move that begins a turn hold, for
-    rules that say `turn_begins`."""
-    message = rules.turn_begins
-    return None if message is None else '"t":' + orjson.dumps(message).decode()
+    rules that say `turn_begins` (a message id, or several: the one written now and those
+    older moves hold)."""
+    messages = rules.turn_begins
+    if messages is None:
+        return None
+    if isinstance(messages, str):
+        messages = (messages,)
+    return tuple('"t":' + orjson.dumps(message).decode() for message in messages)
 
 
 @functools.cache
 def _starts(rules):
     """Whether a logged move (its notation and stored lines) begins a turn, the first move
     aside."""
-    marker = _marker(rules)
-    if marker is not None:
-        return lambda notation, lines_json: marker in (lines_json or "")
+    markers = _markers(rules)
+    if markers is not None:
+        return lambda notation, lines_json: any(m in (lines_json or "") for m in markers)
     prefixes = _prefixes(rules)
     if prefixes is None:
         return lambda notation, lines_json: rules.starts_turn(notation)
@@ -56,10 +61,10 @@ def _starts(rules):
 def starts_sql(rules) -> ColumnElement[bool] | None:
     """SQL: the move row begins a turn (the first move always does); None when the rules
     say it only in Python."""
-    marker = _marker(rules)
-    if marker is not None:
+    markers = _markers(rules)
+    if markers is not None:
         return or_(MoveRecord.number == 0,
-                   MoveRecord.lines_json.contains(marker, autoescape=True))
+                   *(MoveRecord.lines_json.contains(m, autoescape=True) for m in markers))
     prefixes = _prefixes(rules)
     if prefixes is None:
         return None

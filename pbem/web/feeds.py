@@ -22,6 +22,7 @@ from flask import Blueprint, Response, current_app, flash, redirect, request, ur
 from icalendar import Alarm, Event
 from icalendar import Calendar as ICalendar
 
+from ..games import rules_for
 from ..ground import i18n
 from ..ground.i18n import gettext
 from ..services import feeds
@@ -74,13 +75,16 @@ def _atom(feed: feeds.MovesFeed, self_link: str | None) -> bytes:
     generator.author({"name": gettext("Board games by post")})
     generator.generator("pbem")
     generator.updated(feed.entries[0].created_at if feed.entries else game.updated_at)
+    rules = rules_for(game.kind)
+    state = rules.loads(game.state_json)  # its players and start name the turns
     for entry in feed.entries:  # newest first, as feeds list them
         mover = seats[entry.seat] if 0 <= entry.seat < len(seats) else None
         item = generator.add_entry(order="append")
         item.id(uuid.uuid5(uuid.NAMESPACE_URL, f"{watch}#move-{entry.number}-"
                            f"{entry.created_at.isoformat()}-{feed.reader}").urn)
         first = entry.lines[0] if entry.lines else entry.notation
-        item.title(gettext("Turn %(turn)d: %(line)s", turn=entry.turn_number or 1, line=first))
+        item.title(gettext("%(turn)s: %(line)s", turn=rules.turn_label(
+            state, entry.turn_number or 1), line=first))
         item.content("\n".join(entry.lines), type="text")
         item.link(href=f"{watch}?at={entry.number + 1}", rel="alternate", type="text/html")
         item.published(entry.created_at)

@@ -19,7 +19,7 @@ from flask import (
 
 from ..games import MoveError, choices
 from ..ground.db import utcnow
-from ..ground.i18n import format_local, gettext, ngettext
+from ..ground.i18n import N_, format_local, gettext, ngettext
 from ..ground.models import (
     FEED_SEAT,
     NOTIFY_CHOICES,
@@ -340,8 +340,9 @@ def ask_undo(token: str):
 @bp.post("/<token>/undo/answer")
 def answer_undo(token: str):
     """Agree to or decline another seat's request to take back its last turn."""
-    told = {UNDO_DONE: gettext("Everyone agreed: the turn is taken back."),
-            UNDO_DECLINED: gettext("You declined: the turn stays as it was."),
-            UNDO_ASKED: gettext("You agreed; the others have not all answered yet.")}
+    # Said after the answer, in the seat's language (the request's may be another).
+    told = {UNDO_DONE: N_("Everyone agreed: the turn is taken back."),
+            UNDO_DECLINED: N_("You declined: the turn stays as it was."),
+            UNDO_ASKED: N_("You agreed; the others have not all answered yet.")}
     return _seat_action(token, lambda: undo.answer(token, request.form.get("answer")),
-                        lambda status, ctx: told[status])
+                        lambda status, ctx: gettext(told[status]))

@@ -162,6 +162,14 @@ def turn_number_of(game) -> int:
         return turns.current(session, rules, game.id, rules.loads(game.state_json))
 
 
+def turn_label_of(game) -> str:
+    """The turn a game is in, as its players name it ("Turn 7"; "Round 12, red's turn")."""
+    from ..games import rules_for
+
+    rules = rules_for(game.kind)
+    return rules.turn_label(rules.loads(game.state_json), turn_number_of(game))
+
+
 class FastJSON(DefaultJSONProvider):
     """JSON answers written by orjson: an API document with its fifty log entries takes
     a tenth of the standard library's time. The same JSON as Flask's own provider (keys
@@ -193,6 +201,7 @@ def init_app(app: Flask) -> None:
     app.add_template_global(game_title)
     app.add_template_global(result_table_of)
     app.add_template_global(turn_number_of)
+    app.add_template_global(turn_label_of)
     app.add_template_global(turnfile.turn_line)
 
     @app.template_filter("player_letter")

@@ -40,10 +40,20 @@ class Moment:
     at: int | None  # None: the position as it is now
     moves: int
     turns: tuple[int, ...] = ()  # the players' turn of each logged move, oldest first
+    rules: GameRules | None = None  # with `state`, how the players name a turn
+    state: object = None
 
     def turn_of(self, n: int) -> int:
         """The turn (as players count them) of move `n` (1 to `moves`); 0 for the set-up."""
         return self.turns[n - 1] if 0 < n <= len(self.turns) else 0
+
+    def label_of(self, n: int) -> str:
+        """The turn of move `n` as its players name it: "Turn 7", "Round 2, red's turn"."""
+        return self.rules.turn_label(self.state, self.turn_of(n))
+
+    def short_of(self, n: int) -> str:
+        """The same inside a sentence: "turn 7", "round 2"."""
+        return self.rules.turn_short(self.state, self.turn_of(n))
 
     @property
     def last_turn(self) -> int:
@@ -63,11 +73,12 @@ class Moment:
         return self.shown + 1 if self.shown < self.moves else None
 
 
-def moment(raw: str | None, log: list[LogEntry]) -> Moment:
-    """The `at` of a history address, checked against the moves of `log` (oldest first)."""
+def moment(raw: str | None, log: list[LogEntry], rules: GameRules, state) -> Moment:
+    """The `at` of a history address, checked against the moves of `log` (oldest first) of
+    the game of `rules` now in `state`."""
     moves, turns = len(log), tuple(entry.turn_number for entry in log)
     if raw is None:
-        return Moment(None, moves, turns)
+        return Moment(None, moves, turns, rules, state)
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
         raise Malformed(f"“at={raw[:20]}” is not a move number: use a whole number from 0 to "
                         f"{moves} (0 is the set-up, {moves} the position now).")
@@ -75,7 +86,7 @@ def moment(raw: str | None, log: list[LogEntry]) -> Moment:
     if at > moves:
         raise NotFound(f"This game has {moves} move{'' if moves == 1 else 's'} so far, so there "
                        f"is no position after move {at}. Use a number from 0 to {moves}.")
-    return Moment(at, moves, turns)
+    return Moment(at, moves, turns, rules, state)
 
 
 def _history(rules: GameRules, state, log: list[LogEntry], when: Moment):
@@ -132,7 +143,7 @@ def _answer(response: Response) -> Response:
 def spectate(watch_id: str):
     try:
         watched = load_watched(watch_id)
-        when = moment(request.args.get("at"), watched.log)
+        when = moment(request.args.get("at"), watched.log, watched.rules, watched.state)
     except ServiceError as exc:
         return _error(exc)
     rules = watched.rules
@@ -165,7 +176,7 @@ def seat_history(token: str):
     try:
         ctx = load_seat(token, log_limit=None)
         log = ctx.log[::-1]  # oldest first, in this seat's words
-        when = moment(request.args.get("at"), log)
+        when = moment(request.args.get("at"), log, ctx.rules, ctx.state)
     except ServiceError as exc:
         return _error(exc)
     rules, seat = ctx.rules, ctx.seat

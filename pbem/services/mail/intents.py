@@ -84,7 +84,8 @@ def _your_turn(session: Session, game, seat, rules: GameRules, state, news: list
     turn_file = turnfile.render(game.title, game.id, seat.name, seat.colour, game.turn, position,
                                 legal, rules.order_examples, turn_number=turn_number)
     return {"rules": rules, "news": news, "reminder": reminder, "position": position,
-                "turn_number": turn_number, "first_turn": first_turn, "turn_file": turn_file,
+                "turn_number": turn_number, "turn_words": rules.turn_short(state, turn_number),
+                "first_turn": first_turn, "turn_file": turn_file,
                 "deadline": _deadline_text(game.deadline_at, seat, game)}
 
 
