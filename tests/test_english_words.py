@@ -258,16 +258,27 @@ def test_what_a_seats_own_actions_answer_is_in_its_language(tmp_path, english_wo
         page = client.get(mine[-1]).get_data(as_text=True)
         seen.append((PEOPLE[seat].language, "new calendar link",
                      _post(client, page, f"{mine[-1]}/calendar")))
-    # Carmen (es) ends her turn; she asks to take it back, Anna agrees, Bernd (de) agrees last.
-    play_until(lambda state: state.to_move == 2 and state.current == 2)
-    play_until(lambda state: state.current == 0)
+    # Carmen (es) plays a move of her turn that shows her no card (a turn that drew from the
+    # deck is not taken back by agreement: issue 42); she asks to take it back, Anna agrees,
+    # Bernd (de) agrees last.
+    def a_move_that_shows_no_card(seat: int) -> None:
+        play_until(lambda state: state.to_move == seat and state.current == seat)
+        game, state = _game(app, rules)
+        after = {m: rules.apply(state, rules.parse(state, m)) for m in sorted(rules.legal(state))}
+        unseen = [m for m, then in after.items()
+                  if then.deck == state.deck and rules.to_move(then) == seat]
+        assert unseen, "a move that draws no card and leaves the seat to move"
+        with app.app_context():
+            submit_move(tokens[seat], unseen[0], game.turn, now=now)
+
+    a_move_that_shows_no_card(2)
     act(2, "asked to take back", "/seat/{token}/undo")
     act(0, "agreed", "/seat/{token}/undo/answer", answer="agree")
     done = act(1, "everyone agreed", "/seat/{token}/undo/answer", answer="agree")
     # The German undo says "Zug", as the page does, not "Runde".
     assert "Alle haben zugestimmt: der Zug ist zurückgenommen." in done
-    # Bernd ends his turn and asks; Carmen declines.
-    play_until(lambda state: state.current == 2)
+    # Bernd plays a move of his turn and asks; Carmen declines.
+    a_move_that_shows_no_card(1)
     act(1, "asked to take back", "/seat/{token}/undo")
     act(2, "declined", "/seat/{token}/undo/answer", answer="decline")
     # The offer form, in the trade phase of a German and a Spanish turn.
