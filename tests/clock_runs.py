@@ -81,7 +81,7 @@ def run(name: str, tests: list[str], extra: list[str]) -> dict:
     moment, zone = MOMENTS[name]
     paths = [str(ROOT / "tests" / "clock_shift"), os.environ.get("PYTHONPATH", "")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)),
-               PBEM_CLOCK_SHIFT=str(offset_to(moment)), TZ=zone)
+               CLOCK_RUNS_SHIFT=str(offset_to(moment)), TZ=zone)
     # time-machine is imported before pytest starts, so pytest cannot rewrite its plugin's asserts.
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                "-W", "ignore::pytest.PytestAssertRewriteWarning", "-q", *extra, *tests]

@@ -77,6 +77,7 @@ ROUND = {"en": ("Round {round}, {colour}'s turn", "(round {round})",
 COLOUR = {"en": {}, "de": {"yellow": "Gelb", "red": "Rot", "green": "Grün"},
           "es": {"yellow": "amarillo", "red": "rojo", "green": "verde"}}
 OLD = {"en": "Turn {turn}", "de": "Zug {turn}", "es": "Turno {turn}"}
+YOU = {"en": "you", "de": "du", "es": "tú"}
 
 
 def test_players_count_rounds_of_the_table_in_every_language(tmp_path):
@@ -102,7 +103,12 @@ def test_players_count_rounds_of_the_table_in_every_language(tmp_path):
     for seat, player in enumerate(players):
         language = player.language
         colour = COLOUR[language].get(state.players[state.current], state.players[state.current])
-        label, short, begun = (f.format(round=3, colour=colour) for f in ROUND[language])
+        # The log names the player, "you" on their own page (issue 43, point 11).
+        mover = players[state.current].name
+        who = (f"{mover} ({YOU[language]}, {colour})" if seat == state.current
+               else f"{mover} ({colour})")
+        label, short = (f.format(round=3, colour=colour) for f in ROUND[language][:2])
+        begun = ROUND[language][2].format(round=3, colour=who)
         page = unescape(client.get(f"/seat/{tokens[seat]}").get_data(as_text=True))
         history = unescape(client.get(f"/seat/{tokens[seat]}/history?at={game.turn}")
                            .get_data(as_text=True))

@@ -1,4 +1,4 @@
-"""Shift this Python process's wall clock by PBEM_CLOCK_SHIFT seconds (tests/clock_runs.py).
+"""Shift this Python process's wall clock by CLOCK_RUNS_SHIFT seconds (tests/clock_runs.py).
 
 On PYTHONPATH, Python imports this at start-up in every process of a run: the pytest workers,
 the schedulers, gunicorn and `pbem` commands the tests start. Each travels by the same offset
@@ -8,7 +8,7 @@ agree with each other to the millisecond; the monotonic clock and sleeps are lef
 
 import os
 
-_shift = os.environ.get("PBEM_CLOCK_SHIFT")
+_shift = os.environ.get("CLOCK_RUNS_SHIFT")
 if _shift:
     import time
 
