@@ -433,11 +433,17 @@ def test_gunicorns_access_log_holds_no_key_and_is_private_whatever_the_umask(tmp
 
 # --- gunicorn never faces the internet (issue 42, point 6) -------------------------------------
 
-def test_gunicorn_listens_on_loopback_by_default_and_the_unit_does_too():
+def test_gunicorn_listens_on_loopback_by_default_and_the_unit_does_too(tmp_path):
     """gunicorn started in the checkout reads its gunicorn.conf.py: 127.0.0.1 unless told
     otherwise; the unit's address is loopback too."""
+    from server import database_url
+
+    # --print-config loads the app, which refuses a database whose schema is not the code's.
+    instance = tmp_path / "instance"
+    env = environment(instance, PBEM_DATABASE_URL=database_url(instance))
     shown = subprocess.run([sys.executable, "-m", "gunicorn", "--print-config", "wsgi:app"],
-                           cwd=ROOT, capture_output=True, text=True, check=True, timeout=120)
+                           cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+                           timeout=120)
     settings = dict(re.findall(r"^(\w+) +=  ?(.*)$", shown.stdout, re.MULTILINE))
     assert settings["config"] == "./gunicorn.conf.py"
     assert settings["bind"] == "['127.0.0.1:8000']"

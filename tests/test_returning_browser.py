@@ -57,9 +57,10 @@ def test_a_turn_taken_back_when_both_others_agree_on_their_pages(
     created, tokens = new_game(app, 3, f"undo-browser-{size}", start=0)
     game_id = created.game_id
     __, before = game_state(app, game_id)
-    play_moves(app, tokens, 6, game_id=game_id, pick=_draw_first,
-               until=lambda s: s.current != 0)
-    assert game_state(app, game_id)[1].current == 1
+    # Player 0 places and asks before drawing: a turn that showed a deck card is not taken
+    # back by agreement (issue 42).
+    play_moves(app, tokens, 1, game_id=game_id)
+    assert game_state(app, game_id)[1].current == 0
 
     asker = sized(viewport)
     asker.goto(f"{base}/seat/{tokens[0]}")

@@ -60,8 +60,9 @@ def test_issue_33s_pages_and_mails_in_german_and_spanish_have_no_english_word(
         rated = create_game([_spec(n) for n in ("Bernd", "Carmen", "Dora", "Elena")],
                             "words-rated", kind=KIND, start=0, rated=True)
     play_out(app, rated.game_id, "words-rated")
-    # Two unrated games where Bernd asks to take back his first turn: in the first Carmen and
-    # Anna agree (the turn is taken back), in the second Carmen declines.
+    # Two unrated games where Bernd asks to take back his first placement before his draws (a
+    # turn that showed a deck card is not taken back by agreement, issue 42): in the first
+    # Carmen and Anna agree (the turn is taken back), in the second Carmen declines.
     pages = []
     for seed, answers in (("words-undo", ("agree", "agree")), ("words-no", ("decline",))):
         with app.app_context():
@@ -69,10 +70,7 @@ def test_issue_33s_pages_and_mails_in_german_and_spanish_have_no_english_word(
                                 kind=KIND, start=0)
         tokens = {n: link.rsplit("/", 1)[1] for n, (__, __, link) in
                   zip(("Bernd", "Carmen", "Anna"), asked.links)}
-        play_moves(app, list(tokens.values()), 6, game_id=asked.game_id,
-                   pick=lambda legal: next((m for m in legal if str(m) == "draw deck"),
-                                           legal[0]),
-                   until=lambda s: s.current != 0)
+        play_moves(app, list(tokens.values()), 1, game_id=asked.game_id)
         with app.app_context():
             undo.ask(tokens["Bernd"])
         pages += [("de", "seat page, asked", client.get(f"/seat/{tokens['Bernd']}")),

@@ -246,11 +246,12 @@ def test_a_timeout_plays_the_exchange_and_a_draw_through_the_normal_path(tmp_pat
     told = mails(mailbox, "p0@", "Your deadline passed: the server moved for you")
     assert len(told) == 1
     body = text_of(told[0])
-    assert "yellow exchanged a red card (Franken/Aragon)." in body
+    # Players are named by name and colour, "you" in the mail to themselves (issue 43).
+    assert "Player 0 (you, yellow) exchanged a red card (Franken/Aragon)." in body
     assert "from the deck." in body
     assert "Your next turn is yours again as usual." in body
     turn = mails(mailbox, "p1@", "Your turn")
-    assert len(turn) == 1 and "yellow exchanged a red card" in text_of(turn[0])
+    assert len(turn) == 1 and "Player 0 (yellow) exchanged a red card" in text_of(turn[0])
     assert len(mails(mailbox, "p2@", "Player 1 is next")) == 1
     assert mails(mailbox, ADMIN, "") == []
     # the game goes on: seat 1 plays, and the same timeout is never played again

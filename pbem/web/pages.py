@@ -26,8 +26,8 @@ def home():
 
 @bp.get("/rules/<kind>")
 def rules(kind: str):
-    """The whole rules of a game that has no rule book of its own to link to (Knights &
-    Castles), in the reader's language."""
+    """The whole rules of a game that has no rule book of its own to link to (one whose rules
+    offer a `card_table`), in the reader's language."""
     if kind not in game_kinds() or not hasattr(rules_for(kind), "card_table"):
         abort(404)
     game = rules_for(kind)
