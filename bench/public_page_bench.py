@@ -9,13 +9,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, sys.argv[1] + "/tests")
-from server import finish_game, make_app  # noqa: E402
-from sqlmodel import select  # noqa: E402
+from server import finish_game, make_app
+from sqlmodel import select
 
-from pbem.ground.db import utcnow, writing  # noqa: E402
-from pbem.ground.models import Game, Profile  # noqa: E402
-from pbem.services.games import create_game  # noqa: E402
-from pbem.services.players import bot_player, parse_player  # noqa: E402
+from pbem.ground.db import utcnow, writing
+from pbem.ground.models import Game, Profile
+from pbem.services.games import create_game
+from pbem.services.players import bot_player, parse_player
 
 KIND = "knights-castles"
 

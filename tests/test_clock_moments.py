@@ -84,7 +84,7 @@ def test_a_turns_clock_at_an_awkward_moment(shared_app, shared_mailbox, name):
     start = datetime.fromisoformat(at).replace(tzinfo=UTC)
     # Each moment's players are its own: the calendar lists only this game.
     with machine_zone(zone), time_machine.travel(start, tick=False) as traveller:
-        created, tokens = new_game(app, 3, f"clock-{name}", start=0, title=name,
+        created, _ = new_game(app, 3, f"clock-{name}", start=0, title=name,
                                    time=TimeControl(DEADLINE_HOURS, REMINDERS, False, zone))
         game_id = created.game_id
         people = [f"p{seat}@example.org" for seat in range(3)]

@@ -105,7 +105,7 @@ def test_the_install_steps_are_one_ordered_list():
     """The system user, the database role, the settings, the secrets, init-db and create-admin
     as that user with the units' environment, the services, nginx, Postfix: in that order."""
     steps = section("Installing")
-    numbered = re.findall(r"^(\d+)\. ", steps, re.M)
+    numbered = re.findall(r"^(\d+)\. ", steps, re.MULTILINE)
     assert numbered == [str(n) for n in range(1, len(numbered) + 1)] and len(numbered) >= 8
     text = " ".join(steps[steps.index("\n1. "):].split())  # the list itself
     as_pbem = ("runuser -u pbem -- env PBEM_CONFIG=/etc/pbem/config.toml "
@@ -127,7 +127,7 @@ def test_the_install_steps_are_one_ordered_list():
 def test_the_upgrade_procedure_says_what_to_do_and_what_changed():
     whole = section("Upgrading")
     text = " ".join(whole.split())
-    steps = re.findall(r"^(\d+)\. ", whole, re.M)
+    steps = re.findall(r"^(\d+)\. ", whole, re.MULTILINE)
     assert steps == ["1", "2", "3", "4", "5"]
     listed = " ".join(whole[whole.index("\n1. "):].split())
     order = ["pg_dump", "systemctl stop pbem-web pbem-scheduler pbem-mail-listener",

@@ -137,7 +137,7 @@ def test_a_confirm_page_names_the_move_once_in_german_and_spanish(game, seat, la
     gelb zu spielen": the move's own verb is the only one, and a German player's colour is a
     noun."""
     app, tokens = game
-    game_row, state, legal = _until(app, tokens, lambda s, legal: s.to_move == seat and any(
+    game_row, _, legal = _until(app, tokens, lambda s, legal: s.to_move == seat and any(
         m.startswith("play ") and " at " in m for m in legal))
     move = next(m for m in legal if m.startswith("play ") and " at " in m)
     card, target = move.split()[1], move.split()[-1]

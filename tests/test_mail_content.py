@@ -342,10 +342,11 @@ def test_players_are_named_by_name_and_colour_and_the_reader_as_you(app, client,
     on a player's own page they are "you", in German and Spanish too."""
     import json
 
+    from sqlmodel import select
+
     from pbem.ground import i18n
     from pbem.ground.db import reading
     from pbem.ground.models import MoveRecord
-    from sqlmodel import select
 
     _, tokens = new_game(app, 3, "names")
     _, start = game_state(app)

@@ -95,8 +95,9 @@ def test_each_languages_attribution_header_and_signatures_are_not_the_writers(la
     for signature in (words.iphone, words.android, words.outlook_mobile, words.windows):
         assert turnfile.read(f"draw deck\n\n{signature}\n").lines == ["draw deck"], signature
     header = "\n".join(f"{word}: x" for word in words.outlook)
-    for head in (header, f"-----{words.original}-----\n{header}", f"*{words.outlook[0]}:* x\n"
-                 f"*{words.outlook[1]}:* y", f"{words.outlook[0]}:\nAnna\n{words.outlook[1]}: y"):
+    for head in (header, f"-----{words.original}-----\n{header}",
+                 f"*{words.outlook[0]}:* x\n*{words.outlook[1]}:* y",
+                 f"{words.outlook[0]}:\nAnna\n{words.outlook[1]}: y"):
         assert turnfile.read(f"draw deck\n\n{head}\n\nexchange R\n").lines == ["draw deck"], head
 
 

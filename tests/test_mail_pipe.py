@@ -346,7 +346,7 @@ def test_the_listener_s_answers_are_its_decisions():
     from pbem.mailin.pipe import is_decision
 
     for answer in (ACCEPTED, *REFUSED.values()):
-        code, text = answer.split(" ", 1)
+        _code, text = answer.split(" ", 1)
         assert is_decision(text), answer
     for text in ("Line too long (see RFC5321 4.5.3.1.6)", "OK", "2.0.0 Accepted",
                  "Error: Too much mail data", "2.0.0 pbem decided:", "5.3.4 pbem decided: x\ny"):

@@ -129,8 +129,9 @@ def test_the_demo_plays_by_reply_from_the_mailbox_page(app, client, mailbox):
     demo's set-up), each mail still has a reply address, and the mailbox page's Reply button
     sends the reply written there through the same reading as a mail: the move is made and
     the server's answer shows in the mailbox."""
-    import engine
     from server import field, game_state
+
+    import engine
 
     assert app.config["MAIL_REPLY_DOMAIN"] == "" and app.config["MAIL_BACKEND"] == "local"
     new_game(app, 3, "reply-here")

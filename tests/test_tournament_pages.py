@@ -257,7 +257,7 @@ def test_the_player_forms_show_their_format_in_every_language(app, language, exa
     for path, label in (("/admin/tournaments/new", "players"), (f"/admin/tournaments/{tid}",
                                                                  "joining")):
         page = client.get(path, headers=head).get_data(as_text=True)
-        text = re.search(rf'<label for="{label}">(.*?)</label>', page, re.S)[1]
+        text = re.search(rf'<label for="{label}">(.*?)</label>', page, re.DOTALL)[1]
         assert "<" not in text, text  # no markup inside the label: the example is text
         assert example in html.unescape(text), text
 

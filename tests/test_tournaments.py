@@ -363,9 +363,8 @@ def test_a_game_of_a_round_that_moved_on_is_not_taken_back_and_the_event_ends_wi
     assert tournament(app, tid).round == 2
     first = _finished_game_of_round(app, tid, 1)
     before = standings_now(app, tid, round=1)
-    with app.app_context():
-        with pytest.raises(Rejected, match="has moved on from that round"):
-            stewardship.take_back(admin, first, "a misclick", now=T0)
+    with app.app_context(), pytest.raises(Rejected, match="has moved on from that round"):
+        stewardship.take_back(admin, first, "a misclick", now=T0)
     assert login(client).status_code == 303
     refused = act(client, app, "take_back", reason="a misclick", game_id=first)
     assert refused.status_code == 422

@@ -102,7 +102,7 @@ def test_a_running_app_answers_503_until_init_db(tmp_path):
     """/health names the problem for a load balancer; a page says the server is being
     upgraded, instead of failing on a missing column."""
     instance = tmp_path / "instance"
-    url, tokens, _ = old_club(instance)
+    _url, tokens, _ = old_club(instance)
     app = bare_app(instance)  # made before init-db, as a worker already running would be
     client = app.test_client()
     answer = client.get("/health")

@@ -33,10 +33,9 @@ def serve_command(host, port, scheduler):
     own (single machine; see README for more)."""
     from werkzeug.serving import make_server
 
-    from .strict_http import StrictRequestHandler
-
     from ..scheduler.outbox import SenderThread, request_stop
     from ..web.mailbox import describe_access, is_enabled
+    from .strict_http import StrictRequestHandler
 
     _need_schema()
     app = current_app._get_current_object()

@@ -136,10 +136,12 @@ def _files(message: EmailMessage, bodies) -> list[tuple[str, str]]:
             continue
         if part.get_content_type() not in FILE_TYPES:
             continue
+        # A broken attachment (any error of the stdlib's decoding) is no turn file; the body
+        # is still read.
         try:
             content = part.get_content()
             name = turnfile.printable(part.get_filename() or "")[:80]
-        except Exception:  # a broken attachment is no turn file; the body is still read
+        except Exception:  # noqa: BLE001, S112
             continue
         if isinstance(content, bytes):
             content = _decoded(content)

@@ -17,6 +17,7 @@ from ..games import DEFAULT_KIND, SetupProblem, rules_for
 from ..ground import i18n
 from ..ground.i18n import _
 
+
 def network_of(client: str | None) -> str | None:
     """The network a client address belongs to, as limits and ratings count it: an IPv4
     address's /24, an IPv6 address's /64 (one subscriber's usual share of either), the

@@ -39,7 +39,7 @@ from __future__ import annotations
 import ipaddress
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from flask import current_app
 from openskill.models import PlackettLuce
@@ -266,7 +266,7 @@ def suspicions(connection: Connection, game, seats, now: datetime) -> Suspicion:
 
 
 def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 # --- names ----------------------------------------------------------------------------------------

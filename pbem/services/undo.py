@@ -171,9 +171,9 @@ def ask(token: str, now: datetime | None = None) -> UndoRequest:
         if rules.reveals_hidden(rules.history_state(state, [r.notation for r in
                                                             records[:first]]), state):
             raise Rejected(_(SEEN_A_CARD))
-        if game.rated or tournaments.is_tournament_game(session, game):
-            if any(s.bot is not None for s in seats if s.id != seat.id):
-                raise Rejected(_(NO_BOT_AGREES))
+        if (game.rated or tournaments.is_tournament_game(session, game)) and any(
+                s.bot is not None for s in seats if s.id != seat.id):
+            raise Rejected(_(NO_BOT_AGREES))
         earlier = session.exec(select(UndoRequest).where(
             UndoRequest.game_id == game.id, UndoRequest.first_move == records[first].number)
             ).first()

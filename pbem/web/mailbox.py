@@ -14,8 +14,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from email import policy
-from email.parser import BytesParser
 from email.message import EmailMessage
+from email.parser import BytesParser
 from email.utils import formatdate, getaddresses, make_msgid, parsedate_to_datetime
 from pathlib import Path
 

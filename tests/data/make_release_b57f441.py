@@ -23,13 +23,13 @@ folder = Path(tempfile.mkdtemp())
 os.environ.update(PBEM_INSTANCE_PATH=str(folder), PBEM_MAIL_REPLY_DOMAIN="games.example.org",
                   PBEM_BASE_URL="https://games.example.org", PBEM_SECRET_KEY="release-test")
 
-from sqlmodel import select  # noqa: E402
+from sqlmodel import select
 
-from pbem import create_app  # noqa: E402
-from pbem.db import reading  # noqa: E402
-from pbem.games import rules_for  # noqa: E402
-from pbem.models import Game  # noqa: E402
-from pbem.services import load_seat, submit_move  # noqa: E402
+from pbem import create_app
+from pbem.db import reading
+from pbem.games import rules_for
+from pbem.models import Game
+from pbem.services import load_seat, submit_move
 
 app = create_app()
 runner = app.test_cli_runner()
@@ -38,7 +38,7 @@ assert result.exit_code == 0, result.output
 tokens = {}
 for mail in sorted((folder / "mail").rglob("*.eml")):
     text = mail.read_text()
-    for token in re.findall(r"^Reply-To: play\+([A-Za-z0-9_-]+)@", text, re.M):
+    for token in re.findall(r"^Reply-To: play\+([A-Za-z0-9_-]+)@", text, re.MULTILINE):
         tokens.setdefault(token, None)
 with app.app_context():
     with reading() as session:
