@@ -72,7 +72,7 @@ def main() -> None:
             break
         started = time.perf_counter()
         with app.app_context():
-            submit_move(tokens[rules.to_move(state)], sorted(rules.legal(state))[0], game.turn)
+            submit_move(tokens[rules.to_move(state)], min(rules.legal(state)), game.turn)
         moves.append(time.perf_counter() - started)
     thread.join()
     print(f"round made in {lasted[0]:.1f} s; {len(moves)} moves meanwhile, slowest "

@@ -76,7 +76,7 @@ class PostgresServer:
         if self.user is not None:
             command = ["runuser", "-u", self.user.pw_name, "--", *command]
         done = subprocess.run(command, capture_output=True, text=True, cwd=self.folder,
-                              timeout=120)
+                              timeout=120, check=False)
         if done.returncode:
             log = self.folder / "server.log"
             extra = log.read_text(errors="replace")[-2000:] if log.exists() else ""

@@ -63,7 +63,6 @@ def position(players: int = 2, *, hands=None, tableau=None, shared=None, gold=No
         extra += deck[:len(deck) - deck_size]
         deck = deck[len(deck) - deck_size:]
     seed = seed_rolling(*rolls) if rolls else 0
-    empty = (0,) * N_KINDS
     state = GameState(
         players=COLOURS[:players], seed=seed, variants=tuple(variants), deck=tuple(deck),
         hands=tuple(vector(hands.get(s, "")) for s in range(players)),

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from email import policy
 from email.parser import BytesParser
 from pathlib import Path
+from typing import ClassVar
 
 from jinja2 import BytecodeCache
 from sqlalchemy import event
@@ -32,8 +33,8 @@ class Databases:
 
     backend = "sqlite"
     postgres = None  # databases.PostgresServer while a module runs on PostgreSQL
-    scopes: list[dict] = []  # per open scope (module, test): {"engines": {...}, "names": [...]}
-    migrated: set[str] = set()  # URLs of databases just copied from a migrated template
+    scopes: ClassVar[list[dict]] = []  # per open scope (module, test): {"engines": {...}, "names": [...]}
+    migrated: ClassVar[set[str]] = set()  # URLs of databases just copied from a migrated template
 
     @classmethod
     def url(cls, instance: Path, empty: bool = False) -> str:

@@ -907,7 +907,7 @@ def test_take_back_undoes_the_last_turn_and_restores_the_state_exactly(app, admi
     results = play_moves(app, tokens, 1, pick=_place_first)
     results += play_moves(app, tokens, draws, pick=_draw_from_deck,
                           until=lambda s: s.current != mover)
-    moved, after = game_state(app)
+    moved, _after = game_state(app)
     assert moved.turn == turn + len(results) and moved.state_json != saved
 
     since = len(mailbox.messages())
@@ -928,7 +928,7 @@ def test_take_back_undoes_the_last_turn_and_restores_the_state_exactly(app, admi
     messages = new_mail(mailbox, since)
     assert sorted(subjects(messages)) == [(f"p{i}@example.org", "A turn was taken back")
                                           for i in range(3)]
-    mine = [m for m in messages if f"p{mover}@example.org" in str(m["To"])][0]
+    mine = next(m for m in messages if f"p{mover}@example.org" in str(m["To"]))
     assert "you have seen it" in mine.get_body(("plain",)).get_content()
     others = [m for m in messages if f"p{mover}@example.org" not in str(m["To"])]
     assert not any("you have seen it" in m.get_body(("plain",)).get_content() for m in others)

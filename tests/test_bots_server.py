@@ -86,7 +86,7 @@ def test_a_game_of_four_computer_players_runs_to_its_end_by_the_scheduler_alone(
         assert runs < 500, "the game did not end"
         now += MINUTE
         run_jobs(app, now)
-    game, state = game_state(app, game_id)
+    _game, state = game_state(app, game_id)
     assert state.is_over and engine.kardinal_koenig.outcome(state) is not None
     log = records(app, game_id)
     assert len(log) == state.ply > 40

@@ -234,8 +234,8 @@ BAD_FILES = {
     "advisors over the cap": (as_json({"monasteries": {"Cluny": "red", "Lyon": "red",
                                                        "Arles": "blue"},
                                        "advisors": {"Burgund": ["blue", "blue", "red"]}}),
-                              "Burgund holds 3 advisors, but the most monasteries one player "
-                              "has there is 2"),
+                              ("Burgund holds 3 advisors, but the most monasteries one player "
+                              "has there is 2")),
     "huge file": (b'{"monasteries": {}}' + b" " * MAX_POSITION_BYTES, "larger than"),
     "long unknown name": (as_json({"monasteries": {"x" * 100_000: "red"}}),
                           "is not a cloister field"),

@@ -164,7 +164,7 @@ class CrashCluster(Cluster):
             self.start_scheduler(name)
         self.start_web()
         for name in schedulers:
-            wait_for(lambda: self.check_alive() or (self.logs / f"{name}.log").read_text()
+            wait_for(lambda name=name: self.check_alive() or (self.logs / f"{name}.log").read_text()
                      .count("running the job") > runs[name], f"{name} to start")
 
     def kill_web(self) -> None:
@@ -176,7 +176,7 @@ class CrashCluster(Cluster):
             os.kill(int(pid), signal.SIGKILL)
         master.wait(10)
         for pid in workers:
-            wait_for(lambda: not Path(f"/proc/{pid}").exists()
+            wait_for(lambda pid=pid: not Path(f"/proc/{pid}").exists()
                      or Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
                      in "ZX", f"worker {pid} to die", 10)
 

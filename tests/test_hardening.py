@@ -163,8 +163,8 @@ def test_a_name_stored_before_the_check_does_not_make_mail_fail(app, mailbox):
     assert rows and not [r for r in rows if r.status == FAILED]
     for message in mailbox.messages():  # the name is a quoted display name, not a header
         assert message["Bcc"] is None
-        assert [a for _, a in getaddresses([str(message["To"])])][0].endswith("@example.org")
-        assert "evil" not in [a for _, a in getaddresses([str(message["To"])])][0]
+        assert next(a for _, a in getaddresses([str(message["To"])])).endswith("@example.org")
+        assert "evil" not in next(a for _, a in getaddresses([str(message["To"])]))
 
 
 # --- 12: files the server creates are private -----------------------------------------------------

@@ -268,7 +268,7 @@ def test_sigterm_lets_the_scheduler_finish_the_turn_in_hand_and_give_back_the_re
                  "the first timeout")
         scheduler.send_signal(signal.SIGTERM)
         hang.release()
-        out, err = scheduler.communicate(timeout=60)
+        _out, err = scheduler.communicate(timeout=60)
     finally:
         if scheduler.poll() is None:
             scheduler.kill()

@@ -33,7 +33,7 @@ def _positions(players: int, seed: int, every: int = 3):
 def test_the_legal_moves_seen_from_the_view_are_the_real_ones():
     """A position dealt from the seat to move's view alone has exactly the real legal moves
     (listed moves and the offers, counted and built): the view carries all they depend on."""
-    checked = steps = 0
+    checked = 0
     seen = set()
     for players in (2, 4, 6):
         for state in _positions(players, players):
@@ -122,7 +122,7 @@ def test_the_arena_command_line_for_knights_and_castles():
     """`python -m engine arena --game knights-castles` prints one JSON object with --json."""
     done = subprocess.run([sys.executable, "-m", "engine", "arena", "--game", "knights-castles",
                            "--bots", "greedy,random", "--games", "2", "--seed", "3", "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["game"] == "knights-castles" and len(report["entries"]) == 2

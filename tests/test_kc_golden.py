@@ -23,10 +23,10 @@ def _cards(cards) -> str:
 def playthrough(players: int = 4, seed: int = 2026) -> str:
     state = final = new_game(players, seed)
     p = state.players
-    out = [f"# Knights & Castles, {players} players, seed {seed}; moves chosen at random as by "
-           f"`python -m engine playout --game knights-castles`",
-           f"setup: players {', '.join(p)}; start roll {list(state.dice)}, {p[state.start]} "
-           f"starts; deck {len(state.deck)} cards"]
+    out = [(f"# Knights & Castles, {players} players, seed {seed}; moves chosen at random as by "
+           f"`python -m engine playout --game knights-castles`"),
+           (f"setup: players {', '.join(p)}; start roll {list(state.dice)}, {p[state.start]} "
+           f"starts; deck {len(state.deck)} cards")]
     for s in state.seats:
         out.append(f"  {p[s]} hand {_cards(view_for(state, s).hand)}")
     out.append("")

@@ -306,7 +306,7 @@ def test_replies_by_mail_play_a_turn_and_answer_an_offer(tmp_path):
 
     app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN)
     box = Mailbox(app)
-    _, tokens = new_game(app, 3, "kc-reply", kind="knights-castles", start=0)
+    _, _tokens = new_game(app, 3, "kc-reply", kind="knights-castles", start=0)
     invitation = newest_with_key(box, "p0@example.org")
     game, state = state_of(app)
     orders, ahead = [], state
@@ -316,7 +316,7 @@ def test_replies_by_mail_play_a_turn_and_answer_an_offer(tmp_path):
     handled = ingest(app, fill("thunderbird_plain.eml", reply_key(invitation), orders,
                                text_of(invitation)))
     assert handled.outcome == "applied", handled
-    game, state = state_of(app)
+    _game, state = state_of(app)
     assert state.step == "trade" and state.to_move == 0
     assert [m for _, _, m, via in moves(app) if via == "email"] == orders
     assert len(answers(box, "p0@example.org", "Your orders were applied")) == 1
@@ -334,7 +334,7 @@ def test_replies_by_mail_play_a_turn_and_answer_an_offer(tmp_path):
     handled = ingest(app, fill("outlook.eml", reply_key(asked[-1]), ["accept"],
                                text_of(asked[-1])))
     assert handled.outcome == "applied", handled
-    game, after = state_of(app)
+    _game, after = state_of(app)
     assert after.to_move == 0 and after.step == "trade"
     assert kc.view_for(after, 1).hand.count(give) == kc.view_for(state, 1).hand.count(give) + 1
     again = [m for m in box.to("p0@example.org") if str(m["Subject"]).endswith("Your turn")]

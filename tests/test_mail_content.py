@@ -296,8 +296,8 @@ def test_the_html_mail_shows_the_board_once_with_its_picture(app, mailbox):
     play_moves(app, tokens, 10, until=lambda s: s.current != 0)
     pictures = []
     for mail in (mailbox.to("p0@example.org")[0],
-                 [m for m in mailbox.to("p1@example.org")
-                  if str(m["Subject"]).endswith("Your turn")][0]):
+                 next(m for m in mailbox.to("p1@example.org")
+                  if str(m["Subject"]).endswith("Your turn"))):
         html = html_of(mail)
         assert html.count("<h3>The board</h3>") == 1
         assert not re.search(r"\w: monasteries (none|\w+ \()", html) \

@@ -348,7 +348,7 @@ def test_ingest_mail_without_the_reply_domain_warns_and_still_mails_a_reply_to(t
     assert "WARNING (ingest-mail): [mail] reply_domain is not set" in result.stderr
     assert "same PBEM_CONFIG" in result.stderr
     assert result.stdout.startswith("applied")
-    play_on, after = game_state(app)
+    _play_on, after = game_state(app)
     assert after.ply == before.ply + 1
     box = Mailbox(app)
     answer = box.to(address)[-1]

@@ -69,9 +69,9 @@ ANNA = "Anna <anna@example.org>"
 def test_every_mail_links_the_players_games_which_lists_them_all(app, client, mailbox):
     """Anna plays two games: her page lists both, says where it is her move and whose
     it is elsewhere, with the deadlines; nobody else's games appear."""
-    first, tokens1 = _game(app, [ANNA, "Bruno <b@example.org>", "Chiara <c@example.org>"],
+    first, _tokens1 = _game(app, [ANNA, "Bruno <b@example.org>", "Chiara <c@example.org>"],
                            "mine-1", "Spring cup")
-    second, tokens2 = _game(app, ["Dieter <d@example.org>", "anna <ANNA@example.org>",
+    second, _tokens2 = _game(app, ["Dieter <d@example.org>", "anna <ANNA@example.org>",
                                   "Elif <e@example.org>"], "mine-2", "Club game")
     _game(app, ["X <x@example.org>", "Y <y@example.org>", "Z <z@example.org>"], "other",
           "Not hers")

@@ -238,14 +238,15 @@ def test_racing_moves_on_one_turn_through_four_workers_apply_exactly_one(cluster
     created, tokens = new_game(cluster.app, 3, seed="processes-race")
     game_id = created.game_id
     for _ in range(ROUNDS):
-        game, state, records = _state(cluster.app, game_id)
+        game, state, _records = _state(cluster.app, game_id)
         legal = [str(m) for m in engine.legal_moves(state)]
         moves = [legal[0] if i % 2 == 0 else legal[(i // 2) % len(legal)]
                  for i in range(RACERS)]
         barrier = threading.Barrier(RACERS)
         answers: list = [None] * RACERS
 
-        def race(i: int) -> None:
+        def race(i: int, barrier=barrier, answers=answers, state=state, moves=moves,
+                 game=game) -> None:
             barrier.wait(30)
             answers[i] = _post(cluster.port, tokens[state.current], moves[i], game.turn)
 

@@ -75,7 +75,7 @@ def test_enter_in_the_placement_form_previews_the_placement(site, page):
 def test_a_typing_mistake_is_told_in_the_action_panel(site, page):
     """The error stands in the panel that holds the form, with what was typed kept."""
     app, base = site
-    created, tokens = new_game(app, 3, "enter-3", start=0)
+    _created, tokens = new_game(app, 3, "enter-3", start=0)
     page.goto(f"{base}/seat/{tokens[0]}")
     box = page.get_by_label("Move in the notation")
     box.fill("XX Nowhere: nothing")
@@ -144,7 +144,7 @@ def test_the_next_step_stays_in_the_panel_at_the_top(site, sized, viewport, name
 def test_the_map_zooms_in_its_own_frame_on_a_phone(site, sized):
     """At 390 px the page does not overflow; enlarging the map scrolls the map's frame."""
     app, base = site
-    created, tokens = new_game(app, 3, "zoom", start=0)
+    _created, tokens = new_game(app, 3, "zoom", start=0)
     page = sized(PHONE)
     page.goto(f"{base}/seat/{tokens[0]}")
     frame = page.locator(".map-frame")

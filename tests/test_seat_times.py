@@ -37,7 +37,7 @@ def _post(client, token, path, **data):
 
 def test_deadlines_show_in_the_games_zone_until_the_player_chooses(app, client):
     """A Berlin game shows its players Berlin time; a player's own zone wins once chosen."""
-    created, tokens = _berlin_game(app, "tz-1")
+    _created, tokens = _berlin_game(app, "tz-1")
     page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
     assert "(Europe/Berlin)" in page and " UTC." not in page
     assert 'value="Europe/Berlin"' in page
@@ -86,7 +86,7 @@ def test_a_vacation_ends_early_from_the_page_and_unused_days_come_back(app, clie
 
 def test_the_maps_legend_shows_each_card_colour_and_its_countries(app, client):
     """Under the map, each card colour with its swatch and the countries it places in."""
-    created, tokens = _berlin_game(app, "legend")
+    _created, tokens = _berlin_game(app, "legend")
     page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
     legend = page.split('<ul class="legend"', 1)[1].split(">", 1)[1].split("</ul>", 1)[0]
     import re
@@ -106,7 +106,7 @@ def test_mails_give_deadlines_in_the_games_zone_until_the_player_chooses(app, cl
     """The invitation of a Berlin game says the deadline in Berlin time, not UTC."""
     from server import text_of
 
-    created, tokens = _berlin_game(app, "tz-mail")
+    created, _tokens = _berlin_game(app, "tz-mail")
     [invitation] = mailbox.to("p0@example.org")
     text = text_of(invitation)
     game, _ = game_state(app, created.game_id)

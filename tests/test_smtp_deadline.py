@@ -162,7 +162,7 @@ def test_the_scheduler_stops_on_sigterm_while_an_answer_never_ends(tmp_path, end
                  "the scheduler to reach the endless answer")
         assert scheduler.poll() is None, scheduler.communicate()
         scheduler.send_signal(signal.SIGTERM)
-        out, err = scheduler.communicate(timeout=RETURNS_WITHIN)
+        _out, err = scheduler.communicate(timeout=RETURNS_WITHIN)
     finally:
         if scheduler.poll() is None:
             scheduler.kill()

@@ -139,7 +139,7 @@ def test_a_decline_is_told_and_the_starter_starts_with_those_who_accepted(app, c
 
 
 def test_too_few_accepted_cannot_start(app, client):
-    box, manage = proposed(app, client)
+    _box, manage = proposed(app, client)
     page = client.get(f"/new/game/{manage}").get_data(as_text=True)
     assert "Start now" not in page
     refused = client.post(f"/new/game/{manage}/start",

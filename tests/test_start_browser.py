@@ -84,7 +84,7 @@ def test_three_friends_start_talk_finish_and_play_again(site, page):
         (game,) = session.exec(select(Game)).all()
         names = [s.name for s in session.exec(select(Seat).order_by(Seat.number))]
     assert names == ["Anna", "Bruno", "Chiara"] and game.deadline_hours == 48
-    anna, bruno, chiara = (_seat_link(box, base, f"{n}@example.org", "You are invited to play")
+    anna, _bruno, chiara = (_seat_link(box, base, f"{n}@example.org", "You are invited to play")
                            for n in ("anna", "bruno", "chiara"))
 
     # 4. They talk: on the page to everyone, privately, and by replying to the mails.

@@ -356,4 +356,4 @@ def test_each_country_is_a_light_tint_of_its_card_colour():
         assert contrast >= 7, (country.name, fill, contrast)
         crest = root.find(f".//s:g[@data-crest='{country.name}']", NS)
         assert crest.find("s:path", NS).get("fill") == CARD_HEX[card.colour]
-        assert [t.text for t in crest.findall("s:text", NS)][0] == card.code
+        assert next(t.text for t in crest.findall("s:text", NS)) == card.code

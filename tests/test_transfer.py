@@ -63,7 +63,7 @@ def _export(source, path: Path) -> None:
 
 
 def test_a_club_exported_mid_game_plays_on_in_the_new_database(tmp_path, database):
-    source, first, second = _club(tmp_path)
+    source, first, _second = _club(tmp_path)
     before = _everything(source)
     queued = [r for r in before["outboxmessage"] if r["status"] == QUEUED]
     assert queued and any(r["status"] == SENT for r in before["outboxmessage"])
@@ -103,7 +103,7 @@ def test_a_club_exported_mid_game_plays_on_in_the_new_database(tmp_path, databas
                                    if b["status"] == SENT})
 
     # New rows get new ids after the imported ones (on PostgreSQL: the sequences moved on).
-    _, third = new_game(target, 3, seed="club-3", title="Third")
+    _, _third = new_game(target, 3, seed="club-3", title="Third")
     assert game_state(target, 3)[0].title == "Third"
     with target.app_context():
         pause_game(3)

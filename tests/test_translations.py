@@ -152,8 +152,8 @@ def test_catalog_is_complete(template, language):
     placeholders match the English."""
     with (CATALOGS / language / "LC_MESSAGES" / "messages.po").open("rb") as f:
         catalog = read_po(f, locale=language)
-    problems = [] if not catalog.fuzzy else ["the header is marked fuzzy (its plural rule "
-                                             "would be left out)"]
+    problems = [] if not catalog.fuzzy else [("the header is marked fuzzy (its plural rule "
+                                             "would be left out)")]
     if catalog.plural_forms != "nplurals=2; plural=(n != 1);":
         problems.append(f"plural rule {catalog.plural_forms!r}")
     for message in template:

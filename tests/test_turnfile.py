@@ -142,7 +142,7 @@ def test_turn_numbers_count_a_placement_or_exchange_with_its_draws_as_one(app, c
     _, tokens = new_game(app, 3, "numbers", start=0)
     first = play_moves(app, tokens, 10, until=lambda s: s.current != 0)
     second = play_moves(app, tokens, 10, until=lambda s: s.current != 1)
-    game, state = game_state(app)
+    game, _state = game_state(app)
     assert game.turn == len(first) + len(second) >= 4
     page = client.get(f"/seat/{tokens[2]}").get_data(as_text=True)
     assert "Turn 3." in page and f"Turn {game.turn}." not in page
