@@ -308,7 +308,7 @@ def test_replies_by_mail_play_a_turn_and_answer_an_offer(tmp_path):
     box = Mailbox(app)
     _, _tokens = new_game(app, 3, "kc-reply", kind="knights-castles", start=0)
     invitation = newest_with_key(box, "p0@example.org")
-    game, state = state_of(app)
+    _game, state = state_of(app)
     orders, ahead = [], state
     while ahead.step != "trade":  # 'done' to the trade phase, as many as this deal asks
         orders.append("done")
