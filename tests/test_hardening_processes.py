@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 import requests
 from server import Hang, database_url, fresh_processes, make_app
+from sqlmodel import Session, select
 from test_pbem_cli import environment, free_port
 
+from pbem.ground.db import get_engine
+from pbem.ground.models import JobState
 from pbem.services import stewardship
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
@@ -326,7 +329,7 @@ def test_killing_serve_stops_its_scheduler_child(tmp_path):
 def test_the_scheduler_stops_cleanly_when_its_parents_pipe_closes(tmp_path):
     """The portable half (where there is no prctl): the child watches a pipe."""
     instance = tmp_path / "instance"
-    make_app(instance)
+    app = make_app(instance)
     watched, lifeline = os.pipe()
     scheduler = subprocess.Popen([sys.executable, "-m", "pbem", "scheduler", "--parent-pipe",
                                   str(watched)], pass_fds=(watched,), cwd=tmp_path,
@@ -337,7 +340,7 @@ def test_the_scheduler_stops_cleanly_when_its_parents_pipe_closes(tmp_path):
         started = next((line for line in scheduler.stderr if "running the job" in line), "")
         assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\S* INFO \S+: Scheduler: running",
                         started), started
-        time.sleep(0.5)
+        wait_for(lambda: _job_ran(app), 60, "the scheduler's first run of the job")
         assert scheduler.poll() is None, "it runs while the parent lives"
         os.close(lifeline)
         _, err = scheduler.communicate(timeout=30)
@@ -346,6 +349,11 @@ def test_the_scheduler_stops_cleanly_when_its_parents_pipe_closes(tmp_path):
             scheduler.kill()
     assert scheduler.returncode == 0 and re.search(r"\d\d:\d\d\S* INFO \S+: Scheduler stopped\.",
                                                    err), err
+
+
+def _job_ran(app) -> bool:
+    with Session(get_engine(app)) as session:
+        return session.exec(select(JobState)).first() is not None
 
 
 # --- found on the way: processes migrating one new database together ---------------------------

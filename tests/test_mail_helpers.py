@@ -94,6 +94,16 @@ def smtp_server():
         controller.stop()
 
 
+def _all_handed_done(helpers) -> bool:
+    """Whether each helper said it delivered every claim handed to it (it says so once it
+    tried to record the claim's deliveries)."""
+    pool = helpers.pool
+    for helper in pool.helpers:
+        while helper.connection.poll():
+            pool._heard(helper, helper.connection.recv())
+    return all(helper.handed == 0 for helper in pool.helpers)
+
+
 def test_helpers_start_only_for_a_backlog_with_more_than_one_sender_and_the_apps_backend(
         tmp_path, monkeypatch):
     started = []
@@ -372,7 +382,10 @@ def test_a_helper_delivers_mail_claimed_for_it_and_records_it_once_the_lock_is_f
         wait_for(lambda: len(list(folder.glob("*.eml"))) == senders.HAND_AHEAD, 120,
                  "the helper to write the mail handed to it")
         if lock is not None:
-            time.sleep(0.3)  # it tries to record meanwhile, and must not wait for the lock
+            # It says it delivered each claim once it tried to record it (and must not wait
+            # for the lock to say so).
+            wait_for(lambda: _all_handed_done(helpers), 120,
+                     "the helper to say it delivered what it was handed")
             assert [row.status for row in outbox_rows(app)].count(SENDING) == \
                 senders.HAND_AHEAD, "recorded only once the lock is free"
     finally:
