@@ -755,10 +755,10 @@ def test_a_timer_that_fails_changes_nothing_and_the_others_time_out(tmp_path, mo
     """Timers share write transactions, each in a savepoint of its own: one that fails half
     way (its move made, then an error) leaves its game as it was, is logged and kept claimed
     until its claim is given back; the timers around it stand."""
-    import pbem.scheduler.jobs
+    import pbem.services.timeouts
 
     app = _games_due(tmp_path, 3)
-    real = pbem.scheduler.jobs.submit_move
+    real = pbem.services.timeouts.submit_move
 
     def failing(*args, **kwargs):
         result = real(*args, **kwargs)
@@ -766,7 +766,7 @@ def test_a_timer_that_fails_changes_nothing_and_the_others_time_out(tmp_path, mo
             raise RuntimeError("the rules broke")
         return result
 
-    monkeypatch.setattr(pbem.scheduler.jobs, "submit_move", failing)
+    monkeypatch.setattr(pbem.services.timeouts, "submit_move", failing)
     due = T0 + 72 * HOUR + MINUTE
     with caplog.at_level("ERROR"):
         counts = run_jobs(app, due)
@@ -831,12 +831,12 @@ def test_a_stop_asked_for_in_the_middle_of_a_transaction_ends_it_after_the_timer
         tmp_path, monkeypatch):
     """SIGTERM while a write transaction of timers is under way: the timer in hand is played
     to its end and committed with those before it; the rest of the claim goes back at once."""
-    import pbem.scheduler.jobs
+    import pbem.services.timeouts
     from pbem.scheduler.outbox import stop_event
 
     app = _games_due(tmp_path, 6)
     assert run_jobs(app, T0 + 71 * HOUR)["reminders"] == 12  # only the timeouts are left
-    real = pbem.scheduler.jobs._act
+    real = pbem.services.timeouts.act
     acted = []
 
     def act(session, timer_id, claim, now):
@@ -846,7 +846,7 @@ def test_a_stop_asked_for_in_the_middle_of_a_transaction_ends_it_after_the_timer
             stop_event(app).set()  # as the SIGTERM handler does, during the second timer
         return counted
 
-    monkeypatch.setattr(pbem.scheduler.jobs, "_act", act)
+    monkeypatch.setattr(pbem.services.timeouts, "act", act)
     with app.app_context():
         counts = handle_due_timers(T0 + 72 * HOUR + MINUTE)
     assert counts["timeouts"] == 2 and acted == ["timeouts", "timeouts"]
