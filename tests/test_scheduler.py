@@ -335,6 +335,29 @@ def test_three_timeouts_in_a_row_make_a_seat_absent_and_tell_the_admin_once(tmp_
     assert seat_row(app, 0).absent
 
 
+def test_a_timeout_rule_is_changed_in_one_place(tmp_path, monkeypatch):
+    """What a passing deadline does is pbem.services.timeouts' Policy: one that makes a seat
+    absent at its first timeout (the setting says three) is followed by the scheduler, the
+    organisers' mail and the seat's next turn alike."""
+    from pbem.services import timeouts
+
+    class AbsentAtOnce(timeouts.Policy):
+        def is_absent(self, seat) -> bool:
+            return True
+
+    monkeypatch.setattr(timeouts, "POLICY", AbsentAtOnce())
+    app, tokens, mailbox = started(tmp_path)
+    assert app.config["GAMES_ABSENT_AFTER_TIMEOUTS"] == 3
+    begun = time_out_seat_0(app, tokens)
+    seat = seat_row(app, 0)
+    assert seat.timeouts_in_row == 1 and seat.absent
+    assert [str(m["Subject"]) for m in mails(mailbox, ADMIN, "absent")] == [
+        f"[pbem] Player 0 is absent from {TITLE}"]
+    assert deadline(app) == begun  # its next turn is played at once
+    assert run_jobs(app, begun + MINUTE)["timeouts"] == 1
+    assert game_state(app)[1].current == 1
+
+
 def test_i_am_back_makes_the_next_turn_wait_for_the_seat_again(tmp_path, clock):
     """After POST /back an absent seat's next turn has a full deadline and a 'Your turn' mail."""
     app, tokens, mailbox = started(tmp_path, GAMES_ABSENT_AFTER_TIMEOUTS=1)
