@@ -325,7 +325,7 @@ def test_every_listener_is_registered_however_the_services_are_entered():
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "GameFinished pbem.services.ratings.on_game_finished "
-        "pbem.services.tournaments.on_game_finished",
+        ("GameFinished pbem.services.ratings.on_game_finished "
+         "pbem.services.tournaments.on_game_finished"),
         "TurnTimedOut pbem.services.timeouts.on_turn_timed_out",
         "UndoOvertaken pbem.services.undo.on_undo_overtaken"]
