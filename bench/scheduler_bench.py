@@ -82,6 +82,7 @@ import pbem.scheduler.wire
 import pbem.services.mail
 import pbem.services.mail.intents
 import pbem.services.moves
+import pbem.services.timeouts
 from pbem import create_app
 from pbem.games import rules_for
 from pbem.ground import schema
@@ -340,14 +341,14 @@ class TimedBackend(pbem.scheduler.backends.LocalBackend):
 
 
 PHASES = [  # (module, attribute, label); labels are indented under what calls them
-    (pbem.scheduler.jobs, "guard_outage", "guard_outage"),
-    (pbem.scheduler.jobs, "start_missing_clocks", "start_missing_clocks"),
+    (pbem.services.timeouts, "guard_outage", "guard_outage"),
+    (pbem.services.timeouts, "start_missing_clocks", "start_missing_clocks"),
     (pbem.scheduler.jobs, "handle_due_timers", "handle_due_timers"),
     (pbem.scheduler.jobs, "_claim", "  _claim (claim a batch of timers)"),
     (pbem.scheduler.jobs, "_handle_some", "  _handle_some (timers in one write transaction)"),
-    (pbem.scheduler.jobs, "_act", "    _act (one timer: check, moves, done; in a savepoint)"),
-    (pbem.scheduler.jobs, "_current", "      _current (game, seat, state still current?)"),
-    (pbem.scheduler.jobs, "submit_move", "      submit_move (each default move)"),
+    (pbem.services.timeouts, "act", "    act (one timer: check, moves, done; in a savepoint)"),
+    (pbem.services.timeouts, "current", "      current (game, seat, state still current?)"),
+    (pbem.services.timeouts, "submit_move", "      submit_move (each default move)"),
     (pbem.services.moves, "_notify", "        _notify (the mails a turn's end causes)"),
     (pbem.services.mail, "mint_keys", "          mint_keys (a fresh seat key per mail)"),
     (pbem.scheduler.jobs, "deliver_all_due", "deliver_all_due"),

@@ -273,3 +273,59 @@ def test_help_and_an_app_load_only_what_they_use():
     app = loaded_by("app")
     assert "pbem.cli" not in app and "alembic" not in app and "mako" not in app, app
     assert {"sqlalchemy", "pbem.ground.models", "pbem.web"} <= app, app
+
+
+# --- what follows a move: told, not called ------------------------------------------------------
+
+# What a move causes beyond its own mails listens to the move path's events
+# (pbem.services.events): the move path itself imports none of them.
+LISTENERS_ONLY = ("pbem.services.ratings", "pbem.services.tournaments", "pbem.services.feeds",
+                  "pbem.services.timeouts", "pbem.services.undo")
+
+
+def imported_by(edges: dict[str, dict[str, int]], module: str) -> set[str]:
+    """Every module `module` imports, directly or through others (its import closure)."""
+    seen: set[str] = set()
+    waiting = [module]
+    while waiting:
+        for target in edges.get(waiting.pop(), {}):
+            if target not in seen:
+                seen.add(target)
+                waiting.append(target)
+    return seen
+
+
+def test_the_move_path_imports_none_of_what_follows_a_move():
+    """services/moves.py and everything it imports import neither ratings, tournaments,
+    feeds, the timeouts' policy nor take-back requests: they listen to the move path's events."""
+    edges = graph()
+    closure = imported_by(edges, "pbem.services.moves")
+    found = sorted(closure & set(LISTENERS_ONLY))
+    assert not found, f"the move path imports {found}"
+    assert "pbem.services.events" in closure
+    assert not {"pbem.services.ratings", "pbem.services.tournaments"} & set(
+        edges["pbem.services.finished"]), "finished.py announces a finished game"
+
+
+LISTENING = """
+import pbem.services.moves
+from pbem.services import events
+for kind in (events.GameFinished, events.TurnTimedOut, events.UndoOvertaken):
+    print(kind.__name__, *[f"{f.__module__}.{f.__name__}" for f in events.listeners(kind)])
+"""
+
+
+def test_every_listener_is_registered_however_the_services_are_entered():
+    """A program that imports only the move path (as mail in, a command or a test calling a
+    service does, with no app made) has every listener registered, in its order."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LISTENING], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        ("GameFinished pbem.services.ratings.on_game_finished "
+         "pbem.services.tournaments.on_game_finished"),
+        "TurnTimedOut pbem.services.timeouts.on_turn_timed_out",
+        "UndoOvertaken pbem.services.undo.on_undo_overtaken"]

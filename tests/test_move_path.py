@@ -186,14 +186,14 @@ def test_a_window_is_kept_only_under_the_game_row_its_moves_were_read_with(app):
         with app.test_request_context("/"):
             submit_move(tokens[rules.to_move(state)], rules.legal(state)[0], turn)
     with app.test_request_context("/"), reading_rows() as connection:
-        __, game, __ = seats._seat_rows(connection, tokens[0])
+        __, game, __ = seats.seat_rows(connection, tokens[0])
         stale = copy.copy(game)
         stale.turn, stale.updated_at = 2, game.updated_at - timedelta(seconds=1)
         window = log._window(connection, stale, API_LOG, rules)
         assert [row[0] for row in window.rows] == [2, 1, 0]  # what the database holds
-        assert log._windows.get(log._window_key(stale), 1) is None
+        assert log.windows.get(log.window_key(stale), 1) is None
         assert log._window(connection, game, API_LOG, rules).rows == window.rows
-        assert log._windows.get(log._window_key(game), API_LOG) is not None
+        assert log.windows.get(log.window_key(game), API_LOG) is not None
 
 
 @pytest.mark.usefixtures("database")
@@ -203,7 +203,7 @@ def test_a_move_that_fails_before_its_commit_leaves_no_log_behind(app, monkeypat
     documents = [client.get(f"/api/v1/seat/{token}").get_json() for token in tokens]
     mover = next(d for d in documents if d["to_move"])
     kept = []
-    monkeypatch.setattr(log._windows, "put", lambda *args: kept.append(args))
+    monkeypatch.setattr(log.windows, "put", lambda *args: kept.append(args))
 
     def broken(*_args):
         raise RuntimeError("the disk is full")
@@ -389,7 +389,7 @@ def test_a_links_first_newer_key_is_found_in_one_step_among_many(app):
     now = utcnow()
     with app.test_request_context("/"), writing() as session:
         connection = session.connection()
-        seat_id = seats._seat_rows(connection, tokens[0])[0].id
+        seat_id = seats.seat_rows(connection, tokens[0])[0].id
         # A server's other seats (a thousand, in a game of their own here) and their mail
         # since the link was made.
         game = connection.execute(select(*Game.__table__.c).where(Game.id == 1)).one()._asdict()
@@ -423,11 +423,11 @@ def test_a_links_first_newer_key_is_found_in_one_step_among_many(app):
         assert "ix_seatkey_seat" in plan and "seatkey_pkey" not in plan, plan
         # Superseded five days ago by the unrevoked key (not forty, by the revoked one): the
         # link works for two more days of the seven.
-        seats._seat_rows(connection, tokens[0])
+        seats.seat_rows(connection, tokens[0])
         connection.execute(update(SeatKey).where(SeatKey.token_hash == "f" * 64)
                            .values(created_at=now - timedelta(days=8)))
         with pytest.raises(errors.LinkExpired):
-            seats._seat_rows(connection, tokens[0])
+            seats.seat_rows(connection, tokens[0])
 
 
 def test_a_mail_is_composed_in_its_seats_language_as_force_locale_would_and_back(app):
@@ -459,7 +459,7 @@ def test_the_process_keeps_each_games_latest_window_only():
     def key(game, turn, seconds):
         return ("db", game, turn, 1, now + timedelta(seconds=seconds))
 
-    made = {k: log._Window((), (), 50, True) for k in (
+    made = {k: log.Window((), (), 50, True) for k in (
         key("a", 3, 3), key("a", 4, 4), key("b", 7, 1))}
     windows.put(key("a", 3, 3), made[key("a", 3, 3)])
     windows.put(key("b", 7, 1), made[key("b", 7, 1)])

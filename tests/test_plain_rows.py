@@ -34,7 +34,7 @@ from pbem.services.deadlines import start_clock
 from pbem.services.errors import NotFound
 from pbem.services.mail import intents
 from pbem.services.moves import submit_move
-from pbem.services.seats import _seat_game_seats, _seat_rows
+from pbem.services.seats import _seat_game_seats, seat_rows
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -190,14 +190,14 @@ def test_a_seats_rows_are_those_its_orm_objects_hold_by_token_and_by_seat(app):
     _, tokens = new_game(app, 4, "rows")
     with app.test_request_context("/"), writing() as session:
         for token, seat_id in ((tokens[2], None), (None, 3)):
-            seat, game, seats = _seat_rows(session.connection(), token, seat_id, lock=True)
+            seat, game, seats = seat_rows(session.connection(), token, seat_id, lock=True)
             orm_seat, orm_game, orm_seats = _seat_game_seats(session, token, seat_id)
             assert seat.id == orm_seat.id and seats[seat.number] is seat
             for row, model in ((game, orm_game), *zip(seats, orm_seats, strict=True)):
                 assert {n: getattr(row, n) for n in type(row).names} == model.model_dump()
         for token in ("not-a-link", "A" * 43):
             with pytest.raises(NotFound):
-                _seat_rows(session.connection(), token)
+                seat_rows(session.connection(), token)
 
 
 def _timers(app) -> list[tuple]:

@@ -335,6 +335,29 @@ def test_three_timeouts_in_a_row_make_a_seat_absent_and_tell_the_admin_once(tmp_
     assert seat_row(app, 0).absent
 
 
+def test_a_timeout_rule_is_changed_in_one_place(tmp_path, monkeypatch):
+    """What a passing deadline does is pbem.services.timeouts' Policy: one that makes a seat
+    absent at its first timeout (the setting says three) is followed by the scheduler, the
+    organisers' mail and the seat's next turn alike."""
+    from pbem.services import timeouts
+
+    class AbsentAtOnce(timeouts.Policy):
+        def is_absent(self, seat) -> bool:
+            return True
+
+    monkeypatch.setattr(timeouts, "POLICY", AbsentAtOnce())
+    app, tokens, mailbox = started(tmp_path)
+    assert app.config["GAMES_ABSENT_AFTER_TIMEOUTS"] == 3
+    begun = time_out_seat_0(app, tokens)
+    seat = seat_row(app, 0)
+    assert seat.timeouts_in_row == 1 and seat.absent
+    assert [str(m["Subject"]) for m in mails(mailbox, ADMIN, "absent")] == [
+        f"[pbem] Player 0 is absent from {TITLE}"]
+    assert deadline(app) == begun  # its next turn is played at once
+    assert run_jobs(app, begun + MINUTE)["timeouts"] == 1
+    assert game_state(app)[1].current == 1
+
+
 def test_i_am_back_makes_the_next_turn_wait_for_the_seat_again(tmp_path, clock):
     """After POST /back an absent seat's next turn has a full deadline and a 'Your turn' mail."""
     app, tokens, mailbox = started(tmp_path, GAMES_ABSENT_AFTER_TIMEOUTS=1)
@@ -755,10 +778,10 @@ def test_a_timer_that_fails_changes_nothing_and_the_others_time_out(tmp_path, mo
     """Timers share write transactions, each in a savepoint of its own: one that fails half
     way (its move made, then an error) leaves its game as it was, is logged and kept claimed
     until its claim is given back; the timers around it stand."""
-    import pbem.scheduler.jobs
+    import pbem.services.timeouts
 
     app = _games_due(tmp_path, 3)
-    real = pbem.scheduler.jobs.submit_move
+    real = pbem.services.timeouts.submit_move
 
     def failing(*args, **kwargs):
         result = real(*args, **kwargs)
@@ -766,7 +789,7 @@ def test_a_timer_that_fails_changes_nothing_and_the_others_time_out(tmp_path, mo
             raise RuntimeError("the rules broke")
         return result
 
-    monkeypatch.setattr(pbem.scheduler.jobs, "submit_move", failing)
+    monkeypatch.setattr(pbem.services.timeouts, "submit_move", failing)
     due = T0 + 72 * HOUR + MINUTE
     with caplog.at_level("ERROR"):
         counts = run_jobs(app, due)
@@ -831,12 +854,12 @@ def test_a_stop_asked_for_in_the_middle_of_a_transaction_ends_it_after_the_timer
         tmp_path, monkeypatch):
     """SIGTERM while a write transaction of timers is under way: the timer in hand is played
     to its end and committed with those before it; the rest of the claim goes back at once."""
-    import pbem.scheduler.jobs
+    import pbem.services.timeouts
     from pbem.scheduler.outbox import stop_event
 
     app = _games_due(tmp_path, 6)
     assert run_jobs(app, T0 + 71 * HOUR)["reminders"] == 12  # only the timeouts are left
-    real = pbem.scheduler.jobs._act
+    real = pbem.services.timeouts.act
     acted = []
 
     def act(session, timer_id, claim, now):
@@ -846,7 +869,7 @@ def test_a_stop_asked_for_in_the_middle_of_a_transaction_ends_it_after_the_timer
             stop_event(app).set()  # as the SIGTERM handler does, during the second timer
         return counted
 
-    monkeypatch.setattr(pbem.scheduler.jobs, "_act", act)
+    monkeypatch.setattr(pbem.services.timeouts, "act", act)
     with app.app_context():
         counts = handle_due_timers(T0 + 72 * HOUR + MINUTE)
     assert counts["timeouts"] == 2 and acted == ["timeouts", "timeouts"]

@@ -3,10 +3,21 @@
 Every channel (the pages, the API, players' mail, the scheduler, the command line) acts
 through these modules, and every move through one path: `moves.submit_move`. Owns creating
 games and their players, seats and their links, the move path and the mails it causes, the
-log, time and vacation, deadlines, stewardship (the organisers' actions), the table talk,
-games players start (starting), "my games", bounces of the server's mail, turn files, turns
+log, time and vacation, deadlines and what a passing one does (timeouts), the events that
+follow a move and who listens to them (events; registered below), stewardship (the
+organisers' actions), the table talk, games players start (starting), "my games", bounces of the server's mail, turn files, turns
 as players count them, the server's health, and composing mail (mail/: what each mail says,
 to whom, with which links; queued in the outbox, delivered by pbem.scheduler).
 
 Imports pbem.games and pbem.ground only; never a channel (web, mailin, scheduler, cli).
 """
+
+# Who listens to what (pbem.services.events): registered here, when the first service is
+# imported, however the services are entered (the pages, the scheduler, the command line,
+# mail in, a test calling a service); the publishers import none of their listeners.
+from . import events, ratings, timeouts, tournaments, undo
+
+events.subscribe(events.GameFinished, ratings.on_game_finished)
+events.subscribe(events.GameFinished, tournaments.on_game_finished)
+events.subscribe(events.TurnTimedOut, timeouts.on_turn_timed_out)
+events.subscribe(events.UndoOvertaken, undo.on_undo_overtaken)

@@ -1,19 +1,25 @@
-"""What follows the end of a game: `on_game_finished`, the one hook, called in the transaction
-that finishes a game (pbem.services.moves, where the last move is made, whoever makes it).
+"""The end of a game by its rules: `finish_game`, called in the transaction that makes the last
+move (pbem.services.moves, whoever makes it).
 
-It rates a rated game (pbem.services.ratings) and counts a tournament's game (its standings,
-and the round's end queued: pbem.services.tournaments). Each call here must work with the move path's `Writer` (a Core connection,
-`session.connection()`) as well as an ORM session, and with `game` a plain row.
+It marks the game finished, stops its clock and announces it (pbem.services.events'
+GameFinished): what a finished game causes beyond its final mails, a rating (pbem.services.ratings)
+and a tournament's standings (pbem.services.tournaments), listens there, so this module and the
+move path import neither. Each listener must work with the move path's `Writer` (a Core
+connection, `session.connection()`) as well as an ORM session, and with `game` a plain row.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from . import ratings, tournaments
+from ..ground.models import FINISHED
+from .deadlines import stop_clock
+from .events import GameFinished, publish
 
 
-def on_game_finished(session, game, now: datetime | None = None) -> None:
-    """Everything a finished game causes beyond its final mails, in its transaction."""
-    ratings.rate_game(session, game, now)
-    tournaments.game_ended(session, game, now)
+def finish_game(session, game, now: datetime) -> None:
+    """`game` is over by its rules: finished now, its clock stopped, and everything that
+    follows (the listeners of GameFinished) done, in its transaction."""
+    game.status, game.finished_at = FINISHED, now
+    stop_clock(session, game, now)
+    publish(GameFinished(session, game, now))

@@ -18,7 +18,7 @@ from ..ground.db import is_status, reading, utcnow
 from ..ground.models import FAILED, QUEUED, SENDING, UNKNOWN, JobState, OutboxMessage
 
 STUCK_AFTER = timedelta(minutes=15)  # at least; see stuck_after()
-SCHEDULER_JOB = "scheduler"  # pbem.scheduler.jobs.JOB: the row each real run of the scheduler updates
+SCHEDULER_JOB = "scheduler"  # pbem.services.timeouts.JOB: the row each real run of the scheduler updates
 SILENT_TICKS = 3
 SILENT_AT_LEAST = timedelta(minutes=5)  # a long run (a burst of timeouts) is not silence
 STATES = (QUEUED, SENDING, FAILED, UNKNOWN)

@@ -52,7 +52,7 @@ class LogEntry(NamedTuple):
 # The caches here are sized for the games a server has under way, not for its history: what a
 # process keeps, its garbage collector walks through (parsed lines are dozens of dicts each).
 @functools.lru_cache(maxsize=1024)
-def _readers_lines(lines_json: str) -> dict[str, tuple[str, ...]]:
+def readers_lines(lines_json: str) -> dict[str, tuple[str, ...]]:
     """A log entry's lines by reader, parsed once per process: a record never changes, and
     a page or an API answer shows the same fifty entries again after every move."""
     return {reader: tuple(lines) for reader, lines in json.loads(lines_json).items()}
@@ -61,7 +61,7 @@ def _readers_lines(lines_json: str) -> dict[str, tuple[str, ...]]:
 _RENDERED = Kept(16384)
 
 
-def _rendered_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...]:
+def rendered_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...]:
     """A log entry's lines for `reader` written in `language`, once per process: a page or an
     API answer shows the same fifty entries again after every move, and writing them was most
     of its time (`language` is part of the key, and what it is written in)."""
@@ -71,8 +71,8 @@ def _rendered_lines(lines_json: str, reader: str, language: str) -> tuple[str, .
 
 def _render_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...]:
     """Written in `language` whatever the language in use: a move extends every reader's
-    window (`_Window.extended`) in the mover's context."""
-    lines = _readers_lines(lines_json).get(reader, ())
+    window (`Window.extended`) in the mover's context."""
+    lines = readers_lines(lines_json).get(reader, ())
     if i18n.language() == language:
         return tuple(i18n.render(line) for line in lines)
     with i18n.in_language(language):
@@ -97,7 +97,7 @@ _LOG = (select(*_LOG_COLUMNS).where(MoveRecord.game_id == bindparam("game_id"))
 _WINDOW_KEY = (Game.watch_id, Game.turn, Game.clock_version, Game.updated_at)
 
 
-def _window_key(game: Game | GameRow) -> tuple:
+def window_key(game: Game | GameRow) -> tuple:
     return (current_app.extensions["pbem_db_token"], game.watch_id, game.turn,
             game.clock_version, game.updated_at)
 
@@ -125,10 +125,10 @@ def _entry(row: tuple, reader: str, language: str, turn_number: int) -> LogEntry
     is another entry."""
     number, seat, notation, actor, via, created_at, lines_json = row
     return LogEntry(number, seat, notation, actor, via, created_at,
-                    _rendered_lines(lines_json, reader, language), turn_number)
+                    rendered_lines(lines_json, reader, language), turn_number)
 
 
-class _Window:
+class Window:
     """A game's latest moves as the log shows them: their rows (`_LOG_COLUMNS`, newest first),
     the turn of each, and the entries made of them for each reader and language. `size` is how
     many were asked for; `complete` when that is every move of the game. Never changed once
@@ -162,7 +162,7 @@ class _Window:
             part = self._logs[reader, language, limit] = log[:limit]
         return part
 
-    def extended(self, row: tuple, rules: GameRules) -> _Window:
+    def extended(self, row: tuple, rules: GameRules) -> Window:
         """The window after move `row`, the game's next, of the same size; the entries made so
         far are carried over (the new one's lines were written when it was made)."""
         number = turns.numbered(rules, self.last_turn, [(row[0], row[2], row[6])])[0]
@@ -175,7 +175,7 @@ class _Window:
                 logs[reader, language] = [_entry(row, reader, language, number),
                                           *(log[:-1] if full else log)]
                 logs[reader, language, "before"] = log
-        return _Window(rows, numbers, self.size, self.complete and not full, logs)
+        return Window(rows, numbers, self.size, self.complete and not full, logs)
 
     def before(self, log: list[LogEntry], reader: str, language: str) -> list[LogEntry] | None:
         """The list `log` (this window's, whole) was made from by adding the latest move to
@@ -199,7 +199,7 @@ class _Window:
 
 
 class _Windows:
-    """The windows of the latest logs read or written by this process, by `_window_key`: the
+    """The windows of the latest logs read or written by this process, by `window_key`: the
     latest of each game (a newer one replaces it; an older one coming late is not kept), at
     most ROWS rows in all (the games not asked about for longest go first). Safe for
     threads. Kept small: what a process keeps, its garbage collector walks through."""
@@ -207,12 +207,12 @@ class _Windows:
     ROWS = 20000
 
     def __init__(self):
-        self._windows: OrderedDict[tuple, _Window] = OrderedDict()
+        self._windows: OrderedDict[tuple, Window] = OrderedDict()
         self._latest: dict[tuple, tuple] = {}  # (database, watch id) -> its window's key
         self._rows = 0
         self._lock = threading.Lock()
 
-    def get(self, key: tuple, size: int) -> _Window | None:
+    def get(self, key: tuple, size: int) -> Window | None:
         """The window of `key` holding the latest `size` moves (or all), if kept."""
         with self._lock:
             window = self._windows.get(key)
@@ -221,7 +221,7 @@ class _Windows:
             self._windows.move_to_end(key)
             return window
 
-    def put(self, key: tuple, window: _Window) -> None:
+    def put(self, key: tuple, window: Window) -> None:
         game = key[:2]
         with self._lock:
             latest = self._latest.get(game)
@@ -245,7 +245,7 @@ class _Windows:
                 del self._latest[old[:2]]
 
 
-_windows = _Windows()
+windows = _Windows()
 
 
 def _turns_of(connection: Connection, game: Game | GameRow, rules: GameRules, rows: list,
@@ -262,39 +262,39 @@ def _turns_of(connection: Connection, game: Game | GameRow, rules: GameRules, ro
     return numbers
 
 
-def _read_window(connection: Connection, game: Game | GameRow, size: int,
-                 rules: GameRules) -> tuple[_Window, tuple | None]:
-    """The latest `size` moves of `game` read from the database, and the `_window_key` of the
+def read_window(connection: Connection, game: Game | GameRow, size: int,
+                 rules: GameRules) -> tuple[Window, tuple | None]:
+    """The latest `size` moves of `game` read from the database, and the `window_key` of the
     game as the same statement saw it (None without moves)."""
     # Moves are numbered from 0 without gaps, so the oldest row shown is move `before`.
     before = max(game.turn - size, 0)
     rows = connection.execute(_log_latest(rules), {
         "game_id": game.id, "limit": size, "before": before}).all()
     if not rows:  # no move yet; the game row says so when its turn counter is 0
-        return _Window((), (), size, True), _window_key(game) if game.turn == 0 else None
+        return Window((), (), size, True), window_key(game) if game.turn == 0 else None
     begun = rows[0][7]
     if rows[-1][0] != before:  # not so: count before the oldest row shown
         begun = turns.of_move(connection, rules, game.id, rows[-1][0] - 1)
     numbers = _turns_of(connection, game, rules, rows, begun)
     key = (current_app.extensions["pbem_db_token"], *rows[0][8:])
-    return (_Window(tuple(tuple(row[:7]) for row in rows), tuple(numbers), size,
+    return (Window(tuple(tuple(row[:7]) for row in rows), tuple(numbers), size,
                     len(rows) < size), key)
 
 
 def _window(connection: Connection, game: Game | GameRow, size: int, rules: GameRules,
-            readers: tuple[str, ...] = ()) -> _Window:
+            readers: tuple[str, ...] = ()) -> Window:
     """The window of the latest `size` moves of `game` as read in this transaction: kept by the
     process, or read and then kept, with the entries of `readers` in the language in use made
     at once (the seats: each shows its own from then on, one move added at a time)."""
-    key = _window_key(game)
-    window = _windows.get(key, size)
+    key = window_key(game)
+    window = windows.get(key, size)
     if window is None:
-        window, read_key = _read_window(connection, game, size, rules)
+        window, read_key = read_window(connection, game, size, rules)
         language = i18n.language()
         for reader in readers:
             window.log(reader, language)
         if read_key == key:  # what the game row says, not a later log (PostgreSQL)
-            _windows.put(key, window)
+            windows.put(key, window)
     return window
 
 

@@ -1,20 +1,24 @@
 """The move path: every move, and the mails it causes.
 
 Every move, whether from the seat page, the API, an emailed turn file or the scheduler, goes
-through `submit_move`. It applies the move in one write transaction together with its log
-entry and the mails it causes, so either all of them happen or none does.
+through `submit_move`, which says who acted (an `Actor`). It applies the move in one write
+transaction together with its log entry and the mails it causes, so either all of them happen
+or none does. What follows beyond the turn's mails is announced (pbem.services.events: a game
+finished, a turn timed out, a request to take back a turn overtaken) and done by its listeners
+in the same transaction: this module imports none of them (ratings, tournaments, feeds, the
+timeouts' policy).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 import orjson
-from flask import current_app
-from flask_babel import lazy_gettext as L_
 from sqlalchemy import bindparam, case, func
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm.util import identity_key
@@ -43,8 +47,8 @@ from ..ground.models import (
     Seat,
 )
 from ..ground.rows import GameRow, SeatRow, write_changes
-from . import mail, turns, undo
-from .deadlines import reset_clock, start_clock, stop_clock
+from . import turns
+from .deadlines import reset_clock, start_clock
 from .errors import (
     GameNotRunning,
     Malformed,
@@ -53,24 +57,50 @@ from .errors import (
     ServiceError,
     StaleTurn,
 )
-from .finished import on_game_finished
+from .events import TurnTimedOut, UndoOvertaken, publish
+from .finished import finish_game
 from .log import (
-    _read_window,
-    _readers_lines,
-    _rendered_lines,
-    _Window,
-    _window_key,
-    _windows,
+    Window,
+    read_window,
+    readers_lines,
+    rendered_lines,
+    window_key,
+    windows,
 )
 from .mail import intents
 from .players import network_of
-from .seats import SeatContext, _seat_rows
+from .seats import SeatContext, seat_rows
 from .turnfile import MAX_ORDERS, Orders
 
 logger = logging.getLogger(__name__)
 
 
 # --- moves --------------------------------------------------------------------------------------
+
+class Actor(StrEnum):
+    """Who chose a move (the log stores its value): the seat's player, a computer player (the
+    seat's own, or the game's for an absent seat), or the server at a deadline (the default
+    move: pbem.services.timeouts)."""
+
+    PLAYER = "player"
+    BOT = "bot"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class MoveRequest:
+    """One move as `submit_move` was asked for it, checked for its types."""
+
+    token: str | None
+    text: str
+    turn: int
+    seat_id: int | None
+    actor: Actor
+    via: str
+    now: datetime
+    context_log: int | None
+    client: str | None
+
 
 @dataclass(frozen=True)
 class MoveResult:
@@ -84,7 +114,7 @@ class MoveResult:
 
 
 def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | None = None,
-                actor: str = "player", via: str = "web", now: datetime | None = None,
+                actor: Actor = Actor.PLAYER, via: str = "web", now: datetime | None = None,
                 context_log: int | None = None, session: Session | None = None,
                 client: str | None = None) -> MoveResult:
     """Apply one move for the seat the token opens (or `seat_id`, for trusted callers).
@@ -101,48 +131,47 @@ def submit_move(token: str | None, text: str, turn: object, *, seat_id: int | No
         raise Malformed(_("the move must say which turn it was made for (a whole number)"))
     if not isinstance(text, str):
         raise Malformed(_("the move must be text in the notation, as `legal` lists them"))
-    now = now or utcnow()
+    request = MoveRequest(token, text, turn, seat_id, Actor(actor), via, now or utcnow(),
+                          context_log, client)
     if session is None:
         with writing_rows() as own:
-            result = _move(own, False, token, text, turn, seat_id, actor, via, now,
-                           context_log, client)
+            result = _move(own, False, request)
         for key, window in own.info.pop(_MADE, ()):  # committed: the log is so now
-            _windows.put(key, window)
-        _log_move(result, actor, via)
+            windows.put(key, window)
+        _log_move(result, request.actor, via)
         return result
     # What the caller changed is in the database before the rows are read: its ORM objects,
     # and the moves it made before this one (the latest moves are read back; the mails and
     # timers it queued wait to be written together).
     insert_pending(session, MoveRecord)
     session.flush()
-    result = _move(session, True, token, text, turn, seat_id, actor, via, now, context_log,
-                   client)
-    _log_move(result, actor, via)  # made in the caller's transaction, which commits it
+    result = _move(session, True, request)
+    _log_move(result, request.actor, via)  # made in the caller's transaction, which commits it
     return result
 
 
-def _log_move(result: MoveResult, actor: str, via: str) -> None:
+def _log_move(result: MoveResult, actor: Actor, via: str) -> None:
     """One INFO line per move: the game, the seat (as players count them), the move, who and
     how; never the link it came by."""
     if logger.isEnabledFor(logging.INFO):
         logger.info("move: game %d seat %d %s (%s, via %s)%s", result.game_id, result.seat + 1,
-                    result.notation, actor, via, "; the game is over" if result.finished
+                    result.notation, actor.value, via, "; the game is over" if result.finished
                     else "")
 
 
 _MADE = "pbem_log_windows"  # session.info: the windows a move made, kept once it is committed
 
 
-def _move(session: Writer | Session, outer: bool, token: str | None, text: str, turn: int,
-          seat_id: int | None, actor: str, via: str, now: datetime,
-          context_log: int | None, client: str | None = None) -> MoveResult:
+def _move(session: Writer | Session, outer: bool, request: MoveRequest) -> MoveResult:
     """`submit_move` in a write transaction: its own (a Writer) or the caller's session
     (`outer`)."""
+    text, turn, actor, now = request.text, request.turn, request.actor, request.now
+    context_log = request.context_log
     # Plain rows read and written on the transaction's connection (pbem.ground.rows): the game's row
     # locked as it is read. The mails and the clock add their rows to the transaction
     # (insert_later).
     connection = session.connection()
-    seat, game, seats = _seat_rows(connection, token, seat_id, lock=True)
+    seat, game, seats = seat_rows(connection, request.token, request.seat_id, lock=True)
     if game.status != RUNNING:
         raise GameNotRunning(
             _("This game is paused by an organiser: no moves until it goes on (everyone "
@@ -165,7 +194,7 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
     # Stored language-neutral (message ids and parameters), written in each reader's
     # language when shown.
     lines = _told(rules, before, move, after, seats)
-    if actor == "bot":  # every reader, in the log and in mail, sees who chose it
+    if actor is Actor.BOT:  # every reader, in the log and in mail, sees who chose it
         for told in lines.values():
             told[:1] = [{"t": N_("Computer player (%(bot)s): %(line)s"),
                          "p": {"bot": _bot_word(_bot_of(game, seat)), "line": line}}
@@ -173,26 +202,25 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
     notation = rules.notation(move)
     lines_json = orjson.dumps(lines).decode()  # read back by json.loads, like any JSON
     language = i18n.language()
-    record = (game.turn, seat.number, notation, actor, via, now, lines_json)  # _LOG_COLUMNS
+    record = (game.turn, seat.number, notation, actor.value, request.via, now,
+              lines_json)  # _LOG_COLUMNS
     insert_later(session, MoveRecord, {
         "game_id": game.id, "number": game.turn, "seat": seat.number, "notation": notation,
-        "actor": actor, "via": via, "lines_json": lines_json, "created_at": now,
-        "client": network_of(client)})
+        "actor": actor.value, "via": request.via, "lines_json": lines_json, "created_at": now,
+        "client": network_of(request.client)})
     # The log as it is before this move, if this process has it (a caller's session may have
     # changed it in ways the game row does not tell yet: read).
-    window = None if outer else _windows.get(_window_key(game), max(context_log or 0, 1))
+    window = None if outer else windows.get(window_key(game), max(context_log or 0, 1))
     game.state_json = rules.dumps(after)
     game.turn += 1
     game.updated_at = now
-    came_back = actor == "player" and seat.absent
-    if actor == "player":
+    came_back = actor is Actor.PLAYER and seat.absent
+    if actor is Actor.PLAYER:
         seat.timeouts_in_row, seat.absent = 0, False
-    _notify(session, game, seats, rules, before, after, seat, actor, now, lines, window)
+    _notify(Moved(session, game, seats, rules, before, after, seat, actor, now, lines), window)
     if game.undo_turn is not None:  # a request to take back a turn stood: it ends
         game.undo_turn = None
-        asker = undo.moved_on(connection, game.id, now)
-        if asker is not None:
-            undo.tell_moved_on(session, game, seats[asker])
+        publish(UndoOvertaken(session, game, seats, now))
     if came_back and rules.to_move(after) == seat.number:
         reset_clock(session, game, seat, now)  # its turn waits for it again
     # The game's row and any seat the move changed, each in one UPDATE of what changed.
@@ -203,19 +231,19 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
     context = None
     if window is not None:  # the next window: this move added to it, nothing read
         window = window.extended(record, rules)
-        session.info.setdefault(_MADE, []).append((_window_key(game), window))
+        session.info.setdefault(_MADE, []).append((window_key(game), window))
     if context_log is not None:
         if window is None:  # read, with this move
             insert_pending(session)
-            window = _read_window(connection, game, max(context_log, 1), rules)[0]
+            window = read_window(connection, game, max(context_log, 1), rules)[0]
             if not outer:
-                session.info.setdefault(_MADE, []).append((_window_key(game), window))
+                session.info.setdefault(_MADE, []).append((window_key(game), window))
         log = window.log(str(seat.number), language, context_log)
         context = SeatContext(game, seat, seats, rules, after, log,
                               turns.in_progress(rules, window.last_turn, after),
                               window.before(log, str(seat.number), language))
     return MoveResult(game.id, seat.number, notation, game.turn,
-                      list(_rendered_lines(lines_json, str(seat.number), language)),
+                      list(rendered_lines(lines_json, str(seat.number), language)),
                       game.status == FINISHED, context)
 
 
@@ -328,12 +356,12 @@ class _Recent:
     """
 
     def __init__(self, connection: Connection, game: Game | GameRow, seats: int, before: int,
-                 this: tuple[int, dict[str, list], str], window: _Window | None):
+                 this: tuple[int, dict[str, list], str], window: Window | None):
         rows = None if window is None else window.recent(seats)
         if rows is None:
             rows = connection.execute(_RECENT, {"game_id": game.id, "before": before,
                                                 "seats": seats}).all()
-        self.records = [(number, seat, _readers_lines(lines)) for number, seat, lines, _ in rows]
+        self.records = [(number, seat, readers_lines(lines)) for number, seat, lines, _ in rows]
         self.records.append((before, this[0], this[1]))  # its lines as made, not parsed again
         self.actors = {number: actor for number, _, _, actor in rows}
         self.actors[before] = this[2]
@@ -352,31 +380,85 @@ class _Recent:
                 if n > after and actor in (None, self.actors[n]) for line in lines[str(reader)]]
 
 
-def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRules, before,
-            after, mover: SeatRow, actor: str, now: datetime, told: dict[str, list],
-            window: _Window | None = None) -> None:
-    """Queue the mails a move causes: the end of the game, or the end of a turn. They are
-    queued as intents (pbem.services.mail.intents): written when they are delivered, not in the
-    move's transaction, from the game as it is after this move."""
-    to_move = rules.to_move(after)
-    if to_move is not None and to_move == rules.to_move(before):
+@dataclass(frozen=True)
+class Moved:
+    """A move just made, as what follows it needs it: the game and its seats (plain rows, as
+    the move changed them), the positions before and after, the mover, who chose the move,
+    when, and what it did in each reader's words (as stored)."""
+
+    session: Writer | Session
+    game: GameRow
+    seats: list[SeatRow]
+    rules: GameRules
+    before: object
+    after: object
+    mover: SeatRow
+    actor: Actor
+    now: datetime
+    told: dict[str, list]
+
+
+def _notify(moved: Moved, window: Window | None = None) -> None:
+    """What follows a move that ends a turn: what its actor's move causes (`_BY_ACTOR`), then
+    the end of the game or the next turn's mails. The mails are queued as intents
+    (pbem.services.mail.intents): written when they are delivered, not in the move's
+    transaction, from the game as it is after this move."""
+    rules, mover = moved.rules, moved.mover
+    to_move = rules.to_move(moved.after)
+    if to_move is not None and to_move == rules.to_move(moved.before):
         return  # the same seat goes on (its draws): nobody needs a mail yet
-    this_move = game.turn - 1
-    recent = _Recent(session.connection(), game, len(seats), this_move,
-                     (mover.number, told, actor), window)
-    if actor == "timeout":
-        _timed_out(session, game, rules, after, mover, recent)
-    elif actor == "bot" and mover.bot is None:  # an absent person's turn, played by the bot
-        lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number), "bot")
-        intents.played_for_you(session, game, mover, lines, absent=True, bot=game.absent_bot)
+    recent = _Recent(moved.session.connection(), moved.game, len(moved.seats),
+                     moved.game.turn - 1, (mover.number, moved.told, moved.actor), window)
+    _BY_ACTOR[moved.actor](moved, recent)
     if to_move is None:
-        game.status, game.finished_at = FINISHED, now
-        stop_clock(session, game, now)
-        on_game_finished(session, game, now)  # ratings, tournaments
-        for seat in seats:
-            lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
-            intents.final(session, game, seat, seats, lines)
-        return
+        _finished(moved, recent)
+    else:
+        _next_turn(moved, recent, to_move)
+
+
+def _by_player(moved: Moved, recent: _Recent) -> None:
+    """A player's own move causes nothing beyond the turn's mails."""
+
+
+def _by_bot(moved: Moved, recent: _Recent) -> None:
+    """A computer player's move: an absent person's seat (no computer player of its own) is
+    told what was played for it."""
+    mover = moved.mover
+    if mover.bot is None:
+        lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number),
+                                   Actor.BOT)
+        intents.played_for_you(moved.session, moved.game, mover, lines, absent=True,
+                               bot=moved.game.absent_bot)
+
+
+def _by_timeout(moved: Moved, recent: _Recent) -> None:
+    """The server ended the mover's turn at its deadline: announced (pbem.services.timeouts
+    counts it and tells the seat), with what it played."""
+    mover = moved.mover
+    lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number),
+                               Actor.TIMEOUT)
+    publish(TurnTimedOut(moved.session, moved.game, mover, lines))
+
+
+_BY_ACTOR: dict[Actor, Callable[[Moved, _Recent], None]] = {
+    Actor.PLAYER: _by_player, Actor.BOT: _by_bot, Actor.TIMEOUT: _by_timeout}
+
+
+def _finished(moved: Moved, recent: _Recent) -> None:
+    """The move ended the game: finished (and announced), every seat told how."""
+    finish_game(moved.session, moved.game, moved.now)
+    this_move = moved.game.turn - 1
+    for seat in moved.seats:
+        lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
+        intents.final(moved.session, moved.game, seat, moved.seats, lines)
+
+
+def _next_turn(moved: Moved, recent: _Recent, to_move: int) -> None:
+    """The move handed the turn to `to_move`: its clock starts, it is told its turn (unless
+    absent), and the others what happened, each as they chose (every move or a digest)."""
+    session, game, seats, mover, now = (moved.session, moved.game, moved.seats, moved.mover,
+                                        moved.now)
+    this_move = game.turn - 1
     start_clock(session, game, seats[to_move], now)
     # The turn that just ended: every move since someone other than the mover last moved.
     turn_began = recent.last_move_not_of(mover.number)
@@ -398,26 +480,6 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
                 insert_later(session, DigestItem, {
                     "seat_id": seat.id, "created_at": now, "text": json.dumps(
                         [line.data for line in lines], ensure_ascii=False)})
-
-
-def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Seat,
-               recent: _Recent) -> None:
-    """The server ended `mover`'s turn for it: tell the seat, count it, maybe mark it absent."""
-    lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number), "timeout")
-    mover.timeouts_in_row += 1
-    limit = current_app.config["GAMES_ABSENT_AFTER_TIMEOUTS"]
-    newly_absent = mover.timeouts_in_row >= limit and not mover.absent
-    if newly_absent:
-        mover.absent = True
-        mail.to_admins(session, L_("%(name)s is absent from %(game)s", name=mover.name,
-                                   game=f"{game.title} #{game.id}"), [
-            L_("Deadlines %(player)s (%(colour)s) missed in a row: %(count)d.",
-               player=f"{mover.name} <{mover.email}>", colour=i18n.lazy_colour(mover.colour),
-               count=mover.timeouts_in_row),
-            L_("From now on the server plays the default move at once at each of their turns, "
-               "until they make a move again."),
-        ], game=game)
-    intents.played_for_you(session, game, mover, lines, absent=mover.absent)
 
 
 # --- orders: several moves at once, from a turn file or a reply --------------------------------

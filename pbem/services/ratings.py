@@ -2,8 +2,8 @@
 estimated by openskill's Plackett-Luce model, which rates free-for-all games of 2 to 6 players.
 
 A rated game (`Game.rated`: an admin's or `create-game --rated` game marked so, a lobby game
-posted as rated) is rated once, when it ends (`rate_game`, from the one hook
-`pbem.services.finished.on_game_finished`), from its outcome: each seat's place by the rules'
+posted as rated) is rated once, when it ends (`rate_game`, listening to pbem.services.events' GameFinished:
+`on_game_finished`), from its outcome: each seat's place by the rules'
 scores and tie-break, tied seats sharing a place. Who is counted for a seat:
 
 - the address that holds the seat at the end: a seat handed over to another person counts for
@@ -64,6 +64,7 @@ from ..ground.models import (
     Seat,
 )
 from .errors import NotFound, Rejected
+from .events import GameFinished
 from .players import name_key, network_of, person_of, reserved_name_keys
 
 MODEL = PlackettLuce()
@@ -295,6 +296,11 @@ def _unique_names(connection: Connection, emails: list[str], now: datetime) -> N
 
 
 # --- rating a game --------------------------------------------------------------------------------
+
+def on_game_finished(event: GameFinished) -> None:
+    """A game finished: rate it, if it is rated (listens to GameFinished)."""
+    rate_game(event.session, event.game, event.now)
+
 
 def rate_game(session, game, now: datetime | None = None) -> bool:
     """Rate a finished rated game (in the transaction that finished it; `session` a Session or

@@ -194,7 +194,7 @@ def _opened_seat(seats: list, keyed: int, seat_id: int | None):
     return seat
 
 
-def _seat_rows(connection: Connection, token: str | None, seat_id: int | None = None, *,
+def seat_rows(connection: Connection, token: str | None, seat_id: int | None = None, *,
                lock: bool = False) -> tuple[SeatRow, GameRow, list[SeatRow]]:
     """`_seat_game_seats` as plain rows (pbem.ground.rows), for reading them or writing them back
     with `write_changes`; with `lock`, the game's row is locked (a move)."""
@@ -248,7 +248,7 @@ def load_seat(token: str, log_limit: int | None = 200) -> SeatContext:
     """The seat a link's token opens, with its game and seats (plain rows: pbem.ground.rows), the
     position and the latest `log_limit` moves of the log (None: all of them)."""
     with reading_rows() as connection:
-        seat, game, seats = _seat_rows(connection, token)
+        seat, game, seats = seat_rows(connection, token)
         rules = rules_for(game.kind)
         state = rules.loads(game.state_json)
         readers = tuple(str(s.number) for s in seats)

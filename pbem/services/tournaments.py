@@ -10,9 +10,10 @@ tournament on.
   the one that begins the round, the rest by `finish_round` or, should that stop, a
   TOURNAMENT_TABLES chore), so that making a big round never holds players' moves for long;
   a round counts as over only once it is made whole.
-- When a game ends, the move path (and an organiser's abort) calls `game_ended` (through pbem.services.finished's `on_game_finished`: the
-  game's result is written beside its table, and when it was the round's last game a
-  `Chore` (TOURNAMENT_ROUND) is queued, due at once. The scheduler claims it atomically
+- When a game ends, `game_ended` runs: the move path announces a finished game
+  (pbem.services.events' GameFinished, listened to by `on_game_finished`), an organiser's
+  abort calls it. The game's result is written beside its table, and when it was the
+  round's last game a `Chore` (TOURNAMENT_ROUND) is queued, due at once. The scheduler claims it atomically
   (pbem.services.talk.run_due_chores), so one scheduler run acts on it: `round_over` starts the
   next Swiss round, ends the event, or closes a league's season. Acting twice is harmless:
   it acts only while the current round's games are all decided and the next is not made.
@@ -72,6 +73,7 @@ from ..ground.models import (
 from . import mail, tables
 from .deadlines import TimeControl, parse_hours
 from .errors import Malformed, NotFound, Rejected, check_reason
+from .events import GameFinished
 from .games import create_game
 from .players import PlayerSpec, check_title
 from .tables import LEAGUE, ROUND_ROBIN, SWISS, Played, TableProblem
@@ -97,6 +99,11 @@ def game_result(kind: str, state_json: str) -> dict | None:
     key = [(scores[c], tie.get(c, 0)) for c in colours]
     return {"ranks": [1 + sum(1 for other in key if other > mine) for mine in key],
             "scores": [scores[c] for c in colours]}
+
+
+def on_game_finished(event: GameFinished) -> None:
+    """A game finished: a tournament's game counts (listens to GameFinished)."""
+    game_ended(event.session, event.game, event.now)
 
 
 def game_ended(session, game, now: datetime | None = None) -> None:

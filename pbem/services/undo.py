@@ -61,6 +61,7 @@ from ..ground.models import (
 )
 from . import mail, takeback, tournaments
 from .errors import GameNotRunning, Rejected
+from .events import UndoOvertaken
 from .seats import _seat_game_seats
 
 AGREE, DECLINE = "agree", "decline"
@@ -284,10 +285,14 @@ def moved_on(connection: Connection, game_id: int, now: datetime) -> int | None:
     return row[0]
 
 
-def tell_moved_on(session, game, asker) -> None:
-    """Tell the asker that a move ended their request (the move path calls it)."""
-    tell(session, game, asker, L_("Your turn stays as it was"), [
-        L_("A move was made before every player agreed, so your last turn stays as it was.")])
+def on_undo_overtaken(event: UndoOvertaken) -> None:
+    """A move was made while a request stood: the request ends, and its asker, when one is
+    still waiting for it, is told. Listens to UndoOvertaken, in the move's transaction."""
+    asker = moved_on(event.session.connection(), event.game.id, event.now)
+    if asker is not None:
+        tell(event.session, event.game, event.seats[asker], L_("Your turn stays as it was"), [
+            L_("A move was made before every player agreed, so your last turn stays as it "
+               "was.")])
 
 
 def pending_for(game, seat, seats, now: datetime | None = None) -> Pending | None:
