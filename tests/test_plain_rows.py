@@ -34,7 +34,7 @@ from pbem.services.deadlines import start_clock
 from pbem.services.errors import NotFound
 from pbem.services.mail import intents
 from pbem.services.moves import submit_move
-from pbem.services.seats import _seat_game_seats, _seat_rows
+from pbem.services.seats import _seat_rows, seat_game_seats
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -191,7 +191,7 @@ def test_a_seats_rows_are_those_its_orm_objects_hold_by_token_and_by_seat(app):
     with app.test_request_context("/"), writing() as session:
         for token, seat_id in ((tokens[2], None), (None, 3)):
             seat, game, seats = _seat_rows(session.connection(), token, seat_id, lock=True)
-            orm_seat, orm_game, orm_seats = _seat_game_seats(session, token, seat_id)
+            orm_seat, orm_game, orm_seats = seat_game_seats(session, token, seat_id)
             assert seat.id == orm_seat.id and seats[seat.number] is seat
             for row, model in ((game, orm_game), *zip(seats, orm_seats, strict=True)):
                 assert {n: getattr(row, n) for n in type(row).names} == model.model_dump()

@@ -55,7 +55,7 @@ from .deadlines import TimeControl, time_control
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
 from .games import create_game
 from .players import PlayerSpec, check_player, check_title
-from .seats import _seat_game_seats
+from .seats import seat_game_seats
 
 UNKNOWN = ("This invitation link is not valid: it may be mistyped or cut short by the mail "
            "program. Use the link in the mail exactly as it came.")
@@ -424,7 +424,7 @@ def rematch(token: str, address: str, now: datetime | None = None) -> str:
     the starter's page (the seat link proves the address: no confirmation)."""
     now = now or utcnow()
     with writing() as session:
-        seat, game, seats = _seat_game_seats(session, token)
+        seat, game, seats = seat_game_seats(session, token)
         if game.status != FINISHED:
             raise GameNotRunning(_("A rematch can be asked for once the game is over."))
         open_one = session.exec(select(Proposal).where(
@@ -502,4 +502,4 @@ def proposal_of(token: str) -> int:
 def seat_view(token: str) -> tuple[Seat, Game, list[Seat]]:
     """The seat a link opens, its game and seats, for the rematch page."""
     with reading() as session:
-        return _seat_game_seats(session, token)
+        return seat_game_seats(session, token)

@@ -232,7 +232,7 @@ def end_sessions(admin_id: int) -> None:
 
 # --- actions ------------------------------------------------------------------------------------
 
-def _audit(session: Session, admin_id: int, game_id: int | None, action: str, reason: str,
+def record_audit(session: Session, admin_id: int, game_id: int | None, action: str, reason: str,
            detail: str = "") -> None:
     session.add(AuditEntry(admin_id=admin_id, game_id=game_id, action=action, reason=reason,
                            detail=detail))
@@ -273,7 +273,7 @@ def resend_link(admin_id: int, game_id: int, seat_number: int, reason: str) -> N
         game, seat = _game_and_seat(session, game_id, seat_number)
         _send_link(session, game, seat, L_("Your link to the game"), [
             L_("An organiser sent you your link to the game again: it is below.")])
-        _audit(session, admin_id, game.id, "resend link", reason, f"seat {seat_number + 1}")
+        record_audit(session, admin_id, game.id, "resend link", reason, f"seat {seat_number + 1}")
 
 
 def new_link(admin_id: int, game_id: int, seat_number: int, reason: str,
@@ -287,7 +287,7 @@ def new_link(admin_id: int, game_id: int, seat_number: int, reason: str,
         _send_link(session, game, seat, L_("Your new link to the game"), [
             L_("An organiser replaced your link to the game: your earlier links no longer work. "
                "Use the one below from now on.")], links_revoked=True)
-        _audit(session, admin_id, game.id, "new link", reason, f"seat {seat_number + 1}")
+        record_audit(session, admin_id, game.id, "new link", reason, f"seat {seat_number + 1}")
 
 
 def revoke_games_links(admin_id: int, game_id: int, seat_number: int, reason: str,
@@ -298,7 +298,7 @@ def revoke_games_links(admin_id: int, game_id: int, seat_number: int, reason: st
     with writing() as session:
         game, seat = _game_and_seat(session, game_id, seat_number)
         count = revoke_player_links(session, seat.email, now or utcnow())
-        _audit(session, admin_id, game.id, "revoke my games links", reason,
+        record_audit(session, admin_id, game.id, "revoke my games links", reason,
                f"seat {seat_number + 1}: {seat.email.lower()} ({count} links)")
         return count
 
@@ -331,7 +331,7 @@ def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reas
                "Links sent to the old address no longer work; use the one below.", old=old,
                new=seat.email)],
             links_revoked=True)
-        _audit(session, admin_id, game.id, "change email", reason,
+        record_audit(session, admin_id, game.id, "change email", reason,
                f"seat {seat_number + 1}: {old} -> {seat.email}")
 
 
@@ -371,7 +371,7 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
             start_clock(session, game, seat, now)  # a person's turn: a deadline of its own
         mail.invitation(session, game, seat, seats, rules, state,
                         taking_over=game.turn > 0 or game.status != RUNNING)
-        _audit(session, admin_id, game.id, "hand over", reason,
+        record_audit(session, admin_id, game.id, "hand over", reason,
                f"seat {seat_number + 1}: {before} -> {spec.name} <{spec.email}>")
 
 
@@ -421,7 +421,7 @@ def hand_to_bot(admin_id: int, game_id: int, seat_number: int, bot: str, reason:
         rules = rules_for(game.kind)
         if game.status == RUNNING and rules.to_move(rules.loads(game.state_json)) == seat.number:
             reset_clock(session, game, seat, now)  # due at once: the scheduler plays it
-        _audit(session, admin_id, game.id, "hand to bot", reason,
+        record_audit(session, admin_id, game.id, "hand to bot", reason,
                f"seat {seat_number + 1}: {before} -> computer player ({bot})")
 
 
@@ -447,7 +447,7 @@ def set_absent_bot(admin_id: int, game_id: int, bot: str | None, reason: str,
             mail.notice(session, game, seat, L_("Absent players' turns"), [
                 L_("An organiser changed what happens when a player is absent: from now on "
                    "%(said)s.", said=said)])
-        _audit(session, admin_id, game.id, "absent bot", reason,
+        record_audit(session, admin_id, game.id, "absent bot", reason,
                f"{before} -> {bot or 'default move'}")
 
 
@@ -492,7 +492,7 @@ def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = N
         taken = "; ".join(r.notation for r in undone)
         numbers = f"move {undone[0].number}" if len(undone) == 1 else \
             f"moves {undone[0].number}-{undone[-1].number}"
-        _audit(session, admin_id, game.id, "take back", reason,
+        record_audit(session, admin_id, game.id, "take back", reason,
                f"{numbers} by seat {mover + 1}: {taken} "
                f"({', '.join(sorted({r.actor for r in undone}))})")
         return taken
@@ -513,7 +513,7 @@ def abort_game(admin_id: int, game_id: int, reason: str, now: datetime | None = 
             mail.notice(session, game, seat, L_("The game was called off"), [
                 L_("An organiser called off this game; it ends here without a result."),
                 L_("Reason: %(reason)s", reason=reason)])
-        _audit(session, admin_id, game.id, "abort", reason)
+        record_audit(session, admin_id, game.id, "abort", reason)
 
 
 def clock_action(admin_id: int, game_id: int, action: str, reason: str,
@@ -523,7 +523,7 @@ def clock_action(admin_id: int, game_id: int, action: str, reason: str,
     reason = check_reason(reason)
 
     def audit(session: Session) -> None:
-        _audit(session, admin_id, game_id, action, reason,
+        record_audit(session, admin_id, game_id, action, reason,
                f"{hours} hours" if action == "extend" else "")
 
     if action == "pause":
@@ -549,5 +549,5 @@ def retry_mail(admin_id: int, message_id: int, reason: str = "retry",
             raise Rejected(f"mail {message_id} is {row.status}, not failed")
         row.status, row.attempts, row.next_attempt_at = QUEUED, 0, now
         session.add(row)
-        _audit(session, admin_id, row.game_id, "retry mail", reason,
+        record_audit(session, admin_id, row.game_id, "retry mail", reason,
                f"mail {message_id} to {row.to_addr}: {row.subject}")

@@ -43,7 +43,7 @@ from ..ground.models import (
 from . import mail, tournaments
 from .errors import GameNotRunning, Malformed, Rejected, ServiceError
 from .players import unsafe_character
-from .seats import _seat_game_seats
+from .seats import seat_game_seats
 
 THREAD_LIMIT = 200  # the newest messages a page or an API answer shows
 
@@ -163,7 +163,7 @@ def post_message(token: str | None, text: object, to: object = None, *,
     now = now or utcnow()
     body = clean_text(text)
     with writing() as session:
-        me, game, seats = _seat_game_seats(session, token, seat_id)
+        me, game, seats = seat_game_seats(session, token, seat_id)
         if game.status == ABORTED:
             raise GameNotRunning(_("This game was aborted: no more messages can be sent."))
         target = _audience(seats, me, to)
@@ -214,7 +214,7 @@ def _entries(session: Session, seat: Seat, seats: list[Seat], limit: int) -> lis
 def thread(token: str, limit: int = THREAD_LIMIT) -> list[Entry]:
     """The messages the seat of `token` may read, newest last."""
     with reading() as session:
-        seat, _game, seats = _seat_game_seats(session, token)
+        seat, _game, seats = seat_game_seats(session, token)
         return _entries(session, seat, seats, limit)
 
 
@@ -228,7 +228,7 @@ def mark_read(token: str, upto: object = None) -> None:
     may read when None or not a number). A page's button or script does this, never opening
     a link."""
     with writing() as session:
-        seat, _game, _seats = _seat_game_seats(session, token)
+        seat, _game, _seats = seat_game_seats(session, token)
         mine = select(TalkMessage.id).where(TalkMessage.game_id == seat.game_id,
                                             visible_to(seat.number)).order_by(TalkMessage.id)
         raw = str(upto) if upto is not None else ""
@@ -246,7 +246,7 @@ def set_talk_notify(token: str, choice: str) -> None:
     if choice not in TALK_CHOICES:
         raise Rejected(_("Choose one of the offered mail settings for messages."))
     with writing() as session:
-        seat, _game, _seats = _seat_game_seats(session, token)
+        seat, _game, _seats = seat_game_seats(session, token)
         seat.talk_notify = choice
         session.add(seat)
 

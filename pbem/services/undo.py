@@ -61,7 +61,7 @@ from ..ground.models import (
 )
 from . import mail, takeback, tournaments
 from .errors import GameNotRunning, Rejected
-from .seats import _seat_game_seats
+from .seats import seat_game_seats
 
 AGREE, DECLINE = "agree", "decline"
 
@@ -125,7 +125,7 @@ def _last_turn(session: Session, game: Game):
 
 
 def _lock(session: Session, token: str) -> tuple[Seat, Game, list[Seat]]:
-    seat, game, seats = _seat_game_seats(session, token)
+    seat, game, seats = seat_game_seats(session, token)
     game = session.get(Game, game.id, with_for_update=True, populate_existing=True)
     return seat, game, seats
 

@@ -135,7 +135,7 @@ def _session_is_young(now) -> bool:
 
 
 @bp.before_request
-def _require_login():
+def require_login():
     g.admin = None
     admin_id = session.get("admin_id")
     if admin_id is not None and not _session_is_young(utcnow()):
@@ -435,7 +435,7 @@ def messages(game_id: int):
         return _game_page(data, exc.message), 422
     public, private = talk.counts(game_id)
     with writing() as db:
-        stewardship._audit(db, g.admin.id, game_id, "read_messages", reason,
+        stewardship.record_audit(db, g.admin.id, game_id, "read_messages", reason,
                            f"{public} to everyone, {private} private")
     return render_template("admin/messages.html", game=data["game"],
                            thread=talk.admin_thread(game_id), reason=reason)

@@ -22,7 +22,7 @@ from ..games import GameRules, rules_for
 from ..ground.db import reading
 from ..ground.models import Game, Seat
 from ..services.errors import Malformed, NotFound, ServiceError
-from ..services.log import LogEntry, _log
+from ..services.log import LogEntry, log_for
 from ..services.seats import load_seat
 
 bp = Blueprint("watch", __name__)
@@ -129,7 +129,7 @@ def load_watched(watch_id: str, with_log: bool = True) -> Watched:
         rules = rules_for(game.kind)
         seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
                                   .order_by(Seat.number)))
-        log = _log(session, game, SPECTATOR, None, rules)[0][::-1] if with_log else []
+        log = log_for(session, game, SPECTATOR, None, rules)[0][::-1] if with_log else []
         return Watched(game, seats, rules, rules.loads(game.state_json), log)
 
 

@@ -172,7 +172,7 @@ def queue(session: Session, *, kind: str, to: str, subject: str, template: str,
     With `picture`, the HTML part shows the game's board as a PNG attached inline (rendered
     when the mail is built, from the game as it is now). `answering` threads the mail under
     a player's own mail."""
-    picture_json = _picture(game) if picture and game is not None else None
+    picture_json = picture_of(game) if picture and game is not None else None
     if answering is not None:
         subject = answering.subject(subject)
     text, html = written(template, context, game, seat, picture_json)
@@ -214,7 +214,7 @@ def render_template(name: str, context: dict) -> str:
     return current_app.jinja_env.get_template(name).render(context)
 
 
-def _picture(game: Game) -> str | None:
+def picture_of(game: Game) -> str | None:
     """The board picture of a mail about `game` as it is now (made when the mail is built),
     with the Content-ID its HTML shows it by; None when pictures are off."""
     if not current_app.config["MAIL_BOARD_PICTURE"]:
@@ -304,7 +304,7 @@ def _in_seat_language(compose):
     return in_language
 
 
-def _subject(game: Game, text: str) -> str:
+def game_subject(game: Game, text: str) -> str:
     return f"[{game.title} #{game.id}] {text}"
 
 
@@ -319,13 +319,13 @@ def _to_seat(session: Session, game: Game, seat: Seat, kind: str, subject: str,
     token, reply = mint_keys(session, seat, game.turn, talk_to)
     mine = mint_player_key(session, seat.email)
     return queue(session, kind=kind, to=formatted_address(seat.name, seat.email),
-                 subject=_subject(game, str(subject)), template=template, game=game, seat=seat,
+                 subject=game_subject(game, str(subject)), template=template, game=game, seat=seat,
                  secrets=(token, mine, reply), link=seat_link(token),
                  reply_to=reply_address(reply), games_link=games_link(mine), picture=picture,
                  **context)
 
 
-def _deadline_text(deadline: datetime | None, seat: Seat, game: Game) -> str | None:
+def deadline_text(deadline: datetime | None, seat: Seat, game: Game) -> str | None:
     """A deadline in the seat's own time zone, or the game's until the player chooses one."""
     return i18n.format_local(deadline, seat.timezone or game.timezone) if deadline else None
 
@@ -353,7 +353,7 @@ def invitation(session: Session, game: Game, seat: Seat, seats: list[Seat], rule
                     rules=rules, seats=seats, is_my_turn=to_move == seat.number,
                     to_move=seats[to_move] if to_move is not None else None,
                     position=rules.position_lines(state, seat.number),
-                    deadline=_deadline_text(game.deadline_at, seat, game),
+                    deadline=deadline_text(game.deadline_at, seat, game),
                     how_to_play=rules.how_to_play(state), rules_note=rules.variant_note(state))
 
 

@@ -36,15 +36,15 @@ from ...ground.rows import GameRow, SeatRow
 from .. import turnfile, turns
 from . import (
     QueuedMail,
-    _deadline_text,
-    _picture,
-    _subject,
+    deadline_text,
     formatted_address,
+    game_subject,
     games_link,
     mint_keys,
     mint_player_key,
     new_message_id,
     one_line,
+    picture_of,
     reply_address,
     seat_link,
     written,
@@ -67,7 +67,7 @@ class Intent:
 def _your_turn_subject(game, seat, reminder=False, **_args) -> str:
     if reminder:
         return _("Reminder: your move is due %(deadline)s",
-                 deadline=_deadline_text(game.deadline_at, seat, game))
+                 deadline=deadline_text(game.deadline_at, seat, game))
     return _("Your turn")
 
 
@@ -86,7 +86,7 @@ def _your_turn(session: Session, game, seat, rules: GameRules, state, news: list
     return {"rules": rules, "news": news, "reminder": reminder, "position": position,
                 "turn_number": turn_number, "turn_words": rules.turn_short(state, turn_number),
                 "first_turn": first_turn, "turn_file": turn_file,
-                "deadline": _deadline_text(game.deadline_at, seat, game)}
+                "deadline": deadline_text(game.deadline_at, seat, game)}
 
 
 def _moved(session: Session, game, seat, rules: GameRules, state, lines: list,
@@ -186,7 +186,7 @@ def _queued(session: Session, name: str, game: Game, seat: Seat, **args) -> Queu
         if isinstance(args.get(told), list):
             args[told] = rules.news(args[told])
     with i18n.in_language(seat.language):
-        subject = _subject(game, str(intent.subject(game, seat, **args)))
+        subject = game_subject(game, str(intent.subject(game, seat, **args)))
     named = {seat.number: seat}  # the seats the mail names, as they are now
     for value in args.values():
         for other in value if isinstance(value, list) else [value]:
@@ -206,7 +206,7 @@ def _queued(session: Session, name: str, game: Game, seat: Seat, **args) -> Queu
         to_addr=formatted_address(seat.name, seat.email), subject=one_line(subject),
         text_body="", html_body="", message_id=new_message_id(),
         secrets_json=json.dumps([token, mine, reply]), reply_to=reply_address(reply),
-        created_at=now, next_attempt_at=now, picture_json=_picture(game),
+        created_at=now, next_attempt_at=now, picture_json=picture_of(game),
         intent_json=orjson.dumps(stored).decode(),  # read back by orjson.loads
         seat_dead_at=seat.mail_dead_at)
     insert_later(session, OutboxMessage, dict(vars(message)))
