@@ -37,7 +37,6 @@ import hashlib
 import logging
 import re
 from dataclasses import dataclass
-from datetime import timedelta
 from email import policy
 from email.header import decode_header, make_header
 from email.message import EmailMessage
@@ -45,14 +44,13 @@ from email.parser import BytesParser
 from email.utils import getaddresses
 
 from flask import current_app, g
-from flask_babel import force_locale
 from sqlalchemy import and_, func, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from ..games import choices, rules_for
 from ..ground import i18n
-from ..ground.db import reading, utcnow, writing
+from ..ground.db import reading, writing
 from ..ground.i18n import gettext as _
 from ..ground.models import (
     PAUSED,
@@ -60,13 +58,14 @@ from ..ground.models import (
     TO_ALL,
     Game,
     IncomingMail,
-    OutboxMessage,
     Seat,
     SeatKey,
 )
 from ..ground.tokens import hash_token
 from ..services import bounces, mail
 from ..services.errors import GameNotRunning, Malformed, ServiceError, StaleTurn
+from ..services.mail import kinds
+from ..services.mail.sending import send
 from ..services.moves import submit_orders
 from ..services.seats import is_expired, superseded_at
 from ..services.talk import post_message
@@ -322,9 +321,8 @@ def _token(message: EmailMessage, recipients: list[str]) -> str | Handled:
     return keys[0] if keys else _unknown(message, "no play+<key> address", "")
 
 
-UNKNOWN_ANSWERS_PER_DAY = 1
-REVOKED_ANSWERS_PER_DAY = 3
-REFUSAL = "answer"  # the outbox kind of an answer that applied nothing (capped per day)
+UNKNOWN_ANSWERS_PER_DAY = kinds.MISDIRECTED.per_day.most
+REVOKED_ANSWERS_PER_DAY = kinds.REVOKED.per_day.most
 
 
 def _unknown(message: EmailMessage, why: str, where: str) -> Handled:
@@ -341,17 +339,9 @@ def _unknown(message: EmailMessage, why: str, where: str) -> Handled:
             Seat.bot.is_(None)).order_by(Seat.id.desc())).first()
         if seat is None:
             return Handled(outcome, detail + "; not answered (not a player's address)")
-        answered = session.exec(select(func.count()).select_from(OutboxMessage)
-                                .join(Seat, Seat.id == OutboxMessage.seat_id).where(
-            OutboxMessage.kind == "misdirected", func.lower(Seat.email) == sender,
-            OutboxMessage.created_at > utcnow() - timedelta(days=1))).one()
-        if answered >= UNKNOWN_ANSWERS_PER_DAY:
+        # Once a day per address (kinds.MISDIRECTED).
+        if send(session, kinds.MISDIRECTED, seat=seat, answering=answering(message)) is None:
             return Handled(outcome, detail + "; not answered (answered today already)")
-        with force_locale(seat.language):
-            mail.queue(session, kind="misdirected",
-                       to=mail.formatted_address(seat.name, seat.email),
-                       subject=_("Your mail to the game server"), template="misdirected",
-                       seat=seat, answering=answering(message))
     return Handled(outcome, detail)
 
 
@@ -364,26 +354,18 @@ def _answer(seat_id: int, subject: str, lines: list[str], message: EmailMessage,
             capped: bool = True) -> bool:
     """Answer the seat's own address with `lines` and its position, threaded under `message`.
 
-    An answer that applied nothing (`capped`) is sent at most MAIL_ANSWERS_PER_DAY times a day
-    per seat; beyond that, False and nothing sent. Orders applied are always answered: each
-    needs a move of its own, so they cannot come in a flood."""
+    An answer that applied nothing (`capped`, kinds.ANSWER) is sent at most MAIL_ANSWERS_PER_DAY
+    times a day per seat; beyond that, False and nothing sent. Orders applied are always
+    answered (kinds.NOTICE): each needs a move of its own, so they cannot come in a flood."""
     with writing() as session:
-        if capped:
-            answered = session.exec(select(func.count()).select_from(OutboxMessage).where(
-                OutboxMessage.seat_id == seat_id, OutboxMessage.kind == REFUSAL,
-                OutboxMessage.created_at > utcnow() - timedelta(days=1))).one()
-            if answered >= current_app.config["MAIL_ANSWERS_PER_DAY"]:
-                log.warning("seat %d: not answered, %d answers today already "
-                            "([mail] answers_per_day)", seat_id, answered)
-                return False
         seat = session.get(Seat, seat_id)
         game = session.get(Game, seat.game_id)
         rules = rules_for(game.kind)
         state = rules.loads(game.state_json)
-        mail.notice(session, game, seat, subject,
-                    [*lines, "", *rules.position_lines(state, seat.number)],
-                    answering=answering(message), kind=REFUSAL if capped else "notice")
-    return True
+        queued = send(session, kinds.ANSWER if capped else kinds.NOTICE, game=game, seat=seat,
+                      heading=subject, lines=[*lines, "", *rules.position_lines(state, seat.number)],
+                      answering=answering(message))
+    return queued is not None or not capped
 
 
 def _remember(message_id: str, seat_id: int | None, outcome: str, detail: str) -> bool:
@@ -430,16 +412,8 @@ def _answer_revoked(key: SeatKey, message: EmailMessage) -> bool:
         seat = session.get(Seat, key.seat_id)
         if sender.strip().lower() != seat.email.strip().lower():
             return False
-        answered = session.exec(select(func.count()).select_from(OutboxMessage).where(
-            OutboxMessage.seat_id == seat.id, OutboxMessage.kind == "revoked",
-            OutboxMessage.created_at > utcnow() - timedelta(days=1))).one()
-        if answered >= REVOKED_ANSWERS_PER_DAY:
-            return False
-        with force_locale(seat.language):
-            mail.queue(session, kind="revoked", to=mail.formatted_address(seat.name, seat.email),
-                       subject=_("Your mail to the game server"), template="revoked",
-                       seat=seat, answering=answering(message))
-    return True
+        # A few times a day per seat (kinds.REVOKED).
+        return send(session, kinds.REVOKED, seat=seat, answering=answering(message)) is not None
 
 
 def _apply_talk(key: SeatKey, message_id: str, read_in: Reading,

@@ -46,10 +46,10 @@ from ..ground.models import (
     Timer,
 )
 from ..mailin.listener import poll_imap
-from ..services import mail
 from ..services.deadlines import add_pause, reset_clock, start_clock
 from ..services.errors import ServiceError
-from ..services.mail import intents
+from ..services.mail import kinds
+from ..services.mail.sending import send
 from ..services.moves import submit_move
 from ..services.talk import run_due_chores
 from .outbox import deliver_all_due, stop_event
@@ -125,7 +125,7 @@ def guard_outage(now: datetime) -> int:
                             game=f"{game.title} #{game.id}", name=seat.name,
                             when=f"{game.deadline_at:%Y-%m-%d %H:%M}"))
         if moved:
-            mail.to_admins(session, L_("the scheduler was not running"), [
+            send(session, kinds.ADMIN, heading=L_("the scheduler was not running"), lines=[
                 L_("The scheduler did not run from %(start)s to %(end)s UTC (%(hours)s hours).",
                    start=f"{last:%Y-%m-%d %H:%M}", end=f"{now:%Y-%m-%d %H:%M}",
                    hours=f"{(now - last).total_seconds() / 3600:.1f}"),
@@ -325,7 +325,7 @@ def _act(session, timer_id: int, claim: str, now: datetime) -> str | None:
         outcome, counted = "obsolete", "obsolete"
     elif timer.kind == REMINDER:
         game, seat = session.get(Game, current.game_id), session.get(Seat, current.seat_id)
-        intents.your_turn(session, game, seat, [], reminder=True)
+        send(session, kinds.REMINDER, game=game, seat=seat, news=[])
         outcome, counted = "sent", "reminders"
     elif current.bot is None:
         played = _default_moves(session, timer, now, current)

@@ -27,6 +27,8 @@ from ..ground.models import (
 )
 from . import mail
 from .deadlines import TimeControl, start_clock, time_control
+from .mail import kinds
+from .mail.sending import send
 from .players import PlayerSpec, check_bot, check_title
 from .profiles import defaults_for
 
@@ -148,7 +150,8 @@ def _create(session: Session, made: _Checked) -> CreatedGame:
     start_clock(session, game, seats[rules.to_move(state)], now)
     links = []
     for seat in seats:
-        message = mail.invitation(session, game, seat, seats, rules, state)
+        message = send(session, kinds.INVITATION, game=game, seat=seat, seats=seats, rules=rules,
+                       state=state)
         links.append((seat.name, seat.colour, None if message is None else mail.seat_link(
             json.loads(message.secrets_json)[0])))
     return CreatedGame(game.id, links)

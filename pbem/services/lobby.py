@@ -45,10 +45,11 @@ from ..ground.models import (
     Profile,
     Rating,
 )
-from . import mail
 from .deadlines import TimeControl, time_control
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
 from .games import create_game
+from .mail import kinds
+from .mail.sending import send
 from .my_games import email_of
 from .players import PlayerSpec, network_of
 from .profiles import profile_for, profile_or_default
@@ -258,9 +259,8 @@ def _tell(session: Session, email: str, game: OpenGame, lines: list[str]) -> Non
     profile = profile_for(session, email)
     rules = rules_for(game.kind)
     with i18n.in_language(profile.language):
-        mail.queue(session, kind="lobby_news", to=email,
-                   subject=_("News of your open game of %(game)s", game=rules.title),
-                   template="lobby_news", lines=[str(line) for line in lines], rules=rules)
+        send(session, kinds.LOBBY_NEWS, to=email, lines=[str(line) for line in lines],
+             rules=rules)
 
 
 def withdraw(token: str, open_game_id: object, now: datetime | None = None) -> None:

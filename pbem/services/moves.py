@@ -43,7 +43,7 @@ from ..ground.models import (
     Seat,
 )
 from ..ground.rows import GameRow, SeatRow, write_changes
-from . import mail, turns, undo
+from . import turns, undo
 from .deadlines import reset_clock, start_clock, stop_clock
 from .errors import (
     GameNotRunning,
@@ -62,7 +62,8 @@ from .log import (
     _window_key,
     _windows,
 )
-from .mail import intents
+from .mail import kinds
+from .mail.sending import send
 from .players import network_of
 from .seats import SeatContext, _seat_rows
 from .turnfile import MAX_ORDERS, Orders
@@ -368,14 +369,15 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
         _timed_out(session, game, rules, after, mover, recent)
     elif actor == "bot" and mover.bot is None:  # an absent person's turn, played by the bot
         lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number), "bot")
-        intents.played_for_you(session, game, mover, lines, absent=True, bot=game.absent_bot)
+        send(session, kinds.PLAYED_FOR_YOU, game=game, seat=mover, lines=lines, absent=True,
+             bot=game.absent_bot)
     if to_move is None:
         game.status, game.finished_at = FINISHED, now
         stop_clock(session, game, now)
         on_game_finished(session, game, now)  # ratings, tournaments
         for seat in seats:
             lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
-            intents.final(session, game, seat, seats, lines)
+            send(session, kinds.FINAL, game=game, seat=seat, seats=seats, lines=lines)
         return
     start_clock(session, game, seats[to_move], now)
     # The turn that just ended: every move since someone other than the mover last moved.
@@ -387,13 +389,14 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
             # Its first turn when it has no move in `recent`, which reaches back to the first
             # move while a seat has not moved (and this seat is not the mover).
             first = last < 0
-            intents.your_turn(session, game, seat, news, first_turn=first)
+            send(session, kinds.YOUR_TURN, game=game, seat=seat, news=news, first_turn=first)
         elif seat.number in (mover.number, to_move):
             continue
         else:
             lines = recent.lines_since(seat.number, turn_began)
             if seat.notify == NOTIFY_EVERY:
-                intents.moved(session, game, seat, lines, seats[to_move])
+                send(session, kinds.MOVED, game=game, seat=seat, lines=lines,
+                     next_seat=seats[to_move])
             elif seat.notify == NOTIFY_DIGEST:
                 insert_later(session, DigestItem, {
                     "seat_id": seat.id, "created_at": now, "text": json.dumps(
@@ -409,15 +412,15 @@ def _timed_out(session: Session, game: Game, rules: GameRules, after, mover: Sea
     newly_absent = mover.timeouts_in_row >= limit and not mover.absent
     if newly_absent:
         mover.absent = True
-        mail.to_admins(session, L_("%(name)s is absent from %(game)s", name=mover.name,
-                                   game=f"{game.title} #{game.id}"), [
+        send(session, kinds.ADMIN, heading=L_("%(name)s is absent from %(game)s", name=mover.name,
+                                              game=f"{game.title} #{game.id}"), lines=[
             L_("Deadlines %(player)s (%(colour)s) missed in a row: %(count)d.",
                player=f"{mover.name} <{mover.email}>", colour=i18n.lazy_colour(mover.colour),
                count=mover.timeouts_in_row),
             L_("From now on the server plays the default move at once at each of their turns, "
                "until they make a move again."),
         ], game=game)
-    intents.played_for_you(session, game, mover, lines, absent=mover.absent)
+    send(session, kinds.PLAYED_FOR_YOU, game=game, seat=mover, lines=lines, absent=mover.absent)
 
 
 # --- orders: several moves at once, from a turn file or a reply --------------------------------

@@ -36,6 +36,8 @@ from ..ground.models import (
 )
 from . import mail
 from .errors import Malformed, NotFound, TooMany
+from .mail import kinds
+from .mail.sending import send
 from .my_games import email_of, held_by
 from .players import EMAIL_PATTERN, check_player, network_of
 from .ratings import is_listed, name_is_taken, ranks_of
@@ -317,10 +319,8 @@ def request_link(typed: object, client: str, now: datetime | None = None) -> str
         mailed = session.begin_nested()
         token = mail.mint_player_key(session, email)
         with i18n.in_language(language):
-            mail.queue(session, kind="my_link", to=email,
-                       subject=_("Your games on %(site)s", site=config["BASE_URL"]),
-                       template="my_link", secrets=(token,),
-                       link=mail.games_link(token))
+            send(session, kinds.MY_LINK, to=email, secrets=(token,), site=config["BASE_URL"],
+                 link=mail.games_link(token))
         insert_pending(session)
         if known:
             mailed.commit()

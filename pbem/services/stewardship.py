@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from flask import current_app
-from flask_babel import force_locale
 from flask_babel import lazy_gettext as L_
 from limits import parse_many
 from sqlalchemy import delete, func
@@ -41,6 +40,8 @@ from ..ground.models import (
 from . import mail, takeback
 from .deadlines import reset_clock, start_clock, stop_clock
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, check_reason
+from .mail import kinds
+from .mail.sending import send
 from .my_games import revoke_player_links
 from .players import check_bot, check_player
 from .seats import revoke_seat_links
@@ -263,7 +264,8 @@ def _send_link(session: Session, game: Game, seat: Seat, subject: str, lines: li
     if seat.bot is not None:
         raise Rejected(f"seat {seat.number + 1} is played by a computer player ({seat.bot}), "
                        "which has no link or address; hand the seat to a person first")
-    mail.notice(session, game, seat, subject, lines, links_revoked=links_revoked)
+    send(session, kinds.NOTICE, game=game, seat=seat, heading=subject, lines=lines,
+         links_revoked=links_revoked)
 
 
 def resend_link(admin_id: int, game_id: int, seat_number: int, reason: str) -> None:
@@ -318,12 +320,8 @@ def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reas
         old = seat.email
         _revoke_links(session, seat, now)  # the old address's "my games" links too
         # The old address hears of it too, without a link: a change nobody asked for is seen.
-        with force_locale(seat.language):
-            mail.queue(session, kind="address_changed",
-                       to=mail.formatted_address(seat.name, old),
-                       subject=f"[{game.title} #{game.id}] "
-                       + _("Your address for the game was changed"),
-                       template="address_changed", game=game, seat=seat, new=spec.email)
+        send(session, kinds.ADDRESS_CHANGED, game=game, seat=seat,
+             to=mail.formatted_address(seat.name, old), new=spec.email)
         seat.email = spec.email
         session.add(seat)
         _send_link(session, game, seat, L_("Your address for the game was changed"), [
@@ -369,8 +367,8 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
         state = rules.loads(game.state_json)
         if was_bot and game.status == RUNNING and rules.to_move(state) == seat.number:
             start_clock(session, game, seat, now)  # a person's turn: a deadline of its own
-        mail.invitation(session, game, seat, seats, rules, state,
-                        taking_over=game.turn > 0 or game.status != RUNNING)
+        send(session, kinds.INVITATION, game=game, seat=seat, seats=seats, rules=rules,
+             state=state, taking_over=game.turn > 0 or game.status != RUNNING)
         record_audit(session, admin_id, game.id, "hand over", reason,
                f"seat {seat_number + 1}: {before} -> {spec.name} <{spec.email}>")
 
@@ -380,18 +378,15 @@ def _tell_the_others(session: Session, game: Game, seat: Seat, new_name) -> None
     others = session.exec(select(Seat).where(Seat.game_id == game.id, Seat.id != seat.id)
                           .order_by(Seat.number)).all()
     for other in others:
-        mail.notice(session, game, other, L_("A seat changed hands"), [
+        send(session, kinds.NOTICE, game=game, seat=other, heading=L_("A seat changed hands"),
+             lines=[
             L_("An organiser handed the seat of %(old)s (%(colour)s) to %(new)s, who plays it "
                "from now on.", old=seat.name, colour=i18n.lazy_colour(seat.colour),
                new=new_name)])
 
 
 def _tell_handed_over(session: Session, game: Game, seat: Seat, new_name: str) -> None:
-    with force_locale(seat.language):
-        mail.queue(session, kind="handed_over",
-                   to=mail.formatted_address(seat.name, seat.email),
-                   subject=f"[{game.title} #{game.id}] " + _("Your seat was handed over"),
-                   template="handed_over", game=game, seat=seat, new_name=str(new_name))
+    send(session, kinds.HANDED_OVER, game=game, seat=seat, new_name=str(new_name))
 
 
 def hand_to_bot(admin_id: int, game_id: int, seat_number: int, bot: str, reason: str,
@@ -444,7 +439,8 @@ def set_absent_bot(admin_id: int, game_id: int, bot: str | None, reason: str,
         said = (L_("a computer player (%(bot)s) plays their turns", bot=bot) if bot else
                 L_("the server plays the default move for them (it exchanges a card)"))
         for seat in session.exec(select(Seat).where(Seat.game_id == game.id)):
-            mail.notice(session, game, seat, L_("Absent players' turns"), [
+            send(session, kinds.NOTICE, game=game, seat=seat,
+                 heading=L_("Absent players' turns"), lines=[
                 L_("An organiser changed what happens when a player is absent: from now on "
                    "%(said)s.", said=said)])
         record_audit(session, admin_id, game.id, "absent bot", reason,
@@ -488,7 +484,8 @@ def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = N
                 lines.append(L_("If you drew a card from the deck in that turn, it is back on "
                                 "top of the deck: you have seen it, and you will draw it again "
                                 "if you draw from the deck."))
-            mail.notice(session, game, seat, L_("A turn was taken back"), lines)
+            send(session, kinds.NOTICE, game=game, seat=seat,
+                 heading=L_("A turn was taken back"), lines=lines)
         taken = "; ".join(r.notation for r in undone)
         numbers = f"move {undone[0].number}" if len(undone) == 1 else \
             f"moves {undone[0].number}-{undone[-1].number}"
@@ -510,7 +507,8 @@ def abort_game(admin_id: int, game_id: int, reason: str, now: datetime | None = 
         stop_clock(session, game, now)
         game_ended(session, game, now)  # a tournament's game: decided, no points
         for seat in session.exec(select(Seat).where(Seat.game_id == game.id)):
-            mail.notice(session, game, seat, L_("The game was called off"), [
+            send(session, kinds.NOTICE, game=game, seat=seat,
+                 heading=L_("The game was called off"), lines=[
                 L_("An organiser called off this game; it ends here without a result."),
                 L_("Reason: %(reason)s", reason=reason)])
         record_audit(session, admin_id, game.id, "abort", reason)

@@ -32,6 +32,7 @@ from ..ground.models import (
     TALK_DIGEST,
     TALK_DIGEST_CHORE,
     TALK_EACH,
+    TO_ALL,
     TOURNAMENT_ROUND,
     TOURNAMENT_SEASON,
     TOURNAMENT_TABLES,
@@ -40,8 +41,10 @@ from ..ground.models import (
     Seat,
     TalkMessage,
 )
-from . import mail, tournaments
+from . import tournaments
 from .errors import GameNotRunning, Malformed, Rejected, ServiceError
+from .mail import kinds
+from .mail.sending import send
 from .players import unsafe_character
 from .seats import seat_game_seats
 
@@ -179,7 +182,9 @@ def post_message(token: str | None, text: object, to: object = None, *,
             if seat.id == me.id or seat.bot is not None:
                 continue
             if seat.talk_notify == TALK_EACH:
-                mail.talk_message(session, game, seat, message, me, target)
+                send(session, kinds.TALK, game=game, seat=seat, message=message, sender=me,
+                     recipient=target,
+                     talk_to=me.number if message.to_seat is not None else TO_ALL)
                 seat.talk_mailed_id = max(seat.talk_mailed_id, message.id)
                 session.add(seat)
             elif seat.talk_notify == TALK_DIGEST:
@@ -318,7 +323,8 @@ def _send_digest(session: Session, seat_id: int, now: datetime) -> bool:
         TalkMessage.sender != seat.number).order_by(TalkMessage.id)).all()
     if not messages:
         return False
-    mail.talk_digest(session, game, seat, list(messages), {s.number: s for s in seats})
+    send(session, kinds.TALK_DIGEST, game=game, seat=seat, talk_to=TO_ALL,
+         messages=list(messages), names={s.number: s for s in seats})
     seat.talk_mailed_id = messages[-1].id
     session.add(seat)
     return True

@@ -27,7 +27,6 @@ from ..ground.models import (
     Game,
     Seat,
 )
-from . import mail
 from .deadlines import add_pause, reset_clock, stop_clock
 from .errors import (
     GameNotRunning,
@@ -35,6 +34,8 @@ from .errors import (
     NotFound,
     Rejected,
 )
+from .mail import kinds
+from .mail.sending import send
 from .seats import seat_and_game, seats_of_game
 
 
@@ -52,7 +53,7 @@ def _game_and_seat_to_move(session: Session, game_id: int) -> tuple[Game, Seat |
 
 def _tell_players(session: Session, game: Game, subject: str, lines: list[str]) -> None:
     for seat in seats_of_game(session, game.id):
-        mail.notice(session, game, seat, subject, lines)
+        send(session, kinds.NOTICE, game=game, seat=seat, heading=subject, lines=lines)
 
 
 def extend_deadline(game_id: int, hours: int, now: datetime | None = None,
