@@ -357,7 +357,7 @@ def _notify(session: Session, game: GameRow, seats: list[SeatRow], rules: GameRu
             after, mover: SeatRow, actor: str, now: datetime, told: dict[str, list],
             window: _Window | None = None) -> None:
     """Queue the mails a move causes: the end of the game, or the end of a turn. They are
-    queued as intents (pbem.services.mail.intents): written when they are delivered, not in the
+    kinds written later (pbem.services.mail.kinds): written when they are delivered, not in the
     move's transaction, from the game as it is after this move."""
     to_move = rules.to_move(after)
     if to_move is not None and to_move == rules.to_move(before):
