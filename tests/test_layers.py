@@ -350,3 +350,55 @@ def test_the_seam_check_sees_what_it_must(tmp_path):
     assert private_uses(package) == [
         "pbem.services.log:1 imports _hidden from pbem.ground.i18n",
         "pbem.services.seats:3 uses log._private"]
+
+
+CHANNELS = ("web", "mailin", "cli", "scheduler")
+SQL = {"select", "update", "delete", "insert", "text"}  # statements, from sqlalchemy or sqlmodel
+SESSIONS = {"reading", "writing", "writing_rows", "get_row"}  # of pbem.ground.db
+
+
+def queries(package: Path = PACKAGE) -> list[str]:
+    """Each database query in a channel's module (pbem/web, mailin, cli, scheduler): a statement
+    built (`select(`, `update(`, ...), run (`.exec(`, `.execute(`, `.query(`), a row read by
+    its key (`session.get(Model, ...)`, `get_row`) or a session opened (`reading()`,
+    `writing()`)."""
+    found = []
+    for path in python_files(package):
+        name = module_name(path, package)
+        if room(name) not in CHANNELS:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        statements, models, sessions = set(), set(), set()
+        for node in _imports(tree):
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if (node.module or "").split(".")[0] in ("sqlalchemy", "sqlmodel") \
+                            and alias.name in SQL:
+                        statements.add(alias.asname or alias.name)
+                    elif (node.module or "").endswith("models"):
+                        models.add(alias.asname or alias.name)
+                    elif (node.module or "").endswith("ground.db") and alias.name in SESSIONS:
+                        sessions.add(alias.asname or alias.name)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in statements:
+                found.append(f"{name}:{node.lineno} builds a statement ({func.id})")
+            elif isinstance(func, ast.Name) and func.id in sessions:
+                found.append(f"{name}:{node.lineno} opens a session ({func.id})")
+            elif isinstance(func, ast.Attribute) and func.attr in ("exec", "execute", "query"):
+                found.append(f"{name}:{node.lineno} runs a query (.{func.attr})")
+            elif (isinstance(func, ast.Attribute) and func.attr == "get" and node.args
+                  and isinstance(node.args[0], ast.Name) and node.args[0].id in models):
+                found.append(f"{name}:{node.lineno} reads a row ({node.args[0].id})")
+    return found
+
+
+def test_channels_query_the_database_only_through_services():
+    """Services are where games and the database meet: a page, mail coming in, a command or a
+    scheduler's process asks a service, never the database itself (only the marked
+    exception, for now)."""
+    found = [line for line in queries()
+             if line.partition(":")[0] not in QUERIES_ALLOWED_FOR_NOW]
+    assert not found, "queries outside services:\n" + "\n".join(found)

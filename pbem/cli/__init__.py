@@ -188,12 +188,8 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
 @click.pass_context
 def demo_command(context, kind, players, seed, new, then_serve, host, port):
     """Set up the database and a demo game whose players' mail shows on the mailbox page."""
-    from sqlmodel import select
-
-    from ..ground.db import reading
-    from ..ground.models import RUNNING, Game, Seat
     from ..scheduler.outbox import deliver_all_due
-    from ..services.games import create_game
+    from ..services.games import create_game, running_game
     from ..services.players import parse_player
 
     config = current_app.config
@@ -211,11 +207,7 @@ def demo_command(context, kind, players, seed, new, then_serve, host, port):
                                  f"{rules.max_players} players, not {players}",
                                  param_hint="'--players'")
     upgrade_schema()
-    with reading() as session:
-        running = session.exec(select(Game).where(Game.title == DEMO_TITLE, Game.kind == kind,
-                                                  Game.status == RUNNING)).first()
-        seats = session.exec(select(Seat).where(Seat.game_id == running.id)).all() \
-            if running else []
+    running, seats = running_game(DEMO_TITLE, kind)
     if running and not new:
         click.echo(f"Demo game {running.id} is already running ({len(seats)} players); "
                    "use --new for another.")
@@ -333,37 +325,18 @@ def mail_status_command(since_hours, late_minutes):
     3 when mail failed, bounced or has an unknown fate (in the last --since hours) or waits
     to be tried again after an error; 4 when mail is stuck (no sender gets it out); 1 when the
     outbox cannot be read."""
-    from sqlalchemy import and_, func, or_
-    from sqlmodel import select
-
-    from ..ground.db import reading, utcnow
+    from ..ground.db import utcnow
     from ..ground.i18n import ngettext
-    from ..ground.models import FAILED, QUEUED, SENDING, UNKNOWN, OutboxMessage
+    from ..ground.models import QUEUED
+    from ..services.health import mail_status
 
     need_schema()
     now = utcnow()
     since = now - timedelta(hours=since_hours) if since_hours else None
-    late = timedelta(minutes=late_minutes)
-    when = func.coalesce(OutboxMessage.failed_at, OutboxMessage.claimed_at,
-                         OutboxMessage.created_at)
-    failing = or_(OutboxMessage.status.in_((FAILED, UNKNOWN)) if since is None else and_(
-        OutboxMessage.status.in_((FAILED, UNKNOWN)), when >= since),
-        and_(OutboxMessage.status == QUEUED, OutboxMessage.last_error.is_not(None)))
-    with reading() as session:
-        counts = dict(session.exec(select(OutboxMessage.status, func.count())
-                                   .group_by(OutboxMessage.status)).all())
-        problems = session.exec(select(OutboxMessage).where(failing)
-                                .order_by(when.desc(), OutboxMessage.id.desc())
-                                .limit(LATEST_ERRORS)).all()
-        failed, unknown, retrying = (session.exec(select(func.count()).select_from(
-            OutboxMessage).where(failing, OutboxMessage.status == status)).one()
-            for status in (FAILED, UNKNOWN, QUEUED))
-        stuck = [and_(OutboxMessage.status == QUEUED, OutboxMessage.next_attempt_at < now - late),
-                 and_(OutboxMessage.status == SENDING, OutboxMessage.claimed_at < now - late)]
-        overdue, abandoned = (session.exec(select(func.count()).select_from(OutboxMessage)
-                                           .where(where)).one() for where in stuck)
-        stuck_rows = session.exec(select(OutboxMessage).where(or_(*stuck))
-                                  .order_by(OutboxMessage.id).limit(LATEST_ERRORS)).all()
+    status = mail_status(now, since, timedelta(minutes=late_minutes), LATEST_ERRORS)
+    counts, problems, stuck_rows = status.counts, status.problems, status.stuck
+    failed, unknown, retrying = status.failed, status.unknown, status.retrying
+    overdue, abandoned = status.overdue, status.abandoned
     click.echo(", ".join(f"{state} {counts.get(state, 0)}"
                          for state in ("queued", "sending", "sent", "failed", "unknown")))
     window = f"in the last {since_hours} hours" if since_hours else "ever"

@@ -12,16 +12,18 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flask import current_app
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from ..games import DEFAULT_KIND, SetupProblem, rules_for
 from ..ground import i18n
 from ..ground.db import (
+    reading,
     utcnow,
     writing,
 )
 from ..ground.i18n import _
 from ..ground.models import (
+    RUNNING,
     Game,
     Seat,
 )
@@ -155,3 +157,14 @@ def _create(session: Session, made: _Checked) -> CreatedGame:
         links.append((seat.name, seat.colour, None if message is None else mail.seat_link(
             json.loads(message.secrets_json)[0])))
     return CreatedGame(game.id, links)
+
+
+def running_game(title: str, kind: str) -> tuple[Game | None, list[Seat]]:
+    """The latest running game of `kind` titled `title` (the demo's) and its seats, or
+    (None, [])."""
+    with reading() as session:
+        game = session.exec(select(Game).where(Game.title == title, Game.kind == kind,
+                                               Game.status == RUNNING)).first()
+        if game is None:
+            return None, []
+        return game, list(session.exec(select(Seat).where(Seat.game_id == game.id)).all())

@@ -233,8 +233,14 @@ def end_sessions(admin_id: int) -> None:
 
 # --- actions ------------------------------------------------------------------------------------
 
-def record_audit(session: Session, admin_id: int, game_id: int | None, action: str, reason: str,
-           detail: str = "") -> None:
+def note(admin_id: int, game_id: int | None, action: str, reason: str, detail: str = "") -> None:
+    """Write in the audit log, in a transaction of its own, what an admin looked at."""
+    with writing() as session:
+        record_audit(session, admin_id, game_id, action, reason, detail)
+
+
+def record_audit(session: Session, admin_id: int, game_id: int | None, action: str,
+                 reason: str, detail: str = "") -> None:
     session.add(AuditEntry(admin_id=admin_id, game_id=game_id, action=action, reason=reason,
                            detail=detail))
 
