@@ -94,3 +94,36 @@ def _queued_elsewhere() -> list[str]:
 def test_no_mail_is_queued_but_through_send():
     found = _queued_elsewhere()
     assert not found, "\n".join(found)
+
+
+def test_a_reminder_queued_before_reminders_had_a_kind_of_their_own_is_written_as_one(app,
+                                                                                     mailbox):
+    """Before the table, a reminder's intent said `"mail": "your_turn"` with `reminder` among
+    its arguments; such a row, left in the outbox by an upgrade, still goes out as a
+    reminder, as does one queued now (its own kind, REMINDER)."""
+    import json
+
+    from pbem.ground.db import get_engine
+
+    new_game(app, 3, "reminders")
+    mailbox.deliver()
+    with app.test_request_context("/"), writing() as session:
+        game = session.get(Game, 1)
+        seats = list(session.exec(select(Seat).where(Seat.game_id == 1).order_by(Seat.number)))
+        for seat in seats[:2]:
+            send(session, kinds.REMINDER, game=game, seat=seat, news=[])
+    with reading(app) as session:
+        rows = session.exec(select(OutboxMessage).where(OutboxMessage.kind == "reminder")
+                            .order_by(OutboxMessage.id)).all()
+    assert [json.loads(r.intent_json)["mail"] for r in rows] == ["reminder", "reminder"]
+    old = json.loads(rows[1].intent_json)
+    old["mail"], old["args"]["reminder"] = "your_turn", True
+    with app.app_context(), get_engine(app).begin() as connection:
+        connection.execute(OutboxMessage.__table__.update()
+                           .where(OutboxMessage.id == rows[1].id)
+                           .values(intent_json=json.dumps(old)))
+    mailbox.deliver()
+    for number in (0, 1):
+        (mine,) = [m for m in mailbox.to(f"p{number}@example.org")
+                   if "Reminder" in str(m["Subject"])]
+        assert "a reminder: it is your turn" in text_of(mine)
