@@ -80,7 +80,7 @@ import pbem.scheduler.outbox
 import pbem.scheduler.senders
 import pbem.scheduler.wire
 import pbem.services.mail
-import pbem.services.mail.intents
+import pbem.services.mail.sending
 import pbem.services.moves
 import pbem.services.timeouts
 from pbem import create_app
@@ -350,11 +350,11 @@ PHASES = [  # (module, attribute, label); labels are indented under what calls t
     (pbem.services.timeouts, "current", "      current (game, seat, state still current?)"),
     (pbem.services.timeouts, "submit_move", "      submit_move (each default move)"),
     (pbem.services.moves, "_notify", "        _notify (the mails a turn's end causes)"),
-    (pbem.services.mail, "mint_keys", "          mint_keys (a fresh seat key per mail)"),
+    (pbem.services.mail.sending, "mint_keys", "          mint_keys (a fresh seat key per mail)"),
     (pbem.scheduler.jobs, "deliver_all_due", "deliver_all_due"),
     (pbem.scheduler.outbox, "_claim", "  outbox _claim (claim a batch of mails)"),
     (pbem.scheduler.outbox, "_write", "    _write (a mail queued as an intent written)"),
-    (pbem.services.mail.intents, "render", "      render (its text and HTML, by Jinja)"),
+    (pbem.services.mail.sending, "render", "      render (its text and HTML, by Jinja)"),
     (pbem.scheduler.wire, "build_message", "    build_message (the MIME message)"),
     (pbem.games.picture, "png_of", "      png_of (the board picture; made once a position)"),
     (pbem.scheduler.outbox, "_record", "  _record (deliveries and their written texts, one transaction)"),

@@ -292,9 +292,9 @@ def breakdown(table: Table, moves: int) -> None:
     watch.wrap(pbem.services.moves, "_Recent", "      _Recent (the latest moves, read once)")
     watch.wrap(pbem.services.mail, "render_template", "      render mail templates")
     watch.wrap(pbem.web.api, "load_seat", "  load_seat (GET)")
-    watch.wrap(pbem.services.seats, "_seat_game_seats",
-               "    _seat_game_seats (seat, game, seats; any caller)")
-    watch.wrap(pbem.services.seats, "_log", "    _log (the log in one reader's words)")
+    watch.wrap(pbem.services.seats, "seat_game_seats",
+               "    seat_game_seats (seat, game, seats; any caller)")
+    watch.wrap(pbem.services.seats, "log_for", "    log_for (the log in one reader's words)")
     watch.wrap(pbem.web.api, "seat_document", "  seat_document")
     watch.wrap(pbem.web.api, "jsonify", "  jsonify")
     rules = type(rules_for("kardinal-koenig"))

@@ -46,10 +46,10 @@ def _feed_key(client, token: str) -> str:
 
 def _spectator_lines(app, game) -> list[list[str]]:
     from pbem.games import rules_for
-    from pbem.services.log import _log
+    from pbem.services.log import log_for
 
     with app.test_request_context(), reading() as session:
-        entries = _log(session, game, -1, 50, rules_for(game.kind))[0]
+        entries = log_for(session, game, -1, 50, rules_for(game.kind))[0]
         return [list(e.lines) for e in entries]
 
 

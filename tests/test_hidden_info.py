@@ -26,9 +26,9 @@ from pbem.ground import i18n
 from pbem.ground.db import reading, writing
 from pbem.ground.i18n import render
 from pbem.ground.models import DigestItem, Game, MoveRecord, OutboxMessage, Seat
-from pbem.services import mail
 from pbem.services.games import create_game
-from pbem.services.mail import intents
+from pbem.services.mail import kinds, sending
+from pbem.services.mail.sending import send
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
 
@@ -100,15 +100,18 @@ def composed_mails(app, seat_number: int) -> list[str]:
                  for line in json.loads(record.lines_json)[str(seat_number)]]
         items = [DigestItem(seat_id=seat.id, text=json.dumps(lines), created_at=NOW)]
         messages = [
-            mail.invitation(session, game, seat, seats, rules, state),
-            intents.your_turn(session, game, seat, [i18n.lazy(line) for line in lines]),
-            intents.moved(session, game, seat, [i18n.lazy(line) for line in lines],
-                          seats[state.current]),
-            mail.digest(session, game, seat, rules, state, items),
+            send(session, kinds.INVITATION, game=game, seat=seat, seats=seats, rules=rules,
+                 state=state),
+            send(session, kinds.YOUR_TURN, game=game, seat=seat,
+                 news=[i18n.lazy(line) for line in lines]),
+            send(session, kinds.MOVED, game=game, seat=seat,
+                 lines=[i18n.lazy(line) for line in lines], next_seat=seats[state.current]),
+            send(session, kinds.DIGEST, game=game, seat=seat, rules=rules, state=state,
+                 items=items),
         ]
         # The mails a move causes are written when they are delivered: written here by the
         # same function.
-        bodies = ["\n".join([m.subject, *(intents.render(session, m) if m.intent_json
+        bodies = ["\n".join([m.subject, *(sending.render(session, m) if m.intent_json
                                            else (m.text_body, m.html_body))])
                   for m in messages]
         session.rollback()  # the seat keys and digest flags they made are not kept

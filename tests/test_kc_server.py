@@ -345,20 +345,23 @@ def test_your_turn_mails_tell_everything_since_the_seats_last_move(tmp_path, mon
     """A your-turn mail's news is every move since the seat last moved, however many moves the
     turns between were and whoever made them (a Knights & Castles turn is many moves; a loss
     or an answer is another seat's move within it)."""
-    from pbem.services.mail import intents
+    from pbem.services import moves
+    from pbem.services.mail import kinds
     from pbem.services.moves import submit_move
 
     app = make_app(tmp_path / "instance")
     _, tokens = new_game(app, 3, "kc-news", kind="knights-castles")
     sent = []
-    original = intents.your_turn
+    original = moves.send
 
-    def recording(session, game, seat, news, *args, **kwargs):
-        # The news as stored (message ids and parameters), each written when the mail is.
-        sent.append((seat.number, game.turn, [getattr(line, "data", line) for line in news]))
-        return original(session, game, seat, news, *args, **kwargs)
+    def recording(session, kind, **kwargs):
+        if kind is kinds.YOUR_TURN:
+            # The news as stored (message ids and parameters), each written when the mail is.
+            sent.append((kwargs["seat"].number, kwargs["game"].turn,
+                         [getattr(line, "data", line) for line in kwargs["news"]]))
+        return original(session, kind, **kwargs)
 
-    monkeypatch.setattr(intents, "your_turn", recording)
+    monkeypatch.setattr(moves, "send", recording)
     rng = random.Random(3)
     for _ in range(160):
         game, state = state_of(app)

@@ -116,7 +116,7 @@ def test_refused_orders_are_answered_a_few_times_a_day(app, route, caplog):
     assert {h.outcome for h in handled} == {"refused"}
     assert [h.detail.endswith("; not answered") for h in handled] == [False] * 3 + [True] * 3
     assert len(outbox(app, "answer")) == 3
-    assert any("not answered, 3 answers today already" in r.getMessage()
+    assert any("no answer mail sent, 3 today already" in r.getMessage()
                for r in caplog.records)
     assert ingest(app, fill("thunderbird_plain.eml", reply_key(invitation), orders,
                             text_of(invitation)), route).outcome == "applied"

@@ -40,7 +40,7 @@ from pbem.scheduler.outbox import (
     deliver_queued,
 )
 from pbem.services.health import STUCK_AFTER
-from pbem.services.mail import intents
+from pbem.services.mail import kinds
 from pbem.services.time import set_language
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
@@ -136,8 +136,8 @@ def test_a_mail_that_cannot_be_written_stays_queued_logged_and_goes_later(tmp_pa
     def broken(*args, **kwargs):
         raise RuntimeError("template exploded")
 
-    monkeypatch.setitem(intents.INTENTS, "your_turn",
-                        replace(intents.INTENTS["your_turn"], context=broken))
+    monkeypatch.setitem(kinds.KINDS, "your_turn",
+                        replace(kinds.KINDS["your_turn"], context=broken))
     now = utcnow()
     with caplog.at_level(logging.ERROR, logger="pbem.scheduler.outbox"):
         counts = deliver_all_due(app, now)
@@ -178,8 +178,8 @@ def test_a_mail_is_written_once_and_sent_again_from_its_stored_text(tmp_path, mo
         def never(*args, **kwargs):
             raise AssertionError("written twice")
 
-        for name, intent in list(intents.INTENTS.items()):
-            monkeypatch.setitem(intents.INTENTS, name, replace(intent, context=never))
+        for name, kind in list(kinds.KINDS.items()):
+            monkeypatch.setitem(kinds.KINDS, name, replace(kind, context=never))
         assert deliver_all_due(app, now + timedelta(hours=1))["sent"] == 2
         for got in smtp.received[-2:]:
             message = got["message"]

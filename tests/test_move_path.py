@@ -189,10 +189,10 @@ def test_a_window_is_kept_only_under_the_game_row_its_moves_were_read_with(app):
         __, game, __ = seats.seat_rows(connection, tokens[0])
         stale = copy.copy(game)
         stale.turn, stale.updated_at = 2, game.updated_at - timedelta(seconds=1)
-        window = log._window(connection, stale, API_LOG, rules)
+        window = log.window_of(connection, stale, API_LOG, rules)
         assert [row[0] for row in window.rows] == [2, 1, 0]  # what the database holds
         assert log.windows.get(log.window_key(stale), 1) is None
-        assert log._window(connection, game, API_LOG, rules).rows == window.rows
+        assert log.window_of(connection, game, API_LOG, rules).rows == window.rows
         assert log.windows.get(log.window_key(game), API_LOG) is not None
 
 

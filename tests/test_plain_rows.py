@@ -32,9 +32,10 @@ from pbem.ground.models import PENDING, Game, OutboxMessage, Seat, SeatKey, Time
 from pbem.ground.rows import GameRow, SeatRow, write_changes
 from pbem.services.deadlines import start_clock
 from pbem.services.errors import NotFound
-from pbem.services.mail import intents
+from pbem.services.mail import kinds
+from pbem.services.mail.sending import send
 from pbem.services.moves import submit_move
-from pbem.services.seats import _seat_game_seats, seat_rows
+from pbem.services.seats import seat_game_seats, seat_rows
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -140,13 +141,15 @@ def test_a_mail_queued_for_later_names_plain_seats_as_it_names_orm_seats(app):
     with app.test_request_context("/"), writing() as session:
         game, seats = _plain(session.connection())
         seat = seats[0]
-        intents.moved(session, game, seat, [], seats[2])
-        intents.final(session, game, seat, seats, [])
+        send(session, kinds.MOVED, game=game, seat=seat, lines=[], next_seat=seats[2])
+        send(session, kinds.FINAL, game=game, seat=seat, seats=seats, lines=[])
         orm_game = session.get(Game, game.id)
         orm_seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
                                       .order_by(Seat.number)))
-        intents.moved(session, orm_game, orm_seats[0], [], orm_seats[2])
-        intents.final(session, orm_game, orm_seats[0], orm_seats, [])
+        send(session, kinds.MOVED, game=orm_game, seat=orm_seats[0], lines=[],
+             next_seat=orm_seats[2])
+        send(session, kinds.FINAL, game=orm_game, seat=orm_seats[0], seats=orm_seats,
+             lines=[])
     for kind in ("moved", "final"):
         plain, orm = _intents(app, kind)
         assert plain == orm
@@ -191,7 +194,7 @@ def test_a_seats_rows_are_those_its_orm_objects_hold_by_token_and_by_seat(app):
     with app.test_request_context("/"), writing() as session:
         for token, seat_id in ((tokens[2], None), (None, 3)):
             seat, game, seats = seat_rows(session.connection(), token, seat_id, lock=True)
-            orm_seat, orm_game, orm_seats = _seat_game_seats(session, token, seat_id)
+            orm_seat, orm_game, orm_seats = seat_game_seats(session, token, seat_id)
             assert seat.id == orm_seat.id and seats[seat.number] is seat
             for row, model in ((game, orm_game), *zip(seats, orm_seats, strict=True)):
                 assert {n: getattr(row, n) for n in type(row).names} == model.model_dump()

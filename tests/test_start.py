@@ -204,12 +204,13 @@ def test_the_final_mail_and_page_offer_a_rematch_with_the_same_players(app, clie
     finish_game(app, created.game_id, "rematch")
     with app.app_context():  # the final mails, as the last move would write them
         from pbem.ground.db import writing
-        from pbem.services.mail import intents
+        from pbem.services.mail import kinds
+        from pbem.services.mail.sending import send
 
         with writing() as session:
             game = session.get(Game, created.game_id)
             seats = list(session.exec(select(Seat).order_by(Seat.number)))
-            intents.final(session, game, seats[1], seats, [])
+            send(session, kinds.FINAL, game=game, seat=seats[1], seats=seats, lines=[])
     box = Mailbox(app)
     final = box.to("p1@example.org")[-1]
     assert "/rematch" in text_of(final) and "Play again with the same players" in text_of(final)

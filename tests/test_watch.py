@@ -27,9 +27,10 @@ from pbem.ground.i18n import render
 from pbem.ground.models import Game, MoveRecord, OutboxMessage, Seat
 from pbem.ground.tokens import TOKEN_PATTERN
 from pbem.scheduler.outbox import deliver_all_due
-from pbem.services import mail, stewardship, turns
+from pbem.services import stewardship, turns
 from pbem.services.games import create_game
-from pbem.services.mail import intents
+from pbem.services.mail import kinds, sending
+from pbem.services.mail.sending import send
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
 
@@ -409,16 +410,20 @@ def test_html_mails_carry_a_board_summary_and_the_spectator_link_but_no_svg(app)
     with app.app_context(), reading() as session:
         game = session.get(Game, 1)
         seats = list(session.exec(select(Seat).where(Seat.game_id == 1).order_by(Seat.number)))
-        bodies = [mail.invitation(session, game, seats[0], seats, RULES, now).html_body,
-                  *(intents.render(session, queued)[1] for queued in (
-                      intents.your_turn(session, game, seats[1], ["news"]),
-                      intents.moved(session, game, seats[2], ["news"], seats[0]),
-                      intents.played_for_you(session, game, seats[3], ["x"], False)))]
+        bodies = [send(session, kinds.INVITATION, game=game, seat=seats[0], seats=seats,
+                       rules=RULES, state=now).html_body,
+                  *(sending.render(session, queued)[1] for queued in (
+                      send(session, kinds.YOUR_TURN, game=game, seat=seats[1], news=["news"]),
+                      send(session, kinds.MOVED, game=game, seat=seats[2], lines=["news"],
+                           next_seat=seats[0]),
+                      send(session, kinds.PLAYED_FOR_YOU, game=game, seat=seats[3], lines=["x"],
+                           absent=False)))]
         for body in bodies:
             assert summary_rows(body) == expected_rows(now)
             assert link in body and "<svg" not in body
         game.state_json = RULES.dumps(end)  # as the last move leaves it, never stored
-        final = intents.render(session, intents.final(session, game, seats[0], seats, []))[1]
+        final = sending.render(session, send(session, kinds.FINAL, game=game, seat=seats[0],
+                                             seats=seats, lines=[]))[1]
         session.rollback()
     assert summary_rows(final) == expected_rows(end) != expected_rows(now)
     assert link in final and "<svg" not in final

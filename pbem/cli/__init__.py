@@ -26,7 +26,7 @@ from ..games import DEFAULT_KIND, SetupProblem, games_help, rules_for
 from ..ground.config import links_here, served_url
 from ..ground.process import serving_now
 from ..mailin.pipe import ingest_mail_command
-from .common import _base, _need_schema, _one_line_errors, _upgrade
+from .common import need_schema, one_line_errors, site_base, upgrade_schema
 from .processes import (
     mail_listener_command,
     run_jobs_command,
@@ -41,13 +41,13 @@ DEMO_TITLE = "Demo game"
 
 
 @click.command("init-db")
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def init_db_command():
     """Create the database, or bring it up to date (safe to run again)."""
     from ..ground.db import shown_url
 
-    _upgrade()
+    upgrade_schema()
     click.echo(f"Database ready: {shown_url(current_app.config['DATABASE_URL'])}")
 
 
@@ -132,7 +132,7 @@ def _languages(players: tuple[str, ...], languages: tuple[str, ...]) -> list[str
                                  "GAMES_TIMEZONE).")
 @click.option("--rated", is_flag=True, default=False,
               help="The result changes the players' ratings (default: unrated).")
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def create_game_command(players, languages, bots, absent_bot, seed, colours, start, title, kind,
                         variant, deadline_hours, reminders, weekend_pause, timezone, rated):
@@ -142,7 +142,7 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
     from ..services.games import create_game
     from ..services.players import bot_player, parse_player
 
-    _need_schema()
+    need_schema()
     try:
         rules = rules_for(kind)
         specs = [dataclasses.replace(parse_player(p), language=code)
@@ -183,17 +183,13 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
 @click.option("--port", type=click.IntRange(1, 65535),
               help="With --serve: the port (default: SERVE_PORT); the mails' links lead there "
                    "unless BASE_URL is set.")
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 @click.pass_context
 def demo_command(context, kind, players, seed, new, then_serve, host, port):
     """Set up the database and a demo game whose players' mail shows on the mailbox page."""
-    from sqlmodel import select
-
-    from ..ground.db import reading
-    from ..ground.models import RUNNING, Game, Seat
     from ..scheduler.outbox import deliver_all_due
-    from ..services.games import create_game
+    from ..services.games import create_game, running_game
     from ..services.players import parse_player
 
     config = current_app.config
@@ -210,12 +206,8 @@ def demo_command(context, kind, players, seed, new, then_serve, host, port):
         raise click.BadParameter(f"{rules.title} is for {rules.min_players} to "
                                  f"{rules.max_players} players, not {players}",
                                  param_hint="'--players'")
-    _upgrade()
-    with reading() as session:
-        running = session.exec(select(Game).where(Game.title == DEMO_TITLE, Game.kind == kind,
-                                                  Game.status == RUNNING)).first()
-        seats = session.exec(select(Seat).where(Seat.game_id == running.id)).all() \
-            if running else []
+    upgrade_schema()
+    running, seats = running_game(DEMO_TITLE, kind)
     if running and not new:
         click.echo(f"Demo game {running.id} is already running ({len(seats)} players); "
                    "use --new for another.")
@@ -225,11 +217,11 @@ def demo_command(context, kind, players, seed, new, then_serve, host, port):
         _print_created(created)
     deliver_all_due(current_app._get_current_object())
     if current_app.config["MAIL_BACKEND"] == "local":
-        click.echo(f"Mailbox (every message sent, with the players' links): {_base()}/mailbox/")
+        click.echo(f"Mailbox (every message sent, with the players' links): {site_base()}/mailbox/")
     if then_serve:
         context.invoke(serve_command, host=host, port=port)
-    elif _answers(_base()):
-        click.echo(f"The server at {_base()} shows the game now: open the mailbox page.")
+    elif _answers(site_base()):
+        click.echo(f"The server at {site_base()} shows the game now: open the mailbox page.")
     else:
         click.echo("The server is not running yet: start it with python3 -m pbem serve "
                    "(or run python3 -m pbem demo --serve next time).")
@@ -260,51 +252,51 @@ def _control(action, *args):
 @click.command("extend")
 @click.argument("game", type=int)
 @click.option("--hours", type=click.IntRange(1, 336), required=True)
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def extend_command(game, hours):
     """Give the player to move in GAME more hours."""
     from ..services.time import extend_deadline
 
-    _need_schema()
+    need_schema()
     deadline = _control(extend_deadline, game, hours)
     click.echo(f"Game {game}: the deadline is now {deadline:%Y-%m-%d %H:%M} UTC")
 
 
 @click.command("pause")
 @click.argument("game", type=int)
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def pause_command(game):
     """Pause GAME: no moves, reminders or timeouts until it is resumed."""
     from ..services.time import pause_game
 
-    _need_schema()
+    need_schema()
     _control(pause_game, game)
     click.echo(f"Game {game} is paused.")
 
 
 @click.command("resume")
 @click.argument("game", type=int)
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def resume_command(game):
     """Resume a paused GAME; the pause does not count against the player to move."""
     from ..services.time import resume_game
 
-    _need_schema()
+    need_schema()
     deadline = _control(resume_game, game)
     click.echo(f"Game {game} runs again; the deadline is {deadline:%Y-%m-%d %H:%M} UTC")
 
 
 @click.command("send-mail")
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def send_mail_command():
     """Deliver the mail that is due now (digests included); failures are retried later."""
     from ..scheduler.outbox import deliver_all_due
 
-    _need_schema()
+    need_schema()
     counts = deliver_all_due(current_app._get_current_object())
     click.echo(f"sent {counts['sent']}, to retry later {counts['retry']}, "
                f"failed {counts['failed']}, unknown (no answer after the message) "
@@ -326,44 +318,25 @@ LATEST_ERRORS = 20
               show_default=True, metavar="MINUTES",
               help="Mail still queued this long after it was due, or claimed this long by a "
                    "sender without progress, is stuck.")
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def mail_status_command(since_hours, late_minutes):
     """Count the outbox by state and list the latest errors. Exit status: 0 when all is well;
     3 when mail failed, bounced or has an unknown fate (in the last --since hours) or waits
     to be tried again after an error; 4 when mail is stuck (no sender gets it out); 1 when the
     outbox cannot be read."""
-    from sqlalchemy import and_, func, or_
-    from sqlmodel import select
-
-    from ..ground.db import reading, utcnow
+    from ..ground.db import utcnow
     from ..ground.i18n import ngettext
-    from ..ground.models import FAILED, QUEUED, SENDING, UNKNOWN, OutboxMessage
+    from ..ground.models import QUEUED
+    from ..services.health import mail_status
 
-    _need_schema()
+    need_schema()
     now = utcnow()
     since = now - timedelta(hours=since_hours) if since_hours else None
-    late = timedelta(minutes=late_minutes)
-    when = func.coalesce(OutboxMessage.failed_at, OutboxMessage.claimed_at,
-                         OutboxMessage.created_at)
-    failing = or_(OutboxMessage.status.in_((FAILED, UNKNOWN)) if since is None else and_(
-        OutboxMessage.status.in_((FAILED, UNKNOWN)), when >= since),
-        and_(OutboxMessage.status == QUEUED, OutboxMessage.last_error.is_not(None)))
-    with reading() as session:
-        counts = dict(session.exec(select(OutboxMessage.status, func.count())
-                                   .group_by(OutboxMessage.status)).all())
-        problems = session.exec(select(OutboxMessage).where(failing)
-                                .order_by(when.desc(), OutboxMessage.id.desc())
-                                .limit(LATEST_ERRORS)).all()
-        failed, unknown, retrying = (session.exec(select(func.count()).select_from(
-            OutboxMessage).where(failing, OutboxMessage.status == status)).one()
-            for status in (FAILED, UNKNOWN, QUEUED))
-        stuck = [and_(OutboxMessage.status == QUEUED, OutboxMessage.next_attempt_at < now - late),
-                 and_(OutboxMessage.status == SENDING, OutboxMessage.claimed_at < now - late)]
-        overdue, abandoned = (session.exec(select(func.count()).select_from(OutboxMessage)
-                                           .where(where)).one() for where in stuck)
-        stuck_rows = session.exec(select(OutboxMessage).where(or_(*stuck))
-                                  .order_by(OutboxMessage.id).limit(LATEST_ERRORS)).all()
+    status = mail_status(now, since, timedelta(minutes=late_minutes), LATEST_ERRORS)
+    counts, problems, stuck_rows = status.counts, status.problems, status.stuck
+    failed, unknown, retrying = status.failed, status.unknown, status.retrying
+    overdue, abandoned = status.overdue, status.abandoned
     click.echo(", ".join(f"{state} {counts.get(state, 0)}"
                          for state in ("queued", "sending", "sent", "failed", "unknown")))
     window = f"in the last {since_hours} hours" if since_hours else "ever"
@@ -405,13 +378,13 @@ def _checked_password(text: str) -> str:
 @click.argument("email")
 @click.option("--password-stdin", is_flag=True,
               help="Read the password from standard input (for scripts) instead of asking.")
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def create_admin_command(email, password_stdin):
     """Create an admin account for EMAIL, or set a new password for it."""
     from ..services.stewardship import create_admin
 
-    _need_schema()
+    need_schema()
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
     else:
@@ -425,12 +398,12 @@ def create_admin_command(email, password_stdin):
         create_admin(email, password)
     except SetupProblem as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"Admin {email.strip().lower()} can log in at {_base()}/admin/")
+    click.echo(f"Admin {email.strip().lower()} can log in at {site_base()}/admin/")
 
 
 @click.command("export-db")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def export_db_command(file):
     """Write every game, seat key, move, mail and account to FILE (- for standard output), to
@@ -461,7 +434,7 @@ def export_db_command(file):
 
 @click.command("import-db")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def import_db_command(file):
     """Fill this server's new, empty database (after init-db) from FILE, an export-db file

@@ -11,11 +11,11 @@ import click
 from flask import current_app
 
 
-def _base() -> str:
+def site_base() -> str:
     return current_app.config["BASE_URL"].rstrip("/")
 
 
-def _need_schema() -> None:
+def need_schema() -> None:
     from ..ground import schema
 
     problem = schema.problem(current_app)
@@ -23,7 +23,7 @@ def _need_schema() -> None:
         raise click.ClickException(problem)
 
 
-def _upgrade() -> None:
+def upgrade_schema() -> None:
     from alembic.util import CommandError
 
     from ..ground import schema
@@ -34,7 +34,7 @@ def _upgrade() -> None:
         raise click.ClickException(schema.problem(current_app) or str(exc)) from None
 
 
-def _one_line_errors(command):
+def one_line_errors(command):
     """A database that cannot be opened or a folder that cannot be made (also while the app is
     made) is reported in one line, like every other failure, instead of a traceback."""
 

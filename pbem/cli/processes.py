@@ -18,7 +18,7 @@ from flask.cli import with_appcontext
 
 from ..ground.config import check_settings, links_here, served_url
 from ..ground.process import forget_serving, record_serving, started
-from .common import _base, _need_schema, _one_line_errors
+from .common import need_schema, one_line_errors, site_base
 
 
 @click.command("serve")
@@ -26,7 +26,7 @@ from .common import _base, _need_schema, _one_line_errors
 @click.option("--port", type=click.IntRange(1, 65535), help="Port (default: SERVE_PORT).")
 @click.option("--scheduler/--no-scheduler", default=True, show_default=True,
               help="Also start `pbem scheduler` in a process of its own.")
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def serve_command(host, port, scheduler):
     """Run the web server with a mail sender beside it, and the scheduler in a process of its
@@ -37,7 +37,7 @@ def serve_command(host, port, scheduler):
     from ..web.mailbox import describe_access, is_enabled
     from .strict_http import StrictRequestHandler
 
-    _need_schema()
+    need_schema()
     app = current_app._get_current_object()
     check_settings(app, "serve")
     host = host or app.config["SERVE_HOST"]
@@ -70,7 +70,7 @@ def serve_command(host, port, scheduler):
     sender.start()
     click.echo(f"Serving on {served_url(host, port)}/  (stop with Ctrl-C)")
     if is_enabled(app):
-        click.echo(f"Mailbox: {_base()}/mailbox/ ({describe_access(app)})")
+        click.echo(f"Mailbox: {site_base()}/mailbox/ ({describe_access(app)})")
     # A plain `kill` must stop the scheduler beside us too: turn SIGTERM into a clean exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     child = lifeline = None
@@ -150,7 +150,7 @@ def _stop_on_signals(app) -> None:
 @click.command("scheduler")
 @click.option("--parent-pipe", type=int, hidden=True,
               help="A pipe whose end means the parent (`pbem serve`) has gone: stop then.")
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def scheduler_command(parent_pipe):
     """Run the scheduler: every SCHEDULER_TICK_SECONDS, reminders, timeouts and mail. SIGTERM
@@ -161,7 +161,7 @@ def scheduler_command(parent_pipe):
     from ..scheduler.outbox import stop_event
     from ..scheduler.senders import HelperPool, warm_up
 
-    _need_schema()
+    need_schema()
     app = current_app._get_current_object()
     check_settings(app, "scheduler")
     stop = stop_event(app)
@@ -235,7 +235,7 @@ def _parse_now(text: str | None):
               help="The --now time is simulated (a jump ahead to see reminders and timeouts): "
                    "it is not taken for the scheduler's run, so it neither looks like an "
                    "outage nor hides one.")
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def run_jobs_command(now_text, simulated):
     """Run the scheduler's job once: reminders, timeouts and mail that are due."""
@@ -244,7 +244,7 @@ def run_jobs_command(now_text, simulated):
     if simulated and not now_text:
         raise click.UsageError("--simulated needs --now, the time to act at")
     now = _parse_now(now_text)
-    _need_schema()
+    need_schema()
     _stop_on_signals(current_app._get_current_object())
     counts = run_jobs(current_app._get_current_object(), now, simulated=simulated)
     click.echo(", ".join(f"{key.replace('_', ' ')} {value}" for key, value in counts.items()))
@@ -254,7 +254,7 @@ def run_jobs_command(now_text, simulated):
 @click.option("--host", default=None, help="Default: MAIL_LISTEN_HOST ([mail] listen_host).")
 @click.option("--port", type=click.IntRange(1, 65535), default=None,
               help="Default: MAIL_LISTEN_PORT ([mail] listen_port).")
-@_one_line_errors
+@one_line_errors
 @with_appcontext
 def mail_listener_command(host, port):
     """Receive players' replies over SMTP (for a mail server to hand them to) until stopped."""
@@ -262,7 +262,7 @@ def mail_listener_command(host, port):
 
     from ..mailin.listener import start_listener
 
-    _need_schema()
+    need_schema()
     app = current_app._get_current_object()
     check_settings(app, "mail-listener", replies_arrive=True)
     host = host or app.config["MAIL_LISTEN_HOST"]

@@ -37,7 +37,6 @@ import hashlib
 import logging
 import re
 from dataclasses import dataclass
-from datetime import timedelta
 from email import policy
 from email.header import decode_header, make_header
 from email.message import EmailMessage
@@ -45,30 +44,17 @@ from email.parser import BytesParser
 from email.utils import getaddresses
 
 from flask import current_app, g
-from flask_babel import force_locale
-from sqlalchemy import and_, func, or_, update
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import select
 
 from ..games import choices, rules_for
 from ..ground import i18n
-from ..ground.db import reading, utcnow, writing
 from ..ground.i18n import gettext as _
-from ..ground.models import (
-    PAUSED,
-    RUNNING,
-    TO_ALL,
-    Game,
-    IncomingMail,
-    OutboxMessage,
-    Seat,
-    SeatKey,
-)
+from ..ground.models import PAUSED, RUNNING, TO_ALL, SeatKey
 from ..ground.tokens import hash_token
-from ..services import bounces, mail
+from ..services import bounces, mail, replies
 from ..services.errors import GameNotRunning, Malformed, ServiceError, StaleTurn
+from ..services.mail import kinds
 from ..services.moves import submit_orders
-from ..services.seats import is_expired, superseded_at
+from ..services.seats import is_expired
 from ..services.talk import post_message
 from ..services.turnfile import Orders, read_talk
 from .reading import ATTACHMENT, HTML, Reading, read_mail
@@ -260,12 +246,8 @@ def _handle(raw: bytes, message: EmailMessage | None, recipients: list[str], siz
         # server delivered the reply: its domain is the reply domain this process lacks.
         g.reply_domain = _envelope_domain(recipients, token)
     hashed = hash_token(token)
-    with reading() as session:
-        # A reply key, or (for keys made before reply keys were) the link's own token.
-        key, superseded = session.exec(select(SeatKey, superseded_at()).where(or_(
-            SeatKey.reply_hash == hashed,
-            and_(SeatKey.token_hash == hashed, SeatKey.reply_hash.is_(None))))).first() \
-            or (None, None)
+    # A reply key, or (for keys made before reply keys were) the link's own token.
+    key, superseded = replies.key_of(hashed)
     if key is None:
         return _unknown(message, "no such key", ""), ""
     where = f" for seat {key.seat_id}"
@@ -293,12 +275,7 @@ def _handle(raw: bytes, message: EmailMessage | None, recipients: list[str], siz
     if problem is not None:
         return _unreadable(key, message_id, message, problem), where
     message = whole
-    with writing() as session:
-        seen = session.exec(select(IncomingMail.id, IncomingMail.repeats).where(
-            IncomingMail.message_id == message_id)).first()
-        if seen is not None:
-            session.exec(update(IncomingMail).where(IncomingMail.id == seen[0])
-                         .values(repeats=IncomingMail.repeats + 1))
+    seen = replies.count_repeat(message_id)
     if seen is not None:
         return _duplicate(key, message_id, message, first=seen[1] == 0), where
     if key.talk_to is not None:
@@ -322,9 +299,8 @@ def _token(message: EmailMessage, recipients: list[str]) -> str | Handled:
     return keys[0] if keys else _unknown(message, "no play+<key> address", "")
 
 
-UNKNOWN_ANSWERS_PER_DAY = 1
-REVOKED_ANSWERS_PER_DAY = 3
-REFUSAL = "answer"  # the outbox kind of an answer that applied nothing (capped per day)
+UNKNOWN_ANSWERS_PER_DAY = kinds.MISDIRECTED.per_day.most
+REVOKED_ANSWERS_PER_DAY = kinds.REVOKED.per_day.most
 
 
 def _unknown(message: EmailMessage, why: str, where: str) -> Handled:
@@ -335,66 +311,29 @@ def _unknown(message: EmailMessage, why: str, where: str) -> Handled:
     detail = f"{why}{'; ' + where if where else ''}"
     if not sender or "@" not in sender:
         return Handled(outcome, detail + "; not answered")
-    with writing() as session:
-        seat = session.exec(select(Seat).join(Game, Game.id == Seat.game_id).where(
-            func.lower(Seat.email) == sender, Game.status.in_((RUNNING, PAUSED)),
-            Seat.bot.is_(None)).order_by(Seat.id.desc())).first()
-        if seat is None:
-            return Handled(outcome, detail + "; not answered (not a player's address)")
-        answered = session.exec(select(func.count()).select_from(OutboxMessage)
-                                .join(Seat, Seat.id == OutboxMessage.seat_id).where(
-            OutboxMessage.kind == "misdirected", func.lower(Seat.email) == sender,
-            OutboxMessage.created_at > utcnow() - timedelta(days=1))).one()
-        if answered >= UNKNOWN_ANSWERS_PER_DAY:
-            return Handled(outcome, detail + "; not answered (answered today already)")
-        with force_locale(seat.language):
-            mail.queue(session, kind="misdirected",
-                       to=mail.formatted_address(seat.name, seat.email),
-                       subject=_("Your mail to the game server"), template="misdirected",
-                       seat=seat, answering=answering(message))
+    why_not = replies.answer_stranger(sender, answering(message))
+    if why_not is not None:
+        return Handled(outcome, f"{detail}; not answered ({why_not})")
     return Handled(outcome, detail)
 
 
 def _seat_language(seat_id: int) -> None:
-    with reading() as session:
-        i18n.use(session.get(Seat, seat_id).language)
+    i18n.use(replies.seat_language(seat_id))
 
 
 def _answer(seat_id: int, subject: str, lines: list[str], message: EmailMessage,
             capped: bool = True) -> bool:
     """Answer the seat's own address with `lines` and its position, threaded under `message`.
 
-    An answer that applied nothing (`capped`) is sent at most MAIL_ANSWERS_PER_DAY times a day
-    per seat; beyond that, False and nothing sent. Orders applied are always answered: each
-    needs a move of its own, so they cannot come in a flood."""
-    with writing() as session:
-        if capped:
-            answered = session.exec(select(func.count()).select_from(OutboxMessage).where(
-                OutboxMessage.seat_id == seat_id, OutboxMessage.kind == REFUSAL,
-                OutboxMessage.created_at > utcnow() - timedelta(days=1))).one()
-            if answered >= current_app.config["MAIL_ANSWERS_PER_DAY"]:
-                log.warning("seat %d: not answered, %d answers today already "
-                            "([mail] answers_per_day)", seat_id, answered)
-                return False
-        seat = session.get(Seat, seat_id)
-        game = session.get(Game, seat.game_id)
-        rules = rules_for(game.kind)
-        state = rules.loads(game.state_json)
-        mail.notice(session, game, seat, subject,
-                    [*lines, "", *rules.position_lines(state, seat.number)],
-                    answering=answering(message), kind=REFUSAL if capped else "notice")
-    return True
+    An answer that applied nothing (`capped`, kinds.ANSWER) is sent at most MAIL_ANSWERS_PER_DAY
+    times a day per seat; beyond that, False and nothing sent. Orders applied are always
+    answered (kinds.NOTICE): each needs a move of its own, so they cannot come in a flood."""
+    return replies.answer(seat_id, subject, lines, answering(message), capped)
 
 
 def _remember(message_id: str, seat_id: int | None, outcome: str, detail: str) -> bool:
     """Record a processed mail; False when another delivery of it was recorded first."""
-    try:
-        with writing() as session:
-            session.add(IncomingMail(message_id=message_id, seat_id=seat_id, outcome=outcome,
-                                     detail=detail[:2000]))
-        return True
-    except IntegrityError:
-        return False
+    return replies.remember(message_id, seat_id, outcome, detail)
 
 
 def _unreadable(key: SeatKey, message_id: str, message: EmailMessage, problem: str) -> Handled:
@@ -426,20 +365,7 @@ def _answer_revoked(key: SeatKey, message: EmailMessage) -> bool:
     at a stranger (backscatter). The answer goes only to the seat's own address, only when the
     mail came from it, and at most REVOKED_ANSWERS_PER_DAY times a day per seat."""
     sender = (addresses_in(message, "From") or [""])[0]
-    with writing() as session:
-        seat = session.get(Seat, key.seat_id)
-        if sender.strip().lower() != seat.email.strip().lower():
-            return False
-        answered = session.exec(select(func.count()).select_from(OutboxMessage).where(
-            OutboxMessage.seat_id == seat.id, OutboxMessage.kind == "revoked",
-            OutboxMessage.created_at > utcnow() - timedelta(days=1))).one()
-        if answered >= REVOKED_ANSWERS_PER_DAY:
-            return False
-        with force_locale(seat.language):
-            mail.queue(session, kind="revoked", to=mail.formatted_address(seat.name, seat.email),
-                       subject=_("Your mail to the game server"), template="revoked",
-                       seat=seat, answering=answering(message))
-    return True
+    return replies.answer_revoked(key.seat_id, sender, answering(message))
 
 
 def _apply_talk(key: SeatKey, message_id: str, read_in: Reading,
@@ -474,10 +400,8 @@ def _apply(key: SeatKey, message_id: str, read_in: Reading, message: EmailMessag
            orders: Orders | None = None) -> Handled:
     orders = read_in.orders if orders is None else orders
     orders = Orders(key.turn, orders.lines)
-    with reading() as session:
-        seat = session.get(Seat, key.seat_id)
-        game = session.get(Game, seat.game_id)
-        rules = rules_for(game.kind)
+    seat, game = replies.seat_and_game(key.seat_id)
+    rules = rules_for(game.kind)
     i18n.use(seat.language)  # the answer, and every message on the way, in the seat's words
     if game.status != RUNNING:
         outcome = Handled("finished", f"the game is {game.status}")
@@ -563,5 +487,4 @@ def _how_read(read_in: Reading, orders: list[str], applied: int) -> list[str]:
 
 
 def _state_json(game_id: int) -> str:
-    with reading() as session:
-        return session.get(Game, game_id).state_json
+    return replies.state_json_of(game_id)

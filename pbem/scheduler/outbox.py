@@ -26,7 +26,7 @@ gives its other claimed rows back to the queue.
 
 The backends are pbem.scheduler.backends (SMTP and a local folder), the message's bytes
 pbem.scheduler.wire; a mail queued as an intent is written here first
-(pbem.services.mail.intents.render).
+(pbem.services.mail.sending.render).
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ from ..ground.db import (
     writing,
 )
 from ..ground.models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, OutboxMessage
-from ..services import bounces, mail
+from ..services import bounces
 from ..services.health import stuck_after
-from ..services.mail import intents
+from ..services.mail import sending
 from .backends import Backend, Permanent, Unknown, backend_for
 from .wire import build_message
 
@@ -283,9 +283,9 @@ UNWRITTEN = "cannot write this mail's text (it stays queued and is tried again):
 
 
 def _write(session, row) -> None:
-    """Write the text of a mail queued as an intent (pbem.services.mail.intents.render) into
+    """Write the text of a mail queued as an intent (pbem.services.mail.sending.render) into
     `row`; it is stored with the outcome of its delivery. Raises when it cannot be written."""
-    row.text_body, row.html_body = intents.render(session, row)
+    row.text_body, row.html_body = sending.render(session, row)
     row.written = True
 
 
@@ -415,7 +415,7 @@ def _deliver(app: Flask, backend: Backend, writer, claim: str, rows: list, now: 
                 if row.intent_json is not None:
                     if session is None:
                         session = stack.enter_context(reading(app))
-                        intents.read_games(session, {r.game_id for r in rows if r.intent_json})
+                        sending.read_games(session, {r.game_id for r in rows if r.intent_json})
                     try:
                         _write(session, row)
                     except Exception as exc:  # a bug or a vanished game: the mail waits, logged
@@ -481,7 +481,7 @@ def deliver_all_due(app: Flask, now: datetime | None = None,
     with helper processes, whose deliveries are counted in too."""
     now = now or utcnow()
     with app.app_context(), writing(app) as session:
-        mail.due_digests(session, now)
+        sending.due_digests(session, now)
     if helpers is not None:
         helpers.done_queueing()
     total = {"sent": 0, "retry": 0, "failed": 0, "unknown": 0}

@@ -248,12 +248,14 @@ def mark_dead(session, seat_id: int, to_addr: str, reason: str, now: datetime) -
 
 
 def _tell_organisers(session, connection: Connection, seat, reason: str) -> None:
-    from . import mail
+    from .mail import kinds
+    from .mail.sending import send
 
     title = connection.execute(select(Game.title).where(Game.id == seat.game_id)).scalar_one()
     game = f"{title} #{seat.game_id}"
     page = f"{current_app.config['BASE_URL'].rstrip('/')}/admin/games/{seat.game_id}"
-    mail.to_admins(session, L_("mail to %(name)s in %(game)s fails", name=seat.name, game=game), [
+    send(session, kinds.ADMIN, heading=L_("mail to %(name)s in %(game)s fails", name=seat.name,
+                                         game=game), lines=[
         L_("Mail to %(player)s, seat %(number)d of %(game)s, failed for good: %(reason)s",
            player=f"{seat.name} <{seat.email}>", number=seat.number + 1, game=game,
            reason=reason),

@@ -45,9 +45,9 @@ from ..ground.models import (
 )
 from ..ground.tokens import hash_token, is_well_formed
 from .errors import NotFound, ServiceError
-from .log import LogEntry, _log
-from .my_games import _email_of, _held_by
-from .seats import _seat_game_seats
+from .log import LogEntry, log_for
+from .my_games import email_of, held_by
+from .seats import seat_game_seats
 
 MAX_ENTRIES = 50  # the latest moves an Atom feed holds (feed readers keep the older ones)
 MAX_GAMES = 500  # the running games a calendar lists
@@ -136,7 +136,7 @@ def new_seat_feed(token: str, now: datetime | None = None) -> str:
     """A new feed key for the seat a link opens (a POST); the old one stops working."""
     now = now or utcnow()
     with writing() as session:
-        seat, __, __ = _seat_game_seats(session, token)
+        seat, __, __ = seat_game_seats(session, token)
         if seat.bot is not None:
             raise NotFound(gettext("A computer player has no feed."))
         return _new_key(session, FEED_SEAT, seat.email.lower(), seat.id, now)
@@ -171,7 +171,7 @@ def _moves_feed(session: Session, game: Game, seats: list[Seat], reader: int,
                 language: str, with_entries: bool) -> MovesFeed:
     rules = rules_for(game.kind)
     i18n.use(language)  # the feed's words, and what the web floor writes around them
-    entries = _log(session, game, reader, MAX_ENTRIES, rules)[0] if with_entries else []
+    entries = log_for(session, game, reader, MAX_ENTRIES, rules)[0] if with_entries else []
     return MovesFeed(game, seats, rules, reader, language, list(entries))
 
 
@@ -209,7 +209,7 @@ def seat_moves(token: str, with_entries: bool = True) -> MovesFeed:
 def calendar_feed_token(player_token: str) -> str | None:
     """The calendar feed token of the address a "my games" link opens (None: none made)."""
     with reading() as session:
-        email = _email_of(session, player_token)
+        email = email_of(session, player_token)
         return _shown(_live(session, FEED_CALENDAR, email, None))
 
 
@@ -217,9 +217,9 @@ def new_calendar_feed(player_token: str, now: datetime | None = None) -> str:
     """A new calendar feed key for the address a "my games" link opens (a POST)."""
     now = now or utcnow()
     with writing() as session:
-        email = _email_of(session, player_token, lock=True, now=now)
+        email = email_of(session, player_token, lock=True, now=now)
         key = _new_key(session, FEED_CALENDAR, email, None, now)
-        latest = session.exec(select(Seat.language).where(_held_by(email))
+        latest = session.exec(select(Seat.language).where(held_by(email))
                               .order_by(Seat.game_id.desc()).limit(1)).first()
     if latest:  # what is said next in the language of the "my games" page it is said on
         i18n.use(latest)
@@ -266,7 +266,7 @@ def calendar(token: str) -> Calendar:
     """The running games of the address a calendar key belongs to, with their deadlines."""
     with reading() as session:
         key = _found(session, token, FEED_CALENDAR)
-        mine = session.exec(select(Seat).where(_held_by(key.email))
+        mine = session.exec(select(Seat).where(held_by(key.email))
                             .order_by(Seat.game_id.desc()).limit(MAX_GAMES)).all()
         games = {g.id: g for g in session.exec(
             select(Game).where(Game.id.in_([s.game_id for s in mine]),

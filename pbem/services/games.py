@@ -12,21 +12,25 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flask import current_app
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from ..games import DEFAULT_KIND, SetupProblem, rules_for
 from ..ground import i18n
 from ..ground.db import (
+    reading,
     utcnow,
     writing,
 )
 from ..ground.i18n import _
 from ..ground.models import (
+    RUNNING,
     Game,
     Seat,
 )
 from . import mail
 from .deadlines import TimeControl, start_clock, time_control
+from .mail import kinds
+from .mail.sending import send
 from .players import PlayerSpec, check_bot, check_title
 from .profiles import defaults_for
 
@@ -148,7 +152,19 @@ def _create(session: Session, made: _Checked) -> CreatedGame:
     start_clock(session, game, seats[rules.to_move(state)], now)
     links = []
     for seat in seats:
-        message = mail.invitation(session, game, seat, seats, rules, state)
+        message = send(session, kinds.INVITATION, game=game, seat=seat, seats=seats, rules=rules,
+                       state=state)
         links.append((seat.name, seat.colour, None if message is None else mail.seat_link(
             json.loads(message.secrets_json)[0])))
     return CreatedGame(game.id, links)
+
+
+def running_game(title: str, kind: str) -> tuple[Game | None, list[Seat]]:
+    """The latest running game of `kind` titled `title` (the demo's) and its seats, or
+    (None, [])."""
+    with reading() as session:
+        game = session.exec(select(Game).where(Game.title == title, Game.kind == kind,
+                                               Game.status == RUNNING)).first()
+        if game is None:
+            return None, []
+        return game, list(session.exec(select(Seat).where(Seat.game_id == game.id)).all())

@@ -7,15 +7,16 @@ holds counts and times only: no address, no subject, no error text, no key.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import Flask
-from sqlalchemy import func
+from sqlalchemy import and_, func, or_
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import select
 
 from ..ground.db import is_status, reading, utcnow
-from ..ground.models import FAILED, QUEUED, SENDING, UNKNOWN, JobState, OutboxMessage
+from ..ground.models import FAILED, QUEUED, SENDING, UNKNOWN, Game, JobState, OutboxMessage
 
 STUCK_AFTER = timedelta(minutes=15)  # at least; see stuck_after()
 SCHEDULER_JOB = "scheduler"  # pbem.services.timeouts.JOB: the row each real run of the scheduler updates
@@ -91,3 +92,53 @@ def check(app: Flask, now: datetime | None = None) -> tuple[dict, bool]:
                         f"{round((now - oldest_claim).total_seconds())} s")
     return {"status": "failing" if problems else "ok", "problems": problems,
             "database": "ok", "scheduler": scheduler, "mail": mail}, not problems
+
+
+def games_by_status() -> dict[str, int]:
+    """How many games there are in each status (the front page's figures)."""
+    with reading() as session:
+        return dict(session.exec(select(Game.status, func.count()).group_by(Game.status)).all())
+
+
+@dataclass(frozen=True)
+class MailStatus:
+    """What `pbem mail-status` says of the outbox: the counts by state, the mail that failed,
+    is unknown or waits to be tried again after an error (`problems`, latest first), and the
+    mail that is stuck (queued past its time, or claimed without progress)."""
+
+    counts: dict[str, int]
+    problems: list[OutboxMessage]
+    failed: int
+    unknown: int
+    retrying: int
+    overdue: int
+    abandoned: int
+    stuck: list[OutboxMessage]
+
+
+def mail_status(now: datetime, since: datetime | None, late: timedelta,
+                latest: int) -> MailStatus:
+    """The outbox as `pbem mail-status` reports it: failures since `since` (None: ever), mail
+    `late` past its time, at most `latest` rows of each list."""
+    when = func.coalesce(OutboxMessage.failed_at, OutboxMessage.claimed_at,
+                         OutboxMessage.created_at)
+    failing = or_(OutboxMessage.status.in_((FAILED, UNKNOWN)) if since is None else and_(
+        OutboxMessage.status.in_((FAILED, UNKNOWN)), when >= since),
+        and_(OutboxMessage.status == QUEUED, OutboxMessage.last_error.is_not(None)))
+    with reading() as session:
+        counts = dict(session.exec(select(OutboxMessage.status, func.count())
+                                   .group_by(OutboxMessage.status)).all())
+        problems = list(session.exec(select(OutboxMessage).where(failing)
+                                     .order_by(when.desc(), OutboxMessage.id.desc())
+                                     .limit(latest)).all())
+        failed, unknown, retrying = (session.exec(select(func.count()).select_from(
+            OutboxMessage).where(failing, OutboxMessage.status == status)).one()
+            for status in (FAILED, UNKNOWN, QUEUED))
+        stuck = [and_(OutboxMessage.status == QUEUED, OutboxMessage.next_attempt_at < now - late),
+                 and_(OutboxMessage.status == SENDING, OutboxMessage.claimed_at < now - late)]
+        overdue, abandoned = (session.exec(select(func.count()).select_from(OutboxMessage)
+                                           .where(where)).one() for where in stuck)
+        stuck_rows = list(session.exec(select(OutboxMessage).where(or_(*stuck))
+                                       .order_by(OutboxMessage.id).limit(latest)).all())
+    return MailStatus(counts, problems, failed, unknown, retrying, overdue, abandoned,
+                      stuck_rows)

@@ -45,11 +45,12 @@ from ..ground.models import (
     Profile,
     Rating,
 )
-from . import mail
 from .deadlines import TimeControl, time_control
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
 from .games import create_game
-from .my_games import _email_of
+from .mail import kinds
+from .mail.sending import send
+from .my_games import email_of
 from .players import PlayerSpec, network_of
 from .profiles import profile_for, profile_or_default
 from .ratings import MODEL, standings
@@ -132,7 +133,7 @@ def post(token: str, posting: Posting, client: str, now: datetime | None = None)
     config = current_app.config
     client = network_of(client) or "unknown"
     with writing() as session:
-        email = _email_of(session, token, now=now)
+        email = email_of(session, token, now=now)
         one_at_a_time(session, f"lobby post {email}", f"lobby post ip {client}")
         since = now - timedelta(days=1)
         mine = session.exec(select(func.count()).select_from(OpenGame).where(
@@ -188,7 +189,7 @@ def join(token: str, open_game_id: object, client: str, now: datetime | None = N
     config = current_app.config
     client = network_of(client) or "unknown"
     with writing() as session:
-        email = _email_of(session, token, now=now)
+        email = email_of(session, token, now=now)
         game = _locked(session, open_game_id)
         rules = rules_for(game.kind)
         if game.status != OPEN or game.expires_at <= now:
@@ -258,16 +259,15 @@ def _tell(session: Session, email: str, game: OpenGame, lines: list[str]) -> Non
     profile = profile_for(session, email)
     rules = rules_for(game.kind)
     with i18n.in_language(profile.language):
-        mail.queue(session, kind="lobby_news", to=email,
-                   subject=_("News of your open game of %(game)s", game=rules.title),
-                   template="lobby_news", lines=[str(line) for line in lines], rules=rules)
+        send(session, kinds.LOBBY_NEWS, to=email, lines=[str(line) for line in lines],
+             rules=rules)
 
 
 def withdraw(token: str, open_game_id: object, now: datetime | None = None) -> None:
     """The poster takes their open game down before it starts; those who joined are told."""
     now = now or utcnow()
     with writing() as session:
-        email = _email_of(session, token, now=now)
+        email = email_of(session, token, now=now)
         game = _locked(session, open_game_id)
         if game.poster != email:
             raise NotFound(_("There is no such open game of yours in the lobby."))
@@ -385,5 +385,5 @@ def started_games(email: str) -> list[Started]:
 def reader(token: str) -> tuple[str, str]:
     """The address a "my games" key opens (for the lobby's buttons) and its language."""
     with reading() as session:
-        email = _email_of(session, token)
+        email = email_of(session, token)
         return email, profile_or_default(session, email).language

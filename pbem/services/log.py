@@ -37,7 +37,7 @@ from . import turns
 class LogEntry(NamedTuple):
     """One applied move as the log shows it to one reader (a named tuple: a page shows fifty,
     and a tuple is made in a third of a frozen dataclass's time). Entries are shared between
-    the pages and answers that show them (`_log`): nothing changes one."""
+    the pages and answers that show them (`log_for`): nothing changes one."""
 
     number: int
     seat: int
@@ -281,8 +281,8 @@ def read_window(connection: Connection, game: Game | GameRow, size: int,
                     len(rows) < size), key)
 
 
-def _window(connection: Connection, game: Game | GameRow, size: int, rules: GameRules,
-            readers: tuple[str, ...] = ()) -> Window:
+def window_of(connection: Connection, game: Game | GameRow, size: int, rules: GameRules,
+              readers: tuple[str, ...] = ()) -> Window:
     """The window of the latest `size` moves of `game` as read in this transaction: kept by the
     process, or read and then kept, with the entries of `readers` in the language in use made
     at once (the seats: each shows its own from then on, one move added at a time)."""
@@ -298,7 +298,7 @@ def _window(connection: Connection, game: Game | GameRow, size: int, rules: Game
     return window
 
 
-def _log(session: Session | Connection, game: Game | GameRow, reader: int, limit: int | None,
+def log_for(session: Session | Connection, game: Game | GameRow, reader: int, limit: int | None,
          rules: GameRules, readers: tuple[str, ...] = ()) -> tuple[list[LogEntry], int]:
     """The game's log, newest first, in `reader`'s words (-1: a spectator's), each entry with
     its turn (pbem.services.turns), and the turn of the latest move (0 before any move); read in a
@@ -314,7 +314,7 @@ def _log(session: Session | Connection, game: Game | GameRow, reader: int, limit
     key, language = str(reader), i18n.language()
     if limit is not None:
         # One row at least: the latest move's turn is the one in progress.
-        window = _window(connection, game, max(limit, 1), rules, readers)
+        window = window_of(connection, game, max(limit, 1), rules, readers)
         return window.log(key, language, limit), window.last_turn
     rows = connection.execute(_LOG, {"game_id": game.id}).all()
     numbers = _turns_of(connection, game, rules, rows, 0)

@@ -67,7 +67,8 @@ from .log import (
     window_key,
     windows,
 )
-from .mail import intents
+from .mail import kinds
+from .mail.sending import send
 from .players import network_of
 from .seats import SeatContext, seat_rows
 from .turnfile import MAX_ORDERS, Orders
@@ -400,8 +401,8 @@ class Moved:
 
 def _notify(moved: Moved, window: Window | None = None) -> None:
     """What follows a move that ends a turn: what its actor's move causes (`_BY_ACTOR`), then
-    the end of the game or the next turn's mails. The mails are queued as intents
-    (pbem.services.mail.intents): written when they are delivered, not in the move's
+    the end of the game or the next turn's mails. The mails are queued as kinds written later
+    (pbem.services.mail.kinds): written when they are delivered, not in the move's
     transaction, from the game as it is after this move."""
     rules, mover = moved.rules, moved.mover
     to_move = rules.to_move(moved.after)
@@ -427,8 +428,8 @@ def _by_bot(moved: Moved, recent: _Recent) -> None:
     if mover.bot is None:
         lines = recent.lines_since(mover.number, recent.last_move_not_of(mover.number),
                                    Actor.BOT)
-        intents.played_for_you(moved.session, moved.game, mover, lines, absent=True,
-                               bot=moved.game.absent_bot)
+        send(moved.session, kinds.PLAYED_FOR_YOU, game=moved.game, seat=mover, lines=lines,
+             absent=True, bot=moved.game.absent_bot)
 
 
 def _by_timeout(moved: Moved, recent: _Recent) -> None:
@@ -450,7 +451,8 @@ def _finished(moved: Moved, recent: _Recent) -> None:
     this_move = moved.game.turn - 1
     for seat in moved.seats:
         lines = recent.lines_since(seat.number, recent.last_move_of(seat.number, this_move))
-        intents.final(moved.session, moved.game, seat, moved.seats, lines)
+        send(moved.session, kinds.FINAL, game=moved.game, seat=seat, seats=moved.seats,
+             lines=lines)
 
 
 def _next_turn(moved: Moved, recent: _Recent, to_move: int) -> None:
@@ -469,13 +471,14 @@ def _next_turn(moved: Moved, recent: _Recent, to_move: int) -> None:
             # Its first turn when it has no move in `recent`, which reaches back to the first
             # move while a seat has not moved (and this seat is not the mover).
             first = last < 0
-            intents.your_turn(session, game, seat, news, first_turn=first)
+            send(session, kinds.YOUR_TURN, game=game, seat=seat, news=news, first_turn=first)
         elif seat.number in (mover.number, to_move):
             continue
         else:
             lines = recent.lines_since(seat.number, turn_began)
             if seat.notify == NOTIFY_EVERY:
-                intents.moved(session, game, seat, lines, seats[to_move])
+                send(session, kinds.MOVED, game=game, seat=seat, lines=lines,
+                     next_seat=seats[to_move])
             elif seat.notify == NOTIFY_DIGEST:
                 insert_later(session, DigestItem, {
                     "seat_id": seat.id, "created_at": now, "text": json.dumps(

@@ -62,7 +62,7 @@ EXPIRED = N_("This link to your games has expired: such a link stops working %(o
              "link to your games, and a link to your seat in that game.")
 
 
-def _email_of(session: Session, token: str, lock: bool = False,
+def email_of(session: Session, token: str, lock: bool = False,
               now: datetime | None = None) -> str:
     """The address of a live key: not revoked, not expired (see the module's docstring);
     NotFound or LinkExpired otherwise. With `lock`, the key's row stays locked until the
@@ -85,7 +85,7 @@ def _email_of(session: Session, token: str, lock: bool = False,
     return key.email
 
 
-def _held_by(email: str):
+def held_by(email: str):
     """The condition on Seat for the seats `email` holds now: its address, and a person (not
     a computer player) plays it."""
     return (func.lower(Seat.email) == email) & Seat.bot.is_(None)
@@ -120,8 +120,8 @@ def _result(rules, state, seats: list[Seat], seat: Seat) -> str | None:
 def my_games(token: str) -> tuple[str, list[Entry]]:
     """The address a player key belongs to, and its games (the ones to move in first)."""
     with reading() as session:
-        email = _email_of(session, token)
-        mine = session.exec(select(Seat).where(_held_by(email))
+        email = email_of(session, token)
+        mine = session.exec(select(Seat).where(held_by(email))
                             .order_by(Seat.game_id.desc()).limit(MAX_GAMES)).all()
         games = {g.id: g for g in session.exec(
             select(Game).where(Game.id.in_([s.game_id for s in mine])))}
@@ -166,13 +166,13 @@ def open_seat(token: str, game_id: object, now: datetime | None = None) -> str:
     (each locks the game first, then revokes this address's keys) either comes before, and is
     seen here, or waits for this one and revokes the key minted here too."""
     with writing() as session:
-        email = _email_of(session, token, lock=True, now=now)
+        email = email_of(session, token, lock=True, now=now)
         raw = str(game_id)
         if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:  # within 32 bits
             raise Malformed("Choose a game from the list.")
         game = get_row(session, Game, int(raw), with_for_update=True)
         seat = None if game is None else session.exec(
-            select(Seat).where(Seat.game_id == game.id, _held_by(email))).first()
+            select(Seat).where(Seat.game_id == game.id, held_by(email))).first()
         if seat is None:
             raise NotFound("You have no seat in that game.")
         return seat_link(mint_key(session, seat, game.turn))

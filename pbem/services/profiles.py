@@ -36,7 +36,9 @@ from ..ground.models import (
 )
 from . import mail
 from .errors import Malformed, NotFound, TooMany
-from .my_games import _email_of, _held_by
+from .mail import kinds
+from .mail.sending import send
+from .my_games import email_of, held_by
 from .players import EMAIL_PATTERN, check_player, network_of
 from .ratings import is_listed, name_is_taken, ranks_of
 
@@ -45,7 +47,7 @@ MAX_PAGES = 10000
 
 
 def _latest_seat(session: Session, email: str) -> Seat | None:
-    return session.exec(select(Seat).where(_held_by(email)).order_by(Seat.id.desc())
+    return session.exec(select(Seat).where(held_by(email)).order_by(Seat.id.desc())
                         .limit(1)).first()
 
 
@@ -132,7 +134,7 @@ def ratings_of(session: Session, player: str) -> list[ShownRating]:
 def own_profile(token: str) -> tuple[Profile, bool, list[ShownRating]]:
     """The profile the "my games" key `token` opens (saved or not: the flag), its ratings."""
     with reading() as session:
-        email = _email_of(session, token)
+        email = email_of(session, token)
         profile = profile_or_default(session, email)
         return profile, profile.id is not None, ratings_of(session, email)
 
@@ -173,7 +175,7 @@ def save_profile(token: str, form, now: datetime | None = None) -> dict[str, str
     saved then), or none."""
     now = now or utcnow()
     with writing() as session:
-        email = _email_of(session, token, now=now)
+        email = email_of(session, token, now=now)
         values, errors = read_profile_form(form, email)
         if errors:
             return errors
@@ -209,7 +211,7 @@ def finished_games(session: Session, email: str, page: int = 1,
                    size: int = PAGE_FINISHED) -> tuple[list[FinishedGame], int]:
     """One page of the finished games whose seats `email` holds, the newest first, with its
     place; and how many there are in all."""
-    mine = [_held_by(email), Game.status == FINISHED]
+    mine = [held_by(email), Game.status == FINISHED]
     total = session.exec(select(func.count()).select_from(Seat).join(
         Game, Game.id == Seat.game_id).where(*mine)).one()
     seats = session.exec(select(Seat, Game).join(Game, Game.id == Seat.game_id).where(
@@ -317,10 +319,8 @@ def request_link(typed: object, client: str, now: datetime | None = None) -> str
         mailed = session.begin_nested()
         token = mail.mint_player_key(session, email)
         with i18n.in_language(language):
-            mail.queue(session, kind="my_link", to=email,
-                       subject=_("Your games on %(site)s", site=config["BASE_URL"]),
-                       template="my_link", secrets=(token,),
-                       link=mail.games_link(token))
+            send(session, kinds.MY_LINK, to=email, secrets=(token,), site=config["BASE_URL"],
+                 link=mail.games_link(token))
         insert_pending(session)
         if known:
             mailed.commit()

@@ -40,7 +40,7 @@ from .errors import (
     LinkExpired,
     NotFound,
 )
-from .log import LogEntry, _log, _window
+from .log import LogEntry, log_for, window_of
 
 UNKNOWN_LINK = N_("This link is not valid: it may be mistyped, cut short by the mail program, or "
                 "replaced by a newer one. Use the link in your latest mail from the game.")
@@ -164,7 +164,7 @@ def _opened(seat_id: int | None, token: str | None) -> tuple[str, dict] | None:
     return "token", {"token_hash": hash_token(token)}
 
 
-def _seat_game_seats(session: Session, token: str | None,
+def seat_game_seats(session: Session, token: str | None,
                      seat_id: int | None = None) -> tuple[Seat, Game, list[Seat]]:
     """The seat a link's token (or, for trusted callers, `seat_id`) opens, its game and all
     its seats in seat order, as ORM objects to change, in one query; NotFound reveals nothing."""
@@ -196,7 +196,7 @@ def _opened_seat(seats: list, keyed: int, seat_id: int | None):
 
 def seat_rows(connection: Connection, token: str | None, seat_id: int | None = None, *,
                lock: bool = False) -> tuple[SeatRow, GameRow, list[SeatRow]]:
-    """`_seat_game_seats` as plain rows (pbem.ground.rows), for reading them or writing them back
+    """`seat_game_seats` as plain rows (pbem.ground.rows), for reading them or writing them back
     with `write_changes`; with `lock`, the game's row is locked (a move)."""
     how = _opened(seat_id, token)
     if how is None:
@@ -215,15 +215,15 @@ def seat_rows(connection: Connection, token: str | None, seat_id: int | None = N
     return _opened_seat(seats, first[_GAME_END], seat_id), game, seats
 
 
-def _seat_and_game(session: Session, token: str) -> tuple[Seat, Game]:
+def seat_and_game(session: Session, token: str) -> tuple[Seat, Game]:
     """The seat a link's token opens, and its game; NotFound reveals nothing."""
-    seat, game, __ = _seat_game_seats(session, token)
+    seat, game, __ = seat_game_seats(session, token)
     return seat, game
 
 
 
 
-def _seats(session: Session, game_id: int) -> list[Seat]:
+def seats_of_game(session: Session, game_id: int) -> list[Seat]:
     return list(session.exec(select(Seat).where(Seat.game_id == game_id)
                              .order_by(Seat.number)))
 
@@ -253,10 +253,10 @@ def load_seat(token: str, log_limit: int | None = 200) -> SeatContext:
         state = rules.loads(game.state_json)
         readers = tuple(str(s.number) for s in seats)
         if log_limit is None:
-            log, last = _log(connection, game, seat.number, None, rules)
+            log, last = log_for(connection, game, seat.number, None, rules)
             before = None
-        else:  # a window (see _log), and what its log was made from
-            window = _window(connection, game, max(log_limit, 1), rules, readers)
+        else:  # a window (see log_for), and what its log was made from
+            window = window_of(connection, game, max(log_limit, 1), rules, readers)
             key, language = str(seat.number), i18n.language()
             log, last = window.log(key, language, log_limit), window.last_turn
             before = window.before(log, key, language)

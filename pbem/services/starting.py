@@ -54,8 +54,10 @@ from . import mail
 from .deadlines import TimeControl, time_control
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
 from .games import create_game
+from .mail import kinds
+from .mail.sending import send
 from .players import PlayerSpec, check_player, check_title
-from .seats import _seat_game_seats
+from .seats import seat_game_seats
 
 UNKNOWN = ("This invitation link is not valid: it may be mistyped or cut short by the mail "
            "program. Use the link in the mail exactly as it came.")
@@ -202,8 +204,8 @@ def propose(draft: Draft, address: str, now: datetime | None = None,
         for n, friend in enumerate(draft.friends, start=1):
             _invite(session, proposal, n, friend, draft.colours[n], WAITING, now)
         session.flush()
-        mail.start_confirm(session, proposal, starter, manage_link(session, starter),
-                           draft.friends)
+        send(session, kinds.START_CONFIRM, to=starter.email, proposal=proposal,
+             invitation=starter, link=manage_link(session, starter), friends=draft.friends)
         return proposal.id
 
 
@@ -252,8 +254,9 @@ def _send_invitations(session: Session, proposal: Proposal, starter: Invitation,
         invitation.status, invitation.expires_at = PENDING, now + timedelta(hours=hours)
         session.add(Chore(kind=INVITATION_EXPIRY, ref_id=invitation.id,
                           due_at=invitation.expires_at))
-        mail.start_invitation(session, proposal, invitation, starter, invitations,
-                              invite_link(session, invitation))
+        send(session, kinds.START_INVITE, to=invitation.email, proposal=proposal,
+             invitation=invitation, starter=starter, everyone=invitations,
+             link=invite_link(session, invitation))
 
 
 def confirm(token: str, now: datetime | None = None) -> None:
@@ -316,10 +319,11 @@ def answer(token: str, accept: bool, name: str | None = None,
         everyone = _everyone(session, proposal)
         starter = everyone[0]
         if tell:
-            mail.start_news(session, proposal, starter, manage_link(session, starter), [
+            send(session, kinds.START_NEWS, to=starter.email, proposal=proposal,
+                 invitation=starter, link=manage_link(session, starter), lines=[
                 _('"%(name)s" <%(email)s> declined the invitation.',
                   name=mail.inert(invitation.name), email=invitation.email)],
-                _status_lines(everyone))
+                 status=_status_lines(everyone))
         return all(i.status == ACCEPTED for i in everyone)
 
 
@@ -391,10 +395,11 @@ def cancel(token: str, now: datetime | None = None) -> None:
         session.add(proposal)
         for invitation in _everyone(session, proposal)[1:]:
             if invitation.status == PENDING:
-                mail.start_news(session, proposal, invitation, None, [
+                send(session, kinds.START_NEWS, to=invitation.email, proposal=proposal,
+                     invitation=invitation, link=None, lines=[
                     _('%(email)s, who gave the name "%(name)s", called the game off; the '
                       'invitation is withdrawn.', email=starter.email,
-                      name=mail.inert(starter.name))], [])
+                      name=mail.inert(starter.name))], status=[])
 
 
 def expire_invitation(session: Session, invitation_id: int, now: datetime) -> bool:
@@ -410,9 +415,11 @@ def expire_invitation(session: Session, invitation_id: int, now: datetime) -> bo
     session.add(invitation)
     everyone = _everyone(session, proposal)
     starter = everyone[0]
-    mail.start_news(session, proposal, starter, manage_link(session, starter), [
+    send(session, kinds.START_NEWS, to=starter.email, proposal=proposal, invitation=starter,
+         link=manage_link(session, starter), lines=[
         _('"%(name)s" <%(email)s> did not answer the invitation in time.',
-          name=mail.inert(invitation.name), email=invitation.email)], _status_lines(everyone))
+          name=mail.inert(invitation.name), email=invitation.email)],
+         status=_status_lines(everyone))
     return True
 
 
@@ -424,7 +431,7 @@ def rematch(token: str, address: str, now: datetime | None = None) -> str:
     the starter's page (the seat link proves the address: no confirmation)."""
     now = now or utcnow()
     with writing() as session:
-        seat, game, seats = _seat_game_seats(session, token)
+        seat, game, seats = seat_game_seats(session, token)
         if game.status != FINISHED:
             raise GameNotRunning(_("A rematch can be asked for once the game is over."))
         open_one = session.exec(select(Proposal).where(
@@ -502,4 +509,4 @@ def proposal_of(token: str) -> int:
 def seat_view(token: str) -> tuple[Seat, Game, list[Seat]]:
     """The seat a link opens, its game and seats, for the rematch page."""
     with reading() as session:
-        return _seat_game_seats(session, token)
+        return seat_game_seats(session, token)

@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from flask import current_app
-from flask_babel import force_locale
 from flask_babel import lazy_gettext as L_
 from limits import parse_many
 from sqlalchemy import delete, func
@@ -41,6 +40,8 @@ from ..ground.models import (
 from . import mail, takeback
 from .deadlines import reset_clock, start_clock, stop_clock
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, check_reason
+from .mail import kinds
+from .mail.sending import send
 from .my_games import revoke_player_links
 from .players import check_bot, check_player
 from .seats import revoke_seat_links
@@ -232,8 +233,14 @@ def end_sessions(admin_id: int) -> None:
 
 # --- actions ------------------------------------------------------------------------------------
 
-def _audit(session: Session, admin_id: int, game_id: int | None, action: str, reason: str,
-           detail: str = "") -> None:
+def note(admin_id: int, game_id: int | None, action: str, reason: str, detail: str = "") -> None:
+    """Write in the audit log, in a transaction of its own, what an admin looked at."""
+    with writing() as session:
+        record_audit(session, admin_id, game_id, action, reason, detail)
+
+
+def record_audit(session: Session, admin_id: int, game_id: int | None, action: str,
+                 reason: str, detail: str = "") -> None:
     session.add(AuditEntry(admin_id=admin_id, game_id=game_id, action=action, reason=reason,
                            detail=detail))
 
@@ -263,7 +270,8 @@ def _send_link(session: Session, game: Game, seat: Seat, subject: str, lines: li
     if seat.bot is not None:
         raise Rejected(f"seat {seat.number + 1} is played by a computer player ({seat.bot}), "
                        "which has no link or address; hand the seat to a person first")
-    mail.notice(session, game, seat, subject, lines, links_revoked=links_revoked)
+    send(session, kinds.NOTICE, game=game, seat=seat, heading=subject, lines=lines,
+         links_revoked=links_revoked)
 
 
 def resend_link(admin_id: int, game_id: int, seat_number: int, reason: str) -> None:
@@ -273,7 +281,7 @@ def resend_link(admin_id: int, game_id: int, seat_number: int, reason: str) -> N
         game, seat = _game_and_seat(session, game_id, seat_number)
         _send_link(session, game, seat, L_("Your link to the game"), [
             L_("An organiser sent you your link to the game again: it is below.")])
-        _audit(session, admin_id, game.id, "resend link", reason, f"seat {seat_number + 1}")
+        record_audit(session, admin_id, game.id, "resend link", reason, f"seat {seat_number + 1}")
 
 
 def new_link(admin_id: int, game_id: int, seat_number: int, reason: str,
@@ -287,7 +295,7 @@ def new_link(admin_id: int, game_id: int, seat_number: int, reason: str,
         _send_link(session, game, seat, L_("Your new link to the game"), [
             L_("An organiser replaced your link to the game: your earlier links no longer work. "
                "Use the one below from now on.")], links_revoked=True)
-        _audit(session, admin_id, game.id, "new link", reason, f"seat {seat_number + 1}")
+        record_audit(session, admin_id, game.id, "new link", reason, f"seat {seat_number + 1}")
 
 
 def revoke_games_links(admin_id: int, game_id: int, seat_number: int, reason: str,
@@ -298,7 +306,7 @@ def revoke_games_links(admin_id: int, game_id: int, seat_number: int, reason: st
     with writing() as session:
         game, seat = _game_and_seat(session, game_id, seat_number)
         count = revoke_player_links(session, seat.email, now or utcnow())
-        _audit(session, admin_id, game.id, "revoke my games links", reason,
+        record_audit(session, admin_id, game.id, "revoke my games links", reason,
                f"seat {seat_number + 1}: {seat.email.lower()} ({count} links)")
         return count
 
@@ -318,12 +326,8 @@ def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reas
         old = seat.email
         _revoke_links(session, seat, now)  # the old address's "my games" links too
         # The old address hears of it too, without a link: a change nobody asked for is seen.
-        with force_locale(seat.language):
-            mail.queue(session, kind="address_changed",
-                       to=mail.formatted_address(seat.name, old),
-                       subject=f"[{game.title} #{game.id}] "
-                       + _("Your address for the game was changed"),
-                       template="address_changed", game=game, seat=seat, new=spec.email)
+        send(session, kinds.ADDRESS_CHANGED, game=game, seat=seat,
+             to=mail.formatted_address(seat.name, old), new=spec.email)
         seat.email = spec.email
         session.add(seat)
         _send_link(session, game, seat, L_("Your address for the game was changed"), [
@@ -331,7 +335,7 @@ def change_email(admin_id: int, game_id: int, seat_number: int, email: str, reas
                "Links sent to the old address no longer work; use the one below.", old=old,
                new=seat.email)],
             links_revoked=True)
-        _audit(session, admin_id, game.id, "change email", reason,
+        record_audit(session, admin_id, game.id, "change email", reason,
                f"seat {seat_number + 1}: {old} -> {seat.email}")
 
 
@@ -369,9 +373,9 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
         state = rules.loads(game.state_json)
         if was_bot and game.status == RUNNING and rules.to_move(state) == seat.number:
             start_clock(session, game, seat, now)  # a person's turn: a deadline of its own
-        mail.invitation(session, game, seat, seats, rules, state,
-                        taking_over=game.turn > 0 or game.status != RUNNING)
-        _audit(session, admin_id, game.id, "hand over", reason,
+        send(session, kinds.INVITATION, game=game, seat=seat, seats=seats, rules=rules,
+             state=state, taking_over=game.turn > 0 or game.status != RUNNING)
+        record_audit(session, admin_id, game.id, "hand over", reason,
                f"seat {seat_number + 1}: {before} -> {spec.name} <{spec.email}>")
 
 
@@ -380,18 +384,15 @@ def _tell_the_others(session: Session, game: Game, seat: Seat, new_name) -> None
     others = session.exec(select(Seat).where(Seat.game_id == game.id, Seat.id != seat.id)
                           .order_by(Seat.number)).all()
     for other in others:
-        mail.notice(session, game, other, L_("A seat changed hands"), [
+        send(session, kinds.NOTICE, game=game, seat=other, heading=L_("A seat changed hands"),
+             lines=[
             L_("An organiser handed the seat of %(old)s (%(colour)s) to %(new)s, who plays it "
                "from now on.", old=seat.name, colour=i18n.lazy_colour(seat.colour),
                new=new_name)])
 
 
 def _tell_handed_over(session: Session, game: Game, seat: Seat, new_name: str) -> None:
-    with force_locale(seat.language):
-        mail.queue(session, kind="handed_over",
-                   to=mail.formatted_address(seat.name, seat.email),
-                   subject=f"[{game.title} #{game.id}] " + _("Your seat was handed over"),
-                   template="handed_over", game=game, seat=seat, new_name=str(new_name))
+    send(session, kinds.HANDED_OVER, game=game, seat=seat, new_name=str(new_name))
 
 
 def hand_to_bot(admin_id: int, game_id: int, seat_number: int, bot: str, reason: str,
@@ -421,7 +422,7 @@ def hand_to_bot(admin_id: int, game_id: int, seat_number: int, bot: str, reason:
         rules = rules_for(game.kind)
         if game.status == RUNNING and rules.to_move(rules.loads(game.state_json)) == seat.number:
             reset_clock(session, game, seat, now)  # due at once: the scheduler plays it
-        _audit(session, admin_id, game.id, "hand to bot", reason,
+        record_audit(session, admin_id, game.id, "hand to bot", reason,
                f"seat {seat_number + 1}: {before} -> computer player ({bot})")
 
 
@@ -444,10 +445,11 @@ def set_absent_bot(admin_id: int, game_id: int, bot: str | None, reason: str,
         said = (L_("a computer player (%(bot)s) plays their turns", bot=bot) if bot else
                 L_("the server plays the default move for them (it exchanges a card)"))
         for seat in session.exec(select(Seat).where(Seat.game_id == game.id)):
-            mail.notice(session, game, seat, L_("Absent players' turns"), [
+            send(session, kinds.NOTICE, game=game, seat=seat,
+                 heading=L_("Absent players' turns"), lines=[
                 L_("An organiser changed what happens when a player is absent: from now on "
                    "%(said)s.", said=said)])
-        _audit(session, admin_id, game.id, "absent bot", reason,
+        record_audit(session, admin_id, game.id, "absent bot", reason,
                f"{before} -> {bot or 'default move'}")
 
 
@@ -488,11 +490,12 @@ def take_back(admin_id: int, game_id: int, reason: str, now: datetime | None = N
                 lines.append(L_("If you drew a card from the deck in that turn, it is back on "
                                 "top of the deck: you have seen it, and you will draw it again "
                                 "if you draw from the deck."))
-            mail.notice(session, game, seat, L_("A turn was taken back"), lines)
+            send(session, kinds.NOTICE, game=game, seat=seat,
+                 heading=L_("A turn was taken back"), lines=lines)
         taken = "; ".join(r.notation for r in undone)
         numbers = f"move {undone[0].number}" if len(undone) == 1 else \
             f"moves {undone[0].number}-{undone[-1].number}"
-        _audit(session, admin_id, game.id, "take back", reason,
+        record_audit(session, admin_id, game.id, "take back", reason,
                f"{numbers} by seat {mover + 1}: {taken} "
                f"({', '.join(sorted({r.actor for r in undone}))})")
         return taken
@@ -510,10 +513,11 @@ def abort_game(admin_id: int, game_id: int, reason: str, now: datetime | None = 
         stop_clock(session, game, now)
         game_ended(session, game, now)  # a tournament's game: decided, no points
         for seat in session.exec(select(Seat).where(Seat.game_id == game.id)):
-            mail.notice(session, game, seat, L_("The game was called off"), [
+            send(session, kinds.NOTICE, game=game, seat=seat,
+                 heading=L_("The game was called off"), lines=[
                 L_("An organiser called off this game; it ends here without a result."),
                 L_("Reason: %(reason)s", reason=reason)])
-        _audit(session, admin_id, game.id, "abort", reason)
+        record_audit(session, admin_id, game.id, "abort", reason)
 
 
 def clock_action(admin_id: int, game_id: int, action: str, reason: str,
@@ -523,7 +527,7 @@ def clock_action(admin_id: int, game_id: int, action: str, reason: str,
     reason = check_reason(reason)
 
     def audit(session: Session) -> None:
-        _audit(session, admin_id, game_id, action, reason,
+        record_audit(session, admin_id, game_id, action, reason,
                f"{hours} hours" if action == "extend" else "")
 
     if action == "pause":
@@ -549,5 +553,5 @@ def retry_mail(admin_id: int, message_id: int, reason: str = "retry",
             raise Rejected(f"mail {message_id} is {row.status}, not failed")
         row.status, row.attempts, row.next_attempt_at = QUEUED, 0, now
         session.add(row)
-        _audit(session, admin_id, row.game_id, "retry mail", reason,
+        record_audit(session, admin_id, row.game_id, "retry mail", reason,
                f"mail {message_id} to {row.to_addr}: {row.subject}")

@@ -32,6 +32,7 @@ from ..ground.models import (
     TALK_DIGEST,
     TALK_DIGEST_CHORE,
     TALK_EACH,
+    TO_ALL,
     TOURNAMENT_ROUND,
     TOURNAMENT_SEASON,
     TOURNAMENT_TABLES,
@@ -40,10 +41,12 @@ from ..ground.models import (
     Seat,
     TalkMessage,
 )
-from . import mail, tournaments
+from . import tournaments
 from .errors import GameNotRunning, Malformed, Rejected, ServiceError
+from .mail import kinds
+from .mail.sending import send
 from .players import unsafe_character
-from .seats import _seat_game_seats
+from .seats import seat_game_seats
 
 THREAD_LIMIT = 200  # the newest messages a page or an API answer shows
 
@@ -163,7 +166,7 @@ def post_message(token: str | None, text: object, to: object = None, *,
     now = now or utcnow()
     body = clean_text(text)
     with writing() as session:
-        me, game, seats = _seat_game_seats(session, token, seat_id)
+        me, game, seats = seat_game_seats(session, token, seat_id)
         if game.status == ABORTED:
             raise GameNotRunning(_("This game was aborted: no more messages can be sent."))
         target = _audience(seats, me, to)
@@ -179,7 +182,9 @@ def post_message(token: str | None, text: object, to: object = None, *,
             if seat.id == me.id or seat.bot is not None:
                 continue
             if seat.talk_notify == TALK_EACH:
-                mail.talk_message(session, game, seat, message, me, target)
+                send(session, kinds.TALK, game=game, seat=seat, message=message, sender=me,
+                     recipient=target,
+                     talk_to=me.number if message.to_seat is not None else TO_ALL)
                 seat.talk_mailed_id = max(seat.talk_mailed_id, message.id)
                 session.add(seat)
             elif seat.talk_notify == TALK_DIGEST:
@@ -214,7 +219,7 @@ def _entries(session: Session, seat: Seat, seats: list[Seat], limit: int) -> lis
 def thread(token: str, limit: int = THREAD_LIMIT) -> list[Entry]:
     """The messages the seat of `token` may read, newest last."""
     with reading() as session:
-        seat, _game, seats = _seat_game_seats(session, token)
+        seat, _game, seats = seat_game_seats(session, token)
         return _entries(session, seat, seats, limit)
 
 
@@ -228,7 +233,7 @@ def mark_read(token: str, upto: object = None) -> None:
     may read when None or not a number). A page's button or script does this, never opening
     a link."""
     with writing() as session:
-        seat, _game, _seats = _seat_game_seats(session, token)
+        seat, _game, _seats = seat_game_seats(session, token)
         mine = select(TalkMessage.id).where(TalkMessage.game_id == seat.game_id,
                                             visible_to(seat.number)).order_by(TalkMessage.id)
         raw = str(upto) if upto is not None else ""
@@ -246,7 +251,7 @@ def set_talk_notify(token: str, choice: str) -> None:
     if choice not in TALK_CHOICES:
         raise Rejected(_("Choose one of the offered mail settings for messages."))
     with writing() as session:
-        seat, _game, _seats = _seat_game_seats(session, token)
+        seat, _game, _seats = seat_game_seats(session, token)
         seat.talk_notify = choice
         session.add(seat)
 
@@ -318,7 +323,8 @@ def _send_digest(session: Session, seat_id: int, now: datetime) -> bool:
         TalkMessage.sender != seat.number).order_by(TalkMessage.id)).all()
     if not messages:
         return False
-    mail.talk_digest(session, game, seat, list(messages), {s.number: s for s in seats})
+    send(session, kinds.TALK_DIGEST, game=game, seat=seat, talk_to=TO_ALL,
+         messages=list(messages), names={s.number: s for s in seats})
     seat.talk_mailed_id = messages[-1].id
     session.add(seat)
     return True

@@ -27,7 +27,6 @@ from ..ground.models import (
     Game,
     Seat,
 )
-from . import mail
 from .deadlines import add_pause, reset_clock, stop_clock
 from .errors import (
     GameNotRunning,
@@ -35,7 +34,9 @@ from .errors import (
     NotFound,
     Rejected,
 )
-from .seats import _seat_and_game, _seats
+from .mail import kinds
+from .mail.sending import send
+from .seats import seat_and_game, seats_of_game
 
 
 def _game_and_seat_to_move(session: Session, game_id: int) -> tuple[Game, Seat | None]:
@@ -51,8 +52,8 @@ def _game_and_seat_to_move(session: Session, game_id: int) -> tuple[Game, Seat |
 
 
 def _tell_players(session: Session, game: Game, subject: str, lines: list[str]) -> None:
-    for seat in _seats(session, game.id):
-        mail.notice(session, game, seat, subject, lines)
+    for seat in seats_of_game(session, game.id):
+        send(session, kinds.NOTICE, game=game, seat=seat, heading=subject, lines=lines)
 
 
 def extend_deadline(game_id: int, hours: int, now: datetime | None = None,
@@ -120,7 +121,7 @@ def take_vacation(token: str, days: object, now: datetime | None = None) -> date
     budget = current_app.config["GAMES_VACATION_DAYS"]
     now = now or utcnow()
     with writing() as session:
-        seat, game = _seat_and_game(session, token)
+        seat, game = seat_and_game(session, token)
         left = budget - seat.vacation_days_used
         if isinstance(days, bool) or not isinstance(days, int) or not 0 < days <= left:
             raise Rejected(_("choose 1 to %(left)d days of vacation", left=left) if left > 0 else
@@ -144,7 +145,7 @@ def end_vacation_now(token: str, now: datetime | None = None) -> int:
     """End the seat's vacation now; the whole days it did not use are given back (returned)."""
     now = now or utcnow()
     with writing() as session:
-        seat, game = _seat_and_game(session, token)
+        seat, game = seat_and_game(session, token)
         if seat.vacation_until is None or seat.vacation_until <= now:
             raise Rejected(_("you are not on vacation, so there is nothing to end"))
         if game.status not in (RUNNING, PAUSED):
@@ -167,7 +168,7 @@ def set_language(token: str, code: str) -> str:
     except ValueError as exc:
         raise Rejected(str(exc)) from None
     with writing() as session:
-        seat, __ = _seat_and_game(session, token)
+        seat, __ = seat_and_game(session, token)
         seat.language = code
         session.add(seat)
     i18n.use(code)
@@ -181,7 +182,7 @@ def set_timezone(token: str, name: str) -> None:
     except ValueError as exc:
         raise Rejected(str(exc)) from None
     with writing() as session:
-        seat, __ = _seat_and_game(session, token)
+        seat, __ = seat_and_game(session, token)
         seat.timezone = name
         session.add(seat)
 
@@ -189,7 +190,7 @@ def set_timezone(token: str, name: str) -> None:
 def come_back(token: str) -> None:
     """An absent seat says it will play again: its turns wait for it from the next one on."""
     with writing() as session:
-        seat, __ = _seat_and_game(session, token)
+        seat, __ = seat_and_game(session, token)
         seat.absent, seat.timeouts_in_row = False, 0
         session.add(seat)
 
@@ -198,6 +199,6 @@ def set_notify(token: str, choice: str) -> None:
     if choice not in NOTIFY_CHOICES:
         raise Rejected(_("choose one of the offered mail settings"))
     with writing() as session:
-        seat, __ = _seat_and_game(session, token)
+        seat, __ = seat_and_game(session, token)
         seat.notify = choice
         session.add(seat)

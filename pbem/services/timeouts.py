@@ -47,11 +47,11 @@ from ..ground.models import (
     Seat,
     Timer,
 )
-from . import mail
 from .deadlines import add_pause, reset_clock, start_clock
 from .errors import ServiceError
 from .events import TurnTimedOut
-from .mail import intents
+from .mail import kinds
+from .mail.sending import send
 from .moves import Actor, submit_move
 
 # The lines of a timeout keep the logger name operators know them by (docs/deploy.md).
@@ -104,15 +104,16 @@ def on_turn_timed_out(event: TurnTimedOut) -> None:
     seat.timeouts_in_row += 1
     if not seat.absent and POLICY.is_absent(seat):
         seat.absent = True
-        mail.to_admins(session, L_("%(name)s is absent from %(game)s", name=seat.name,
-                                   game=f"{game.title} #{game.id}"), [
+        send(session, kinds.ADMIN, heading=L_("%(name)s is absent from %(game)s", name=seat.name,
+                                              game=f"{game.title} #{game.id}"), lines=[
             L_("Deadlines %(player)s (%(colour)s) missed in a row: %(count)d.",
                player=f"{seat.name} <{seat.email}>", colour=i18n.lazy_colour(seat.colour),
                count=seat.timeouts_in_row),
             L_("From now on the server plays the default move at once at each of their turns, "
                "until they make a move again."),
         ], game=game)
-    intents.played_for_you(session, game, seat, event.lines, absent=seat.absent)
+    send(session, kinds.PLAYED_FOR_YOU, game=game, seat=seat, lines=event.lines,
+         absent=seat.absent)
 
 
 # --- claims -------------------------------------------------------------------------------------
@@ -224,7 +225,7 @@ def act(session, timer_id: int, claim: str, now: datetime) -> str | None:
         outcome, counted = "obsolete", "obsolete"
     elif timer.kind == REMINDER:
         game, seat = session.get(Game, turn.game_id), session.get(Seat, turn.seat_id)
-        intents.your_turn(session, game, seat, [], reminder=True)
+        send(session, kinds.REMINDER, game=game, seat=seat, news=[])
         outcome, counted = "sent", "reminders"
     elif turn.bot is None:
         played = play_default_moves(session, timer, now, turn)
@@ -326,7 +327,7 @@ def guard_outage(now: datetime) -> int:
                             game=f"{game.title} #{game.id}", name=seat.name,
                             when=f"{game.deadline_at:%Y-%m-%d %H:%M}"))
         if moved:
-            mail.to_admins(session, L_("the scheduler was not running"), [
+            send(session, kinds.ADMIN, heading=L_("the scheduler was not running"), lines=[
                 L_("The scheduler did not run from %(start)s to %(end)s UTC (%(hours)s hours).",
                    start=f"{last:%Y-%m-%d %H:%M}", end=f"{now:%Y-%m-%d %H:%M}",
                    hours=f"{(now - last).total_seconds() / 3600:.1f}"),

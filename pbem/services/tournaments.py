@@ -75,6 +75,8 @@ from .deadlines import TimeControl, parse_hours
 from .errors import Malformed, NotFound, Rejected, check_reason
 from .events import GameFinished
 from .games import create_game
+from .mail import kinds
+from .mail.sending import send
 from .players import PlayerSpec, check_title
 from .tables import LEAGUE, ROUND_ROBIN, SWISS, Played, TableProblem
 
@@ -615,9 +617,9 @@ def _round_mail(session: Session, t: Tournament, players: list[Entrant], games_o
 
 def _queue(session: Session, t: Tournament, e: Entrant, heading: str, lines: list[str],
            rows: list[Row]) -> None:
-    mail.queue(session, kind="tournament", to=mail.formatted_address(e.name, e.email),
-               subject=f"[{t.name}] {heading}", template="tournament", heading=heading,
-               lines=lines, rows=rows, name=e.name, link=_public_link(t), me=e.email)
+    send(session, kinds.TOURNAMENT, to=mail.formatted_address(e.name, e.email),
+         tournament=t.name, heading=heading, lines=lines, rows=rows, name=e.name,
+         link=_public_link(t), me=e.email)
 
 
 # --- moving on ----------------------------------------------------------------------------------

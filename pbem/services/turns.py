@@ -156,3 +156,13 @@ def at(rules, moves: list[str], played: int, state=None) -> int:
     if played < len(counted):
         return counted[played]  # the turn that the next logged move belongs to
     return in_progress(rules, counted[-1] if counted else 0, state)
+
+
+def current_of(game) -> int:
+    """`current` for a game as it is now, read in a session of its own."""
+    from ..games import rules_for
+    from ..ground.db import reading
+
+    rules = rules_for(game.kind)
+    with reading() as session:
+        return current(session, rules, game.id, rules.loads(game.state_json))

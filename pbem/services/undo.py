@@ -59,10 +59,12 @@ from ..ground.models import (
     Seat,
     UndoRequest,
 )
-from . import mail, takeback, tournaments
+from . import takeback, tournaments
 from .errors import GameNotRunning, Rejected
 from .events import UndoOvertaken
-from .seats import _seat_game_seats
+from .mail import kinds
+from .mail.sending import send
+from .seats import seat_game_seats
 
 AGREE, DECLINE = "agree", "decline"
 
@@ -126,7 +128,7 @@ def _last_turn(session: Session, game: Game):
 
 
 def _lock(session: Session, token: str) -> tuple[Seat, Game, list[Seat]]:
-    seat, game, seats = _seat_game_seats(session, token)
+    seat, game, seats = seat_game_seats(session, token)
     game = session.get(Game, game.id, with_for_update=True, populate_existing=True)
     return seat, game, seats
 
@@ -146,7 +148,7 @@ def _tell_in_language(session, game, seat, subject, lines: list) -> None:
         insert_later(session, DigestItem, {"seat_id": seat.id, "created_at": utcnow(),
                                            "text": json.dumps(text, ensure_ascii=False)})
         return
-    mail.notice(session, game, seat, subject, lines, kind="undo")
+    send(session, kinds.UNDO, game=game, seat=seat, heading=subject, lines=lines)
 
 
 def ask(token: str, now: datetime | None = None) -> UndoRequest:
@@ -264,7 +266,8 @@ def _done(session: Session, game: Game, request: UndoRequest, records, first: in
                             "top of the deck: you have seen it, and you will draw it again "
                             "if you draw from the deck."))
         with i18n.in_language(seat.language):
-            mail.notice(session, game, seat, L_("A turn was taken back"), lines, kind="undo")
+            send(session, kinds.UNDO, game=game, seat=seat, heading=L_("A turn was taken back"),
+                 lines=lines)
     numbers = f"move {done.undone[0].number}" if len(done.undone) == 1 else \
         f"moves {done.undone[0].number}-{done.undone[-1].number}"
     session.add(AuditEntry(admin_id=None, game_id=game.id, action="undo by agreement",

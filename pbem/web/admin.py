@@ -28,29 +28,20 @@ from flask import (
 )
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-from sqlmodel import select
 
 from ..games import DEFAULT_KIND, SetupProblem, game_kinds, rules_for
 from ..ground import i18n
-from ..ground.db import get_row, reading, utcnow, writing
+from ..ground.db import utcnow
 from ..ground.i18n import N_, gettext
 from ..ground.models import (
     ABORTED,
-    FAILED,
     FINISHED,
     PAUSED,
-    QUEUED,
     RUNNING,
-    SENT,
-    UNKNOWN,
-    Admin,
-    AuditEntry,
     Game,
-    MoveRecord,
-    OutboxMessage,
     Seat,
 )
-from ..services import ratings, stewardship, talk
+from ..services import admin_views, ratings, stewardship, talk
 from ..services.deadlines import MAX_HOURS, MIN_HOURS, time_control
 from ..services.errors import ServiceError
 from ..services.games import create_game
@@ -135,15 +126,14 @@ def _session_is_young(now) -> bool:
 
 
 @bp.before_request
-def _require_login():
+def require_login():
     g.admin = None
     admin_id = session.get("admin_id")
     if admin_id is not None and not _session_is_young(utcnow()):
         session.clear()
         admin_id = None
     if admin_id is not None:
-        with reading() as db:
-            admin = get_row(db, Admin, admin_id) if isinstance(admin_id, int) else None
+        admin = admin_views.admin_by_id(admin_id)
         # A session copied before a logout (or a password change) is worth nothing after it.
         if admin is not None and session.get("admin_version") == admin.session_version:
             g.admin = admin
@@ -232,12 +222,7 @@ def logout():
 @bp.get("/")
 def dashboard():
     now = utcnow()
-    with reading() as db:
-        games = db.exec(select(Game).order_by(Game.id.desc()).limit(1000)).all()
-        seats = db.exec(select(Seat).where(Seat.game_id.in_([game.id for game in games]))).all()
-        failed = db.exec(select(OutboxMessage)
-                         .where(OutboxMessage.status.in_((FAILED, UNKNOWN)))
-                         .order_by(OutboxMessage.id.desc()).limit(50)).all()
+    games, seats, failed = admin_views.dashboard()
     by_game: dict[int, dict[int, Seat]] = {}
     for seat in seats:
         by_game.setdefault(seat.game_id, {})[seat.number] = seat
@@ -381,24 +366,14 @@ def new_game_post():
 # --- one game -----------------------------------------------------------------------------------
 
 def _load_game(game_id: int):
-    with reading() as db:
-        game = get_row(db, Game, game_id)
-        if game is None:
-            return None
-        seats = db.exec(select(Seat).where(Seat.game_id == game_id).order_by(Seat.number)).all()
-        log = db.exec(select(MoveRecord).where(MoveRecord.game_id == game_id)
-                      .order_by(MoveRecord.number.desc())).all()
-        mails = db.exec(select(OutboxMessage).where(OutboxMessage.game_id == game_id)
-                        .order_by(OutboxMessage.id.desc())).all()
-        audit = db.exec(select(AuditEntry, Admin.email)
-                        .join(Admin, Admin.id == AuditEntry.admin_id, isouter=True)
-                        .where(AuditEntry.game_id == game_id)
-                        .order_by(AuditEntry.id.desc())).all()
+    record = admin_views.game_record(game_id)
+    if record is None:
+        return None
+    game = record["game"]
     rules = rules_for(game.kind)
-    return {"game": game, "seats": seats, "rules": rules, "state": rules.loads(game.state_json),
+    return {**record, "rules": rules, "state": rules.loads(game.state_json),
             "log": [(r, [i18n.render(line) for line in json.loads(r.lines_json).get("-1", [])])
-                    for r in log], "mails": mails,
-            "audit": audit}
+                    for r in record["log"]]}
 
 
 def _no_game(game_id: int):
@@ -434,9 +409,8 @@ def messages(game_id: int):
     except ServiceError as exc:
         return _game_page(data, exc.message), 422
     public, private = talk.counts(game_id)
-    with writing() as db:
-        stewardship._audit(db, g.admin.id, game_id, "read_messages", reason,
-                           f"{public} to everyone, {private} private")
+    stewardship.note(g.admin.id, game_id, "read_messages", reason,
+                     f"{public} to everyone, {private} private")
     return render_template("admin/messages.html", game=data["game"],
                            thread=talk.admin_thread(game_id), reason=reason)
 
@@ -584,11 +558,7 @@ def do(game_id: int):
 @bp.get("/outbox")
 def outbox(error: str | None = None):
     wanted = request.args.get("status", "")
-    with reading() as db:
-        query = select(OutboxMessage).order_by(OutboxMessage.id.desc()).limit(200)
-        if wanted in (QUEUED, SENT, FAILED, "sending", UNKNOWN):
-            query = query.where(OutboxMessage.status == wanted)
-        rows = db.exec(query).all()
+    rows = admin_views.outbox(wanted)
     return render_template("admin/outbox.html", rows=rows, wanted=wanted, error=error)
 
 
@@ -606,10 +576,7 @@ def retry(message_id: int):
 
 @bp.get("/audit")
 def audit():
-    with reading() as db:
-        rows = db.exec(select(AuditEntry, Admin.email)
-                       .join(Admin, Admin.id == AuditEntry.admin_id, isouter=True)
-                       .order_by(AuditEntry.id.desc()).limit(500)).all()
+    rows = admin_views.audit_log()
     return render_template("admin/audit.html", rows=rows)
 
 

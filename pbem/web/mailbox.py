@@ -32,12 +32,9 @@ from flask import (
     url_for,
 )
 from markupsafe import Markup, escape
-from sqlalchemy import func
-from sqlmodel import select
 
-from ..ground.db import reading
 from ..ground.i18n import gettext
-from ..ground.models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, Invitation, OutboxMessage, Seat
+from ..services.mailbox import mailbox_page
 from .site import form_number, wake_sender
 
 bp = Blueprint("mailbox", __name__, url_prefix="/mailbox")
@@ -47,8 +44,6 @@ CID = re.compile(r"""(src=["'])cid:([^"'<>\s]{1,200})(["'])""")
 LINK = re.compile(r"https?://[^\s<>\"']+")
 TRAILING = ".,;:!?)]}'\""  # punctuation after a link in a sentence, not part of it
 PAGE = 50
-MAX_RECIPIENTS = 500
-UNSENT = (QUEUED, SENDING, FAILED, UNKNOWN)
 MAX_ID = 2**31 - 1  # the outbox's ids on PostgreSQL (32 bits); SQLite's never reach it here
 SHOWN_IMAGES = ("image/png", "image/jpeg", "image/gif")  # never SVG: it may hold scripts
 PROXY_HEADERS = ("X-Forwarded-For", "Forwarded", "X-Real-IP")
@@ -112,18 +107,6 @@ def _summary(name: str, message) -> dict:
             "addresses": [a.lower() for _, a in getaddresses([str(message["To"])])]}
 
 
-def _recipients(session) -> list[str]:
-    """The addresses the server writes to, for the page's filter: the players' (seats and
-    invitations) and the admins'. Read from those small tables, not from every mail sent."""
-    seats = session.exec(select(Seat.email).where(Seat.bot.is_(None)).distinct()
-                         .limit(MAX_RECIPIENTS)).all()
-    invited = session.exec(select(Invitation.email).where(Invitation.email != "").distinct()
-                           .limit(MAX_RECIPIENTS)).all()
-    admins = [address for _, address in getaddresses([current_app.config["MAIL_ADMINS"]])]
-    return sorted({a.strip().lower() for a in (*seats, *invited, *admins) if a and "@" in a}
-                  )[:MAX_RECIPIENTS]
-
-
 def linkify(text: str) -> Markup:
     """Plain text as HTML with its web links made clickable."""
     out, last = [], 0
@@ -145,24 +128,7 @@ def index():
     if before is not None and before > MAX_ID:
         before = None
     folder = _folder()
-    with reading() as session:
-        # Newest first along the table's own order, looking at the status of each row on the
-        # way: given `status = 'sent'` SQLite takes the status index instead, fetches every
-        # sent row (its date is stored after the bodies, in overflow pages) and sorts them
-        # all, 214 ms for the first page at 8,250 mails. `status || ''` is the same test,
-        # which no index answers.
-        query = (select(OutboxMessage.id, OutboxMessage.to_addr, OutboxMessage.subject,
-                        OutboxMessage.created_at)
-                 .where(OutboxMessage.status.concat("") == SENT))
-        if wanted:
-            query = query.where(func.lower(OutboxMessage.to_addr).contains(wanted))
-        if before is not None:
-            query = query.where(OutboxMessage.id < before)
-        rows = session.exec(query.order_by(OutboxMessage.id.desc()).limit(PAGE + 1)).all()
-        recipients = [] if wanted else _recipients(session)
-        # From the status index: only the mail not sent, never the history.
-        pending = session.exec(select(OutboxMessage).where(OutboxMessage.status.in_(UNSENT))
-                               .order_by(OutboxMessage.id.desc()).limit(100)).all()
+    rows, recipients, pending = mailbox_page(wanted, before, PAGE)
     more = len(rows) > PAGE
     messages = [{"name": f"{row_id:08d}", "to": to, "subject": subject, "date": created}
                 for row_id, to, subject, created in rows[:PAGE]

@@ -5,12 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from flask import Blueprint, Response, abort, current_app, jsonify, render_template
-from sqlalchemy import func
-from sqlmodel import select
 
 from ..games import game_kinds, rules_for
-from ..ground.db import reading
-from ..ground.models import Game
+from ..services.health import games_by_status
 from .mailbox import is_enabled
 
 bp = Blueprint("pages", __name__)
@@ -18,8 +15,7 @@ bp = Blueprint("pages", __name__)
 
 @bp.get("/")
 def home():
-    with reading() as session:
-        counts = dict(session.exec(select(Game.status, func.count()).group_by(Game.status)).all())
+    counts = games_by_status()
     games = [rules_for(kind) for kind in game_kinds()]
     return render_template("pages/home.html", counts=counts, mailbox=is_enabled(), games=games)
 

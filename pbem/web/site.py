@@ -153,13 +153,9 @@ def result_table_of(game):
 
 def turn_number_of(game) -> int:
     """The turn a game is in, as players count them (a placement or exchange and its draws)."""
-    from ..games import rules_for
-    from ..ground.db import reading
     from ..services import turns
 
-    rules = rules_for(game.kind)
-    with reading() as session:
-        return turns.current(session, rules, game.id, rules.loads(game.state_json))
+    return turns.current_of(game)
 
 
 def turn_label_of(game) -> str:

@@ -35,7 +35,7 @@ from .site import form_number, wake_sender
 
 bp = Blueprint("tournaments", __name__)
 admin_bp = Blueprint("admin_tournaments", __name__, url_prefix="/admin/tournaments")
-admin_bp.before_request(admin._require_login)
+admin_bp.before_request(admin.require_login)
 
 MAX_LINES = tournaments.MAX_PLAYERS
 
