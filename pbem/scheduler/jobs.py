@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 
 from flask import Flask, current_app
 
-from ..ground.db import utcnow, writing
+from ..ground.db import utcnow
 from ..mailin.listener import poll_imap
 from ..services import timeouts
 from ..services.talk import run_due_chores
@@ -127,7 +127,7 @@ def _handle_some(waiting: deque, held: Held, stop) -> list[str]:
     done: list[str] = []
     thinking = None
     most = current_app.config["SCHEDULER_TIMERS_PER_TRANSACTION"]
-    with writing() as session:
+    with timeouts.transaction() as session:
         began = time.monotonic()
         held.renew_in(session.connection())
         while waiting and len(done) < most and not stop.is_set() \

@@ -138,6 +138,12 @@ _FINISH = (update(Timer).where(Timer.id == bindparam("timer_id"),
            .values(status=DONE, done_at=bindparam("now"), outcome=bindparam("outcome")))
 
 
+def transaction():
+    """A write transaction for a batch of claimed timers (the scheduler acts on several in
+    one, each in a savepoint of its own: `act`)."""
+    return writing()
+
+
 def claim_due(now: datetime, most: int) -> tuple[str, list[int]]:
     """Claim at most `most` timers due at `now` that no one holds (and take back those of a
     claim so old that its scheduler died); the claim and its timers, in the order they fell
