@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import ast
 import html
 import importlib
 import re
@@ -46,11 +47,14 @@ def problems_of(kind: str, app=None, languages: tuple[str, ...] = ("de", "es")) 
     folder = Path(rules.templates or ROOT / "templates" / "games" / kind)  # 4. the templates
     found += [f"{kind}: no template {folder / name}" for name in TEMPLATES
               if not (folder / name).is_file()]
+    state = rules.new_state(list(rules.colours[:rules.min_players]), "words", None)
     for language in languages:  # 5. the words in the catalogs
         with app.test_request_context(), force_locale("en"):
-            english = [rules.summary(), *(rules.variant_label(v) for v in rules.variants)]
+            english = [rules.summary(), *rules.how_to_play(state),
+                       *(rules.variant_label(v) for v in rules.variants)]
         with app.test_request_context(), force_locale(language):
-            said = [rules.summary(), *(rules.variant_label(v) for v in rules.variants)]
+            said = [rules.summary(), *rules.how_to_play(state),
+                    *(rules.variant_label(v) for v in rules.variants)]
         found += [f"{kind}: {en!r} is not translated to {language}"
                   for en, there in zip(english, said) if en == there]
     if type(rules).picture_pieces is not ShownBase.picture_pieces:  # 6. a layered picture
@@ -68,6 +72,18 @@ def test_the_doc_lists_what_the_walk_checks():
     for place in ("engine/games.py", "RulesBase", "ShownBase", "templates/games/<kind>/",
                   "messages.po", "picture_palettes.py"):
         assert place in DOC, place
+
+
+def test_no_adapter_keeps_sentences_by_language():
+    """The rule summaries were dictionaries of German and Spanish in the adapters; every
+    sentence is in the catalogs now (pbem/ground/i18n.py), none keyed by a language."""
+    found = []
+    for path in sorted((ROOT / "pbem" / "games").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Dict) and any(
+                    isinstance(k, ast.Constant) and k.value in ("de", "es") for k in node.keys):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []
 
 
 def test_the_engine_and_the_server_read_one_list_of_games():

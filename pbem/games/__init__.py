@@ -53,7 +53,9 @@ def registry() -> dict[str, GameRules]:
     return {kind: rules_for(kind) for kind in engine_games.GAMES}
 
 
-_ADAPTERS: dict[tuple[str, str], GameRules] = {}  # by (kind, adapter): one instance per process
+# The adapter of each kind, with the entry it was made for (a kind registered again, as a test
+# does, gets a new one): one instance per process.
+_ADAPTERS: dict[str, tuple[engine_games.Registration, GameRules]] = {}
 
 
 def game_kinds() -> dict[str, str]:
@@ -67,13 +69,14 @@ def rules_for(kind: str) -> GameRules:
     entry = engine_games.GAMES.get(kind)
     if entry is None:
         raise KeyError(f"unknown game {kind!r}; known: {', '.join(sorted(engine_games.GAMES))}")
-    adapter = _ADAPTERS.get((kind, entry.adapter))
-    if adapter is None:
-        module, _, name = entry.adapter.partition(":")
-        adapter = getattr(importlib.import_module(module), name)()
-        if adapter.kind != kind:
-            raise ValueError(f"the adapter {entry.adapter} is for {adapter.kind!r}, not {kind!r}")
-        adapter = _ADAPTERS.setdefault((kind, entry.adapter), adapter)
+    held = _ADAPTERS.get(kind)
+    if held is not None and held[0] is entry:
+        return held[1]
+    module, _, name = entry.adapter.partition(":")
+    adapter = getattr(importlib.import_module(module), name)()
+    if adapter.kind != kind:
+        raise ValueError(f"the adapter {entry.adapter} is for {adapter.kind!r}, not {kind!r}")
+    _ADAPTERS[kind] = (entry, adapter)
     return adapter
 
 
