@@ -15,8 +15,10 @@ from typing import Any
 
 from flask import Flask
 from flask.cli import AppGroup
+from jinja2 import ChoiceLoader, FileSystemLoader
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from .games.templates import GameTemplates
 from .ground.config import ROOT, load_settings, resolve_paths
 
 
@@ -76,6 +78,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
                 static_folder=str(ROOT / "pbem" / "web" / "static"),
                 instance_path=settings["INSTANCE_PATH"] or None)
     app.config.update(resolve_paths(settings, Path(app.instance_path)))
+    # A game's templates may come from its own folder (pbem.games.templates), else from ours.
+    app.jinja_loader = ChoiceLoader([GameTemplates(), FileSystemLoader(ROOT / "templates")])
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = _instance_secret(Path(app.config["INSTANCE_PATH"]))
     # Flask has defaults for these, so they are set unless the test configuration chose.

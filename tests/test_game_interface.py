@@ -24,14 +24,15 @@ def _members(protocol) -> set[str]:
 
 # Described in comments before the interface had its bases; now methods with defaults.
 OPTIONAL = {"foretell", "foretold_state", "result_table", "position_summary", "picture_pieces",
-            "picture_board", "picture_samples", "continues_turn", "starts_turn", "mid_turn"}
+            "picture_board", "picture_samples", "continues_turn", "starts_turn", "mid_turn",
+            "in_words", "templates"}
 
 
 def test_the_two_parts_are_apart_and_hold_the_optional_members():
     rules, shown = _members(Rules), _members(Shown)
     assert not rules & shown, "a member is in both parts"
     assert {"new_state", "to_move", "legal", "parse", "apply", "view", "outcome",
-            "default_move", "bot_move", "bots"} <= rules
+            "default_move", "bot_move", "bots", "in_words"} <= rules
     assert {"board_picture", "position_lines", "result_table", "move_from_form",
             "variant_question", "foretell", "picture_pieces"} <= shown
     assert OPTIONAL <= rules | shown
@@ -59,6 +60,7 @@ def test_the_defaults_say_what_a_game_without_the_member_gets():
     assert plain.position_summary("state", 2) == ["position for 2"]
     assert plain.picture_pieces("state", 1.0) is None and plain.picture_samples() == []
     assert plain.starts_turn("anything") and not plain.mid_turn("state")
+    assert plain.in_words("take 2") == "take 2"
     with pytest.raises(NotImplementedError):
         plain.picture_board(0.0)
 

@@ -15,7 +15,8 @@ from pbem.games import game_kinds, rules_for
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
 ROOT = Path(__file__).resolve().parent.parent
-# Words only one game uses: its title, and what its board or cards are made of.
+# Words only one game uses: its title, and what its board or cards are made of (a game not
+# listed here is checked by its title: docs/adding-a-game.md).
 GAME_WORDS = {
     "kardinal-koenig": ["Kardinal", "König", "Koenig", "monaster", "cloister", "advisor",
                         "Franken", "face-up", "draw deck", "joker"],
@@ -42,11 +43,12 @@ def _shared_files():
 
 def test_no_shared_file_names_a_game():
     """No file of the server outside the games' own folders names a game or its pieces."""
-    assert set(GAME_WORDS) == set(game_kinds())
+    assert set(GAME_WORDS) <= set(game_kinds())
+    every = {kind: GAME_WORDS.get(kind, [rules_for(kind).title]) for kind in game_kinds()}
     found = []
     for path in _shared_files():
         text = path.read_text(encoding="utf-8")
-        for words in GAME_WORDS.values():
+        for words in every.values():
             for word in words:
                 for line_number, line in enumerate(text.splitlines(), 1):
                     if word.lower() in html.unescape(line).lower() and "advisory" not in line:

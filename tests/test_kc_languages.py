@@ -168,7 +168,7 @@ def test_a_spanish_turn_file_and_a_german_typo(tmp_path):
     orders = _a_turn(state, 0)
     text = client.get(f"/seat/{tokens[0]}/turnfile").get_data(as_text=True)
     assert "Tu mano (amarillo)" in text
-    assert "#   construir aldea\n#   listo\n" in text  # the examples in Spanish words
+    assert "#   construir Aldea\n#   listo\n" in text  # the examples in Spanish words
     page = client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
     filled = text + "\n" + "\n".join(in_words(o, "es") for o in orders) + "\n"
     done = client.post(f"/seat/{tokens[0]}/turnfile",
@@ -194,15 +194,19 @@ def test_a_spanish_turn_file_and_a_german_typo(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["kardinal-koenig", "knights-castles"])
-def test_the_turn_files_examples_read_in_every_language(kind):
+def test_the_turn_files_examples_read_in_every_language(kind, tmp_path):
     """The whole-turn example a turn file shows, in each language's words, reads as the English
     example's moves."""
+    from flask_babel import force_locale
+
     from pbem.games import rules_for
 
+    app = make_app(tmp_path / "instance")
     rules = rules_for(kind)
-    english = rules._order_examples["en"]
+    english = rules.order_notation
     for language in ("de", "es"):
-        examples = rules._order_examples[language]
+        with app.test_request_context(), force_locale(language):
+            examples = rules.order_examples
         assert examples != english
         if kind == "knights-castles":
             assert [str(kc.parse_move(e)) for e in examples] == list(english)

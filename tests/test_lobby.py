@@ -307,12 +307,12 @@ def test_a_start_that_fails_leaves_the_game_open_to_withdraw_and_never_overfills
         lobby_app, monkeypatch):
     """create_game failing for the join that fills a game: nothing of the game is made, the
     open game is open again (its poster can withdraw it), and nobody joins past its size."""
-    from pbem.services import lobby
+    from pbem.services import game_settings, lobby
 
     app = lobby_app
     keys = _keys(app)
     with app.app_context():
-        posting, errors = lobby.read_post_form({"game": KIND, "players": "3",
+        posting, errors = game_settings.read_lobby_form({"game": KIND, "players": "3",
                                                 "deadline_hours": "72", "timezone": "UTC"})
         assert not errors
         game_id = lobby.post(keys["anna"], posting, "192.0.2.1")

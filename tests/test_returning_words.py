@@ -18,7 +18,7 @@ from test_tournaments import play_out, play_round, tables_of, tournament
 from pbem.games import rules_for
 from pbem.ground.db import reading, writing
 from pbem.ground.models import FEED_CALENDAR, FEED_SEAT, Profile, Seat
-from pbem.services import feeds, lobby, mail, stewardship, tables, tournaments, undo
+from pbem.services import feeds, game_settings, lobby, mail, stewardship, tables, tournaments, undo
 from pbem.services.deadlines import time_control
 from pbem.services.games import create_game
 from pbem.services.players import PlayerSpec
@@ -110,7 +110,7 @@ def test_issue_33s_pages_and_mails_in_german_and_spanish_have_no_english_word(
     # The lobby: Bernd posts a rated game with a minimum rating, Carmen joins; a second one
     # Bernd withdraws after Carmen joined (lobby news for her).
     with app.app_context():
-        posting, errors = lobby.read_post_form({
+        posting, errors = game_settings.read_lobby_form({
             "game": KIND, "players": "4", "deadline_hours": "72", "timezone": "Europe/Berlin",
             "rated": "on", "min_rating": "-50", "weekend_pause": "on",
             "variant": list(rules.variants)[-1]})

@@ -1,13 +1,18 @@
 """Floor 1, the games: the one interface between the server and the engine's games.
 
 Owns the interface (pbem.games.interface: the rules the server plays by and how a game is
-shown), the two games behind it (kardinal_koenig, knights_castles: thin layers over
-`engine/`), the registry here (`rules_for`, `game_kinds`) and the mail's board picture
+shown), the adapters of the games behind it (kardinal_koenig, knights_castles: thin layers over
+`engine/`), reading the one list of games (`engine.games.GAMES`, which names each game's
+adapter) here (`rules_for`, `game_kinds`) and the mail's board picture
 (picture, picture_palettes). Imports `engine` and pbem.ground only; nothing here touches the
 database or mail.
 """
 
 from __future__ import annotations
+
+import importlib
+
+from engine import games as engine_games
 
 from .interface import (
     ByState,
@@ -44,31 +49,35 @@ def games_help(what: str) -> str:
 
 
 def registry() -> dict[str, GameRules]:
-    from .kardinal_koenig import KardinalKoenig
-    from .knights_castles import KnightsCastles
-
-    games: list[GameRules] = [KardinalKoenig(), KnightsCastles()]
-    return {g.kind: g for g in games}
+    """Every game of the engine's list (`engine.games.GAMES`) with its adapter, by kind."""
+    return {kind: rules_for(kind) for kind in engine_games.GAMES}
 
 
-_GAMES: dict[str, GameRules] | None = None
+# The adapter of each kind, with the entry it was made for (a kind registered again, as a test
+# does, gets a new one): one instance per process.
+_ADAPTERS: dict[str, tuple[engine_games.Registration, GameRules]] = {}
 
 
 def game_kinds() -> dict[str, str]:
     """Every game the server hosts: kind -> title, the default first."""
-    rules_for(DEFAULT_KIND)
-    return {kind: rules.title for kind, rules in _GAMES.items()}
+    return {kind: rules_for(kind).title for kind in engine_games.GAMES}
 
 
 def rules_for(kind: str) -> GameRules:
-    """The rules of game `kind`; KeyError names the known kinds."""
-    global _GAMES
-    if _GAMES is None:
-        _GAMES = registry()
-    try:
-        return _GAMES[kind]
-    except KeyError:
-        raise KeyError(f"unknown game {kind!r}; known: {', '.join(sorted(_GAMES))}") from None
+    """The rules of game `kind`, its adapter as the engine's list names it; KeyError names the
+    known kinds."""
+    entry = engine_games.GAMES.get(kind)
+    if entry is None:
+        raise KeyError(f"unknown game {kind!r}; known: {', '.join(sorted(engine_games.GAMES))}")
+    held = _ADAPTERS.get(kind)
+    if held is not None and held[0] is entry:
+        return held[1]
+    module, _, name = entry.adapter.partition(":")
+    adapter = getattr(importlib.import_module(module), name)()
+    if adapter.kind != kind:
+        raise ValueError(f"the adapter {entry.adapter} is for {adapter.kind!r}, not {kind!r}")
+    _ADAPTERS[kind] = (entry, adapter)
+    return adapter
 
 
-DEFAULT_KIND = "kardinal-koenig"
+DEFAULT_KIND = engine_games.DEFAULT

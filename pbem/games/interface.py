@@ -8,8 +8,8 @@ variant questions, the pictures and a move's preview. Each is a Protocol; their 
 members are methods with defaults in `RulesBase` and `ShownBase`, which both adapters inherit,
 so a caller calls them and never asks whether they are there. `GameRules` is both parts, what
 `rules_for` gives. The web pages, the API, the mails and the services know a game only through
-it: a second game is a second module here plus its templates under `templates/games/<kind>/`;
-nothing else changes.
+it: a new game is its engine package, one entry in the list of games (`engine.games`), an
+adapter here and its templates (docs/adding-a-game.md lists each, and a test checks them).
 """
 
 from __future__ import annotations
@@ -71,8 +71,9 @@ class Rules(Protocol):
     def start_seat(self, state: Any) -> int: ...
     # Every move the seat to move may make now, each accepted exactly as written.
     def legal(self, state: Any) -> list[str]: ...
-    # Optional: in_words(notation) -> the move in the reader's words, read back as the same
-    # move (pages and turn files show moves so; the log and the API keep the notation).
+    # A move in the reader's words, read back as the same move (pages and turn files show
+    # moves so; the log and the API keep the notation); by default the notation itself.
+    def in_words(self, notation: str) -> str: ...
     # Moves too many to list (an offer in a card game of trades), as patterns to fill in, like
     # "offer red: <gold and/or cards> for <gold and/or cards>"; never a move as written.
     def move_patterns(self, state: Any) -> list[str]: ...
@@ -134,6 +135,11 @@ class RulesBase:
                 if k not in self.quiet_in_news
                 and (k not in self.latest_only_in_news or i == last)]
 
+    def in_words(self, notation: str) -> str:
+        """A move of the notation in the reader's words: the notation itself, for a game whose
+        notation is the same in every language."""
+        return notation
+
     def starts_turn(self, notation: str) -> bool:
         """Whether a logged move (its notation) begins a turn, the first move aside."""
         return not notation.startswith(self.continues_turn or ())
@@ -166,6 +172,9 @@ class Shown(Protocol):
 
     title: str
     rules_url: str  # where players read the whole rules
+    # The folder of the game's templates (board.html, ...: docs/adding-a-game.md); None: the
+    # server's templates/games/<kind>/.
+    templates: str | None
     order_examples: tuple[str, ...]  # a whole turn in the notation, for turn files
     variant_question: str  # what the create form asks about `variants`
     variant_help: str  # how to name `variants` on the command line, in a sentence
@@ -198,6 +207,8 @@ class Shown(Protocol):
 
 class ShownBase:
     """The defaults of `Shown`'s optional members."""
+
+    templates: str | None = None  # the game's templates are in templates/games/<kind>/
 
     def foretell(self, before: Any, move: Any, after: Any) -> list[str] | None:
         """What a move will do, in the future tense, for its preview; None for a game that
@@ -285,6 +296,5 @@ def choices(rules: GameRules, state: Any) -> list[str]:
 
 
 def move_words(rules: GameRules, notation: str) -> str:
-    """A move in the reader's words where the game writes them (`in_words`), else as it is."""
-    say = getattr(rules, "in_words", None)
-    return say(notation) if say is not None else notation
+    """A move in the reader's words (`in_words`)."""
+    return rules.in_words(notation)

@@ -7,7 +7,7 @@ import functools
 import random
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import orjson
 
@@ -32,78 +32,30 @@ from .interface import (
     StateCache,
 )
 
-# The invitation's and the seat page's summary of the rules, in each language written from that
-# language's rule book (../shared/rules/kardinal-koenig.{en,de,es}.md), with its own words.
-HOW_TO_PLAY = {
-    "en": (
-        ("Kardinal & König (Michael Schacht, 2000; in English \"Web of Power\") is played on a "
-         "map of twelfth-century Europe. On your turn you either play cards to place pieces in "
-         "one country, or exchange one card; then you draw back up to three cards, from the deck "
-         "or the face-up cards."),
-        ("Each card of a country's colour places one piece there, and two cards of one colour "
-         "together are a joker that places one piece in {joker}. You play at most three cards for "
-         "at most two pieces, all in one country, and where nobody has built yet only one "
-         "monastery: so two cards of the country's colour place two pieces, and so do one such "
-         "card and a joker pair."),
-        ("A monastery goes on a free cloister field. An advisor goes on the country's crest, but a "
-         "crest holds no more advisors than the most monasteries one player has in that country."),
-        ("When the deck runs out the first time, monasteries are scored (intermediate scoring). "
-         "When it runs out the second time, the round is played to its end and the game is over."),
-        ("Final scoring: monasteries per country by rank, the alliances between two countries "
-         "where you hold the most advisors in both, and chains of four or more of your "
-         "monasteries along the roads. The most points win; a tie goes to whoever has more "
-         "pieces left."),
-    ),
-    "de": (
-        ("Kardinal & König (Michael Schacht, 2000) spielt im Europa des 12. Jahrhunderts: Durch "
-         "das Ausspielen von Karten gründen die Spieler Klöster und bringen Räte an die Höfe der "
-         "Herrscherhäuser. Wer an der Reihe ist, spielt Karten aus und setzt Spielsteine in einem "
-         "Land ein, oder tauscht eine Karte; danach füllt er seine Hand wieder auf drei Karten "
-         "auf, vom verdeckten Nachziehstapel oder von den offen ausliegenden Karten."),
-        ("Eine Karte gibt vor, in welchem Land ein Spielstein eingesetzt werden darf; pro Karte "
-         "ein Spielstein. Zwei Karten der gleichen Farbe können als Joker gespielt werden, um "
-         "einen Stein in {joker} zu setzen. Die 3-2-1-Regel: mit bis zu 3 Karten höchstens 2 "
-         "Steine in 1 Land; in einem Land, in dem noch kein Stein steht, nur einer."),
-        ("Ein Kloster kommt auf ein freies Klosterfeld des Landes, ein Rat auf sein Wappen. Die "
-         "Mehrheit an Klöstern in einem Land gibt die größte Zahl an Räten dort vor."),
-        ("Ist der Nachziehstapel aufgebraucht, folgt die Zwischenwertung: In jedem Land werden "
-         "die Klöster gewertet. Ist er zum zweiten Mal durchgespielt, wird die laufende Runde "
-         "zu Ende gespielt, und das Spiel endet."),
-        ("Schlusswertung: die Klöster in jedem Land nach Mehrheiten, die Bündnisse zweier Länder, "
-         "in denen ein Spieler in beiden die Mehrheit der Räte hat, und Ketten von vier oder "
-         "mehr eigenen Klöstern entlang einer Straße. Es gewinnt, wer die meisten Punkte hat; "
-         "bei Gleichstand, wer die meisten Spielsteine im Vorrat hat."),
-    ),
-    "es": (
-        ("Kardinal & König (Michael Schacht, 2000) se desarrolla en la Europa central del siglo "
-         "XII, cuando las órdenes religiosas se disputaban la supremacía en los nueve países más "
-         "importantes: mediante el uso de cartas, los jugadores construyen monasterios y "
-         "consiguen consejeros para las cortes de los príncipes. En tu turno juegas cartas para "
-         "colocar piezas en un país, o cambias una carta; después completas tu mano hasta volver "
-         "a tener tres cartas, del mazo de robo o de las cartas bocarriba."),
-        ("Cada carta indica el país, o los dos países, donde puedes colocar piezas: una pieza por "
-         "carta. Dos cartas del mismo color pueden jugarse como comodín para colocar una pieza en "
-         "{joker}. La regla del 3-2-1: juegas como máximo 3 cartas para colocar como máximo 2 "
-         "piezas en 1 solo país; en un país donde aún no hay ninguna pieza, solo una, y tiene que "
-         "ser un monasterio."),
-        ("Los monasterios se construyen sobre los claustros libres del país, y los consejeros se "
-         "colocan sobre su blasón. El número de consejeros de un país no puede superar nunca el "
-         "número de monasterios que tiene allí el jugador mayoritario."),
-        ("Cuando el mazo de robo se agota por primera vez, se hace la puntuación intermedia: solo "
-         "se puntúan los monasterios. Cuando se agota por segunda vez, se juega la ronda hasta el "
-         "final y la partida termina."),
-        ("Puntuación final: los monasterios de cada país por mayorías; las alianzas entre dos "
-         "países: quien tenga la mayoría de consejeros en ambos recibe un punto por cada "
-         "consejero de los dos países; y las cadenas de cuatro o más monasterios propios unidos "
-         "por caminos, un punto por monasterio. Gana quien tenga más puntos; en caso de empate, "
-         "quien tenga más piezas (monasterios y consejeros) en su reserva."),
-    ),
-}
-_JOKER_WHERE = {
-    "en": ("any other country", "any country, its own colour's too"),
-    "de": ("ein beliebiges anderes Land", "ein beliebiges Land, auch eines ihrer Farbe"),
-    "es": ("cualquier otro país", "cualquier país, también uno de su propio color"),
-}
+# The invitation's and the seat page's summary of the rules, in English; the catalogs hold the
+# German and Spanish, each written from that language's rule book
+# (../shared/rules/kardinal-koenig.{en,de,es}.md) in its own words. %(joker)s: JOKER_WHERE.
+HOW_TO_PLAY = (
+    N_("Kardinal & König (Michael Schacht, 2000; in English \"Web of Power\") is played on a "
+       "map of twelfth-century Europe. On your turn you either play cards to place pieces in "
+       "one country, or exchange one card; then you draw back up to three cards, from the deck "
+       "or the face-up cards."),
+    N_("Each card of a country's colour places one piece there, and two cards of one colour "
+       "together are a joker that places one piece in %(joker)s. You play at most three cards "
+       "for at most two pieces, all in one country, and where nobody has built yet only one "
+       "monastery: so two cards of the country's colour place two pieces, and so do one such "
+       "card and a joker pair."),
+    N_("A monastery goes on a free cloister field. An advisor goes on the country's crest, but a "
+       "crest holds no more advisors than the most monasteries one player has in that country."),
+    N_("When the deck runs out the first time, monasteries are scored (intermediate scoring). "
+       "When it runs out the second time, the round is played to its end and the game is over."),
+    N_("Final scoring: monasteries per country by rank, the alliances between two countries "
+       "where you hold the most advisors in both, and chains of four or more of your "
+       "monasteries along the roads. The most points win; a tie goes to whoever has more "
+       "pieces left."),
+)
+# Where a joker places its piece, by the game's reading of the rules (its joker_anywhere).
+JOKER_WHERE = (N_("any other country"), N_("any country, its own colour's too"))
 RULES_URL = "https://boardgamegeek.com/boardgame/21/web-of-power/files"  # the rule books
 # The rule books' two readings of the joker, named after the books (docs/rules-notes.md).
 VARIANTS = {
@@ -127,15 +79,12 @@ class KardinalKoenig(RulesBase, ShownBase):
     colours = kk.PLAYER_COLOURS
     variants = VARIANTS
     rules_url = RULES_URL  # the first is the default
-    # A whole turn for the turn file, in the reader's words (the notation reads all three).
-    _order_examples: ClassVar[dict[str, tuple[str, ...]]] = {
-        "en": ("GG Franken: Mainz", "draw deck", "draw G"),
-        "de": ("GG Franken: Mainz", "ziehe Stapel", "ziehe G"),
-        "es": ("GG Franken: Mainz", "robar mazo", "robar G")}
+    # A whole turn for the turn file, in the notation: shown in the reader's words (in_words).
+    order_notation = ("GG Franken: Mainz", "draw deck", "draw G")
 
     @property
     def order_examples(self) -> tuple[str, ...]:
-        return self._order_examples.get(i18n.language(), self._order_examples["en"])
+        return tuple(self.in_words(n) for n in self.order_notation)
 
     def in_words(self, notation: str) -> str:
         """A move of the notation in the reader's words ('G Bayern: Rat', 'ziehe Stapel'),
@@ -197,9 +146,8 @@ class KardinalKoenig(RulesBase, ShownBase):
 
     def how_to_play(self, state: kk.GameState) -> list[str]:
         """A few paragraphs for the invitation mail, in this game's reading of the rules."""
-        language = i18n.language() if i18n.language() in HOW_TO_PLAY else "en"
-        joker = _JOKER_WHERE[language][state.joker_anywhere]
-        return [paragraph.format(joker=joker) for paragraph in HOW_TO_PLAY[language]]
+        joker = gettext(JOKER_WHERE[state.joker_anywhere])
+        return [gettext(paragraph, joker=joker) for paragraph in HOW_TO_PLAY]
 
     def variant_label(self, variant: str) -> str:
         """A rules reading in the reader's words."""

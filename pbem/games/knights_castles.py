@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import engine.knights_castles as kc
 from engine.errors import IllegalMoveError, NotationError, SetupError
@@ -54,57 +54,24 @@ for _n in range(1, len(SWITCHES) + 1):
     for _combo in itertools.combinations(SWITCHES, _n):
         VARIANTS["+".join(_combo)] = "; ".join(SWITCHES[s] for s in _combo)
 
-# The invitation's and the seat page's summary of the rules, in each language: the English one
-# written from the rule page (../shared/rules/knights-and-castles.en.md) and its readings; there
-# is no German or Spanish rule book, so those are faithful translations of it, in the card names
-# the catalogs and docs/notation.md use.
-HOW_TO_PLAY = {
-    "en": (
-        ("Knights & Castles is a card game of villages, towns, castles, gold, dice, disasters "
-         "and trades. The player with the most gold when the last card is drawn from the deck "
-         "wins."),
-        ("A turn has seven phases. Draw: one card (buy more for 5 gold each). Tax: your cards in "
-         "play pay their revenue. Build: put resources and leaders into play, each supported "
-         "(a village supports a town, mine or castle; a town a city; a castle two knights; a "
-         "city two ships and a leader; a ship a trade route). Research: advances for 5 gold. "
-         "Event: play one event, disaster or invasion card. Trade: offer other players gold and "
-         "cards. End: keep at most 7 cards."),
-        ("When a disaster or invasion hits you, you choose which cards in play to lose; when a "
-         "player offers you a trade, you accept or decline: these decisions are yours, and the "
-         "server asks you for them like a turn."),
-    ),
-    "de": (
-        ("Knights & Castles ist ein Kartenspiel um Dörfer, Städte, Burgen, Gold, Würfel, "
-         "Katastrophen und Handel. Wer am meisten Gold hat, wenn die letzte Karte vom Stapel "
-         "gezogen wird, gewinnt."),
-        ("Ein Zug hat sieben Phasen. Ziehen: eine Karte (weitere kosten je 5 Gold). Steuern: "
-         "deine ausliegenden Karten bringen ihren Ertrag. Bauen: Ressourcen und Anführer "
-         "auslegen, jede Karte muss versorgt sein (ein Dorf versorgt eine Stadt, Mine oder "
-         "Burg; eine Stadt eine Großstadt; eine Burg zwei Ritter; eine Großstadt zwei Schiffe "
-         "und einen Anführer; Schiffe eine Handelsroute). Forschen: Fortschritte für 5 Gold. "
-         "Ereignis: "
-         "eine Ereignis-, Katastrophen- oder Invasionskarte ausspielen. Handel: anderen Spielern "
-         "Gold und Karten anbieten. Ende: höchstens 7 Karten behalten."),
-        ("Trifft dich eine Katastrophe oder Invasion, wählst du, welche ausliegenden Karten du "
-         "verlierst; bietet dir ein Spieler einen Handel an, nimmst du an oder lehnst ab: diese "
-         "Entscheidungen triffst du, und der Server fragt dich danach wie nach einem Zug."),
-    ),
-    "es": (
-        ("Knights & Castles es un juego de cartas de aldeas, pueblos, castillos, oro, dados, "
-         "catástrofes y comercio. Gana quien tenga más oro cuando se roba la última carta del "
-         "mazo."),
-        ("Un turno tiene siete fases. Robo: una carta (puedes comprar más por 5 de oro cada "
-         "una). Impuestos: tus cartas en juego rinden sus ingresos. Construcción: pones en juego "
-         "recursos y líderes, cada uno con su sustento (una aldea sustenta un pueblo, una mina o "
-         "un castillo; un pueblo, una ciudad; un castillo, dos caballeros; una ciudad, dos barcos "
-         "y un líder; los barcos, una ruta comercial). Investigación: avances por 5 de oro. "
-         "Evento: juegas una carta de evento, catástrofe o invasión. Comercio: ofreces oro y "
-         "cartas a los demás jugadores. Final: te quedas con 7 cartas como máximo."),
-        ("Cuando te golpea una catástrofe o una invasión, eliges qué cartas en juego pierdes; "
-         "cuando un jugador te ofrece un trato, lo aceptas o lo rechazas: esas decisiones son "
-         "tuyas, y el servidor te las pide como si fueran un turno."),
-    ),
-}
+# The invitation's and the seat page's summary of the rules, in English, written from the rule
+# page (../shared/rules/knights-and-castles.en.md) and its readings; there is no German or
+# Spanish rule book, so the catalogs hold faithful translations of it, in the card names the
+# catalogs and docs/notation.md use.
+HOW_TO_PLAY = (
+    N_("Knights & Castles is a card game of villages, towns, castles, gold, dice, disasters "
+       "and trades. The player with the most gold when the last card is drawn from the deck "
+       "wins."),
+    N_("A turn has seven phases. Draw: one card (buy more for 5 gold each). Tax: your cards in "
+       "play pay their revenue. Build: put resources and leaders into play, each supported "
+       "(a village supports a town, mine or castle; a town a city; a castle two knights; a "
+       "city two ships and a leader; a ship a trade route). Research: advances for 5 gold. "
+       "Event: play one event, disaster or invasion card. Trade: offer other players gold and "
+       "cards. End: keep at most 7 cards."),
+    N_("When a disaster or invasion hits you, you choose which cards in play to lose; when a "
+       "player offers you a trade, you accept or decline: these decisions are yours, and the "
+       "server asks you for them like a turn."),
+)
 
 
 def _said(exc: Exception) -> str:
@@ -140,15 +107,13 @@ class KnightsCastles(RulesBase, ShownBase):
     colours = kc.COLOURS
     variants = VARIANTS
     rules_url = RULES_URL
-    # A whole turn for the turn file, in the reader's words (the notation reads all three).
-    _order_examples: ClassVar[dict[str, tuple[str, ...]]] = {
-        "en": ("buy", "build village", "done", "play plague at red"),
-        "de": ("kaufe", "baue Dorf", "fertig", "spiele Pest gegen rot"),
-        "es": ("comprar", "construir aldea", "listo", "jugar peste a rojo")}
+    # A whole turn for the turn file, in the notation: shown in the reader's words (in_words).
+    order_notation = ("buy", "build village", "done", "play plague at red")
 
     @property
     def order_examples(self) -> tuple[str, ...]:
-        return self._order_examples.get(i18n.language(), self._order_examples["en"])
+        return tuple(self.in_words(n) for n in self.order_notation)
+
     variant_question = N_("The rule page's notes offer three variants for a two-player game "
                           "only, each a switch; choose the ones this game plays with (shown on "
                           "every page of the game).")
@@ -200,7 +165,7 @@ class KnightsCastles(RulesBase, ShownBase):
     def how_to_play(self, state: kc.GameState) -> list[str]:
         """A few paragraphs for the invitation mail and the seat page, in the reader's
         language."""
-        return list(HOW_TO_PLAY.get(i18n.language(), HOW_TO_PLAY["en"]))
+        return [gettext(paragraph) for paragraph in HOW_TO_PLAY]
 
     def card_table(self) -> list[dict]:
         """The deck for the rules page: each kind of card with its count, revenue, defence

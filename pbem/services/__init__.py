@@ -2,15 +2,15 @@
 
 Every channel (the pages, the API, players' mail, the scheduler, the command line) acts
 through these modules, and every move through one path: `moves.submit_move`. Owns creating
-games and their players, seats and their links, the move path and the mails it causes, the
-log, time and vacation, deadlines and what a passing one does (timeouts), the events that
-follow a move and who listens to them (events; registered below), stewardship (the
-organisers' actions), the table talk, games players start (starting), "my games", bounces of
-the server's mail, turn files, turns as players count them, the server's health, what the
-pages of spectators (watching), of the admins (admin_views) and of the demo's mailbox
-(mailbox) read, what players' mail coming in reads and answers (replies), and composing mail
-(mail/: the table of mail kinds, kinds.py, and the one way to queue one, sending.send;
-delivered by pbem.scheduler).
+games and their players (game_settings: the one reader of the forms that make a game), seats
+and their links, the move path and the mails it causes, the log, time and vacation, deadlines
+and what a passing one does (timeouts), the events that follow a move and who listens to them
+(events; registered below), stewardship (the organisers' actions), the table talk, games
+players start (starting), "my games", bounces of the server's mail, turn files, turns as
+players count them, the server's health, what the pages of spectators (watching), of the
+admins (admin_views) and of the demo's mailbox (mailbox) read, what players' mail coming in
+reads and answers (replies), and composing mail (mail/: the table of mail kinds, kinds.py, and
+the one way to queue one, sending.send; delivered by pbem.scheduler).
 
 Imports pbem.games and pbem.ground only; never a channel (web, mailin, scheduler, cli).
 """

@@ -22,11 +22,11 @@ from flask import current_app
 from sqlalchemy import bindparam, update
 from sqlmodel import Session
 
-from ..games import SetupProblem
 from ..ground import clock
 from ..ground.db import Cached, insert_later, insert_pending, is_status
 from ..ground.i18n import gettext as _
 from ..ground.models import DONE, PENDING, REMINDER, TIMEOUT, Game, Seat, Timer
+from .errors import SettingsError
 
 MIN_HOURS, MAX_HOURS = 12, 14 * 24
 
@@ -43,11 +43,9 @@ class TimeControl:
         return ",".join(str(h) for h in self.reminder_hours)
 
 
-def _problem(field: str, message: str) -> SetupProblem:
-    """A SetupProblem that names the setting it is about (`field`: the create form's input)."""
-    problem = SetupProblem(message)
-    problem.field = field
-    return problem
+def _problem(field: str, message: str) -> SettingsError:
+    """A refused setting that names the create form's input it is about (`field`)."""
+    return SettingsError(message, field=field)
 
 
 def parse_hours(text: str) -> tuple[int, ...]:

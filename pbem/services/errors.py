@@ -3,6 +3,8 @@ the web layer answers with and whose `message` is for the person who asked."""
 
 from __future__ import annotations
 
+from ..games import SetupProblem
+
 
 class ServiceError(Exception):
     """A request the service refuses; `status` is the HTTP status the web layer answers with."""
@@ -59,3 +61,12 @@ def check_reason(reason: object) -> str:
     if len(reason) > MAX_REASON:
         raise Malformed(f"keep the reason under {MAX_REASON} characters")
     return reason
+
+
+class SettingsError(SetupProblem):
+    """A game setting refused; `field` names the form input it is about, so every form shows
+    the message beside that input whatever language the message is in."""
+
+    def __init__(self, message: str, *, field: str):
+        super().__init__(message)
+        self.field = field

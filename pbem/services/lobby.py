@@ -25,7 +25,7 @@ from flask import current_app
 from sqlalchemy import func, update
 from sqlmodel import Session, select
 
-from ..games import SetupProblem, game_kinds, rules_for
+from ..games import rules_for
 from ..ground import i18n
 from ..ground.db import get_row, one_at_a_time, reading, utcnow, writing
 from ..ground.i18n import _
@@ -45,8 +45,9 @@ from ..ground.models import (
     Profile,
     Rating,
 )
-from .deadlines import TimeControl, time_control
+from .deadlines import TimeControl
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
+from .game_settings import Posting
 from .games import create_game
 from .mail import kinds
 from .mail.sending import send
@@ -55,7 +56,6 @@ from .players import PlayerSpec, network_of
 from .profiles import profile_for, profile_or_default
 from .ratings import MODEL, standings
 
-SEATINGS = ("joined", "drawn")
 MAX_SHOWN = 200  # open games the lobby lists, the newest first
 
 
@@ -72,60 +72,6 @@ def _rating_of(session: Session, kind: str, email: str) -> float:
 
 
 # --- posting ----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Posting:
-    kind: str
-    variant: str
-    players: int
-    time: TimeControl
-    rated: bool
-    min_rating: float | None
-    seating: str
-
-
-def read_post_form(form) -> tuple[Posting | None, dict[str, str]]:
-    """The lobby's "post an open game" form checked: a Posting, or the errors by field."""
-    errors: dict[str, str] = {}
-    kind = form.get("game", "")
-    if kind not in game_kinds():
-        return None, {"game": _("choose one of the games offered")}
-    rules = rules_for(kind)
-    variant = form.get("variant") or next(iter(rules.variants))
-    if variant not in rules.variants:
-        errors["variant"] = _("choose one of the rules offered")
-    raw = (form.get("players") or "").strip()
-    players = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 3 else -1
-    if not rules.min_players <= players <= rules.max_players:
-        errors["players"] = _("%(game)s is for %(low)d to %(high)d players", game=rules.title,
-                              low=rules.min_players, high=rules.max_players)
-    raw = (form.get("deadline_hours") or "").strip()
-    hours = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 5 else -1
-    time = None
-    try:
-        time = time_control(hours, None, form.get("weekend_pause") == "on",
-                            (form.get("timezone") or "").strip() or "UTC")
-    except SetupProblem as exc:
-        errors["deadline_hours" if "deadline" in str(exc) or "reminder" in str(exc)
-               else "timezone"] = str(exc)
-    minimum = None
-    raw = (form.get("min_rating") or "").strip()
-    if raw:
-        try:
-            minimum = float(raw)
-            if not -100 <= minimum <= 100:
-                raise ValueError
-        except ValueError:
-            errors["min_rating"] = _("the minimum rating is a number from -100 to 100, or "
-                                     "blank for none")
-    seating = form.get("seating") or "joined"
-    if seating not in SEATINGS:
-        errors["seating"] = _("choose one of the options offered")
-    if errors:
-        return None, errors
-    return Posting(kind, variant, players, time, form.get("rated") == "on", minimum,
-                   seating), {}
-
 
 def post(token: str, posting: Posting, client: str, now: datetime | None = None) -> int:
     """Post an open game for the address the "my games" key `token` opens; its id."""

@@ -51,12 +51,13 @@ from ..ground.models import (
 )
 from ..ground.tokens import hash_token, is_well_formed
 from . import mail
-from .deadlines import TimeControl, time_control
+from .deadlines import TimeControl
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
+from .game_settings import Draft
 from .games import create_game
 from .mail import kinds
 from .mail.sending import send
-from .players import PlayerSpec, check_player, check_title
+from .players import PlayerSpec, check_player
 from .seats import seat_game_seats
 
 UNKNOWN = ("This invitation link is not valid: it may be mistyped or cut short by the mail "
@@ -64,75 +65,6 @@ UNKNOWN = ("This invitation link is not valid: it may be mistyped or cut short b
 
 
 # --- proposing ------------------------------------------------------------------------------
-
-@dataclass
-class Draft:
-    """The checked "new game" form."""
-
-    kind: str
-    starter: PlayerSpec
-    friends: list[PlayerSpec]
-    colours: list[str]
-    title: str
-    variant: str
-    time: TimeControl
-
-
-def read_form(form, kind: str) -> tuple[Draft | None, dict[str, str]]:
-    """The new-game form checked: a Draft, or the errors by field name."""
-    rules = rules_for(kind)
-    errors: dict[str, str] = {}
-    try:
-        starter = check_player(form.get("name", ""), form.get("email", ""))
-    except SetupProblem as exc:
-        errors["email" if form.get("name", "").strip() else "name"] = str(exc)
-        starter = None
-    friends, colours = [], [form.get("colour0", "")]
-    for i in range(1, rules.max_players):
-        email = form.get(f"email{i}", "").strip()
-        name = form.get(f"name{i}", "").strip()
-        if not email and not name:
-            continue
-        try:
-            friends.append(check_player(name or email.partition("@")[0][:40], email))
-        except SetupProblem as exc:
-            errors[f"email{i}"] = str(exc)
-        colours.append(form.get(f"colour{i}", ""))
-    for i, colour in enumerate(colours):
-        if colour not in rules.colours:
-            errors[f"colour{i}"] = _("choose one of %(colours)s", colours=", ".join(rules.colours))
-    if len(set(colours)) != len(colours):
-        errors["players"] = _("each player needs their own colour")
-    count = 1 + len(friends) + sum(1 for k in errors if k.startswith("email") and k != "email")
-    if not rules.min_players <= count <= rules.max_players:
-        errors["players"] = _("%(game)s is for %(low)d to %(high)d players: invite %(fewest)d "
-                              "to %(most)d friends.", game=rules.title, low=rules.min_players,
-                              high=rules.max_players, fewest=rules.min_players - 1,
-                              most=rules.max_players - 1)
-    emails = [p.email.lower() for p in ([starter] if starter else []) + friends]
-    if len(set(emails)) != len(emails):
-        errors["players"] = _("each player needs their own email address")
-    raw = form.get("deadline_hours", "").strip()
-    hours = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 5 else -1
-    try:
-        time = time_control(hours, None, form.get("weekend_pause") == "on",
-                            form.get("timezone", "").strip() or "UTC")
-    except SetupProblem as exc:
-        errors["deadline_hours" if "deadline" in str(exc) or "reminder" in str(exc)
-               else "timezone"] = str(exc)
-        time = None
-    title = form.get("title", "").strip()
-    try:
-        title = check_title(title) if title else rules.title
-    except SetupProblem as exc:
-        errors["title"] = str(exc)
-    variant = form.get("variant") or next(iter(rules.variants))
-    if variant not in rules.variants:
-        errors["variant"] = _("choose one of the rules offered")
-    if errors:
-        return None, errors
-    return Draft(kind, starter, friends, colours, title, variant, time), {}
-
 
 def _check_limits(session: Session, emails: list[str], address: str | None, now: datetime,
                   invitations: int = 0) -> None:

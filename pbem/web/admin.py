@@ -9,7 +9,6 @@ checks them, writes the audit log and mails the players.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -42,10 +41,10 @@ from ..ground.models import (
     Seat,
 )
 from ..services import admin_views, ratings, stewardship, talk
-from ..services.deadlines import MAX_HOURS, MIN_HOURS, time_control
+from ..services.deadlines import MAX_HOURS, MIN_HOURS
 from ..services.errors import ServiceError
+from ..services.game_settings import read_admin_form
 from ..services.games import create_game
-from ..services.players import bot_player, check_player, check_title
 from .site import HINTS, form_number, wake_sender
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
@@ -250,78 +249,6 @@ def dashboard():
 
 # --- creating a game ----------------------------------------------------------------------------
 
-def _player_rows(form) -> list[dict]:
-    return [{"name": form.get(f"name{i}", "").strip(), "email": form.get(f"email{i}", "").strip(),
-             "colour": form.get(f"colour{i}", ""), "bot": form.get(f"bot{i}", ""),
-             "language": form.get(f"language{i}", "")}
-            for i in range(5)]
-
-
-def _read_new_game(form, rules) -> tuple[dict, dict]:
-    """The checked input of the create-game form, and the errors by field name."""
-    errors: dict[str, str] = {}
-    players, colours = [], []
-    for i, row in enumerate(_player_rows(form)):
-        if not row["name"] and not row["email"] and not row["bot"]:
-            continue
-        try:
-            if row["bot"]:  # a computer player: a name is optional, an address is not used
-                players.append(bot_player(row["bot"], rules.kind, row["name"]))
-            else:
-                language = i18n.check_language(row["language"] or
-                                               current_app.config["GAMES_LANGUAGE"])
-                players.append(dataclasses.replace(check_player(row["name"], row["email"]),
-                                                   language=language))
-        except SetupProblem as exc:
-            errors[f"bot{i}" if row["bot"] else f"email{i}" if row["name"] else f"name{i}"] = \
-                str(exc)
-        except ValueError as exc:  # a language the form did not offer
-            errors[f"language{i}"] = str(exc)
-        if row["colour"] not in rules.colours:
-            errors[f"colour{i}"] = gettext("choose one of %(colours)s",
-                                           colours=", ".join(map(i18n.colour, rules.colours)))
-        elif row["colour"] in colours:
-            errors[f"colour{i}"] = gettext("another player already has this colour")
-        colours.append(row["colour"])
-    if not rules.min_players <= len(colours) <= rules.max_players:
-        errors["players"] = gettext("%(game)s is for %(least)d to %(most)d players; you filled "
-                                    "in %(count)d", game=rules.title, least=rules.min_players,
-                                    most=rules.max_players, count=len(colours))
-    emails = [p.email.lower() for p in players if p.bot is None]
-    if len(set(emails)) != len(emails):
-        errors["players"] = gettext("each player needs their own email address")
-    start = form.get("start", "random")
-    if start != "random" and not (start.isascii() and start.isdigit()
-                                  and 0 <= int(start) < len(colours)):
-        errors["start"] = gettext("choose a player who is in the game, or random")
-    raw_hours = form.get("deadline_hours", "").strip()
-    hours = int(raw_hours) if raw_hours.isascii() and raw_hours.isdigit() else -1
-    try:
-        time = time_control(hours, form.get("reminders", ""), form.get("weekend_pause") == "on",
-                            form.get("timezone", "").strip() or "UTC")
-    except SetupProblem as exc:
-        errors[getattr(exc, "field", "timezone")] = str(exc)
-        time = None
-    title = form.get("title", "").strip()
-    try:
-        title = check_title(title) if title else None
-    except SetupProblem as exc:
-        errors["title"] = str(exc)
-    seed = form.get("seed", "").strip() or None
-    if seed is not None and (len(seed) > 100 or not seed.isprintable()):
-        errors["seed"] = gettext("the seed must be 1 to 100 printable characters")
-    variant = form.get("variant") or next(iter(rules.variants))
-    if variant not in rules.variants:
-        errors["variant"] = gettext("choose one of the rules offered")
-    absent_bot = form.get("absent_bot", "") or None
-    if absent_bot is not None and absent_bot not in rules.bots:
-        errors["absent_bot"] = gettext("choose the default move or one of the computer players "
-                                       "offered")
-    return {"players": players, "colours": colours, "time": time, "title": title, "seed": seed,
-            "variant": variant, "absent_bot": absent_bot, "rated": form.get("rated") == "on",
-            "start": None if start == "random" or "start" in errors else int(start)}, errors
-
-
 def _kind(value) -> str:
     """The game a create form is for: a known kind, else the default."""
     return value if value in game_kinds() else DEFAULT_KIND
@@ -347,14 +274,14 @@ def new_game():
 def new_game_post():
     kind = _kind(request.form.get("game"))
     rules = rules_for(kind)
-    data, errors = _read_new_game(request.form, rules)
+    data, errors = read_admin_form(request.form, rules)
     if errors:
         return _new_game_page(request.form, errors, 422, kind)
     try:
-        created = create_game(data["players"], data["seed"], kind=kind, colours=data["colours"],
-                              start=data["start"], title=data["title"], time=data["time"],
-                              variant=data["variant"], absent_bot=data["absent_bot"],
-                              rated=data["rated"])
+        created = create_game(data.players, data.seed, kind=kind, colours=data.colours,
+                              start=data.start, title=data.title, time=data.time,
+                              variant=data.variant, absent_bot=data.absent_bot,
+                              rated=data.rated)
     except (SetupProblem, ServiceError) as exc:
         return _new_game_page(request.form, {"players": str(exc)}, 422, kind)
     wake_sender()

@@ -11,12 +11,12 @@ from ..games import DEFAULT_KIND, game_kinds, rules_for
 from ..ground import i18n
 from ..services.deadlines import MAX_HOURS, MIN_HOURS
 from ..services.errors import ServiceError
+from ..services.game_settings import read_lobby_form
 from ..services.lobby import (
     is_open,
     join,
     open_games,
     post,
-    read_post_form,
     reader,
     started_games,
     withdraw,
@@ -72,7 +72,7 @@ def mine(token: str):
 
 @bp.post("/me/<token>/lobby")
 def post_game(token: str):
-    posting, errors = read_post_form(request.form)
+    posting, errors = read_lobby_form(request.form)
     if errors:
         return _page(token, request.form, errors, 422)
     try:

@@ -13,6 +13,7 @@ from ..ground import i18n
 from ..ground.models import ACCEPTED, INVITING
 from ..services.deadlines import MAX_HOURS, MIN_HOURS
 from ..services.errors import GameNotRunning, ServiceError
+from ..services.game_settings import read_new_form
 from ..services.starting import (
     answer,
     cancel,
@@ -20,7 +21,6 @@ from ..services.starting import (
     invitation_view,
     proposal_of,
     propose,
-    read_form,
     rematch,
     seat_view,
     start_game,
@@ -68,7 +68,7 @@ def new():
 def new_post():
     _open()
     kind = _kind(request.form.get("game"))
-    draft, errors = read_form(request.form, kind)
+    draft, errors = read_new_form(request.form, kind)
     if errors:
         return _new_page(request.form, errors, 422, kind)
     try:
