@@ -22,13 +22,13 @@ from __future__ import annotations
 import colorsys
 import hashlib
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from xml.sax.saxutils import escape, quoteattr
 
 from ..words import Phrase, both, colour, say
-from .board import Board
+from .board import Board, Country, Field
 from .view import SeatView
 
 Words = Callable[[Phrase], str]
@@ -769,67 +769,118 @@ def _card_name(board: Board, code: str) -> Phrase | str:
                                          countries=card.label)
 
 
-def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool = False,
-              title: str | None = None, id_prefix: str | None = None,
-              marked: Iterable[str] = (), words: Words = str, room_below: float = 0.0) -> str:
-    """The board, and the position `view` shows if given, as one `<svg>` element.
+@dataclass(frozen=True)
+class SvgOptions:
+    """How `board_svg` draws a board, beside what it draws.
 
     `words` writes the picture's sentences (its description, labels and titles), each an
-    `engine.words.Phrase`, in the reader's language (default: English).
-
-    With `interactive`, free cloister fields and crests are focusable buttons carrying
-    `data-field`/`data-country` and `data-crest`. `id_prefix` (default: derived from the board
-    and view) keeps the ids of two pictures on one page apart. `marked` names cloister fields
-    and countries (their crests) to ring as new, as a move's preview does. `room_below` leaves
-    that much empty height under the map (where `board_pieces` draws a position's panel).
+    `engine.words.Phrase`, in the reader's language (default: English). With `interactive`,
+    free cloister fields and crests are focusable buttons carrying `data-field`/`data-country`
+    and `data-crest`. `title` replaces the default title. `id_prefix` (default: derived from
+    the board and view) keeps the ids of two pictures on one page apart. `marked` names
+    cloister fields and countries (their crests) to ring as new, as a move's preview does.
+    `room_below` leaves that much empty height under the map (where `board_pieces` draws a
+    position's panel).
     """
-    marked = frozenset(marked)
-    layout = _layout(board)
-    prefix = id_prefix or _id_prefix(board, view, interactive)
-    players = view.players if view is not None else ()
-    owner_of = dict(view.monasteries) if view is not None else {}
-    advisors = dict(view.advisors) if view is not None else {}
-    panel_h = _panel_height(view)
-    height = layout.map_height + panel_h + room_below
+
+    interactive: bool = False
+    title: str | None = None
+    id_prefix: str | None = None
+    marked: Collection[str] = frozenset()
+    words: Words = str
+    room_below: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Picture:
+    """What every part of one `board_svg` picture is drawn from."""
+
+    board: Board
+    view: SeatView | None
+    layout: _Layout
+    prefix: str
+    interactive: bool
+    marked: frozenset[str]
+    words: Words
+
+    @property
+    def players(self) -> tuple[str, ...]:
+        return self.view.players if self.view is not None else ()
+
+
+def board_svg(board: Board, view: SeatView | None = None,
+              options: SvgOptions = SvgOptions()) -> str:
+    """The board, and the position `view` shows if given, as one `<svg>` element, drawn as
+    `options` says."""
+    picture = _Picture(board, view, _layout(board),
+                       options.id_prefix or _id_prefix(board, view, options.interactive),
+                       options.interactive, frozenset(options.marked), options.words)
+    out: list[str] = []
+    _draw_head(out, picture, options)
+    _draw_countries(out, picture)
+    _draw_roads(out, picture)
+    _draw_alliances(out, picture)
+    _draw_crests(out, picture)
+    _draw_fields(out, picture)
+    if view is not None:
+        _panel(out, board, view, picture.layout.map_height, picture.words)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _draw_head(out: list[str], picture: _Picture, options: SvgOptions) -> None:
+    """The `<svg>` element's opening, its title, description and style, and the sea."""
+    board, view, prefix, words = picture.board, picture.view, picture.prefix, picture.words
+    map_height = picture.layout.map_height
+    height = map_height + _panel_height(view) + options.room_below
+    title = options.title
     if title is None:
         title = board.name if view is None else words(say(
             "%(board)s, as %(who)s sees it", board=board.name,
             who=say("a spectator") if view.seat is None else say(view.colour)))
-    out: list[str] = []
     add = out.append
     add(f'<svg xmlns="{SVG_NS}" viewBox="0 0 {_n(WIDTH)} {_n(height)}" class="kk-board"'
-        f'{_attrs(role="group" if interactive else "img", id=prefix)}'
+        f'{_attrs(role="group" if picture.interactive else "img", id=prefix)}'
         f' aria-labelledby="{prefix}-title {prefix}-desc">')
     add(f'<title id="{prefix}-title">{escape(title)}</title>')
     add(f'<desc id="{prefix}-desc">{escape(_describe(board, view, words))}</desc>')
     add(f"<style>{STYLE.strip()}</style>")
-    add(f'<rect class="sea" x="0" y="0" width="{_n(WIDTH)}" height="{_n(layout.map_height)}"/>')
+    add(f'<rect class="sea" x="0" y="0" width="{_n(WIDTH)}" height="{_n(map_height)}"/>')
 
+
+def _draw_countries(out: list[str], picture: _Picture) -> None:
     # No clip path for the countries that reach past the map: the panel below is drawn over
     # them, and a clip made resvg render the whole map through a mask (a third of the time
     # of the mail's board picture).
-    add('<g class="countries">')
-    for country, d, (fill, edge) in zip(board.countries, layout.regions, layout.colours):
-        attrs = _attrs(id=f"{prefix}-country-{country.index}", data_country=country.name)
-        add(f'<path class="country"{attrs} d="{d}" fill="{fill}" stroke="{edge}"'
-            ' fill-rule="evenodd"/>')
-    add("</g>")
+    layout = picture.layout
+    out.append('<g class="countries">')
+    for country, d, (fill, edge) in zip(picture.board.countries, layout.regions, layout.colours):
+        attrs = _attrs(id=f"{picture.prefix}-country-{country.index}", data_country=country.name)
+        out.append(f'<path class="country"{attrs} d="{d}" fill="{fill}" stroke="{edge}"'
+                   ' fill-rule="evenodd"/>')
+    out.append("</g>")
 
-    pts = layout.points
-    add('<g class="roads">')
+
+def _draw_roads(out: list[str], picture: _Picture) -> None:
+    board, pts = picture.board, picture.layout.points
+    out.append('<g class="roads">')
     for a, b in board.roads:
         attrs = _attrs(data_from=board.fields[a].name, data_to=board.fields[b].name)
-        add(f'<line class="road"{attrs} x1="{_n(pts[a][0])}" y1="{_n(pts[a][1])}" x2="{_n(pts[b][0])}"'
-            f' y2="{_n(pts[b][1])}"/>')
-    add("</g>")
+        out.append(f'<line class="road"{attrs} x1="{_n(pts[a][0])}" y1="{_n(pts[a][1])}"'
+                   f' x2="{_n(pts[b][0])}" y2="{_n(pts[b][1])}"/>')
+    out.append("</g>")
 
-    add('<g class="alliances">')
-    for alliance, place in zip(board.alliances, layout.alliances):
+
+def _draw_alliances(out: list[str], picture: _Picture) -> None:
+    """The alliance squares, after the dashed lines across the sea they lie under."""
+    board, places, words = picture.board, picture.layout.alliances, picture.words
+    out.append('<g class="alliances">')
+    for alliance, place in zip(board.alliances, places):
         if place.link:
             line = " ".join(f"{_n(x)},{_n(y)}" for x, y in place.link)
-            add(f'<polyline class="sea-link"{_attrs(data_alliance=alliance.number)}'
-                f' points="{line}"/>')
-    for alliance, place in zip(board.alliances, layout.alliances):
+            out.append(f'<polyline class="sea-link"{_attrs(data_alliance=alliance.number)}'
+                       f' points="{line}"/>')
+    for alliance, place in zip(board.alliances, places):
         kind = "alliance sea" if alliance.sea else "alliance"
         countries = both(list(alliance.countries))
         said = words(say("Alliance %(number)d: %(countries)s, across the sea",
@@ -837,87 +888,101 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
                      say("Alliance %(number)d: %(countries)s", number=alliance.number,
                          countries=countries))
         h = ALLIANCE / 2
-        attrs = _attrs(class_=kind, id=f"{prefix}-alliance-{alliance.number}",
+        attrs = _attrs(class_=kind, id=f"{picture.prefix}-alliance-{alliance.number}",
                        data_alliance=alliance.number, data_countries="|".join(alliance.countries))
-        add(f"<g{attrs}><title>{escape(said)}</title>"
-            f'<rect x="{_n(place.x - h)}" y="{_n(place.y - h)}" width="{_n(ALLIANCE)}"'
-            f' height="{_n(ALLIANCE)}" rx="2"/>'
-            f'<text x="{_n(place.x)}" y="{_n(place.y + 3.8)}">{alliance.number}</text></g>')
+        out.append(f"<g{attrs}><title>{escape(said)}</title>"
+                   f'<rect x="{_n(place.x - h)}" y="{_n(place.y - h)}" width="{_n(ALLIANCE)}"'
+                   f' height="{_n(ALLIANCE)}" rx="2"/>'
+                   f'<text x="{_n(place.x)}" y="{_n(place.y + 3.8)}">{alliance.number}</text></g>')
+    out.append("</g>")
+
+
+def _draw_crests(out: list[str], picture: _Picture) -> None:
+    advisors = dict(picture.view.advisors) if picture.view is not None else {}
+    out.append('<g class="crests">')
+    for country, (x, y) in zip(picture.board.countries, picture.layout.crests):
+        _draw_crest(out, picture, country, x, y, advisors.get(country.name, ()))
+    out.append("</g>")
+
+
+def _draw_crest(out: list[str], picture: _Picture, country: Country, x: float, y: float,
+                counts: Sequence[int]) -> None:
+    """One country's crest: its card's colour and letter, its name, and the advisors under it."""
+    words, marked = picture.words, country.name in picture.marked
+    card = picture.board.find_card(country.card)
+    card_colour = card.colour if card else country.card
+    placed = [(picture.players[s], n) for s, n in enumerate(counts) if n]
+    said = words(say("%(country)s: shown by %(colour)s cards", country=country.name,
+                     colour=say(card_colour)))
+    if placed:
+        said += words(say("; advisors: %(list)s", list=[
+            say("%(colour)s %(count)d", colour=say(c), count=n) for c, n in placed]))
+    extra = {}
+    if picture.interactive:
+        extra = {"tabindex": "0", "role": "button",
+                 "aria_label": words(say("Place an advisor in %(country)s", country=country.name))}
+    if marked:
+        extra["data_new"] = "true"
+        said += " " + words(say("(a new advisor)"))
+    attrs = _attrs(class_="crest clickable" if picture.interactive else "crest",
+                   id=f"{picture.prefix}-crest-{country.index}", data_crest=country.name, **extra)
+    add = out.append
+    add(f"<g{attrs}><title>{escape(said)}</title>")
+    fill = _card_hex(card_colour)
+    if marked:
+        add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(CREST_H * 0.8)}"/>')
+    add(f'<path class="shield" d="{_shield(x, y)}" fill="{fill}"/>')
+    add(f'<text class="mark" x="{_n(x)}" y="{_n(y + 2)}" fill="{_ink(fill)}"'
+        f' style="fill:{_ink(fill)}">{escape(country.card)}</text>')
+    add(f'<text class="crest-name" x="{_n(x)}" y="{_n(y + CREST_H / 2 + 13)}">'
+        f"{escape(country.name)}</text>")
+    if placed:
+        add(_advisor_pills(x, y, placed)[1])
     add("</g>")
 
-    add('<g class="crests">')
-    for country, (x, y) in zip(board.countries, layout.crests):
-        card = board.find_card(country.card)
-        card_colour = card.colour if card else country.card
-        counts = advisors.get(country.name, ())
-        placed = [(players[s], n) for s, n in enumerate(counts) if n]
-        said = words(say("%(country)s: shown by %(colour)s cards", country=country.name,
-                         colour=say(card_colour)))
-        if placed:
-            said += words(say("; advisors: %(list)s", list=[
-                say("%(colour)s %(count)d", colour=say(c), count=n) for c, n in placed]))
-        extra = {}
-        if interactive:
-            extra = {"tabindex": "0", "role": "button",
-                     "aria_label": words(say("Place an advisor in %(country)s",
-                                             country=country.name))}
-        if country.name in marked:
-            extra["data_new"] = "true"
-            said += " " + words(say("(a new advisor)"))
-        attrs = _attrs(class_="crest clickable" if interactive else "crest",
-                       id=f"{prefix}-crest-{country.index}", data_crest=country.name, **extra)
-        add(f"<g{attrs}><title>{escape(said)}</title>")
-        fill = _card_hex(card_colour)
-        if country.name in marked:
-            add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(CREST_H * 0.8)}"/>')
-        add(f'<path class="shield" d="{_shield(x, y)}" fill="{fill}"/>')
-        add(f'<text class="mark" x="{_n(x)}" y="{_n(y + 2)}" fill="{_ink(fill)}"'
-            f' style="fill:{_ink(fill)}">{escape(country.card)}</text>')
-        add(f'<text class="crest-name" x="{_n(x)}" y="{_n(y + CREST_H / 2 + 13)}">'
-            f"{escape(country.name)}</text>")
-        if placed:
-            add(_advisor_pills(x, y, placed)[1])
-        add("</g>")
-    add("</g>")
 
-    add('<g class="fields">')
-    for field, (x, y), (lx, ly, anchor) in zip(board.fields, pts, layout.labels):
-        colour = owner_of.get(field.name)
-        attrs = {"id": f"{prefix}-field-{field.index}", "data_field": field.name,
-                 "data_country": field.country}
-        if colour is not None:
-            attrs["class_"] = "field monastery"
-            attrs["data_owner"] = colour
-            said = words(say("%(field)s (%(country)s): monastery of %(colour)s",
-                             field=field.name, country=field.country, colour=say(colour)))
-        elif interactive:
-            attrs.update({"class_": "field clickable", "tabindex": "0", "role": "button",
+def _draw_fields(out: list[str], picture: _Picture) -> None:
+    owner_of = dict(picture.view.monasteries) if picture.view is not None else {}
+    layout = picture.layout
+    out.append('<g class="fields">')
+    for field, point, label in zip(picture.board.fields, layout.points, layout.labels):
+        _draw_field(out, picture, field, point, label, owner_of.get(field.name))
+    out.append("</g>")
+
+
+def _draw_field(out: list[str], picture: _Picture, field: Field, point: tuple[float, float],
+                label: tuple[float, float, str], owner: str | None) -> None:
+    """One cloister field: its monastery (of `owner`) or a dot, and its name."""
+    words, marked = picture.words, field.name in picture.marked
+    (x, y), (lx, ly, anchor) = point, label
+    attrs: dict[str, object] = {"id": f"{picture.prefix}-field-{field.index}",
+                                "data_field": field.name, "data_country": field.country}
+    if owner is not None:
+        attrs["class_"] = "field monastery"
+        attrs["data_owner"] = owner
+        said = words(say("%(field)s (%(country)s): monastery of %(colour)s",
+                         field=field.name, country=field.country, colour=say(owner)))
+    else:
+        attrs["class_"] = "field clickable" if picture.interactive else "field"
+        if picture.interactive:
+            attrs.update({"tabindex": "0", "role": "button",
                           "aria_label": words(say("Place a monastery at %(field)s (%(country)s)",
                                                   field=field.name, country=field.country))})
-            said = words(say("%(field)s (%(country)s): free", field=field.name,
-                             country=field.country))
-        else:
-            attrs["class_"] = "field"
-            said = words(say("%(field)s (%(country)s): free", field=field.name,
-                             country=field.country))
-        if field.name in marked:
-            attrs["data_new"] = "true"
-            said += " " + words(say("(new)"))
-        add(f"<g{_attrs(**attrs)}><title>{escape(said)}</title>")
-        if field.name in marked:
-            add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(MONASTERY_R + 7)}"/>')
-        if colour is not None:
-            add(_monastery(x, y, colour))
-        else:
-            add(f'<circle class="dot" cx="{_n(x)}" cy="{_n(y)}" r="{_n(FIELD_R)}"/>')
-        add(f'<text class="label" x="{_n(lx)}" y="{_n(ly)}"'
-            f' text-anchor="{anchor}">{escape(field.name)}</text></g>')
-    add("</g>")
-
-    if view is not None:
-        _panel(out, board, view, layout.map_height, words)
-    add("</svg>")
-    return "\n".join(out)
+        said = words(say("%(field)s (%(country)s): free", field=field.name,
+                         country=field.country))
+    if marked:
+        attrs["data_new"] = "true"
+        said += " " + words(say("(new)"))
+    add = out.append
+    add(f"<g{_attrs(**attrs)}><title>{escape(said)}</title>")
+    if marked:
+        add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(MONASTERY_R + 7)}"/>')
+    if owner is not None:
+        add(_monastery(x, y, owner))
+    else:
+        add(f'<circle class="dot" cx="{_n(x)}" cy="{_n(y)}" r="{_n(FIELD_R)}"/>')
+    add(f'<text class="label" x="{_n(lx)}" y="{_n(ly)}"'
+        f' text-anchor="{anchor}">{escape(field.name)}</text></g>')
 
 
 def _advisor_pills(x: float, y: float, placed: list[tuple[str, int]]) -> tuple[Box, str]:
