@@ -621,94 +621,142 @@ def _discard(state: GameState, where: str, seat: int, k: int) -> GameState:
 
 
 def _apply(state: GameState, move: Move) -> GameState:
+    apply = _APPLY_BY_MOVE.get(type(move))
+    if apply is None:
+        raise AssertionError(f"unknown move {move!r}")
+    return apply(state, move)
+
+
+# One small function per kind of move, for a move `legal_moves` listed.
+
+def _apply_done(state: GameState, move: Done) -> GameState:
     seat, step = state.current, state.step
-    kind = type(move)
-    if kind is Done:
-        if step == BUY:  # tax, then the build phase
-            r = revenue(state, seat)
-            return replace(state, gold=_put(state.gold, seat, state.gold[seat] + r),
-                           revenue=_put(state.revenue, seat, r), paid=_put(state.paid, seat, ()),
-                           step=BUILD)
-        if step == BUILD:
-            return _after_upkeep(state)
-        if step == RESEARCH:
-            return replace(state, step=EVENT)
-        if step == EVENT:
-            return replace(state, step=TRADE)
-        return _end_phase(state)  # TRADE
-    if kind is Buy:
-        return _draw(replace(state, gold=_put(state.gold, seat, state.gold[seat] - CARD_PRICE),
-                             draws_left=state.draws_left + 1))
-    if kind is Keep:
-        k = INDEX[move.card]
-        a, b = state.choice
-        other = b if a == k else a
-        return _draw(replace(_discard(state, "hands", seat, other), choice=()))
-    if kind is Build:
-        k = INDEX[move.card]
-        return replace(state, hands=_put(state.hands, seat, _add(state.hands[seat], k, -1)),
-                       tableau=_put(state.tableau, seat, _add(state.tableau[seat], k, 1)))
-    if kind is Pay:
-        state = replace(state, gold=_put(state.gold, seat, state.gold[seat] - UPKEEP_PRICE),
-                        paid=_put(state.paid, seat, state.paid[seat] + (INDEX[move.card],)))
+    if step == BUY:  # tax, then the build phase
+        r = revenue(state, seat)
+        return replace(state, gold=_put(state.gold, seat, state.gold[seat] + r),
+                       revenue=_put(state.revenue, seat, r), paid=_put(state.paid, seat, ()),
+                       step=BUILD)
+    if step == BUILD:
         return _after_upkeep(state)
-    if kind is Abandon:
-        return _after_upkeep(_discard(state, "tableau", seat, INDEX[move.card]))
-    if kind is Research:
-        k = INDEX[move.card]
-        return replace(state, hands=_put(state.hands, seat, _add(state.hands[seat], k, -1)),
-                       tableau=_put(state.tableau, seat, _add(state.tableau[seat], k, 1)),
-                       gold=_put(state.gold, seat, state.gold[seat] - ADVANCE_PRICE))
-    if kind is Share:
-        state = replace(state, gold=_put(state.gold, seat, state.gold[seat] - SHARE_PRICE),
-                        shared=_put(state.shared, seat,
-                                    tuple(sorted(state.shared[seat] + (INDEX[move.card],)))))
-        return _after_upkeep(state) if step == UPKEEP else state
-    if kind is Play:
-        k = INDEX[move.card]
-        state = _discard(state, "hands", seat, k)
-        if k == CARAVAN:
-            r, state = _roll(state)
-            return replace(state, gold=_put(state.gold, seat, state.gold[seat] + r), step=TRADE)
-        target = state.players.index(move.target)
-        if k in DISCARD_ONE:
-            return replace(state, step=LOSS, loss=Loss(target, seat, k, kinds=DISCARD_ONE[k]))
+    if step == RESEARCH:
+        return replace(state, step=EVENT)
+    if step == EVENT:
+        return replace(state, step=TRADE)
+    return _end_phase(state)  # TRADE
+
+
+def _apply_buy(state: GameState, move: Buy) -> GameState:
+    seat = state.current
+    return _draw(replace(state, gold=_put(state.gold, seat, state.gold[seat] - CARD_PRICE),
+                         draws_left=state.draws_left + 1))
+
+
+def _apply_keep(state: GameState, move: Keep) -> GameState:
+    k = INDEX[move.card]
+    a, b = state.choice
+    other = b if a == k else a
+    return _draw(replace(_discard(state, "hands", state.current, other), choice=()))
+
+
+def _apply_build(state: GameState, move: Build) -> GameState:
+    seat, k = state.current, INDEX[move.card]
+    return replace(state, hands=_put(state.hands, seat, _add(state.hands[seat], k, -1)),
+                   tableau=_put(state.tableau, seat, _add(state.tableau[seat], k, 1)))
+
+
+def _apply_pay(state: GameState, move: Pay) -> GameState:
+    seat = state.current
+    state = replace(state, gold=_put(state.gold, seat, state.gold[seat] - UPKEEP_PRICE),
+                    paid=_put(state.paid, seat, state.paid[seat] + (INDEX[move.card],)))
+    return _after_upkeep(state)
+
+
+def _apply_abandon(state: GameState, move: Abandon) -> GameState:
+    return _after_upkeep(_discard(state, "tableau", state.current, INDEX[move.card]))
+
+
+def _apply_research(state: GameState, move: Research) -> GameState:
+    seat, k = state.current, INDEX[move.card]
+    return replace(state, hands=_put(state.hands, seat, _add(state.hands[seat], k, -1)),
+                   tableau=_put(state.tableau, seat, _add(state.tableau[seat], k, 1)),
+                   gold=_put(state.gold, seat, state.gold[seat] - ADVANCE_PRICE))
+
+
+def _apply_share(state: GameState, move: Share) -> GameState:
+    seat, step = state.current, state.step
+    state = replace(state, gold=_put(state.gold, seat, state.gold[seat] - SHARE_PRICE),
+                    shared=_put(state.shared, seat,
+                                tuple(sorted(state.shared[seat] + (INDEX[move.card],)))))
+    return _after_upkeep(state) if step == UPKEEP else state
+
+
+def _apply_play(state: GameState, move: Play) -> GameState:
+    seat, k = state.current, INDEX[move.card]
+    state = _discard(state, "hands", seat, k)
+    if k == CARAVAN:
         r, state = _roll(state)
-        return replace(state, step=LOSS, loss=Loss(target, seat, k, roll=r))
-    if kind is War:
-        state = _discard(state, "hands" if move.from_hand else "tableau", seat, KNIGHTS)
-        r, state = _roll(state)
-        return replace(state, step=LOSS,
-                       loss=Loss(state.players.index(move.target), seat, KNIGHTS, roll=r))
-    if kind is Lose:
-        target = state.loss.target
-        t = state.tableau[target]
-        for c in move.cards:
-            t = _add(t, INDEX[c], -1)
-        return replace(state, tableau=_put(state.tableau, target, t),
-                       discard=state.discard + tuple(INDEX[c] for c in move.cards),
-                       loss=None, step=TRADE)
-    if kind is Offer:
-        target = state.players.index(move.target)
-        return replace(state, offer=move, offered=state.offered + (target,), step=ANSWER)
-    if kind is Decline:
-        return replace(state, offer=None, step=TRADE)
-    if kind is Accept:
-        offer = state.offer
-        target = state.players.index(offer.target)
-        hands, gold = list(state.hands), list(state.gold)
-        for c in offer.give:
-            hands[seat] = _add(hands[seat], INDEX[c], -1)
-            hands[target] = _add(hands[target], INDEX[c], 1)
-        for c in offer.ask:
-            hands[target] = _add(hands[target], INDEX[c], -1)
-            hands[seat] = _add(hands[seat], INDEX[c], 1)
-        gold[seat] += offer.ask_gold - offer.give_gold
-        gold[target] += offer.give_gold - offer.ask_gold
-        return replace(state, hands=tuple(hands), gold=tuple(gold), offer=None, step=TRADE)
-    if kind is Discard:
-        return _end_phase(_discard(state, "hands", seat, INDEX[move.card]))
-    raise AssertionError(f"unknown move {move!r}")
+        return replace(state, gold=_put(state.gold, seat, state.gold[seat] + r), step=TRADE)
+    target = state.players.index(move.target)
+    if k in DISCARD_ONE:
+        return replace(state, step=LOSS, loss=Loss(target, seat, k, kinds=DISCARD_ONE[k]))
+    r, state = _roll(state)
+    return replace(state, step=LOSS, loss=Loss(target, seat, k, roll=r))
+
+
+def _apply_war(state: GameState, move: War) -> GameState:
+    seat = state.current
+    state = _discard(state, "hands" if move.from_hand else "tableau", seat, KNIGHTS)
+    r, state = _roll(state)
+    return replace(state, step=LOSS,
+                   loss=Loss(state.players.index(move.target), seat, KNIGHTS, roll=r))
+
+
+def _apply_lose(state: GameState, move: Lose) -> GameState:
+    assert state.loss is not None
+    target = state.loss.target
+    t = state.tableau[target]
+    for c in move.cards:
+        t = _add(t, INDEX[c], -1)
+    return replace(state, tableau=_put(state.tableau, target, t),
+                   discard=state.discard + tuple(INDEX[c] for c in move.cards),
+                   loss=None, step=TRADE)
+
+
+def _apply_offer(state: GameState, move: Offer) -> GameState:
+    target = state.players.index(move.target)
+    return replace(state, offer=move, offered=state.offered + (target,), step=ANSWER)
+
+
+def _apply_decline(state: GameState, move: Decline) -> GameState:
+    return replace(state, offer=None, step=TRADE)
+
+
+def _apply_accept(state: GameState, move: Accept) -> GameState:
+    seat, offer = state.current, state.offer
+    assert offer is not None
+    target = state.players.index(offer.target)
+    hands, gold = list(state.hands), list(state.gold)
+    for c in offer.give:
+        hands[seat] = _add(hands[seat], INDEX[c], -1)
+        hands[target] = _add(hands[target], INDEX[c], 1)
+    for c in offer.ask:
+        hands[target] = _add(hands[target], INDEX[c], -1)
+        hands[seat] = _add(hands[seat], INDEX[c], 1)
+    gold[seat] += offer.ask_gold - offer.give_gold
+    gold[target] += offer.give_gold - offer.ask_gold
+    return replace(state, hands=tuple(hands), gold=tuple(gold), offer=None, step=TRADE)
+
+
+def _apply_discard(state: GameState, move: Discard) -> GameState:
+    return _end_phase(_discard(state, "hands", state.current, INDEX[move.card]))
+
+
+_APPLY_BY_MOVE: dict[type, Callable[[GameState, Any], GameState]] = {
+    Done: _apply_done, Buy: _apply_buy, Keep: _apply_keep, Build: _apply_build, Pay: _apply_pay,
+    Abandon: _apply_abandon, Research: _apply_research, Share: _apply_share, Play: _apply_play,
+    War: _apply_war, Lose: _apply_lose, Offer: _apply_offer, Decline: _apply_decline,
+    Accept: _apply_accept, Discard: _apply_discard,
+}
 
 
 # --- why a move is not legal ------------------------------------------------------------------
