@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
+from typing import Any
 
 
-def bot_named(bots: Mapping[str, Callable], name: str, rng: object) -> Callable:
+def bot_named(bots: Mapping[str, Callable[..., Any]], name: str,
+              rng: object) -> Callable[..., Any]:
     """Bot `name` of a game's `bots`; ValueError names the bots there are, TypeError unless
     `rng` is an explicit random.Random."""
     bot = bots.get(name)

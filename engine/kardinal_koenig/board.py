@@ -10,13 +10,13 @@ import hashlib
 import json
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from ..errors import BoardError
 from ..names import fold, keys
@@ -127,7 +127,7 @@ _NOTATION_MARKS = set(',;:+/&()[]{}<>"!?*|=\n\r\t')
 def _text(value: Any, what: str) -> str:
     _require(isinstance(value, str) and value.strip() == value and value != "",
              f"{what} must be a non-empty text without surrounding spaces, not {value!r}")
-    return value
+    return cast(str, value)
 
 
 def _name(value: Any, what: str) -> str:
@@ -137,7 +137,7 @@ def _name(value: Any, what: str) -> str:
     if marks:
         raise BoardError(f"{what} {value!r} contains {marks[0]!r}, which the move notation uses "
                          "to separate words")
-    return value
+    return cast(str, value)
 
 
 def _number(value: Any, what: str, low: float, high: float) -> float:
@@ -147,15 +147,15 @@ def _number(value: Any, what: str, low: float, high: float) -> float:
     return float(value)
 
 
-def _list(value: Any, what: str) -> list:
+def _list(value: Any, what: str) -> list[Any]:
     _require(isinstance(value, list), f"{what} must be a list")
-    return value
+    return cast(list[Any], value)
 
 
 def parse_board(data: Mapping[str, Any]) -> Board:
     """Validate the parsed contents of a board file and build the frozen board."""
     _require(isinstance(data, Mapping), "a board file must be a table of sections")
-    head = data.get("board")
+    head: Any = data.get("board")
     _require(isinstance(head, Mapping), "the [board] section is missing")
     _require(head.get("format") == BOARD_FORMAT,
              f"[board] format must be {BOARD_FORMAT}, not {head.get('format')!r}")
@@ -199,7 +199,7 @@ def parse_board(data: Mapping[str, Any]) -> Board:
                                 _number(spec[1], f"{where}: latitude", -90, 90),
                                 _number(spec[2], f"{where}: longitude", -180, 180)))
             indices.append(len(fields) - 1)
-        _require(indices, f"country {name} has no cloister field")
+        _require(bool(indices), f"country {name} has no cloister field")
         countries.append(Country(i, name, tuple(indices), shown_by[name]))
     missing = set(shown_by) - {c.name for c in countries}
     _require(not missing, f"cards show countries the board lacks: {', '.join(sorted(missing))}")
@@ -211,7 +211,7 @@ def parse_board(data: Mapping[str, Any]) -> Board:
                         targets=list(range(len(cards))) * 2)
 
     roads: set[tuple[int, int]] = set()
-    road_section = data.get("roads")
+    road_section: Any = data.get("roads")
     _require(isinstance(road_section, Mapping), "the [roads] section is missing")
     for i, pair in enumerate(_list(road_section.get("joins"), "[roads] joins")):
         _require(isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair),
@@ -264,14 +264,14 @@ def parse_board(data: Mapping[str, Any]) -> Board:
                  MappingProxyType({c.code: c for c in cards}))
 
 
-def _unique(values: list, what: str) -> None:
-    seen = set()
+def _unique(values: list[Any], what: str) -> None:
+    seen: set[Any] = set()
     for value in values:
         _require(value not in seen, f"duplicate {what}: {value}")
         seen.add(value)
 
 
-def _index(names, what: str, targets=None) -> dict[str, int]:
+def _index(names: Iterable[str], what: str, targets: list[int] | None = None) -> dict[str, int]:
     """Map every accepted spelling of each name to its position; two names may not collide."""
     index: dict[str, int] = {}
     names = list(names)

@@ -7,9 +7,11 @@ they read a `GameState` and return new values. Scoring arithmetic lives in `scor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
 from itertools import combinations
+from typing import Any
 
 from ..errors import IllegalMoveError, NotationError
 from ..words import Phrase, colour, count, say, say_n
@@ -51,7 +53,7 @@ def _legal_exchanges(state: GameState) -> list[Exchange]:
 @cache
 def card_combinations(hand: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """The distinct sets of 1 to 3 cards a hand can play."""
-    found = set()
+    found: set[Any] = set()
     for size in range(1, min(MAX_CARDS, len(hand)) + 1):
         found.update(combinations(sorted(hand), size))
     return tuple(sorted(found, key=lambda combo: (len(combo), combo)))
@@ -133,12 +135,12 @@ def _legal_places(state: GameState) -> list[Place]:
 # Moves are immutable values and the same ones recur turn after turn, so legal_moves hands out
 # one shared object per distinct placement instead of building it again (a board has a few
 # thousand at most).
-_PLACES: dict[tuple, Place] = {}
+_PLACES: dict[tuple[Any, ...], Place] = {}
 
 
 # --- checking a move ------------------------------------------------------------------------
 
-def _card_words(board, codes) -> Phrase:
+def _card_words(board: Board, codes: Sequence[str]) -> Phrase:
     if not codes:
         return say("no cards")
     return say("%(cards)s", cards=[f"{c} ({board.card(c).label})" for c in codes])
@@ -364,7 +366,7 @@ class _Turn:
         self.intermediate = state.intermediate
         self.phase, self.current, self.draws_left = state.phase, state.current, state.draws_left
         self.end_reason = state.end_reason
-        self.changes: dict = {}
+        self.changes: dict[str, Any] = {}
 
     def take_from_deck(self) -> str:
         card = self.deck.pop()

@@ -7,9 +7,11 @@ result is a `Breakdown` a player can check by hand; nothing here changes a game.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
+from typing import Any
 
 from ..words import Phrase, both, player, say, say_n
 from .board import Board
@@ -77,11 +79,11 @@ class Breakdown:
         parts = self.part_totals().values()
         return tuple(sum(points) for points in zip(*parts))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The breakdown as JSON-ready data keyed by player colour (zero entries left out)."""
         colours = self.players
 
-        def by_colour(points):
+        def by_colour(points: Sequence[int]) -> dict[str, int]:
             return {colours[s]: p for s, p in enumerate(points) if p}
 
         data = {"monasteries": {c.country: by_colour(c.points) for c in self.monasteries}}
@@ -144,7 +146,7 @@ def _ordinal(rank: int) -> Phrase:
     return say("%(rank)dth", rank=rank)
 
 
-def _names(seats, colours) -> Phrase:
+def _names(seats: Sequence[int], colours: Sequence[str]) -> Phrase:
     return both([player(colours[s]) for s in seats]) if seats else say("nobody")
 
 
@@ -347,10 +349,10 @@ def _pack_by_frontier(board: Board, component: tuple[int, ...]) -> tuple[tuple[i
     last_needed = [max(position[g] for g in adjacency[f] | {f}) for f in order]
     # A state is (ends, lengths): ends is a tuple of (position, label, roads used) in position
     # order, labels numbered by first appearance; lengths[label] is the path's capped length.
-    layers: list[dict] = []
-    states: dict = {((), ()): (0, None, ())}
+    layers: list[dict[Any, Any]] = []
+    states: dict[Any, Any] = {((), ()): (0, None, ())}
     for i in range(len(order)):
-        following: dict = {}
+        following: dict[Any, Any] = {}
         for state, (value, _, _) in states.items():
             ends = state[0]
             open_ends = [e for e in ends if e[0] in earlier[i]]
@@ -372,7 +374,8 @@ def _pack_by_frontier(board: Board, component: tuple[int, ...]) -> tuple[tuple[i
             roads[order[i]].append(order[other])
             roads[order[other]].append(order[i])
         state = previous
-    chains, seen = [], set()
+    chains: list[Any] = []
+    seen: set[Any] = set()
     for f in component:
         if f not in seen and len(roads[f]) <= 1:
             path = _walk(f, roads)
@@ -382,12 +385,14 @@ def _pack_by_frontier(board: Board, component: tuple[int, ...]) -> tuple[tuple[i
     return tuple(chains)
 
 
-def _step(state, i, chosen, last_needed):
+def _step(state: Any, i: int, chosen: Any, last_needed: Any) -> tuple[Any, int]:
     """The frontier after field `i` joins the paths ending at `chosen`, and the points gained.
 
     Ends that can take no more roads (two used, or no road left to a later field) are dropped.
     """
     ends, lengths = state
+    merged: Collection[int]
+    touched: Collection[int]
     if chosen:
         merged = {e[1] for e in chosen}
         before = [lengths[label] for label in merged]

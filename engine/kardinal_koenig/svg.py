@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from ..words import Phrase, both, colour, say
@@ -35,7 +36,7 @@ Words = Callable[[Phrase], str]
 """Writes one of the picture's sentences for its reader (`str`: in English)."""
 
 
-def say_list(items: list, separator: str) -> Phrase:
+def say_list(items: list[Any], separator: str) -> Phrase:
     """Items joined by `separator` ("; "), each written for the reader."""
     joined = items[0]
     for item in items[1:]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..errors import NotationError
 from ..names import UMLAUTS
@@ -28,10 +28,10 @@ def _card_order(card: str) -> tuple[int, str]:
     return INDEX.get(card, len(KINDS)), card
 
 
-def _sorted_cards(cards) -> tuple[str, ...]:
+def _sorted_cards(cards: Any) -> tuple[str, ...]:
     if isinstance(cards, (list, tuple)) and all(isinstance(c, str) for c in cards):
         return tuple(sorted(cards, key=_card_order))
-    return cards
+    return cards  # type: ignore[no-any-return]  # not card names: the move's check says so
 
 
 @dataclass(frozen=True, slots=True)
@@ -508,10 +508,10 @@ def written(notation: str, language: str) -> str:
         return notation
     column = ("de", "es").index(language)
 
-    def word(match: re.Match) -> str:
+    def word(match: re.Match[str]) -> str:
         token = match.group(0)
         if token in CARD_NAMES:
             return CARD_NAMES[token][column]
-        return words.get(token, token)
+        return str(words.get(token, token))
 
     return _WRITTEN_TOKEN.sub(word, notation)

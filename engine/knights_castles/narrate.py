@@ -8,6 +8,8 @@ keep and an offer's cards are told only to the seats they concern.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from ..words import Phrase, both, player, say, say_n
 from .cards import ID, KINDS, counts_to_ids
 from .moves import Accept, Buy, Decline, Done, Keep, Lose, Move, Offer, Pay, Play, War
@@ -36,13 +38,13 @@ def phase(step_phase: str) -> Phrase | str:
     return PHASES.get(step_phase, step_phase)
 
 
-def names(cards) -> Phrase:
+def names(cards: Iterable[str]) -> Phrase:
     """Cards by their printed names, joined by commas; 'nothing' for none."""
     shown = [name(c) for c in cards]
     return say("%(cards)s", cards=shown) if shown else say("nothing")
 
 
-def _side(gold: int, cards) -> Phrase:
+def _side(gold: int, cards: Sequence[str]) -> Phrase:
     """'5 gold and Town, Mine', '5 gold', 'Town' (one side of an offer)."""
     parts = ([say_n("%(num)d gold", "%(num)d gold", gold)] if gold else []) \
         + ([names(cards)] if cards else [])
@@ -53,6 +55,7 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
     """What `move` did and what followed by itself, in `reader`'s words."""
     p = [player(c) for c in before.players]
     mover = before.to_move
+    assert mover is not None, "a move is made by the seat to move"
     lines = [_line(before, move, after, reader, reader == mover, p[mover])]
     rolled = after.dice[len(before.dice):]
     if rolled:
@@ -83,7 +86,7 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
     return lines
 
 
-def _line(before: GameState, move: Move, after: GameState, reader, mine: bool,
+def _line(before: GameState, move: Move, after: GameState, reader: int | None, mine: bool,
           who: Phrase) -> Phrase:
     """The move itself: `mine` when the reader made it ("You ..."), else by `who`."""
     p, seat = [player(c) for c in before.players], before.current
@@ -121,6 +124,7 @@ def _line(before: GameState, move: Move, after: GameState, reader, mine: bool,
         return say("%(who)s made %(target)s an offer.", who=who, target=target)
     if isinstance(move, Accept):
         offer = before.offer
+        assert offer is not None
         if reader in (seat, before.to_move):
             give, ask = _side(offer.give_gold, offer.give), _side(offer.ask_gold, offer.ask)
             return (say("You accepted: %(offerer)s gave %(give)s for %(ask)s.", offerer=p[seat],

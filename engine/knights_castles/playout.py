@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from typing import Any
 
 from .moves import Move
 from .rules import LegalMoves, apply_move, legal_moves, new_game
@@ -25,7 +26,7 @@ def random_playout(players: int, seed: int, variants=()
         state = after
 
 
-def playout_result(players: int, seed: int, variants=()) -> dict:
+def playout_result(players: int, seed: int, variants=()) -> dict[str, Any]:
     """A whole random game as `python -m engine playout --game knights-castles` prints it: the
     moves in notation, each seat's gold, the winners and every die in the order rolled."""
     notations, state = [], new_game(players, seed, variants)

@@ -111,7 +111,7 @@ def _add(vec: tuple[int, ...], k: int, d: int) -> tuple[int, ...]:
     return vec[:k] + (vec[k] + d,) + vec[k + 1:]
 
 
-def _put(tup: tuple, i: int, item) -> tuple:
+def _put(tup: tuple[Any, ...], i: int, item) -> tuple[Any, ...]:
     return tup[:i] + (item,) + tup[i + 1:]
 
 
@@ -230,7 +230,7 @@ def _unrank_multiset(r: int, size: int) -> tuple[str, ...]:
     return tuple(ID[s - 1] for s in sorted(picks) if s)
 
 
-class LegalMoves(Sequence):
+class LegalMoves(Sequence[Any]):
     """The legal moves of a position in a fixed order: the ordinary ones (shares, then the
     step's own moves in card-list and seat order), then the offers, target by target.
     Supports len, indexing, iteration and `in`."""
@@ -926,7 +926,7 @@ _WHY_BY_MOVE: dict[type, Callable[[GameState, Any], Phrase | None]] = {
 }
 
 
-def _either(items: list) -> Phrase:
+def _either(items: list[Any]) -> Phrase:
     """'a', 'a or b', 'a or b or c'."""
     joined = items[0]
     for item in items[1:]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
+from typing import Any
 
 from ..errors import NotationError, StateError
 from .cards import N_KINDS
@@ -23,7 +24,7 @@ def to_json(state: GameState) -> str:
     return json.dumps({"format": FORMAT, **data}, separators=(",", ":"))
 
 
-def _tuples(value):
+def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 

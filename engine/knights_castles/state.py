@@ -9,7 +9,9 @@ rolls the same dice and a playout can print them.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..errors import SetupError
 from ..words import say
@@ -97,8 +99,10 @@ class GameState:
     def to_move(self) -> int | None:
         """The seat whose decision it is: the turn's player, or the seat asked for one."""
         if self.step == LOSS:
+            assert self.loss is not None
             return self.loss.target
         if self.step == ANSWER:
+            assert self.offer is not None
             return self.players.index(self.offer.target)
         if self.step == OVER:
             return None
@@ -152,9 +156,9 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
             raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
                                  game="Knights & Castles", least=MIN_PLAYERS, most=MAX_PLAYERS,
                                  count=players))
-        colours = COLOURS[:players]
+        colours: tuple[str, ...] = COLOURS[:players]
     else:
-        colours = tuple(players)
+        colours = tuple(cast(Iterable[str], players))  # a bool is no count: tuple() refuses it
         if not MIN_PLAYERS <= len(colours) <= MAX_PLAYERS:
             raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
                                  game="Knights & Castles", least=MIN_PLAYERS, most=MAX_PLAYERS,
@@ -190,7 +194,7 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
         raise SetupError(f"the start seat must be from 0 to {n - 1}")
     # Each seat rolls 1D6; the highest starts; tied seats roll again.
     dice: list[int] = []
-    rolling = [start] if chosen else list(range(n))
+    rolling = [start] if start is not None else list(range(n))
     while len(rolling) > 1:
         rolls = []
         for _ in rolling:

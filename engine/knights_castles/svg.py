@@ -7,9 +7,10 @@ the count, resources and leaders first, then its advances (shared ones outlined)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 
-from ..words import colour, say, say_n
+from ..words import Phrase, colour, say, say_n
 from .cards import ADVANCE, INDEX, KINDS, LEADER
 from .view import SeatView
 
@@ -19,7 +20,7 @@ INK = {"yellow": "#b08a00", "red": "#b3261e", "green": "#2e7d32", "purple": "#6a
        "blue": "#1565c0", "orange": "#d35400"}
 
 
-def tableau_svg(view: SeatView, title: str, words=str) -> str:
+def tableau_svg(view: SeatView, title: str, words: Callable[[Phrase], str] = str) -> str:
     """The picture as one <svg> element with a <title> and a text alternative per row.
 
     `words` writes the picture's words (Phrases) in the reader's language; the default, `str`,

@@ -11,6 +11,7 @@ Scholastics draw are seen by their drawer alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .cards import ID, counts_to_ids
 from .outcome import outcome
@@ -47,17 +48,17 @@ class SeatView:
     draws_left: int
     discard: tuple[str, ...]
     dice: tuple[int, ...]
-    loss: dict | None
-    offer: dict | None
+    loss: dict[str, Any] | None
+    offer: dict[str, Any] | None
     offered: tuple[str, ...]
-    outcome: dict | None
+    outcome: dict[str, Any] | None
     start_chosen: bool = False  # the organiser chose the start seat: nobody rolled for it
 
     @property
     def is_my_move(self) -> bool:
         return self.seat is not None and self.seat == self.to_move
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready data; colours stand for seats."""
         p = self.players
         return {

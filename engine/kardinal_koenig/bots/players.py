@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
 from ..board import Board
 from ..moves import DECK, Exchange, Move, Place
@@ -102,7 +103,7 @@ def thrifty(moves: list[Move]) -> list[Move]:
     chance: a strong bot paid two cards for one piece. A kept card is never worth less than a
     card spent for nothing, so such a placement is not a candidate at all.
     """
-    by_place: dict[tuple, list[Counter]] = {}
+    by_place: dict[tuple[Any, ...], list[Counter]] = {}
     for move in moves:
         if isinstance(move, Place):
             by_place.setdefault((move.country, move.pieces), []).append(Counter(move.cards))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Iterable
 
 from ..cards import DECK_SIZE, INDEX, KINDS, N_KINDS
 from ..moves import Offer, parse_move
@@ -28,7 +29,7 @@ def check_view(view: object) -> SeatView:
     return view
 
 
-def _counts(ids) -> tuple[int, ...]:
+def _counts(ids: Iterable[str]) -> tuple[int, ...]:
     vec = [0] * N_KINDS
     for card in ids:
         vec[INDEX[card]] += 1
