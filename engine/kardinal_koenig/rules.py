@@ -39,8 +39,7 @@ def legal_moves(state: GameState) -> list[Move]:
         moves: list[Move] = [Draw(DECK)] if state.deck else []
         moves.extend(Draw(code) for code in sorted(set(state.face_up)))
         return moves
-    moves = _legal_places(state)
-    moves.extend(_legal_exchanges(state))
+    moves = [*_legal_places(state), *_legal_exchanges(state)]
     return moves or [Pass()]
 
 
@@ -195,7 +194,7 @@ def _check_hand(state: GameState, move: Place) -> None:
         hand.remove(code)
 
 
-def _check_cards_fit(state: GameState, move: Place, country: Country) -> list[int]:
+def _check_cards_fit(state: GameState, move: Place, country: Country) -> tuple[int, ...]:
     """How many pieces the cards may place in `country` (see `pieces_options`), never none."""
     options = pieces_options(move.cards, country.card, state.joker_anywhere)
     if not options:
@@ -211,7 +210,7 @@ def _check_cards_fit(state: GameState, move: Place, country: Country) -> list[in
     return options
 
 
-def _check_piece_count(move: Place, country: Country, options: list[int]) -> None:
+def _check_piece_count(move: Place, country: Country, options: tuple[int, ...]) -> None:
     if min(options) > MAX_PIECES:
         paid = min(options)
         raise IllegalMoveError(f"{paid} cards showing {country.name} would place {paid} pieces, but "

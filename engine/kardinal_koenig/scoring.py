@@ -86,7 +86,8 @@ class Breakdown:
         def by_colour(points: Sequence[int]) -> dict[str, int]:
             return {colours[s]: p for s, p in enumerate(points) if p}
 
-        data = {"monasteries": {c.country: by_colour(c.points) for c in self.monasteries}}
+        data: dict[str, Any] = {
+            "monasteries": {c.country: by_colour(c.points) for c in self.monasteries}}
         if self.final:
             data["alliances"] = {str(a.number): by_colour(a.points) for a in self.alliances}
             data["chains"] = by_colour(self.part_totals()["chains"])

@@ -38,7 +38,7 @@ Words = Callable[[Phrase], str]
 
 def say_list(items: list[Any], separator: str) -> Phrase:
     """Items joined by `separator` ("; "), each written for the reader."""
-    joined = items[0]
+    joined: Phrase = items[0]
     for item in items[1:]:
         joined = say("%(first)s" + separator + "%(second)s", first=joined, second=item)
     return joined
@@ -115,7 +115,8 @@ def _country_colours(board: Board) -> tuple[tuple[str, str], ...]:
 
 
 def _rgb(hex_colour: str) -> tuple[float, float, float]:
-    return tuple(int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return r, g, b
 
 
 def _n(value: float) -> str:
@@ -140,6 +141,7 @@ def _attrs(**attributes: object) -> str:
 
 
 Box = tuple[float, float, float, float]
+Point = tuple[float, float]
 
 
 class _Space:
@@ -174,8 +176,8 @@ class _Space:
                     if ox0 < x1 and ox1 > x0 and oy0 < y1 and oy1 > y0 and k not in seen:
                         seen.add(k)
                         # conditional expressions, not min/max: this is the hot loop of a layout
-                        w = (x1 if x1 < ox1 else ox1) - (x0 if x0 > ox0 else ox0)
-                        h = (y1 if y1 < oy1 else oy1) - (y0 if y0 > oy0 else oy0)
+                        w = (x1 if x1 < ox1 else ox1) - (x0 if x0 > ox0 else ox0)  # noqa: FURB136
+                        h = (y1 if y1 < oy1 else oy1) - (y0 if y0 > oy0 else oy0)  # noqa: FURB136
                         total += w * h * weight
         return total
 
@@ -309,11 +311,11 @@ class _Grid:
             owner[i] = k
 
         width = 0.35 * reach
-        for a, b, ka, kb in corridors:
-            r0 = max(0, int((min(a[1], b[1]) - width - self.y0) / s))
-            r1 = min(rows - 1, int((max(a[1], b[1]) + width - self.y0) / s) + 1)
-            c0 = max(0, int((min(a[0], b[0]) - width - self.x0) / s))
-            c1 = min(cols - 1, int((max(a[0], b[0]) + width - self.x0) / s) + 1)
+        for pa, pb, ka, kb in corridors:
+            r0 = max(0, int((min(pa[1], pb[1]) - width - self.y0) / s))
+            r1 = min(rows - 1, int((max(pa[1], pb[1]) + width - self.y0) / s) + 1)
+            c0 = max(0, int((min(pa[0], pb[0]) - width - self.x0) / s))
+            c1 = min(cols - 1, int((max(pa[0], pb[0]) + width - self.x0) / s) + 1)
             for r in range(r0, r1 + 1):
                 py = self.y0 + (r + 0.5) * s
                 for c in range(c0, c1 + 1):
@@ -321,8 +323,8 @@ class _Grid:
                     if owner[i] >= 0 or best[i] <= reach2:
                         continue
                     px = self.x0 + (c + 0.5) * s
-                    if _segment_distance(px, py, a, b) <= width:
-                        owner[i] = ka if math.dist((px, py), a) <= math.dist((px, py), b) else kb
+                    if _segment_distance(px, py, pa, pb) <= width:
+                        owner[i] = ka if math.dist((px, py), pa) <= math.dist((px, py), pb) else kb
         for (fx, fy), k in zip(points, country_of):  # a field's own cell is always its land
             owner[int((fy - self.y0) / s) * cols + int((fx - self.x0) / s)] = k
         self.owner = owner
@@ -459,12 +461,13 @@ def _smooth(points: list[tuple[float, float]], closed: bool,
     return points
 
 
-def _nearest_pair(board: Board, points, ca: int, cb: int) -> tuple[int, int]:
+def _nearest_pair(board: Board, points: Sequence[Point], ca: int, cb: int) -> tuple[int, int]:
     return min(((a, b) for a in board.countries[ca].fields for b in board.countries[cb].fields),
                key=lambda ab: (math.dist(points[ab[0]], points[ab[1]]), ab))
 
 
-def _region_paths(board: Board, chains) -> list[str]:
+def _region_paths(board: Board, chains: Sequence[tuple[tuple[int, int], list[Point], bool]]
+                  ) -> list[str]:
     """One path per country from the shared border chains (even-odd fill: holes stay holes)."""
     paths = []
     for k in range(len(board.countries)):
@@ -617,8 +620,8 @@ def _box_distance(box: Box, x: float, y: float) -> float:
     return math.hypot(dx, dy)
 
 
-def _first_free(candidates, space: _Space, half: float) -> tuple[float, float] | None:
-    best = None
+def _first_free(candidates: Iterable[Point], space: _Space, half: float) -> Point | None:
+    best: tuple[float, Point] | None = None
     for p in candidates:
         cost = space.cost(_around(p[0], p[1], half))
         if cost == 0:
@@ -628,7 +631,8 @@ def _first_free(candidates, space: _Space, half: float) -> tuple[float, float] |
     return None if best is None else best[1]
 
 
-def _sea_spot(board: Board, grid: _Grid, points, ca: int, cb: int, pair,
+def _sea_spot(board: Board, grid: _Grid, points: Sequence[Point], ca: int, cb: int,
+              pair: tuple[int, int],
               space: _Space) -> tuple[float, float] | None:
     """A spot in the water between countries ca and cb, as close to both as it can be."""
     fields_a = [points[f] for f in board.countries[ca].fields]
@@ -657,9 +661,10 @@ def _sea_spot(board: Board, grid: _Grid, points, ca: int, cb: int, pair,
     return _first_free([(x, y) for _, x, y in scored[:200]], space, ALLIANCE / 2 + 1)
 
 
-def _coast(grid: _Grid, spot, points, fields, k: int) -> tuple[float, float]:
+def _coast(grid: _Grid, spot: Point, points: Sequence[Point], fields: Iterable[int],
+           k: int) -> Point:
     """Where the line from `spot` to the nearest field of country k first reaches its land."""
-    target = min((points[f] for f in fields), key=lambda p: (math.dist(p, spot), p))
+    target: Point = min((points[f] for f in fields), key=lambda p: (math.dist(p, spot), p))
     length = math.dist(spot, target)
     steps = max(1, int(length / (grid.s / 2)))
     for i in range(1, steps + 1):
@@ -757,7 +762,7 @@ def _describe(board: Board, view: SeatView | None, words: Words) -> str:
     sentences.append(say("Face-up cards: %(cards)s.", cards=[_card_name(board, c)
                                                             for c in view.face_up]
                          or say("none")))
-    if view.hand is not None:
+    if view.hand is not None and view.colour is not None:
         sentences.append(say("Your hand (%(colour)s): %(cards)s.", colour=colour(view.colour),
                              cards=[_card_name(board, c) for c in view.hand] or say("empty")))
     written = [words(sentence) for sentence in sentences]
@@ -838,7 +843,7 @@ def _draw_head(out: list[str], picture: _Picture, options: SvgOptions) -> None:
     if title is None:
         title = board.name if view is None else words(say(
             "%(board)s, as %(who)s sees it", board=board.name,
-            who=say("a spectator") if view.seat is None else say(view.colour)))
+            who=say("a spectator") if view.colour is None else say(view.colour)))
     add = out.append
     add(f'<svg xmlns="{SVG_NS}" viewBox="0 0 {_n(WIDTH)} {_n(height)}" class="kk-board"'
         f'{_attrs(role="group" if picture.interactive else "img", id=prefix)}'
@@ -1072,10 +1077,10 @@ def board_pieces(board: Board, view: SeatView, pixels_per_unit: float,
         right = min(full_w, math.ceil((x1 + PIECE_MARGIN) * pixels_per_unit))
         bottom = min(full_h, math.ceil((y1 + PIECE_MARGIN) * pixels_per_unit))
         # Exact, not _n's one decimal: a pixel edge must fall on a pixel edge.
-        box = " ".join(f"{v / pixels_per_unit:.6f}".rstrip("0").rstrip(".")
-                       for v in (left, top, right - left, bottom - top))
+        view_box = " ".join(f"{v / pixels_per_unit:.6f}".rstrip("0").rstrip(".")
+                            for v in (left, top, right - left, bottom - top))
         drawn.append((left, top, right - left, bottom - top,
-                      (f'<svg xmlns="{SVG_NS}" viewBox="{box}" class="kk-board">'
+                      (f'<svg xmlns="{SVG_NS}" viewBox="{view_box}" class="kk-board">'
                        f"<style>{STYLE.strip()}</style>{markup}</svg>")))
     return drawn
 
@@ -1154,7 +1159,7 @@ def _panel_parts(board: Board, view: SeatView, top: float, words: Words
     x, drawn = _cards(board, view.face_up, 480.0, top, words(say("Face-up cards")),
                       "face-up", words)
     cards.append((drawn[0], "face-up", drawn[1]))
-    if view.hand is not None:
+    if view.hand is not None and view.colour is not None:
         _, drawn = _cards(board, view.hand, x + 30, top,
                           words(say("Your hand (%(colour)s)", colour=say(view.colour))), "hand",
                           words)

@@ -77,7 +77,7 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
         winners = [p[s] for s in after.seats if after.gold[s] == best]
         lines.append(say("The last card is drawn: the game is over. Most gold (%(gold)d): "
                          "%(winners)s.", gold=best, winners=both(winners)))
-    elif after.to_move != mover or after.step != before.step:
+    elif after.to_move is not None and (after.to_move != mover or after.step != before.step):
         asks, where = _ASKS[after.step], phase(PHASE_OF[after.step])
         lines.append(say("Now you: %(asks)s (%(phase)s).", asks=asks, phase=where)
                      if reader == after.to_move else
@@ -152,7 +152,7 @@ def _line(before: GameState, move: Move, after: GameState, reader: int | None, m
                 say("%(who)s played %(card)s.", who=who, card=card))
     yours, theirs = _CARD_MOVES[str(move).split()[0]]
     card = name(move.card)
-    return say(yours.key, card=card) if mine else say(theirs.key, who=who, card=card)
+    return say(str(yours.key), card=card) if mine else say(str(theirs.key), who=who, card=card)
 
 
 # The sentences of the moves that name one card, by the move's verb: the mover's own words and

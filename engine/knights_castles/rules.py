@@ -15,9 +15,9 @@ with one answer, since answering for it would reveal its secret hand (see `_sett
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from math import comb
-from typing import Any
+from typing import Any, cast
 
 from ..errors import IllegalMoveError
 from ..words import Phrase, colour, say, term
@@ -97,7 +97,7 @@ SHARE_STEPS = (BUY, BUILD, UPKEEP, RESEARCH, EVENT, TRADE)
 
 # --- small helpers over count vectors --------------------------------------------------------
 
-def replace(state: GameState, **changes) -> GameState:
+def replace(state: GameState, **changes: Any) -> GameState:
     """`dataclasses.replace` without re-running `__init__`: a copy with `changes`, several times
     faster, which whole-game benchmarks feel (the fields are already checked values)."""
     new = object.__new__(GameState)
@@ -111,11 +111,11 @@ def _add(vec: tuple[int, ...], k: int, d: int) -> tuple[int, ...]:
     return vec[:k] + (vec[k] + d,) + vec[k + 1:]
 
 
-def _put(tup: tuple[Any, ...], i: int, item) -> tuple[Any, ...]:
+def _put(tup: tuple[Any, ...], i: int, item: Any) -> tuple[Any, ...]:
     return tup[:i] + (item,) + tup[i + 1:]
 
 
-def _counts(cards) -> dict[int, int]:
+def _counts(cards: Iterable[str]) -> dict[int, int]:
     out: dict[int, int] = {}
     for c in cards:
         k = INDEX[c]
@@ -123,7 +123,7 @@ def _counts(cards) -> dict[int, int]:
     return out
 
 
-def _holds(vec: tuple[int, ...], cards) -> bool:
+def _holds(vec: tuple[int, ...], cards: Iterable[str]) -> bool:
     return all(vec[k] >= n for k, n in _counts(cards).items())
 
 
@@ -160,8 +160,17 @@ class OfferSpace:
     for; accepting needs them.
     """
 
-    __slots__ = ("target", "colour", "held", "gold", "ask_cards", "ask_gold", "give_size",
-                 "ask_size", "size")
+    __slots__ = (
+        "ask_cards",
+        "ask_gold",
+        "ask_size",
+        "colour",
+        "give_size",
+        "gold",
+        "held",
+        "size",
+        "target",
+    )
 
     def __init__(self, target: int, colour: str, held: list[tuple[int, int]], radix: int,
                  gold: int, ask_cards: int, ask_gold: int):
@@ -214,7 +223,7 @@ def _offer(target: str, give_gold: int, give: tuple[str, ...], ask_gold: int,
     return move
 
 
-def _known(cards) -> bool:
+def _known(cards: object) -> bool:
     return isinstance(cards, tuple) and all(c in INDEX for c in cards)
 
 
@@ -230,24 +239,24 @@ def _unrank_multiset(r: int, size: int) -> tuple[str, ...]:
     return tuple(ID[s - 1] for s in sorted(picks) if s)
 
 
-class LegalMoves(Sequence[Any]):
+class LegalMoves(Sequence[Move]):
     """The legal moves of a position in a fixed order: the ordinary ones (shares, then the
     step's own moves in card-list and seat order), then the offers, target by target.
     Supports len, indexing, iteration and `in`."""
 
-    __slots__ = ("moves", "spaces", "_set", "_len", "_built")
+    __slots__ = ("_built", "_len", "_set", "moves", "spaces")
 
-    def __init__(self, moves: list[Move], spaces: list[OfferSpace] = ()):
+    def __init__(self, moves: list[Move], spaces: Sequence[OfferSpace] = ()) -> None:
         self.moves = moves
         self.spaces = [s for s in spaces if s.size]
-        self._set = None
+        self._set: set[Move] | None = None
         self._len = len(moves) + sum([s.size for s in self.spaces])
-        self._built = None  # the latest offer built here: `in` knows it without checking
+        self._built: Offer | None = None  # the latest offer built here: `in` knows it without checking
 
     def __len__(self) -> int:
         return self._len
 
-    def __getitem__(self, i: int) -> Move:
+    def __getitem__(self, i: int) -> Move:  # type: ignore[override]  # no slices
         if i < 0:
             i += self._len
         if not 0 <= i < self._len:
@@ -268,7 +277,7 @@ class LegalMoves(Sequence[Any]):
             for i in range(len(space)):
                 yield space[i]
 
-    def __contains__(self, move) -> bool:
+    def __contains__(self, move: object) -> bool:
         # The moves a caller plays are mostly the very objects listed here: found by identity
         # first, which spares hashing them.
         for listed in self.moves:
@@ -338,7 +347,7 @@ def effect_on_target(state: GameState, move: Move) -> Phrase | None:
                        who=who, what=what)
         return say("%(who)s must discard one %(what)s from play (it has %(count)d).",
                    who=who, what=what, count=held)
-    if isinstance(move, War) or KINDS[k].type in (DISASTER, INVASION):
+    if isinstance(move, War) or KINDS[cast(int, k)].type in (DISASTER, INVASION):
         dp = dp_total(state, target)
         if not dp:  # a card of 0 DP can always be left out
             return say("%(who)s has no card in play with defence points (DP), so it loses "
@@ -356,6 +365,7 @@ def effect_on_target(state: GameState, move: Move) -> Phrase | None:
 def loss_choices(state: GameState) -> list[Lose]:
     """The target's possible answers to the loss it must take."""
     loss = state.loss
+    assert loss is not None, "a loss is chosen at the loss step"
     t = state.tableau[loss.target]
     if loss.kinds:
         options = [Lose((ID[k],)) for k in loss.kinds if t[k]]
@@ -518,7 +528,8 @@ _LEGAL_BY_STEP: dict[str, Callable[[GameState], LegalMoves]] = {
 
 # --- applying ---------------------------------------------------------------------------------
 
-def new_game(players, seed: int | str, variants=(), start: int | None = None) -> GameState:
+def new_game(players: int | tuple[str, ...] | list[str], seed: int | str,
+             variants: tuple[str, ...] | list[str] = (), start: int | None = None) -> GameState:
     """Deal, roll for the start seat (unless `start` is given) and play the automatic start
     of the first turn."""
     state = deal(players, seed, variants, start)
@@ -810,7 +821,8 @@ def why_illegal(state: GameState, move: object) -> Phrase:
 
 def _not_now(state: GameState, move: object) -> Phrase:
     now = say("now it is %(player)s's turn for %(asks)s",
-              player=colour(state.players[state.to_move]), asks=_STEP_ASKS[state.step])
+              player=colour(state.players[state.current if state.to_move is None else state.to_move]),
+              asks=_STEP_ASKS[state.step])
     return say("'%(move)s' cannot be played now; %(now)s", move=str(move), now=now)
 
 
@@ -829,7 +841,7 @@ def _why_build(state: GameState, move: Build) -> Phrase:
     if kind.type not in ("resource", "leader"):
         return say("only resources and leaders are built; %(card)s is not one", card=card)
     return say("%(card)s would be unsupported: it needs a %(needs)s in play with room for it "
-               "(see the support rules)", card=card, needs=_card_term(kind.needs))
+               "(see the support rules)", card=card, needs=_card_term(cast(str, kind.needs)))
 
 
 def _why_research(state: GameState, move: Research) -> Phrase:
@@ -856,7 +868,7 @@ def _why_upkeep(state: GameState, move: Pay | Abandon) -> Phrase:
                card=_card_term(move.card), moves=", ".join(map(str, legal_moves(state).moves)))
 
 
-def _why_target(state: GameState, target: str) -> Phrase | None:
+def _why_target(state: GameState, target: str | None) -> Phrase | None:
     if target not in state.players or target == state.players[state.current]:
         return say("name the opponent it targets: %(players)s",
                    players=_opponents(state, state.current))
@@ -926,7 +938,7 @@ _WHY_BY_MOVE: dict[type, Callable[[GameState, Any], Phrase | None]] = {
 }
 
 
-def _either(items: list[Any]) -> Phrase:
+def _either(items: list[Phrase]) -> Phrase:
     """'a', 'a or b', 'a or b or c'."""
     joined = items[0]
     for item in items[1:]:
@@ -947,12 +959,14 @@ def default_move(state: GameState) -> Move:
     if step == ANSWER:
         return Decline()
     if step == LOSS:
+        assert state.loss is not None
         gp, ms = state.has(state.loss.target, GUN_POWDER), state.has(state.loss.target, MASONRY)
-        return min(moves, key=lambda m: (sum(KINDS[INDEX[c]].revenue for c in m.cards),
-                                         sum(dp_of(INDEX[c], gp, ms) for c in m.cards),
-                                         len(m.cards), str(m)))
+        return min((m for m in moves if isinstance(m, Lose)),
+                   key=lambda m: (sum(KINDS[INDEX[c]].revenue for c in m.cards),
+                                  sum(dp_of(INDEX[c], gp, ms) for c in m.cards),
+                                  len(m.cards), str(m)))
     if step == UPKEEP:
         return min((m for m in moves if isinstance(m, Abandon)), key=lambda m: value(INDEX[m.card]))
     if step == END:
-        return min(moves, key=lambda m: value(INDEX[m.card]))
+        return min((m for m in moves if isinstance(m, Discard)), key=lambda m: value(INDEX[m.card]))
     return Done()

@@ -28,6 +28,13 @@ def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
+def _offer(text: str) -> Offer:
+    move = parse_move(text)
+    if not isinstance(move, Offer):
+        raise StateError(f"the offer of a position must be an offer, not {text!r}")
+    return move
+
+
 def from_json(text: str) -> GameState:
     """A position from `to_json`; StateError when the text is not one."""
     try:
@@ -36,8 +43,8 @@ def from_json(text: str) -> GameState:
             raise StateError("not a Knights & Castles position (unknown format)")
         loss, offer = data.pop("loss"), data.pop("offer")
         state = GameState(**{k: _tuples(v) for k, v in data.items()},
-                          loss=None if loss is None else Loss(*loss[:4], tuple(loss[4])),
-                          offer=None if offer is None else parse_move(offer))
+                          loss=None if loss is None else Loss(loss[0], loss[1], loss[2], loss[3], tuple(loss[4])),
+                          offer=None if offer is None else _offer(offer))
     except StateError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError, NotationError) as exc:
@@ -49,7 +56,8 @@ def from_json(text: str) -> GameState:
     return state
 
 
-def replay(players, seed: int | str, variants, notations: list[str],
+def replay(players: int | tuple[str, ...] | list[str], seed: int | str,
+           variants: tuple[str, ...] | list[str], notations: list[str],
            start: int | None = None) -> GameState:
     """The game set up from `players`, `seed`, `variants` (and `start`, when the organiser
     chose it) after the moves in `notations`."""

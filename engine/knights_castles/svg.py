@@ -30,11 +30,11 @@ def tableau_svg(view: SeatView, title: str, words: Callable[[Phrase], str] = str
     cells = max([8] + [len(set(t)) + len(s) for t, s in zip(view.tableau, view.shared)])
     width = LEFT + cells * (CARD_W + 6) + 10
     height = ROW * len(view.players) + 10
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" aria-labelledby="kc-title">',
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" role="img" aria-labelledby="kc-title">'),
            f'<title id="kc-title">{escape(title)}</title>',
-           '<style>text{font-family:sans-serif;font-size:12px}.n{font-size:11px}'
-           '.c{font-weight:bold;font-size:14px}</style>']
+           ('<style>text{font-family:sans-serif;font-size:12px}.n{font-size:11px}'
+            '.c{font-weight:bold;font-size:14px}</style>')]
     for s, seat_colour in enumerate(view.players):
         y = 5 + s * ROW
         who = words(colour(seat_colour))

@@ -89,9 +89,21 @@ def placement_parts(info: BoardInfo, move: Place) -> tuple[int, tuple[int, ...],
 class Projection:
     """Each seat's projected final score in one position, updatable one placement at a time."""
 
-    __slots__ = ("info", "n", "monasteries", "advisors", "mult", "country_pts", "alliance_pts",
-                 "chain_pts", "totals", "monastery_supply", "advisor_supply", "own",
-                 "_shared")
+    __slots__ = (
+        "_shared",
+        "advisor_supply",
+        "advisors",
+        "alliance_pts",
+        "chain_pts",
+        "country_pts",
+        "info",
+        "monasteries",
+        "monastery_supply",
+        "mult",
+        "n",
+        "own",
+        "totals",
+    )
     info: BoardInfo
     n: int
     monasteries: list[int]

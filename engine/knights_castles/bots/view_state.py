@@ -39,6 +39,7 @@ def _counts(ids: Iterable[str]) -> tuple[int, ...]:
 def unseen_cards(view: SeatView) -> list[int]:
     """The cards (kind indices, sorted) this seat cannot see: the other hands and the deck."""
     left = Counter({k: kind.count for k, kind in enumerate(KINDS)})
+    assert view.hand is not None, "a bot plays from its seat's own view"
     for card in (*view.hand, *view.discard, *(c for t in view.tableau for c in t)):
         left[INDEX[card]] -= 1
     if any(n < 0 for n in left.values()):
@@ -69,6 +70,7 @@ def sampled_state(view: SeatView, rng: random.Random) -> GameState:
     hands = []
     for s in range(len(players)):
         if s == seat:
+            assert view.hand is not None, "a bot plays from its seat's own view"
             hands.append(_counts(view.hand))
         else:
             size = view.hand_sizes[s] - len(known[s])
@@ -81,8 +83,9 @@ def sampled_state(view: SeatView, rng: random.Random) -> GameState:
                     l["roll"], tuple(INDEX[k] for k in l["kinds"]))
     offer = None
     if view.offer is not None and "notation" in view.offer:
-        offer = parse_move(view.offer["notation"])
-        assert isinstance(offer, Offer)
+        parsed = parse_move(view.offer["notation"])
+        assert isinstance(parsed, Offer)
+        offer = parsed
     return GameState(
         players=players, seed=f"bot-guess:{rng.random()}", variants=view.variants,
         deck=tuple(pool), hands=tuple(hands), tableau=tuple(_counts(t) for t in view.tableau),
