@@ -279,9 +279,23 @@ def _pack(board: Board, component: tuple[int, ...]) -> tuple[tuple[int, ...], ..
 def _pack_by_paths(board: Board, component: tuple[int, ...],
                    limit: int) -> tuple[tuple[int, ...], ...] | None:
     """Best packing from the list of every simple path of 4+ fields; None past `limit` paths."""
+    paths_by_node = _paths_by_node(board, component, limit)
+    if paths_by_node is None:
+        return None
+    _, chosen = _best_packing(paths_by_node, (1 << len(component)) - 1)
+    return tuple(tuple(component[i] for i in path) for path in chosen)
+
+
+_Paths = list[list[tuple[int, tuple[int, ...]]]]
+"""Per field of a component (by its index there), every chain through it as (mask, path)."""
+
+
+def _paths_by_node(board: Board, component: tuple[int, ...], limit: int) -> _Paths | None:
+    """Every simple path of 4+ fields in `component`, listed at each of its fields, the long
+    ones first; None past `limit` paths."""
     local = {f: i for i, f in enumerate(component)}
     adjacency = [[local[g] for g in board.neighbours[f] if g in local] for f in component]
-    paths_by_node: list[list[tuple[int, tuple[int, ...]]]] = [[] for _ in component]
+    paths_by_node: _Paths = [[] for _ in component]
     count = 0
 
     def extend(path: list[int], mask: int) -> bool:
@@ -307,6 +321,12 @@ def _pack_by_paths(board: Board, component: tuple[int, ...],
             return None
     for paths in paths_by_node:
         paths.sort(key=lambda entry: -len(entry[1]))  # long chains first: a full cover ends early
+    return paths_by_node
+
+
+def _best_packing(paths_by_node: _Paths, full: int) -> tuple[int, tuple[tuple[int, ...], ...]]:
+    """The most fields disjoint chains of `paths_by_node` cover among the fields of mask
+    `full`, and those chains."""
     memo: dict[int, tuple[int, tuple[tuple[int, ...], ...]]] = {}
 
     def best(mask: int) -> tuple[int, tuple[tuple[int, ...], ...]]:
@@ -331,7 +351,7 @@ def _pack_by_paths(board: Board, component: tuple[int, ...],
         memo[mask] = top
         return top
 
-    return tuple(tuple(component[i] for i in path) for path in best((1 << len(component)) - 1)[1])
+    return best(full)
 
 
 def _pack_by_frontier(board: Board, component: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:

@@ -518,7 +518,6 @@ def _layout(board: Board) -> _Layout:
     grid = _Grid(board, points, height)
     chains = grid.chains()
     regions = _region_paths(board, chains)
-    index_of = {c.name: c.index for c in board.countries}
     space = _Space()
     for x, y in points:
         space.add(_around(x, y, MONASTERY_R + 2), 40.0)
@@ -527,8 +526,19 @@ def _layout(board: Board) -> _Layout:
         steps = max(1, int(math.dist(points[a], points[b]) / 18))
         for t in range(1, steps):
             space.add(_around(ax + (bx - ax) * t / steps, ay + (by - ay) * t / steps, 3.5), 5.0)
+    # In this order: each takes its room in `space` before the next is placed.
+    alliances = _place_alliances(board, grid, points, chains, space)
+    crests = [_place_crest(country, grid, points, space, height) for country in board.countries]
+    labels = _place_labels(board, points, space, height)
+    return _Layout(WIDTH, height, tuple(points), tuple(regions), _country_colours(board),
+                   tuple(crests), tuple(labels), tuple(alliances))
 
-    # Alliance squares: on the shared border, or in the water between the two countries.
+
+def _place_alliances(board: Board, grid: _Grid, points: list[Point],
+                     chains: list[tuple[tuple[int, int], list[Point], bool]],
+                     space: _Space) -> list[_Alliance]:
+    """Alliance squares: on the shared border, or in the water between the two countries."""
+    index_of = {c.name: c.index for c in board.countries}
     alliances = []
     for alliance in board.alliances:
         ca, cb = (index_of[c] for c in alliance.countries)
@@ -549,40 +559,45 @@ def _layout(board: Board) -> _Layout:
                     _coast(grid, spot, points, board.countries[cb].fields, cb))
         space.add(_around(spot[0], spot[1], ALLIANCE / 2 + 2), 60.0)
         alliances.append(_Alliance(spot[0], spot[1], link))
+    return alliances
 
-    # Crests: a free spot inside the country, near the middle of its fields.
-    crests = []
-    for country in board.countries:
-        xs = [points[f][0] for f in country.fields]
-        ys = [points[f][1] for f in country.fields]
-        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        s, cols, owner, k = grid.s, grid.cols, grid.owner, country.index
-        near = []
-        reach = grid.reach / 4
-        for r in range(max(0, int((min(ys) - reach - grid.y0) / s)),
-                       min(grid.rows, int((max(ys) + reach - grid.y0) / s) + 1)):
-            y = grid.y0 + (r + 0.5) * s
-            for c in range(max(0, int((min(xs) - reach - grid.x0) / s)),
-                           min(cols, int((max(xs) + reach - grid.x0) / s) + 1)):
-                if owner[r * cols + c] == k:
-                    x = grid.x0 + (c + 0.5) * s
-                    near.append(((x - mx) ** 2 + (y - my) ** 2, x, y))
-        near.sort()
-        best: tuple[float, float, float] | None = None
-        for distance2, x, y in near[:120:3]:
-            box = _crest_box(x, y, country.name)
-            outside = sum(grid.at(px, py) != country.index
-                          for px in (box[0], x, box[2]) for py in (box[1], y, box[3]))
-            if box[0] < 4 or box[2] > WIDTH - 4 or box[1] < 4 or box[3] > height - 4:
-                outside += 9
-            score = space.cost(box) + 300 * outside + 0.04 * distance2
-            if best is None or score < best[0]:
-                best = (score, x, y)
-        x, y = (mx, my) if best is None else best[1:]
-        crests.append((x, y))
-        space.add(_crest_box(x, y, country.name), 30.0)
 
-    # Field names: the candidate place that covers the least, and never nearer another field.
+def _place_crest(country: Country, grid: _Grid, points: list[Point], space: _Space,
+                 height: float) -> Point:
+    """A crest: a free spot inside the country, near the middle of its fields."""
+    xs = [points[f][0] for f in country.fields]
+    ys = [points[f][1] for f in country.fields]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    s, cols, owner, k = grid.s, grid.cols, grid.owner, country.index
+    near = []
+    reach = grid.reach / 4
+    for r in range(max(0, int((min(ys) - reach - grid.y0) / s)),
+                   min(grid.rows, int((max(ys) + reach - grid.y0) / s) + 1)):
+        y = grid.y0 + (r + 0.5) * s
+        for c in range(max(0, int((min(xs) - reach - grid.x0) / s)),
+                       min(cols, int((max(xs) + reach - grid.x0) / s) + 1)):
+            if owner[r * cols + c] == k:
+                x = grid.x0 + (c + 0.5) * s
+                near.append(((x - mx) ** 2 + (y - my) ** 2, x, y))
+    near.sort()
+    best: tuple[float, float, float] | None = None
+    for distance2, x, y in near[:120:3]:
+        box = _crest_box(x, y, country.name)
+        outside = sum(grid.at(px, py) != country.index
+                      for px in (box[0], x, box[2]) for py in (box[1], y, box[3]))
+        if box[0] < 4 or box[2] > WIDTH - 4 or box[1] < 4 or box[3] > height - 4:
+            outside += 9
+        score = space.cost(box) + 300 * outside + 0.04 * distance2
+        if best is None or score < best[0]:
+            best = (score, x, y)
+    x, y = (mx, my) if best is None else best[1:]
+    space.add(_crest_box(x, y, country.name), 30.0)
+    return x, y
+
+
+def _place_labels(board: Board, points: list[Point], space: _Space,
+                  height: float) -> list[tuple[float, float, str]]:
+    """Field names: the candidate place that covers the least, and never nearer another field."""
     order = sorted(range(len(points)), key=lambda f: (points[f][1], points[f][0]))
     placed: dict[int, tuple[float, float, str]] = {}
     gap = MONASTERY_R + 2.5
@@ -609,9 +624,7 @@ def _layout(board: Board) -> _Layout:
         _, _, choice = min(scored)
         placed[f] = choice
         space.add(_label_box(*choice, name), 20.0)
-    labels = [placed[f] for f in range(len(points))]
-    return _Layout(WIDTH, height, tuple(points), tuple(regions), _country_colours(board),
-                   tuple(crests), tuple(labels), tuple(alliances))
+    return [placed[f] for f in range(len(points))]
 
 
 def _box_distance(box: Box, x: float, y: float) -> float:
