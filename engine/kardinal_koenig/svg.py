@@ -232,46 +232,75 @@ def _segment_distance(px: float, py: float, a: tuple[float, float],
     return math.hypot(px - a[0] - t * vx, py - a[1] - t * vy)
 
 
+def _median_spacing(points: list[Point]) -> float:
+    """The median distance from a field to its nearest other field (120 for a lone field)."""
+    if len(points) <= 1:
+        return 120.0
+    nearest = sorted(min(math.dist(p, q) for j, q in enumerate(points) if j != i)
+                     for i, p in enumerate(points))
+    return nearest[len(nearest) // 2]
+
+
+def _joins(board: Board, points: list[Point], country_of: list[int]
+           ) -> tuple[set[tuple[int, int]], list[tuple[Point, Point, int, int]]]:
+    """The pairs of countries a road or a land alliance joins (each country with itself too),
+    and the corridors that keep them joined: (one end, the other, their countries)."""
+    joined = {(a, a) for a in range(len(board.countries))}
+    for a, b in board.roads:
+        ca, cb = country_of[a], country_of[b]
+        joined |= {(ca, cb), (cb, ca)}
+    corridors = [(points[a], points[b], country_of[a], country_of[b]) for a, b in board.roads]
+    for alliance in board.alliances:
+        ca, cb = (board.country(c).index for c in alliance.countries)
+        if not alliance.sea:
+            joined |= {(ca, cb), (cb, ca)}
+            fa, fb = _nearest_pair(board, points, ca, cb)
+            corridors.append((points[fa], points[fb], ca, cb))
+    return joined, corridors
+
+
 class _Grid:
     """Countries on a grid of square cells: owner[cell] is a country index, or -1 for sea."""
 
     def __init__(self, board: Board, points: list[tuple[float, float]], height: float) -> None:
-        n = len(points)
         country_of = [board.country(f.country).index for f in board.fields]
-        if n > 1:
-            nearest = sorted(min(math.dist(p, q) for j, q in enumerate(points) if j != i)
-                             for i, p in enumerate(points))
-            spacing = nearest[len(nearest) // 2]
-        else:
-            spacing = 120.0
-        spacing = max(spacing, 30.0)
+        spacing = max(_median_spacing(points), 30.0)
         self.reach = reach = 2.0 * spacing          # land around a field
         self.channel = channel = 0.6 * spacing     # sea between countries no road joins
         self.s = s = max(WIDTH, height) / 90
         self.height = height
         self.x0 = self.y0 = -2 * s
-        self.cols = cols = int((WIDTH + 4 * s) / s) + 1
-        self.rows = rows = int((height + 4 * s) / s) + 1
+        self.cols = int((WIDTH + 4 * s) / s) + 1
+        self.rows = int((height + 4 * s) / s) + 1
+        joined, corridors = _joins(board, points, country_of)
+        best, best_k, second, second_k = self._nearest_two(points, country_of, reach + channel)
+        owner = [-1] * (self.rows * self.cols)
+        reach2 = reach * reach
+        for i in range(len(owner)):
+            k = best_k[i]
+            if k < 0 or best[i] > reach2:
+                continue
+            other = second_k[i]
+            if other >= 0 and (k, other) not in joined \
+                    and math.sqrt(second[i]) - math.sqrt(best[i]) < channel:
+                continue
+            owner[i] = k
+        self._dig_corridors(owner, corridors, best, 0.35 * reach, reach2)
+        for (fx, fy), k in zip(points, country_of):  # a field's own cell is always its land
+            owner[int((fy - self.y0) / s) * self.cols + int((fx - self.x0) / s)] = k
+        self.owner = owner
 
-        joined = {(a, a) for a in range(len(board.countries))}
-        for a, b in board.roads:
-            ca, cb = country_of[a], country_of[b]
-            joined |= {(ca, cb), (cb, ca)}
-        corridors = [(points[a], points[b], country_of[a], country_of[b]) for a, b in board.roads]
-        for alliance in board.alliances:
-            ca, cb = (board.country(c).index for c in alliance.countries)
-            if not alliance.sea:
-                joined |= {(ca, cb), (cb, ca)}
-                fa, fb = _nearest_pair(board, points, ca, cb)
-                corridors.append((points[fa], points[fb], ca, cb))
-
+    def _nearest_two(self, points: list[Point], country_of: list[int], outer: float
+                     ) -> tuple[list[float], list[int], list[float], list[int]]:
+        """Per cell, the squared distance to the nearest field within `outer` and its country,
+        and the same for the nearest field of another country (math.inf and -1 for none)."""
+        s, cols, rows = self.s, self.cols, self.rows
         size = rows * cols
         inf = math.inf
         best = [inf] * size
         best_k = [-1] * size
         second = [inf] * size
         second_k = [-1] * size
-        outer = reach + channel
         for f, (fx, fy) in enumerate(points):
             k = country_of[f]
             across = [(self.x0 + (c + 0.5) * s - fx) ** 2 for c in range(cols)]
@@ -297,20 +326,13 @@ class _Grid:
                         best[i] = d2
                     elif d2 < second[i] and k != best_k[i]:
                         second[i], second_k[i] = d2, k
+        return best, best_k, second, second_k
 
-        owner = [-1] * size
-        reach2 = reach * reach
-        for i in range(size):
-            k = best_k[i]
-            if k < 0 or best[i] > reach2:
-                continue
-            other = second_k[i]
-            if other >= 0 and (k, other) not in joined \
-                    and math.sqrt(second[i]) - math.sqrt(best[i]) < channel:
-                continue
-            owner[i] = k
-
-        width = 0.35 * reach
+    def _dig_corridors(self, owner: list[int], corridors: list[tuple[Point, Point, int, int]],
+                       best: list[float], width: float, reach2: float) -> None:
+        """Give the sea cells within `width` of a road (or land alliance) to the nearer end's
+        country, so that a sparse country stays in one piece."""
+        s, cols, rows = self.s, self.cols, self.rows
         for pa, pb, ka, kb in corridors:
             r0 = max(0, int((min(pa[1], pb[1]) - width - self.y0) / s))
             r1 = min(rows - 1, int((max(pa[1], pb[1]) + width - self.y0) / s) + 1)
@@ -325,9 +347,6 @@ class _Grid:
                     px = self.x0 + (c + 0.5) * s
                     if _segment_distance(px, py, pa, pb) <= width:
                         owner[i] = ka if math.dist((px, py), pa) <= math.dist((px, py), pb) else kb
-        for (fx, fy), k in zip(points, country_of):  # a field's own cell is always its land
-            owner[int((fy - self.y0) / s) * cols + int((fx - self.x0) / s)] = k
-        self.owner = owner
 
     def at(self, x: float, y: float) -> int:
         c = int((x - self.x0) / self.s)
@@ -338,36 +357,8 @@ class _Grid:
 
     def chains(self) -> list[tuple[tuple[int, int], list[tuple[float, float]], bool]]:
         """The borders as chains: (pair of owners, smoothed points, closed?)."""
-        rows, cols, owner = self.rows, self.cols, self.owner
-        width = cols + 1
-        adjacency: dict[int, list[tuple[int, tuple[int, int]]]] = {}
-
-        def link(u: int, v: int, a: int, b: int) -> None:
-            label = (a, b) if a < b else (b, a)
-            adjacency.setdefault(u, []).append((v, label))
-            adjacency.setdefault(v, []).append((u, label))
-
-        for r in range(rows):
-            row = owner[r * cols:(r + 1) * cols]
-            above = owner[(r - 1) * cols:r * cols] if r else [-1] * cols
-            left = -1
-            for c in range(cols):
-                here = row[c]
-                if here != left:    # vertical edge at x = c
-                    link(r * width + c, (r + 1) * width + c, here, left)
-                if here != above[c]:  # horizontal edge at y = r
-                    link(r * width + c, r * width + c + 1, here, above[c])
-                left = here
-            if left != -1:
-                link(r * width + cols, (r + 1) * width + cols, left, -1)
-        last = owner[(rows - 1) * cols:]
-        for c in range(cols):
-            if last[c] != -1:
-                link(rows * width + c, rows * width + c + 1, last[c], -1)
-
-        def is_break(node: int) -> bool:
-            edges = adjacency[node]
-            return len(edges) != 2 or edges[0][1] != edges[1][1]
+        width = self.cols + 1
+        adjacency = _border_graph(self.owner, self.rows, self.cols)
 
         def point(node: int) -> tuple[float, float]:
             return (self.x0 + (node % width) * self.s, self.y0 + (node // width) * self.s)
@@ -375,43 +366,85 @@ class _Grid:
         used: set[tuple[int, int]] = set()
         out = []
         tolerance = 0.9 * self.s
-
-        def walk(start: int, nxt: int) -> list[int]:
-            """Grid vertices from `start` along one border until a junction (or back)."""
-            path = [start, nxt]
-            used.add((min(start, nxt), max(start, nxt)))
-            cur = nxt
-            while cur != start and not is_break(cur):
-                for v, _ in adjacency[cur]:
-                    key = (min(cur, v), max(cur, v))
-                    if key not in used:
-                        used.add(key)
-                        cur = v
-                        path.append(cur)
-                        break
-                else:
-                    break
-            return path
-
         for node in sorted(adjacency):
-            if not is_break(node):
+            if not _is_break(adjacency, node):
                 continue
             for v, label in adjacency[node]:
                 if (min(node, v), max(node, v)) in used:
                     continue
-                nodes = walk(node, v)
+                nodes = _walk(adjacency, used, node, v)
                 pts = _smooth(_simplify([point(p) for p in nodes], tolerance), closed=False)
                 out.append((label, pts, False))
-        for node in sorted(adjacency):
+        for node in sorted(adjacency):  # what is left are closed loops
             for v, label in adjacency[node]:
                 if (min(node, v), max(node, v)) in used:
                     continue
-                nodes = walk(node, v)
+                nodes = _walk(adjacency, used, node, v)
                 pts = [point(p) for p in nodes]
                 if len(pts) > 16:  # small islands keep their every corner
                     pts = _simplify(pts, tolerance)
                 out.append((label, _smooth(pts[:-1], closed=True), True))
         return out
+
+
+_Borders = dict[int, list[tuple[int, tuple[int, int]]]]
+"""Grid vertex (row * (cols + 1) + column) -> the border edges at it: (other end, the pair of
+owners the edge parts, lower first)."""
+
+
+def _border_graph(owner: list[int], rows: int, cols: int) -> _Borders:
+    """Every cell edge between two owners (sea, -1, outside the grid), as a graph of vertices."""
+    width = cols + 1
+    adjacency: _Borders = {}
+
+    def link(u: int, v: int, a: int, b: int) -> None:
+        label = (a, b) if a < b else (b, a)
+        adjacency.setdefault(u, []).append((v, label))
+        adjacency.setdefault(v, []).append((u, label))
+
+    for r in range(rows):
+        row = owner[r * cols:(r + 1) * cols]
+        above = owner[(r - 1) * cols:r * cols] if r else [-1] * cols
+        left = -1
+        for c in range(cols):
+            here = row[c]
+            if here != left:    # vertical edge at x = c
+                link(r * width + c, (r + 1) * width + c, here, left)
+            if here != above[c]:  # horizontal edge at y = r
+                link(r * width + c, r * width + c + 1, here, above[c])
+            left = here
+        if left != -1:
+            link(r * width + cols, (r + 1) * width + cols, left, -1)
+    last = owner[(rows - 1) * cols:]
+    for c in range(cols):
+        if last[c] != -1:
+            link(rows * width + c, rows * width + c + 1, last[c], -1)
+    return adjacency
+
+
+def _is_break(adjacency: _Borders, node: int) -> bool:
+    """Whether a chain ends at `node`: three borders meet there, or two different ones."""
+    edges = adjacency[node]
+    return len(edges) != 2 or edges[0][1] != edges[1][1]
+
+
+def _walk(adjacency: _Borders, used: set[tuple[int, int]], start: int, nxt: int) -> list[int]:
+    """Grid vertices from `start` along one border until a junction (or back), each edge taken
+    marked in `used`."""
+    path = [start, nxt]
+    used.add((min(start, nxt), max(start, nxt)))
+    cur = nxt
+    while cur != start and not _is_break(adjacency, cur):
+        for v, _ in adjacency[cur]:
+            key = (min(cur, v), max(cur, v))
+            if key not in used:
+                used.add(key)
+                cur = v
+                path.append(cur)
+                break
+        else:
+            break
+    return path
 
 
 def _simplify(points: list[tuple[float, float]], tolerance: float) -> list[tuple[float, float]]:
