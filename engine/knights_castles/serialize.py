@@ -31,7 +31,7 @@ def _tuples(value: Any) -> Any:
 def _offer(text: str) -> Offer:
     move = parse_move(text)
     if not isinstance(move, Offer):
-        raise StateError(f"the offer of a position must be an offer, not {text!r}")
+        raise StateError("not a Knights & Castles position: its parts do not fit together")
     return move
 
 
