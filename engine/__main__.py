@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 
 from .arena import report_lines, run_arena
 from .errors import SetupError
@@ -15,7 +16,7 @@ from .kardinal_koenig.cli import MAX_POSITION_BYTES, score_file
 __all__ = ["MAX_POSITION_BYTES", "main"]
 
 
-def cmd_playout(args) -> int:
+def cmd_playout(args: argparse.Namespace) -> int:
     rules = game_package(args.game)
     variants = tuple(args.variant or ())
     if not rules.MIN_PLAYERS <= args.players <= rules.MAX_PLAYERS:
@@ -33,11 +34,11 @@ def cmd_playout(args) -> int:
     return 0
 
 
-def cmd_score(args) -> int:
+def cmd_score(args: argparse.Namespace) -> int:
     return score_file(args.file)
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
     rules = game_package(args.game)
     if not rules.MIN_PLAYERS <= args.players <= rules.MAX_PLAYERS:
         args.parser.error(f"{rules.TITLE} is for {rules.MIN_PLAYERS} to {rules.MAX_PLAYERS} "
@@ -53,7 +54,7 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def cmd_arena(args) -> int:
+def cmd_arena(args: argparse.Namespace) -> int:
     try:
         report = run_arena(args.game, args.bots, args.games, args.seed)
     except ValueError as exc:
@@ -97,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     arena.set_defaults(run=cmd_arena)
     args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        run: Callable[[argparse.Namespace], int] = args.run
+        return run(args)
     except BrokenPipeError:
         # The reader stopped early (`python -m engine demo | head`); that is not our error, and
         # pointing stdout at devnull keeps Python from failing again when it flushes at exit.

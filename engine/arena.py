@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any
 
 from .games import DEFAULT, NAMES, game_package
 
@@ -151,7 +152,7 @@ def arena_games() -> dict[str, ModuleType]:
     return {name: p for name, p in packages.items() if getattr(p, "bots", None) is not None}
 
 
-def run_arena(game: str, bots: str | list[str], games: int, seed: int | str) -> dict:
+def run_arena(game: str, bots: str | list[str], games: int, seed: int | str) -> dict[str, Any]:
     """The whole arena as JSON-ready data; ValueError says what is wrong with the request."""
     playable = arena_games()
     if game not in playable:
@@ -187,12 +188,12 @@ def run_arena(game: str, bots: str | list[str], games: int, seed: int | str) -> 
     }
 
 
-def report_lines(report: dict) -> list[str]:
+def report_lines(report: dict[str, Any]) -> list[str]:
     """The arena's report for people."""
-    lines = [f"{report['title']} arena: {', '.join(report['bots'])}; {report['games']} "
-             f"games, seed {report['seed']}; the seats rotate every game",
-             f"{'#':>2}  {'bot':<8} {'wins':>7} {'win rate':>9}  {'95% CI (Wilson)':<17} "
-             f"{'mean score':>10}"]
+    lines = [(f"{report['title']} arena: {', '.join(report['bots'])}; {report['games']} "
+              f"games, seed {report['seed']}; the seats rotate every game"),
+             (f"{'#':>2}  {'bot':<8} {'wins':>7} {'win rate':>9}  {'95% CI (Wilson)':<17} "
+              f"{'mean score':>10}")]
     for e in report["entries"]:
         low, high = e["ci95"]
         lines.append(f"{e['entry'] + 1:>2}  {e['bot']:<8} {e['wins']:>7.1f} "

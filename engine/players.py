@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+Bot = TypeVar("Bot", bound=Callable[..., Any])
 
 
-def bot_named(bots: Mapping[str, Callable], name: str, rng: object) -> Callable:
+def bot_named(bots: Mapping[str, Bot], name: str, rng: object) -> Bot:
     """Bot `name` of a game's `bots`; ValueError names the bots there are, TypeError unless
     `rng` is an explicit random.Random."""
     bot = bots.get(name)

@@ -5,7 +5,9 @@ Flask-Babel; the engine's are English.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
+from typing import Any, Self, overload
 
 from babel import Locale
 
@@ -35,14 +37,16 @@ class Phrase(str):
     """
 
     key: str | tuple[str, str]
-    params: dict
+    params: dict[str, Any]
     n: int | None
 
-    def __new__(cls, key, params: dict | None = None, n: int | None = None) -> Phrase:
+    def __new__(cls, key: str | tuple[str, str], params: dict[str, Any] | None = None,
+                n: int | None = None) -> Self:
         params = dict(params or {})
         shown = {name: ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
                  for name, value in params.items()}
         if isinstance(key, tuple):
+            assert n is not None, "a counted message needs its number"
             template = plural(n, *key)
             text = template % {"num": n, **shown}
         else:
@@ -51,7 +55,7 @@ class Phrase(str):
         self.key, self.params, self.n = key, params, n
         return self
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Phrase, (self.key, self.params, self.n))
 
 
@@ -63,12 +67,12 @@ def term(text: str, key: str) -> Phrase:
     return self
 
 
-def say(key: str, **params) -> Phrase:
+def say(key: str, **params: Any) -> Phrase:
     """A sentence (or part of one) with its parameters: `say("%(who)s passed.", who="red")`."""
     return Phrase(key, params)
 
 
-def say_n(one: str, other: str, n: int, **params) -> Phrase:
+def say_n(one: str, other: str, n: int, **params: Any) -> Phrase:
     """A counted sentence: `say_n("%(num)d card", "%(num)d cards", 2)`."""
     return Phrase((one, other), params, n)
 
@@ -77,7 +81,7 @@ class PlayerWord(Phrase):
     """A player named by their colour ('green'). The engine knows no names; a server that does
     writes the player's name beside the colour (pbem.ground.i18n.phrase_data)."""
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (player, (str(self),))
 
 
@@ -94,9 +98,13 @@ def colour(name: str) -> Phrase:
     return Phrase(name)
 
 
-def both(items: list) -> Phrase | str:
+@overload
+def both(items: Sequence[Phrase]) -> Phrase: ...
+@overload
+def both(items: Sequence[Phrase | str]) -> Phrase | str: ...
+def both(items: Sequence[Phrase | str]) -> Phrase | str:
     """'red', 'red and blue', 'red and blue and green': items joined by 'and'."""
-    joined = items[0]
+    joined: Phrase | str = items[0]
     for item in items[1:]:
         joined = say("%(first)s and %(second)s", first=joined, second=item)
     return joined

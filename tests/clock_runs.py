@@ -60,7 +60,7 @@ MOMENTS: dict[str, tuple[str, str]] = {
 DATE_TESTS = [
     "tests/test_clock.py", "tests/test_clock_moments.py",
     "tests/test_seat_times.py",
-    "tests/test_scheduler.py", "tests/test_turns.py", "tests/test_mail_content.py",
+    "tests/test_scheduler.py", "tests/test_kk_turns.py", "tests/test_mail_content.py",
     "tests/test_mail_delivery.py", "tests/test_feeds.py", "tests/test_my_games.py",
     "tests/test_tournaments.py", "tests/test_tournament_pages.py", "tests/test_tables.py",
     "tests/test_lobby.py", "tests/test_undo.py", "tests/test_profiles.py",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_cli import run
+from test_kk_cli import run
 
 from engine.__main__ import main
 from engine.knights_castles import apply_move, new_game, parse_move

@@ -1,5 +1,5 @@
 """A golden playthrough of Knights & Castles: one seeded game written out move by move with the
-spectator's words, the mover's view (its hand, everyone's gold, the deck), and every die, as tests/test_golden.py does for
+spectator's words, the mover's view (its hand, everyone's gold, the deck), and every die, as tests/test_kk_golden.py does for
 Kardinal & König.
 
 Regenerate after an intended rules change with `python3 -m pytest tests/test_kc_golden.py

@@ -39,4 +39,4 @@ __all__ = [
     "to_json", "view_for",
 ]
 
-from . import bots
+from . import bots as bots  # `kk.bots`, the computer players, loaded with the game

@@ -10,13 +10,13 @@ import hashlib
 import json
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from ..errors import BoardError
 from ..names import fold, keys
@@ -127,7 +127,7 @@ _NOTATION_MARKS = set(',;:+/&()[]{}<>"!?*|=\n\r\t')
 def _text(value: Any, what: str) -> str:
     _require(isinstance(value, str) and value.strip() == value and value != "",
              f"{what} must be a non-empty text without surrounding spaces, not {value!r}")
-    return value
+    return cast(str, value)
 
 
 def _name(value: Any, what: str) -> str:
@@ -137,7 +137,7 @@ def _name(value: Any, what: str) -> str:
     if marks:
         raise BoardError(f"{what} {value!r} contains {marks[0]!r}, which the move notation uses "
                          "to separate words")
-    return value
+    return cast(str, value)
 
 
 def _number(value: Any, what: str, low: float, high: float) -> float:
@@ -147,21 +147,48 @@ def _number(value: Any, what: str, low: float, high: float) -> float:
     return float(value)
 
 
-def _list(value: Any, what: str) -> list:
+def _list(value: Any, what: str) -> list[Any]:
     _require(isinstance(value, list), f"{what} must be a list")
-    return value
+    return cast(list[Any], value)
 
 
 def parse_board(data: Mapping[str, Any]) -> Board:
     """Validate the parsed contents of a board file and build the frozen board."""
     _require(isinstance(data, Mapping), "a board file must be a table of sections")
-    head = data.get("board")
+    head: Any = data.get("board")
     _require(isinstance(head, Mapping), "the [board] section is missing")
     _require(head.get("format") == BOARD_FORMAT,
              f"[board] format must be {BOARD_FORMAT}, not {head.get('format')!r}")
     board_id = _text(head.get("id"), "[board] id")
     board_name = _text(head.get("name"), "[board] name")
+    cards, shown_by = _parse_cards(data)
+    countries, fields = _parse_countries(data, shown_by)
+    country_index = _index((c.name for c in countries), "country")
+    field_index = _index((f.name for f in fields), "cloister field")
+    clash = {fold(c.name) for c in countries} & {fold(f.name) for f in fields}
+    _require(not clash, f"a country and a cloister field share the name {', '.join(clash)}")
+    card_index = _index([c.code for c in cards] + [c.colour for c in cards], "card colour",
+                        targets=list(range(len(cards))) * 2)
+    roads = _parse_roads(data, field_index)
+    neighbours: list[list[int]] = [[] for _ in fields]
+    for a, b in sorted(roads):
+        neighbours[a].append(b)
+        neighbours[b].append(a)
+    alliances = _parse_alliances(data, countries, country_index)
+    digest = _digest(board_id, board_name, cards, countries, fields, roads, alliances)
+    return Board(board_id, board_name, tuple(cards), tuple(countries), tuple(fields),
+                 tuple(sorted(roads)), tuple(alliances), digest,
+                 tuple(tuple(n) for n in neighbours),
+                 MappingProxyType(country_index), MappingProxyType(field_index),
+                 MappingProxyType(card_index),
+                 MappingProxyType({**{c.name: c for c in countries}, **{f.name: f for f in fields}}),
+                 MappingProxyType({c.code: c for c in cards}))
 
+
+
+
+def _parse_cards(data: Mapping[str, Any]) -> tuple[list[CardColour], dict[str, str]]:
+    """The [[cards]] section, and the code of the card colour that shows each country."""
     cards: list[CardColour] = []
     shown_by: dict[str, str] = {}
     for i, raw in enumerate(_list(data.get("cards"), "[[cards]]")):
@@ -183,7 +210,12 @@ def parse_board(data: Mapping[str, Any]) -> Board:
         cards.append(CardColour(colour, code, count, shows))
     _require(len(cards) >= 2, "a board needs at least two card colours")
     _unique([c.colour for c in cards] + [c.code for c in cards], "card colour or code")
+    return cards, shown_by
 
+
+def _parse_countries(data: Mapping[str, Any], shown_by: dict[str, str]
+                     ) -> tuple[list[Country], list[Field]]:
+    """The [[countries]] section with their cloister fields, numbered in board order."""
     countries: list[Country] = []
     fields: list[Field] = []
     for i, raw in enumerate(_list(data.get("countries"), "[[countries]]")):
@@ -199,19 +231,17 @@ def parse_board(data: Mapping[str, Any]) -> Board:
                                 _number(spec[1], f"{where}: latitude", -90, 90),
                                 _number(spec[2], f"{where}: longitude", -180, 180)))
             indices.append(len(fields) - 1)
-        _require(indices, f"country {name} has no cloister field")
+        _require(bool(indices), f"country {name} has no cloister field")
         countries.append(Country(i, name, tuple(indices), shown_by[name]))
     missing = set(shown_by) - {c.name for c in countries}
     _require(not missing, f"cards show countries the board lacks: {', '.join(sorted(missing))}")
-    country_index = _index((c.name for c in countries), "country")
-    field_index = _index((f.name for f in fields), "cloister field")
-    clash = {fold(c.name) for c in countries} & {fold(f.name) for f in fields}
-    _require(not clash, f"a country and a cloister field share the name {', '.join(clash)}")
-    card_index = _index([c.code for c in cards] + [c.colour for c in cards], "card colour",
-                        targets=list(range(len(cards))) * 2)
+    return countries, fields
 
+
+def _parse_roads(data: Mapping[str, Any], field_index: dict[str, int]) -> set[tuple[int, int]]:
+    """The [roads] section: pairs of field indices, the lower first."""
     roads: set[tuple[int, int]] = set()
-    road_section = data.get("roads")
+    road_section: Any = data.get("roads")
     _require(isinstance(road_section, Mapping), "the [roads] section is missing")
     for i, pair in enumerate(_list(road_section.get("joins"), "[roads] joins")):
         _require(isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair),
@@ -224,11 +254,12 @@ def parse_board(data: Mapping[str, Any]) -> Board:
         _require(a != b, f"road {i + 1} joins {pair[0]} to itself")
         _require((a, b) not in roads, f"road {pair[0]}-{pair[1]} is listed twice")
         roads.add((a, b))
-    neighbours: list[list[int]] = [[] for _ in fields]
-    for a, b in sorted(roads):
-        neighbours[a].append(b)
-        neighbours[b].append(a)
+    return roads
 
+
+def _parse_alliances(data: Mapping[str, Any], countries: list[Country],
+                     country_index: dict[str, int]) -> list[Alliance]:
+    """The [[alliances]] section, numbered 1, 2, 3 ... in order."""
     alliances: list[Alliance] = []
     for i, raw in enumerate(_list(data.get("alliances"), "[[alliances]]")):
         _require(isinstance(raw, Mapping), f"alliance {i + 1} must be a table")
@@ -244,7 +275,12 @@ def parse_board(data: Mapping[str, Any]) -> Board:
         alliances.append(Alliance(number, (countries[country_index[fold(pair[0])]].name,
                                            countries[country_index[fold(pair[1])]].name), sea))
     _unique([frozenset(a.countries) for a in alliances], "alliance between the same countries")
+    return alliances
 
+
+def _digest(board_id: str, board_name: str, cards: list[CardColour], countries: list[Country],
+            fields: list[Field], roads: set[tuple[int, int]], alliances: list[Alliance]) -> str:
+    """A short hash of the board's canonical contents: two files of the same board agree."""
     canonical = {
         "id": board_id, "name": board_name,
         "cards": [[c.colour, c.code, c.count, list(c.countries)] for c in cards],
@@ -253,25 +289,18 @@ def parse_board(data: Mapping[str, Any]) -> Board:
         "roads": sorted(roads),
         "alliances": [[a.number, list(a.countries), a.sea] for a in alliances],
     }
-    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, ensure_ascii=False)
-                            .encode()).hexdigest()[:16]
-    return Board(board_id, board_name, tuple(cards), tuple(countries), tuple(fields),
-                 tuple(sorted(roads)), tuple(alliances), digest,
-                 tuple(tuple(n) for n in neighbours),
-                 MappingProxyType(country_index), MappingProxyType(field_index),
-                 MappingProxyType(card_index),
-                 MappingProxyType({**{c.name: c for c in countries}, **{f.name: f for f in fields}}),
-                 MappingProxyType({c.code: c for c in cards}))
+    return hashlib.sha256(json.dumps(canonical, sort_keys=True, ensure_ascii=False)
+                          .encode()).hexdigest()[:16]
 
 
-def _unique(values: list, what: str) -> None:
-    seen = set()
+def _unique(values: list[Any], what: str) -> None:
+    seen: set[Any] = set()
     for value in values:
         _require(value not in seen, f"duplicate {what}: {value}")
         seen.add(value)
 
 
-def _index(names, what: str, targets=None) -> dict[str, int]:
+def _index(names: Iterable[str], what: str, targets: list[int] | None = None) -> dict[str, int]:
     """Map every accepted spelling of each name to its position; two names may not collide."""
     index: dict[str, int] = {}
     names = list(names)

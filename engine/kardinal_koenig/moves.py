@@ -266,7 +266,7 @@ def _parse_place(words: list[str], board: Board) -> Place:
             raise _not_a_piece(word, country, board)
         i += used or 1
     if country is None:
-        fields = [board.find_field(p) for p in pieces if p != ADVISOR]
+        fields = [f for f in (board.find_field(p) for p in pieces if p != ADVISOR) if f is not None]
         if not fields:
             raise NotationError(say("say in which country to place, for example '%(move)s'",
                                     move=f"{''.join(sorted(cards))} "
@@ -294,9 +294,8 @@ def _card_codes(word: str, board: Board) -> list[str] | None:
     if card is not None:
         return [card.code]
     cards = [board.find_card(letter) for letter in word]
-    if all(c is not None for c in cards):
-        return [c.code for c in cards]
-    return None
+    codes = [c.code for c in cards if c is not None]
+    return codes if len(codes) == len(cards) else None
 
 
 @lru_cache(maxsize=8)

@@ -7,6 +7,8 @@ a server can store it without a language and write it in its reader's (see engin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..words import Phrase, both, colour, player, say, say_n
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place
 from .outcome import intermediate_of, outcome
@@ -45,7 +47,7 @@ def _pieces(move: Place) -> Phrase:
                  else say("a monastery at %(field)s", field=p) for p in move.pieces])
 
 
-def _winners(after: GameState, winners) -> Phrase:
+def _winners(after: GameState, winners: Sequence[int]) -> Phrase:
     return say_n("Winner: %(names)s.", "Winners: %(names)s.", len(winners),
                  names=both([player(after.players[s]) for s in winners]))
 
@@ -78,8 +80,11 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
         if before.exhaustions == 0:
             lines.append(say("The deck ran out: intermediate scoring. The discard pile is "
                              "shuffled into a new deck."))
-            lines.extend(intermediate_of(after).lines()[1:])
+            intermediate = intermediate_of(after)
+            assert intermediate is not None, "the deck ran out: the intermediate scoring is done"
+            lines.extend(intermediate.lines()[1:])
         if after.exhaustions >= 2:
+            assert after.last_seat is not None, "the second time, the last seat is known"
             lines.append(say("The deck ran out a second time: the round is played out, ending "
                              "with %(last)s.", last=player(after.players[after.last_seat])))
     result = outcome(after)
@@ -119,6 +124,7 @@ def foretell(before: GameState, move: Move, after: GameState) -> list[Phrase]:
             lines.append(say("The deck will run out: the intermediate scoring follows at once, "
                              "and the discard pile is shuffled into a new deck."))
         if after.exhaustions >= 2:
+            assert after.last_seat is not None, "the second time, the last seat is known"
             lines.append(say("The deck will run out a second time: the round is played out, "
                              "ending with %(last)s.",
                              last=player(after.players[after.last_seat])))

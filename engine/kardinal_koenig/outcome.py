@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..words import say
 from .scoring import Breakdown, final_breakdown, intermediate_breakdown
@@ -20,7 +21,7 @@ class Outcome:
     breakdown: Breakdown
     intermediate: Breakdown | None
 
-    def to_dict(self, players: tuple[str, ...]) -> dict:
+    def to_dict(self, players: tuple[str, ...]) -> dict[str, Any]:
         return {
             "reason": self.reason,
             "scores": dict(zip(players, self.scores)),

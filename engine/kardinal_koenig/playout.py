@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from .board import Board
 from .moves import Move
@@ -26,15 +27,16 @@ def random_playout(players: int, seed: int,
         state = after
 
 
-def playout_result(players: int, seed: int, variants=()) -> dict:
+def playout_result(players: int, seed: int, variants: Sequence[str] = ()) -> dict[str, Any]:
     """A whole random game as `python -m engine playout` prints it: the colours, the number of
     moves, the scores with their breakdown, the winners and why the game ended."""
     if variants:
         raise ValueError("Kardinal & König has no variants to switch on")
-    moves, state = 0, None
+    moves, state = 0, new_game(players, seed)
     for _, _, _, state in random_playout(players, seed):
         moves += 1
     result = outcome(state)
+    assert result is not None, "a playout plays to the end"
     return {
         "players": list(state.players),
         "moves": moves,

@@ -73,6 +73,20 @@ def parse_position(data: Any, board: Board) -> Position:
     if not isinstance(advisors, dict):
         raise StateError(f"'advisors' must be an object mapping country names to lists of "
                          f"colours, not {_kind(advisors)}")
+    placed = _monasteries(monasteries, board)
+    crests = _advisors(advisors, board)
+    used = set(placed.values()) | {c for cs in crests.values() for c in cs}
+    players = tuple(c for c in PLAYER_COLOURS if c in used)
+    seat = {c: i for i, c in enumerate(players)}
+    _check_supplies(players, placed, crests)
+    fields = tuple(seat[placed[f]] if f in placed else EMPTY for f in range(len(board.fields)))
+    counts = tuple(tuple(crests.get(c.index, []).count(colour) for colour in players)
+                   for c in board.countries)
+    return Position(players, fields, counts)
+
+
+def _monasteries(monasteries: dict[Any, Any], board: Board) -> dict[int, str]:
+    """The 'monasteries' object: each field's index and the colour of its monastery."""
     placed: dict[int, str] = {}
     for name, colour in monasteries.items():
         field = board.find_field(name) if isinstance(name, str) else None
@@ -82,6 +96,11 @@ def parse_position(data: Any, board: Board) -> Position:
         if field.index in placed:
             raise StateError(f"monasteries: {field.name} is listed twice")
         placed[field.index] = _colour(colour, f"monasteries: {field.name}")
+    return placed
+
+
+def _advisors(advisors: dict[Any, Any], board: Board) -> dict[int, list[str]]:
+    """The 'advisors' object: each country's index and the colours of its advisors."""
     crests: dict[int, list[str]] = {}
     for name, colours in advisors.items():
         country = board.find_country(name) if isinstance(name, str) else None
@@ -93,9 +112,12 @@ def parse_position(data: Any, board: Board) -> Position:
             raise StateError(f"advisors: {country.name} must have a list of colours, "
                              f"not {_kind(colours)}")
         crests[country.index] = [_colour(c, f"advisors: {country.name}") for c in colours]
-    used = set(placed.values()) | {c for cs in crests.values() for c in cs}
-    players = tuple(c for c in PLAYER_COLOURS if c in used)
-    seat = {c: i for i, c in enumerate(players)}
+    return crests
+
+
+def _check_supplies(players: tuple[str, ...], placed: dict[int, str],
+                    crests: dict[int, list[str]]) -> None:
+    """StateError when a colour has more pieces out than a player has."""
     for colour in players:
         built = sum(1 for c in placed.values() if c == colour)
         if built > MONASTERIES_EACH:
@@ -104,10 +126,6 @@ def parse_position(data: Any, board: Board) -> Position:
         sent = sum(cs.count(colour) for cs in crests.values())
         if sent > ADVISORS_EACH:
             raise StateError(f"{colour} has {sent} advisors; a player has only {ADVISORS_EACH}")
-    fields = tuple(seat[placed[f]] if f in placed else EMPTY for f in range(len(board.fields)))
-    counts = tuple(tuple(crests.get(c.index, []).count(colour) for colour in players)
-                   for c in board.countries)
-    return Position(players, fields, counts)
 
 
 def check_reachable(position: Position, board: Board) -> None:

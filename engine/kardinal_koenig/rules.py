@@ -7,13 +7,15 @@ they read a `GameState` and return new values. Scoring arithmetic lives in `scor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
 from itertools import combinations
+from typing import Any
 
 from ..errors import IllegalMoveError, NotationError
 from ..words import Phrase, colour, count, say, say_n
-from .board import Country, Field
+from .board import Board, Country, Field
 from .moves import ADVISOR, DECK, Draw, Exchange, Move, Pass, Place, name_order, trusted_place
 from .scoring import final_breakdown, intermediate_breakdown
 from .state import DRAW, EMPTY, FACE_UP, HAND_SIZE, OVER, PLAY, GameState, shuffled
@@ -37,8 +39,7 @@ def legal_moves(state: GameState) -> list[Move]:
         moves: list[Move] = [Draw(DECK)] if state.deck else []
         moves.extend(Draw(code) for code in sorted(set(state.face_up)))
         return moves
-    moves = _legal_places(state)
-    moves.extend(_legal_exchanges(state))
+    moves = [*_legal_places(state), *_legal_exchanges(state)]
     return moves or [Pass()]
 
 
@@ -51,7 +52,7 @@ def _legal_exchanges(state: GameState) -> list[Exchange]:
 @cache
 def card_combinations(hand: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """The distinct sets of 1 to 3 cards a hand can play."""
-    found = set()
+    found: set[Any] = set()
     for size in range(1, min(MAX_CARDS, len(hand)) + 1):
         found.update(combinations(sorted(hand), size))
     return tuple(sorted(found, key=lambda combo: (len(combo), combo)))
@@ -133,19 +134,32 @@ def _legal_places(state: GameState) -> list[Place]:
 # Moves are immutable values and the same ones recur turn after turn, so legal_moves hands out
 # one shared object per distinct placement instead of building it again (a board has a few
 # thousand at most).
-_PLACES: dict[tuple, Place] = {}
+_PLACES: dict[tuple[Any, ...], Place] = {}
 
 
 # --- checking a move ------------------------------------------------------------------------
 
-def _card_words(board, codes) -> Phrase:
+def _card_words(board: Board, codes: Sequence[str]) -> Phrase:
     if not codes:
         return say("no cards")
     return say("%(cards)s", cards=[f"{c} ({board.card(c).label})" for c in codes])
 
 
 def _check_place(state: GameState, move: Place) -> None:
-    board, seat = state.board, state.current
+    """Raise the first reason `move` cannot be played, checked in the order a player reads."""
+    country = _check_place_names(state.board, move)
+    _check_place_sizes(move)
+    _check_hand(state, move)
+    options = _check_cards_fit(state, move, country)
+    _check_piece_count(move, country, options)
+    counts = state.monastery_counts(country.index)
+    if not any(counts):
+        _check_first_piece(move, country)
+    _check_pieces(state, move, country, counts)
+
+
+def _check_place_names(board: Board, move: Place) -> Country:
+    """The country the placement names, once its cards, country and pieces are text it knows."""
     if not isinstance(move.cards, tuple) or not all(isinstance(c, str) for c in move.cards) \
             or not isinstance(move.country, str) or not isinstance(move.pieces, tuple) \
             or not all(isinstance(p, str) for p in move.pieces):
@@ -158,19 +172,30 @@ def _check_place(state: GameState, move: Place) -> None:
     if not isinstance(country, Country):
         raise NotationError(f"{move.country!r} is not a country on this board; the countries are "
                             + ", ".join(c.name for c in board.countries))
+    return country
+
+
+def _check_place_sizes(move: Place) -> None:
     if not 1 <= len(move.cards) <= MAX_CARDS:
         raise IllegalMoveError(say("play 1 to %(most)d cards, not %(count)d", most=MAX_CARDS,
                                    count=len(move.cards)))
     if not 1 <= len(move.pieces) <= MAX_PIECES:
         raise IllegalMoveError(say("place 1 or 2 pieces a turn, not %(count)d",
                                    count=len(move.pieces)))
-    hand = list(state.hands[seat])
+
+
+def _check_hand(state: GameState, move: Place) -> None:
+    hand = list(state.hands[state.current])
     for code in move.cards:
         if code not in hand:
             raise IllegalMoveError(say("you do not hold the cards %(cards)s; your hand is "
                                        "%(hand)s", cards="".join(move.cards),
-                                       hand=_card_words(board, state.hands[seat])))
+                                       hand=_card_words(state.board, state.hands[state.current])))
         hand.remove(code)
+
+
+def _check_cards_fit(state: GameState, move: Place, country: Country) -> tuple[int, ...]:
+    """How many pieces the cards may place in `country` (see `pieces_options`), never none."""
     options = pieces_options(move.cards, country.card, state.joker_anywhere)
     if not options:
         stray = stray_cards(move.cards, country.card)
@@ -179,68 +204,52 @@ def _check_place(state: GameState, move: Place) -> None:
             joker.remove(code)
         kept = f" ({''.join(joker)} is a valid joker there)" if joker else ""
         raise IllegalMoveError(
-            f"{_card_words(board, stray)} cannot place a piece in {country.name}{kept}: a card "
-            f"places a piece only in a country it shows, and two cards of one colour make a "
+            f"{_card_words(state.board, stray)} cannot place a piece in {country.name}{kept}: a "
+            f"card places a piece only in a country it shows, and two cards of one colour make a "
             f"joker for {'any' if state.joker_anywhere else 'any other'} country")
+    return options
+
+
+def _check_piece_count(move: Place, country: Country, options: tuple[int, ...]) -> None:
     if min(options) > MAX_PIECES:
         paid = min(options)
         raise IllegalMoveError(f"{paid} cards showing {country.name} would place {paid} pieces, but "
                                f"a turn places at most {MAX_PIECES}; play fewer cards")
     if len(move.pieces) not in options:
-        paid = options[-1] if len(options) == 1 else None
-        placed_by = (f"place {count(paid, 'piece', 'pieces')}" if paid is not None else
+        paid_one = options[-1] if len(options) == 1 else None
+        placed_by = (f"place {count(paid_one, 'piece', 'pieces')}" if paid_one is not None else
                      f"place {' or '.join(str(k) for k in options if k <= MAX_PIECES)} pieces")
         raise IllegalMoveError(
             f"the cards {''.join(move.cards)} {placed_by} in "
             f"{country.name}, but you listed {len(move.pieces)}: each card showing the country "
             f"places one piece and each joker pair one piece, and no card may be played for nothing")
-    counts = state.monastery_counts(country.index)
-    if not any(counts):
-        if len(move.pieces) > 1:
-            raise IllegalMoveError(say("nobody has built in %(country)s yet, so you may place "
-                                       "only one piece there this turn, a monastery",
-                                       country=country.name))
-        if move.pieces[0] == ADVISOR:
-            raise IllegalMoveError(say("%(country)s has no monastery yet, so no advisor may go "
-                                       "there; the first piece in a country is a monastery",
-                                       country=country.name))
+
+
+def _check_first_piece(move: Place, country: Country) -> None:
+    """A country nobody has built in takes one piece this turn, a monastery."""
+    if len(move.pieces) > 1:
+        raise IllegalMoveError(say("nobody has built in %(country)s yet, so you may place "
+                                   "only one piece there this turn, a monastery",
+                                   country=country.name))
+    if move.pieces[0] == ADVISOR:
+        raise IllegalMoveError(say("%(country)s has no monastery yet, so no advisor may go "
+                                   "there; the first piece in a country is a monastery",
+                                   country=country.name))
+
+
+def _check_pieces(state: GameState, move: Place, country: Country, counts: list[int]) -> None:
+    """Each piece in turn, against the supply and the board as the pieces before it left them."""
+    seat = state.current
     placed = sum(state.advisors[country.index])
     monks, advs = state.monastery_supply[seat], state.advisor_supply[seat]
     taken: set[int] = set()
     for piece in move.pieces:
         if piece == ADVISOR:
-            if advs == 0:
-                raise IllegalMoveError(say("you have no advisors left in your supply"))
-            most = max(counts)
-            if placed + 1 > most:
-                raise IllegalMoveError(say(
-                    "%(country)s already holds %(advisors)s, the most monasteries any player has "
-                    "there; an advisor needs one more monastery of a single player in "
-                    "%(country)s first", country=country.name,
-                    advisors=say_n("%(num)d advisor", "%(num)d advisors", placed)))
+            _check_advisor(country, advs, placed, max(counts))
             placed += 1
             advs -= 1
             continue
-        field = board.by_name.get(piece)
-        if not isinstance(field, Field):
-            raise NotationError(f"{piece!r} is not a cloister field on this board")
-        if field.country != country.name:
-            raise IllegalMoveError(say("%(field)s is in %(country)s, not in %(chosen)s; all "
-                                       "pieces of a turn go to one country", field=field.name,
-                                       country=field.country, chosen=country.name))
-        holder = state.monasteries[field.index]
-        if holder != EMPTY or field.index in taken:
-            who = colour(state.players[holder]) if holder != EMPTY else say("you")
-            free = [board.fields[f].name for f in state.free_fields(country.index) if f not in taken]
-            if free:
-                raise IllegalMoveError(say(
-                    "%(field)s already holds a monastery (%(who)s); only one monastery stands on "
-                    "a field; free in %(country)s: %(free)s", field=field.name, who=who,
-                    country=country.name, free=free))
-            raise IllegalMoveError(say(
-                "%(field)s already holds a monastery (%(who)s); only one monastery stands on a "
-                "field, and %(country)s has no free cloister field", field=field.name, who=who,
-                country=country.name))
+        field = _check_monastery(state, country, piece, taken)
         if monks == 0:
             raise IllegalMoveError(say("you have no monasteries left in your supply"))
         taken.add(field.index)
@@ -248,28 +257,50 @@ def _check_place(state: GameState, move: Place) -> None:
         monks -= 1
 
 
+def _check_advisor(country: Country, advs: int, placed: int, most: int) -> None:
+    if advs == 0:
+        raise IllegalMoveError(say("you have no advisors left in your supply"))
+    if placed + 1 > most:
+        raise IllegalMoveError(say(
+            "%(country)s already holds %(advisors)s, the most monasteries any player has "
+            "there; an advisor needs one more monastery of a single player in "
+            "%(country)s first", country=country.name,
+            advisors=say_n("%(num)d advisor", "%(num)d advisors", placed)))
+
+
+def _check_monastery(state: GameState, country: Country, piece: str, taken: set[int]) -> Field:
+    """The free cloister field of `country` named `piece` (fields in `taken` are no longer free)."""
+    board = state.board
+    field = board.by_name.get(piece)
+    if not isinstance(field, Field):
+        raise NotationError(f"{piece!r} is not a cloister field on this board")
+    if field.country != country.name:
+        raise IllegalMoveError(say("%(field)s is in %(country)s, not in %(chosen)s; all "
+                                   "pieces of a turn go to one country", field=field.name,
+                                   country=field.country, chosen=country.name))
+    holder = state.monasteries[field.index]
+    if holder != EMPTY or field.index in taken:
+        who = colour(state.players[holder]) if holder != EMPTY else say("you")
+        free = [board.fields[f].name for f in state.free_fields(country.index) if f not in taken]
+        if free:
+            raise IllegalMoveError(say(
+                "%(field)s already holds a monastery (%(who)s); only one monastery stands on "
+                "a field; free in %(country)s: %(free)s", field=field.name, who=who,
+                country=country.name, free=free))
+        raise IllegalMoveError(say(
+            "%(field)s already holds a monastery (%(who)s); only one monastery stands on a "
+            "field, and %(country)s has no free cloister field", field=field.name, who=who,
+            country=country.name))
+    return field
+
+
 def _check(state: GameState, move: Move) -> None:
     if not isinstance(move, (Place, Exchange, Draw, Pass)):
         raise NotationError(f"{move!r} is not a move")
     if state.phase == OVER:
         raise IllegalMoveError(say("the game is over; no more moves can be made"))
-    board, seat = state.board, state.current
     if isinstance(move, Draw):
-        if state.phase != DRAW:
-            raise IllegalMoveError(say("there is nothing to draw now: first play cards or "
-                                       "exchange one"))
-        if move.source == DECK:
-            if not state.deck:
-                raise IllegalMoveError(say("the deck is empty; take a face-up card"))
-        elif move.source not in board.by_code:
-            raise NotationError(f"draw from 'deck' or a face-up card's code, not {move.source!r}")
-        elif move.source not in state.face_up:
-            said = say("no %(colour)s card lies face up; the face-up cards are %(cards)s",
-                       colour=colour(board.card(move.source).colour),
-                       cards=_card_words(board, state.face_up))
-            if state.deck:
-                said = say("%(reason)s; or draw from the deck", reason=said)
-            raise IllegalMoveError(said)
+        _check_draw(state, move)
         return
     if state.phase == DRAW:
         raise IllegalMoveError(say_n("you have played this turn; now draw %(num)d more card "
@@ -279,17 +310,41 @@ def _check(state: GameState, move: Move) -> None:
     if isinstance(move, Place):
         _check_place(state, move)
     elif isinstance(move, Exchange):
-        if move.card not in board.by_code:
-            raise NotationError(f"{move.card!r} is not a card")
-        if move.card not in state.hands[seat]:
-            raise IllegalMoveError(say("you hold no %(colour)s card to exchange; your hand is "
-                                       "%(hand)s", colour=colour(board.card(move.card).colour),
-                                       hand=_card_words(board, state.hands[seat])))
-        if not (state.deck or state.face_up):
-            raise IllegalMoveError(say("no card is left to draw, so no card can be exchanged"))
+        _check_exchange(state, move)
     elif _legal_places(state) or _legal_exchanges(state):
         raise IllegalMoveError(say("you may pass only when you can neither place a piece nor "
                                    "exchange a card"))
+
+
+def _check_draw(state: GameState, move: Draw) -> None:
+    board = state.board
+    if state.phase != DRAW:
+        raise IllegalMoveError(say("there is nothing to draw now: first play cards or "
+                                   "exchange one"))
+    if move.source == DECK:
+        if not state.deck:
+            raise IllegalMoveError(say("the deck is empty; take a face-up card"))
+    elif move.source not in board.by_code:
+        raise NotationError(f"draw from 'deck' or a face-up card's code, not {move.source!r}")
+    elif move.source not in state.face_up:
+        said = say("no %(colour)s card lies face up; the face-up cards are %(cards)s",
+                   colour=colour(board.card(move.source).colour),
+                   cards=_card_words(board, state.face_up))
+        if state.deck:
+            said = say("%(reason)s; or draw from the deck", reason=said)
+        raise IllegalMoveError(said)
+
+
+def _check_exchange(state: GameState, move: Exchange) -> None:
+    board, hand = state.board, state.hands[state.current]
+    if move.card not in board.by_code:
+        raise NotationError(f"{move.card!r} is not a card")
+    if move.card not in hand:
+        raise IllegalMoveError(say("you hold no %(colour)s card to exchange; your hand is "
+                                   "%(hand)s", colour=colour(board.card(move.card).colour),
+                                   hand=_card_words(board, hand)))
+    if not (state.deck or state.face_up):
+        raise IllegalMoveError(say("no card is left to draw, so no card can be exchanged"))
 
 
 # --- making a move ----------------------------------------------------------------------------
@@ -310,7 +365,7 @@ class _Turn:
         self.intermediate = state.intermediate
         self.phase, self.current, self.draws_left = state.phase, state.current, state.draws_left
         self.end_reason = state.end_reason
-        self.changes: dict = {}
+        self.changes: dict[str, Any] = {}
 
     def take_from_deck(self) -> str:
         card = self.deck.pop()

@@ -7,9 +7,11 @@ result is a `Breakdown` a player can check by hand; nothing here changes a game.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
+from typing import Any
 
 from ..words import Phrase, both, player, say, say_n
 from .board import Board
@@ -77,14 +79,15 @@ class Breakdown:
         parts = self.part_totals().values()
         return tuple(sum(points) for points in zip(*parts))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The breakdown as JSON-ready data keyed by player colour (zero entries left out)."""
         colours = self.players
 
-        def by_colour(points):
+        def by_colour(points: Sequence[int]) -> dict[str, int]:
             return {colours[s]: p for s, p in enumerate(points) if p}
 
-        data = {"monasteries": {c.country: by_colour(c.points) for c in self.monasteries}}
+        data: dict[str, Any] = {
+            "monasteries": {c.country: by_colour(c.points) for c in self.monasteries}}
         if self.final:
             data["alliances"] = {str(a.number): by_colour(a.points) for a in self.alliances}
             data["chains"] = by_colour(self.part_totals()["chains"])
@@ -144,7 +147,7 @@ def _ordinal(rank: int) -> Phrase:
     return say("%(rank)dth", rank=rank)
 
 
-def _names(seats, colours) -> Phrase:
+def _names(seats: Sequence[int], colours: Sequence[str]) -> Phrase:
     return both([player(colours[s]) for s in seats]) if seats else say("nobody")
 
 
@@ -276,9 +279,23 @@ def _pack(board: Board, component: tuple[int, ...]) -> tuple[tuple[int, ...], ..
 def _pack_by_paths(board: Board, component: tuple[int, ...],
                    limit: int) -> tuple[tuple[int, ...], ...] | None:
     """Best packing from the list of every simple path of 4+ fields; None past `limit` paths."""
+    paths_by_node = _paths_by_node(board, component, limit)
+    if paths_by_node is None:
+        return None
+    _, chosen = _best_packing(paths_by_node, (1 << len(component)) - 1)
+    return tuple(tuple(component[i] for i in path) for path in chosen)
+
+
+_Paths = list[list[tuple[int, tuple[int, ...]]]]
+"""Per field of a component (by its index there), every chain through it as (mask, path)."""
+
+
+def _paths_by_node(board: Board, component: tuple[int, ...], limit: int) -> _Paths | None:
+    """Every simple path of 4+ fields in `component`, listed at each of its fields, the long
+    ones first; None past `limit` paths."""
     local = {f: i for i, f in enumerate(component)}
     adjacency = [[local[g] for g in board.neighbours[f] if g in local] for f in component]
-    paths_by_node: list[list[tuple[int, tuple[int, ...]]]] = [[] for _ in component]
+    paths_by_node: _Paths = [[] for _ in component]
     count = 0
 
     def extend(path: list[int], mask: int) -> bool:
@@ -304,6 +321,12 @@ def _pack_by_paths(board: Board, component: tuple[int, ...],
             return None
     for paths in paths_by_node:
         paths.sort(key=lambda entry: -len(entry[1]))  # long chains first: a full cover ends early
+    return paths_by_node
+
+
+def _best_packing(paths_by_node: _Paths, full: int) -> tuple[int, tuple[tuple[int, ...], ...]]:
+    """The most fields disjoint chains of `paths_by_node` cover among the fields of mask
+    `full`, and those chains."""
     memo: dict[int, tuple[int, tuple[tuple[int, ...], ...]]] = {}
 
     def best(mask: int) -> tuple[int, tuple[tuple[int, ...], ...]]:
@@ -328,7 +351,7 @@ def _pack_by_paths(board: Board, component: tuple[int, ...],
         memo[mask] = top
         return top
 
-    return tuple(tuple(component[i] for i in path) for path in best((1 << len(component)) - 1)[1])
+    return best(full)
 
 
 def _pack_by_frontier(board: Board, component: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
@@ -347,10 +370,10 @@ def _pack_by_frontier(board: Board, component: tuple[int, ...]) -> tuple[tuple[i
     last_needed = [max(position[g] for g in adjacency[f] | {f}) for f in order]
     # A state is (ends, lengths): ends is a tuple of (position, label, roads used) in position
     # order, labels numbered by first appearance; lengths[label] is the path's capped length.
-    layers: list[dict] = []
-    states: dict = {((), ()): (0, None, ())}
+    layers: list[dict[Any, Any]] = []
+    states: dict[Any, Any] = {((), ()): (0, None, ())}
     for i in range(len(order)):
-        following: dict = {}
+        following: dict[Any, Any] = {}
         for state, (value, _, _) in states.items():
             ends = state[0]
             open_ends = [e for e in ends if e[0] in earlier[i]]
@@ -372,7 +395,8 @@ def _pack_by_frontier(board: Board, component: tuple[int, ...]) -> tuple[tuple[i
             roads[order[i]].append(order[other])
             roads[order[other]].append(order[i])
         state = previous
-    chains, seen = [], set()
+    chains: list[Any] = []
+    seen: set[Any] = set()
     for f in component:
         if f not in seen and len(roads[f]) <= 1:
             path = _walk(f, roads)
@@ -382,12 +406,14 @@ def _pack_by_frontier(board: Board, component: tuple[int, ...]) -> tuple[tuple[i
     return tuple(chains)
 
 
-def _step(state, i, chosen, last_needed):
+def _step(state: Any, i: int, chosen: Any, last_needed: Any) -> tuple[Any, int]:
     """The frontier after field `i` joins the paths ending at `chosen`, and the points gained.
 
     Ends that can take no more roads (two used, or no road left to a later field) are dropped.
     """
     ends, lengths = state
+    merged: Collection[int]
+    touched: Collection[int]
     if chosen:
         merged = {e[1] for e in chosen}
         before = [lengths[label] for label in merged]

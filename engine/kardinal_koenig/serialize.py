@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from ..errors import StateError
 from ..words import count
@@ -36,7 +36,7 @@ FORMAT = 1
 GAME = "kardinal-koenig"
 
 
-def to_dict(state: GameState) -> dict:
+def to_dict(state: GameState) -> dict[str, Any]:
     """Every field of the state as JSON-ready data (cards as strings of colour codes)."""
     return {
         "format": FORMAT,
@@ -77,11 +77,11 @@ def _need(ok: bool, message: str) -> None:
         raise StateError(message)
 
 
-def _int(data: dict, key: str, low: int, high: int) -> int:
+def _int(data: dict[str, Any], key: str, low: int, high: int) -> int:
     value = data.get(key)
     _need(isinstance(value, int) and not isinstance(value, bool) and low <= value <= high,
           f"'{key}' must be a whole number from {low} to {high}")
-    return value
+    return cast(int, value)
 
 
 def _ints(value: Any, key: str, length: int, low: int, high: int) -> tuple[int, ...]:

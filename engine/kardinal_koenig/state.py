@@ -7,7 +7,9 @@ order and the seed it came from) lives in this object and never in a view.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..errors import SetupError
 from ..words import say
@@ -132,9 +134,9 @@ def new_game(players: int | tuple[str, ...] | list[str], seed: int | str,
         if not MIN_PLAYERS <= players <= MAX_PLAYERS:
             raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
                                  game="Kardinal & König", least=3, most=5, count=players))
-        colours = PLAYER_COLOURS[:players]
+        colours: tuple[str, ...] = PLAYER_COLOURS[:players]
     else:
-        colours = tuple(players)
+        colours = tuple(cast(Iterable[str], players))  # a bool is no count: tuple() refuses it
         if not MIN_PLAYERS <= len(colours) <= MAX_PLAYERS:
             raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
                                  game="Kardinal & König", least=3, most=5, count=len(colours)))

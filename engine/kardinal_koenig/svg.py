@@ -22,22 +22,23 @@ from __future__ import annotations
 import colorsys
 import hashlib
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from ..words import Phrase, both, colour, say
-from .board import Board
+from .board import Board, Country, Field
 from .view import SeatView
 
 Words = Callable[[Phrase], str]
 """Writes one of the picture's sentences for its reader (`str`: in English)."""
 
 
-def say_list(items: list, separator: str) -> Phrase:
+def say_list(items: list[Any], separator: str) -> Phrase:
     """Items joined by `separator` ("; "), each written for the reader."""
-    joined = items[0]
+    joined: Phrase = items[0]
     for item in items[1:]:
         joined = say("%(first)s" + separator + "%(second)s", first=joined, second=item)
     return joined
@@ -114,7 +115,8 @@ def _country_colours(board: Board) -> tuple[tuple[str, str], ...]:
 
 
 def _rgb(hex_colour: str) -> tuple[float, float, float]:
-    return tuple(int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return r, g, b
 
 
 def _n(value: float) -> str:
@@ -139,6 +141,7 @@ def _attrs(**attributes: object) -> str:
 
 
 Box = tuple[float, float, float, float]
+Point = tuple[float, float]
 
 
 class _Space:
@@ -173,8 +176,8 @@ class _Space:
                     if ox0 < x1 and ox1 > x0 and oy0 < y1 and oy1 > y0 and k not in seen:
                         seen.add(k)
                         # conditional expressions, not min/max: this is the hot loop of a layout
-                        w = (x1 if x1 < ox1 else ox1) - (x0 if x0 > ox0 else ox0)
-                        h = (y1 if y1 < oy1 else oy1) - (y0 if y0 > oy0 else oy0)
+                        w = (x1 if x1 < ox1 else ox1) - (x0 if x0 > ox0 else ox0)  # noqa: FURB136
+                        h = (y1 if y1 < oy1 else oy1) - (y0 if y0 > oy0 else oy0)  # noqa: FURB136
                         total += w * h * weight
         return total
 
@@ -229,46 +232,75 @@ def _segment_distance(px: float, py: float, a: tuple[float, float],
     return math.hypot(px - a[0] - t * vx, py - a[1] - t * vy)
 
 
+def _median_spacing(points: list[Point]) -> float:
+    """The median distance from a field to its nearest other field (120 for a lone field)."""
+    if len(points) <= 1:
+        return 120.0
+    nearest = sorted(min(math.dist(p, q) for j, q in enumerate(points) if j != i)
+                     for i, p in enumerate(points))
+    return nearest[len(nearest) // 2]
+
+
+def _joins(board: Board, points: list[Point], country_of: list[int]
+           ) -> tuple[set[tuple[int, int]], list[tuple[Point, Point, int, int]]]:
+    """The pairs of countries a road or a land alliance joins (each country with itself too),
+    and the corridors that keep them joined: (one end, the other, their countries)."""
+    joined = {(a, a) for a in range(len(board.countries))}
+    for a, b in board.roads:
+        ca, cb = country_of[a], country_of[b]
+        joined |= {(ca, cb), (cb, ca)}
+    corridors = [(points[a], points[b], country_of[a], country_of[b]) for a, b in board.roads]
+    for alliance in board.alliances:
+        ca, cb = (board.country(c).index for c in alliance.countries)
+        if not alliance.sea:
+            joined |= {(ca, cb), (cb, ca)}
+            fa, fb = _nearest_pair(board, points, ca, cb)
+            corridors.append((points[fa], points[fb], ca, cb))
+    return joined, corridors
+
+
 class _Grid:
     """Countries on a grid of square cells: owner[cell] is a country index, or -1 for sea."""
 
     def __init__(self, board: Board, points: list[tuple[float, float]], height: float) -> None:
-        n = len(points)
         country_of = [board.country(f.country).index for f in board.fields]
-        if n > 1:
-            nearest = sorted(min(math.dist(p, q) for j, q in enumerate(points) if j != i)
-                             for i, p in enumerate(points))
-            spacing = nearest[len(nearest) // 2]
-        else:
-            spacing = 120.0
-        spacing = max(spacing, 30.0)
+        spacing = max(_median_spacing(points), 30.0)
         self.reach = reach = 2.0 * spacing          # land around a field
         self.channel = channel = 0.6 * spacing     # sea between countries no road joins
         self.s = s = max(WIDTH, height) / 90
         self.height = height
         self.x0 = self.y0 = -2 * s
-        self.cols = cols = int((WIDTH + 4 * s) / s) + 1
-        self.rows = rows = int((height + 4 * s) / s) + 1
+        self.cols = int((WIDTH + 4 * s) / s) + 1
+        self.rows = int((height + 4 * s) / s) + 1
+        joined, corridors = _joins(board, points, country_of)
+        best, best_k, second, second_k = self._nearest_two(points, country_of, reach + channel)
+        owner = [-1] * (self.rows * self.cols)
+        reach2 = reach * reach
+        for i in range(len(owner)):
+            k = best_k[i]
+            if k < 0 or best[i] > reach2:
+                continue
+            other = second_k[i]
+            if other >= 0 and (k, other) not in joined \
+                    and math.sqrt(second[i]) - math.sqrt(best[i]) < channel:
+                continue
+            owner[i] = k
+        self._dig_corridors(owner, corridors, best, 0.35 * reach, reach2)
+        for (fx, fy), k in zip(points, country_of):  # a field's own cell is always its land
+            owner[int((fy - self.y0) / s) * self.cols + int((fx - self.x0) / s)] = k
+        self.owner = owner
 
-        joined = {(a, a) for a in range(len(board.countries))}
-        for a, b in board.roads:
-            ca, cb = country_of[a], country_of[b]
-            joined |= {(ca, cb), (cb, ca)}
-        corridors = [(points[a], points[b], country_of[a], country_of[b]) for a, b in board.roads]
-        for alliance in board.alliances:
-            ca, cb = (board.country(c).index for c in alliance.countries)
-            if not alliance.sea:
-                joined |= {(ca, cb), (cb, ca)}
-                fa, fb = _nearest_pair(board, points, ca, cb)
-                corridors.append((points[fa], points[fb], ca, cb))
-
+    def _nearest_two(self, points: list[Point], country_of: list[int], outer: float
+                     ) -> tuple[list[float], list[int], list[float], list[int]]:
+        """Per cell, the squared distance to the nearest field within `outer` and its country,
+        and the same for the nearest field of another country (math.inf and -1 for none)."""
+        s, cols, rows = self.s, self.cols, self.rows
         size = rows * cols
         inf = math.inf
         best = [inf] * size
         best_k = [-1] * size
         second = [inf] * size
         second_k = [-1] * size
-        outer = reach + channel
         for f, (fx, fy) in enumerate(points):
             k = country_of[f]
             across = [(self.x0 + (c + 0.5) * s - fx) ** 2 for c in range(cols)]
@@ -294,25 +326,18 @@ class _Grid:
                         best[i] = d2
                     elif d2 < second[i] and k != best_k[i]:
                         second[i], second_k[i] = d2, k
+        return best, best_k, second, second_k
 
-        owner = [-1] * size
-        reach2 = reach * reach
-        for i in range(size):
-            k = best_k[i]
-            if k < 0 or best[i] > reach2:
-                continue
-            other = second_k[i]
-            if other >= 0 and (k, other) not in joined \
-                    and math.sqrt(second[i]) - math.sqrt(best[i]) < channel:
-                continue
-            owner[i] = k
-
-        width = 0.35 * reach
-        for a, b, ka, kb in corridors:
-            r0 = max(0, int((min(a[1], b[1]) - width - self.y0) / s))
-            r1 = min(rows - 1, int((max(a[1], b[1]) + width - self.y0) / s) + 1)
-            c0 = max(0, int((min(a[0], b[0]) - width - self.x0) / s))
-            c1 = min(cols - 1, int((max(a[0], b[0]) + width - self.x0) / s) + 1)
+    def _dig_corridors(self, owner: list[int], corridors: list[tuple[Point, Point, int, int]],
+                       best: list[float], width: float, reach2: float) -> None:
+        """Give the sea cells within `width` of a road (or land alliance) to the nearer end's
+        country, so that a sparse country stays in one piece."""
+        s, cols, rows = self.s, self.cols, self.rows
+        for pa, pb, ka, kb in corridors:
+            r0 = max(0, int((min(pa[1], pb[1]) - width - self.y0) / s))
+            r1 = min(rows - 1, int((max(pa[1], pb[1]) + width - self.y0) / s) + 1)
+            c0 = max(0, int((min(pa[0], pb[0]) - width - self.x0) / s))
+            c1 = min(cols - 1, int((max(pa[0], pb[0]) + width - self.x0) / s) + 1)
             for r in range(r0, r1 + 1):
                 py = self.y0 + (r + 0.5) * s
                 for c in range(c0, c1 + 1):
@@ -320,11 +345,8 @@ class _Grid:
                     if owner[i] >= 0 or best[i] <= reach2:
                         continue
                     px = self.x0 + (c + 0.5) * s
-                    if _segment_distance(px, py, a, b) <= width:
-                        owner[i] = ka if math.dist((px, py), a) <= math.dist((px, py), b) else kb
-        for (fx, fy), k in zip(points, country_of):  # a field's own cell is always its land
-            owner[int((fy - self.y0) / s) * cols + int((fx - self.x0) / s)] = k
-        self.owner = owner
+                    if _segment_distance(px, py, pa, pb) <= width:
+                        owner[i] = ka if math.dist((px, py), pa) <= math.dist((px, py), pb) else kb
 
     def at(self, x: float, y: float) -> int:
         c = int((x - self.x0) / self.s)
@@ -335,36 +357,8 @@ class _Grid:
 
     def chains(self) -> list[tuple[tuple[int, int], list[tuple[float, float]], bool]]:
         """The borders as chains: (pair of owners, smoothed points, closed?)."""
-        rows, cols, owner = self.rows, self.cols, self.owner
-        width = cols + 1
-        adjacency: dict[int, list[tuple[int, tuple[int, int]]]] = {}
-
-        def link(u: int, v: int, a: int, b: int) -> None:
-            label = (a, b) if a < b else (b, a)
-            adjacency.setdefault(u, []).append((v, label))
-            adjacency.setdefault(v, []).append((u, label))
-
-        for r in range(rows):
-            row = owner[r * cols:(r + 1) * cols]
-            above = owner[(r - 1) * cols:r * cols] if r else [-1] * cols
-            left = -1
-            for c in range(cols):
-                here = row[c]
-                if here != left:    # vertical edge at x = c
-                    link(r * width + c, (r + 1) * width + c, here, left)
-                if here != above[c]:  # horizontal edge at y = r
-                    link(r * width + c, r * width + c + 1, here, above[c])
-                left = here
-            if left != -1:
-                link(r * width + cols, (r + 1) * width + cols, left, -1)
-        last = owner[(rows - 1) * cols:]
-        for c in range(cols):
-            if last[c] != -1:
-                link(rows * width + c, rows * width + c + 1, last[c], -1)
-
-        def is_break(node: int) -> bool:
-            edges = adjacency[node]
-            return len(edges) != 2 or edges[0][1] != edges[1][1]
+        width = self.cols + 1
+        adjacency = _border_graph(self.owner, self.rows, self.cols)
 
         def point(node: int) -> tuple[float, float]:
             return (self.x0 + (node % width) * self.s, self.y0 + (node // width) * self.s)
@@ -372,43 +366,85 @@ class _Grid:
         used: set[tuple[int, int]] = set()
         out = []
         tolerance = 0.9 * self.s
-
-        def walk(start: int, nxt: int) -> list[int]:
-            """Grid vertices from `start` along one border until a junction (or back)."""
-            path = [start, nxt]
-            used.add((min(start, nxt), max(start, nxt)))
-            cur = nxt
-            while cur != start and not is_break(cur):
-                for v, _ in adjacency[cur]:
-                    key = (min(cur, v), max(cur, v))
-                    if key not in used:
-                        used.add(key)
-                        cur = v
-                        path.append(cur)
-                        break
-                else:
-                    break
-            return path
-
         for node in sorted(adjacency):
-            if not is_break(node):
+            if not _is_break(adjacency, node):
                 continue
             for v, label in adjacency[node]:
                 if (min(node, v), max(node, v)) in used:
                     continue
-                nodes = walk(node, v)
+                nodes = _walk(adjacency, used, node, v)
                 pts = _smooth(_simplify([point(p) for p in nodes], tolerance), closed=False)
                 out.append((label, pts, False))
-        for node in sorted(adjacency):
+        for node in sorted(adjacency):  # what is left are closed loops
             for v, label in adjacency[node]:
                 if (min(node, v), max(node, v)) in used:
                     continue
-                nodes = walk(node, v)
+                nodes = _walk(adjacency, used, node, v)
                 pts = [point(p) for p in nodes]
                 if len(pts) > 16:  # small islands keep their every corner
                     pts = _simplify(pts, tolerance)
                 out.append((label, _smooth(pts[:-1], closed=True), True))
         return out
+
+
+_Borders = dict[int, list[tuple[int, tuple[int, int]]]]
+"""Grid vertex (row * (cols + 1) + column) -> the border edges at it: (other end, the pair of
+owners the edge parts, lower first)."""
+
+
+def _border_graph(owner: list[int], rows: int, cols: int) -> _Borders:
+    """Every cell edge between two owners (sea, -1, outside the grid), as a graph of vertices."""
+    width = cols + 1
+    adjacency: _Borders = {}
+
+    def link(u: int, v: int, a: int, b: int) -> None:
+        label = (a, b) if a < b else (b, a)
+        adjacency.setdefault(u, []).append((v, label))
+        adjacency.setdefault(v, []).append((u, label))
+
+    for r in range(rows):
+        row = owner[r * cols:(r + 1) * cols]
+        above = owner[(r - 1) * cols:r * cols] if r else [-1] * cols
+        left = -1
+        for c in range(cols):
+            here = row[c]
+            if here != left:    # vertical edge at x = c
+                link(r * width + c, (r + 1) * width + c, here, left)
+            if here != above[c]:  # horizontal edge at y = r
+                link(r * width + c, r * width + c + 1, here, above[c])
+            left = here
+        if left != -1:
+            link(r * width + cols, (r + 1) * width + cols, left, -1)
+    last = owner[(rows - 1) * cols:]
+    for c in range(cols):
+        if last[c] != -1:
+            link(rows * width + c, rows * width + c + 1, last[c], -1)
+    return adjacency
+
+
+def _is_break(adjacency: _Borders, node: int) -> bool:
+    """Whether a chain ends at `node`: three borders meet there, or two different ones."""
+    edges = adjacency[node]
+    return len(edges) != 2 or edges[0][1] != edges[1][1]
+
+
+def _walk(adjacency: _Borders, used: set[tuple[int, int]], start: int, nxt: int) -> list[int]:
+    """Grid vertices from `start` along one border until a junction (or back), each edge taken
+    marked in `used`."""
+    path = [start, nxt]
+    used.add((min(start, nxt), max(start, nxt)))
+    cur = nxt
+    while cur != start and not _is_break(adjacency, cur):
+        for v, _ in adjacency[cur]:
+            key = (min(cur, v), max(cur, v))
+            if key not in used:
+                used.add(key)
+                cur = v
+                path.append(cur)
+                break
+        else:
+            break
+    return path
 
 
 def _simplify(points: list[tuple[float, float]], tolerance: float) -> list[tuple[float, float]]:
@@ -458,12 +494,13 @@ def _smooth(points: list[tuple[float, float]], closed: bool,
     return points
 
 
-def _nearest_pair(board: Board, points, ca: int, cb: int) -> tuple[int, int]:
+def _nearest_pair(board: Board, points: Sequence[Point], ca: int, cb: int) -> tuple[int, int]:
     return min(((a, b) for a in board.countries[ca].fields for b in board.countries[cb].fields),
                key=lambda ab: (math.dist(points[ab[0]], points[ab[1]]), ab))
 
 
-def _region_paths(board: Board, chains) -> list[str]:
+def _region_paths(board: Board, chains: Sequence[tuple[tuple[int, int], list[Point], bool]]
+                  ) -> list[str]:
     """One path per country from the shared border chains (even-odd fill: holes stay holes)."""
     paths = []
     for k in range(len(board.countries)):
@@ -514,7 +551,6 @@ def _layout(board: Board) -> _Layout:
     grid = _Grid(board, points, height)
     chains = grid.chains()
     regions = _region_paths(board, chains)
-    index_of = {c.name: c.index for c in board.countries}
     space = _Space()
     for x, y in points:
         space.add(_around(x, y, MONASTERY_R + 2), 40.0)
@@ -523,8 +559,19 @@ def _layout(board: Board) -> _Layout:
         steps = max(1, int(math.dist(points[a], points[b]) / 18))
         for t in range(1, steps):
             space.add(_around(ax + (bx - ax) * t / steps, ay + (by - ay) * t / steps, 3.5), 5.0)
+    # In this order: each takes its room in `space` before the next is placed.
+    alliances = _place_alliances(board, grid, points, chains, space)
+    crests = [_place_crest(country, grid, points, space, height) for country in board.countries]
+    labels = _place_labels(board, points, space, height)
+    return _Layout(WIDTH, height, tuple(points), tuple(regions), _country_colours(board),
+                   tuple(crests), tuple(labels), tuple(alliances))
 
-    # Alliance squares: on the shared border, or in the water between the two countries.
+
+def _place_alliances(board: Board, grid: _Grid, points: list[Point],
+                     chains: list[tuple[tuple[int, int], list[Point], bool]],
+                     space: _Space) -> list[_Alliance]:
+    """Alliance squares: on the shared border, or in the water between the two countries."""
+    index_of = {c.name: c.index for c in board.countries}
     alliances = []
     for alliance in board.alliances:
         ca, cb = (index_of[c] for c in alliance.countries)
@@ -545,40 +592,45 @@ def _layout(board: Board) -> _Layout:
                     _coast(grid, spot, points, board.countries[cb].fields, cb))
         space.add(_around(spot[0], spot[1], ALLIANCE / 2 + 2), 60.0)
         alliances.append(_Alliance(spot[0], spot[1], link))
+    return alliances
 
-    # Crests: a free spot inside the country, near the middle of its fields.
-    crests = []
-    for country in board.countries:
-        xs = [points[f][0] for f in country.fields]
-        ys = [points[f][1] for f in country.fields]
-        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        s, cols, owner, k = grid.s, grid.cols, grid.owner, country.index
-        near = []
-        reach = grid.reach / 4
-        for r in range(max(0, int((min(ys) - reach - grid.y0) / s)),
-                       min(grid.rows, int((max(ys) + reach - grid.y0) / s) + 1)):
-            y = grid.y0 + (r + 0.5) * s
-            for c in range(max(0, int((min(xs) - reach - grid.x0) / s)),
-                           min(cols, int((max(xs) + reach - grid.x0) / s) + 1)):
-                if owner[r * cols + c] == k:
-                    x = grid.x0 + (c + 0.5) * s
-                    near.append(((x - mx) ** 2 + (y - my) ** 2, x, y))
-        near.sort()
-        best: tuple[float, float, float] | None = None
-        for distance2, x, y in near[:120:3]:
-            box = _crest_box(x, y, country.name)
-            outside = sum(grid.at(px, py) != country.index
-                          for px in (box[0], x, box[2]) for py in (box[1], y, box[3]))
-            if box[0] < 4 or box[2] > WIDTH - 4 or box[1] < 4 or box[3] > height - 4:
-                outside += 9
-            score = space.cost(box) + 300 * outside + 0.04 * distance2
-            if best is None or score < best[0]:
-                best = (score, x, y)
-        x, y = (mx, my) if best is None else best[1:]
-        crests.append((x, y))
-        space.add(_crest_box(x, y, country.name), 30.0)
 
-    # Field names: the candidate place that covers the least, and never nearer another field.
+def _place_crest(country: Country, grid: _Grid, points: list[Point], space: _Space,
+                 height: float) -> Point:
+    """A crest: a free spot inside the country, near the middle of its fields."""
+    xs = [points[f][0] for f in country.fields]
+    ys = [points[f][1] for f in country.fields]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    s, cols, owner, k = grid.s, grid.cols, grid.owner, country.index
+    near = []
+    reach = grid.reach / 4
+    for r in range(max(0, int((min(ys) - reach - grid.y0) / s)),
+                   min(grid.rows, int((max(ys) + reach - grid.y0) / s) + 1)):
+        y = grid.y0 + (r + 0.5) * s
+        for c in range(max(0, int((min(xs) - reach - grid.x0) / s)),
+                       min(cols, int((max(xs) + reach - grid.x0) / s) + 1)):
+            if owner[r * cols + c] == k:
+                x = grid.x0 + (c + 0.5) * s
+                near.append(((x - mx) ** 2 + (y - my) ** 2, x, y))
+    near.sort()
+    best: tuple[float, float, float] | None = None
+    for distance2, x, y in near[:120:3]:
+        box = _crest_box(x, y, country.name)
+        outside = sum(grid.at(px, py) != country.index
+                      for px in (box[0], x, box[2]) for py in (box[1], y, box[3]))
+        if box[0] < 4 or box[2] > WIDTH - 4 or box[1] < 4 or box[3] > height - 4:
+            outside += 9
+        score = space.cost(box) + 300 * outside + 0.04 * distance2
+        if best is None or score < best[0]:
+            best = (score, x, y)
+    x, y = (mx, my) if best is None else best[1:]
+    space.add(_crest_box(x, y, country.name), 30.0)
+    return x, y
+
+
+def _place_labels(board: Board, points: list[Point], space: _Space,
+                  height: float) -> list[tuple[float, float, str]]:
+    """Field names: the candidate place that covers the least, and never nearer another field."""
     order = sorted(range(len(points)), key=lambda f: (points[f][1], points[f][0]))
     placed: dict[int, tuple[float, float, str]] = {}
     gap = MONASTERY_R + 2.5
@@ -605,9 +657,7 @@ def _layout(board: Board) -> _Layout:
         _, _, choice = min(scored)
         placed[f] = choice
         space.add(_label_box(*choice, name), 20.0)
-    labels = [placed[f] for f in range(len(points))]
-    return _Layout(WIDTH, height, tuple(points), tuple(regions), _country_colours(board),
-                   tuple(crests), tuple(labels), tuple(alliances))
+    return [placed[f] for f in range(len(points))]
 
 
 def _box_distance(box: Box, x: float, y: float) -> float:
@@ -616,8 +666,8 @@ def _box_distance(box: Box, x: float, y: float) -> float:
     return math.hypot(dx, dy)
 
 
-def _first_free(candidates, space: _Space, half: float) -> tuple[float, float] | None:
-    best = None
+def _first_free(candidates: Iterable[Point], space: _Space, half: float) -> Point | None:
+    best: tuple[float, Point] | None = None
     for p in candidates:
         cost = space.cost(_around(p[0], p[1], half))
         if cost == 0:
@@ -627,7 +677,8 @@ def _first_free(candidates, space: _Space, half: float) -> tuple[float, float] |
     return None if best is None else best[1]
 
 
-def _sea_spot(board: Board, grid: _Grid, points, ca: int, cb: int, pair,
+def _sea_spot(board: Board, grid: _Grid, points: Sequence[Point], ca: int, cb: int,
+              pair: tuple[int, int],
               space: _Space) -> tuple[float, float] | None:
     """A spot in the water between countries ca and cb, as close to both as it can be."""
     fields_a = [points[f] for f in board.countries[ca].fields]
@@ -656,9 +707,10 @@ def _sea_spot(board: Board, grid: _Grid, points, ca: int, cb: int, pair,
     return _first_free([(x, y) for _, x, y in scored[:200]], space, ALLIANCE / 2 + 1)
 
 
-def _coast(grid: _Grid, spot, points, fields, k: int) -> tuple[float, float]:
+def _coast(grid: _Grid, spot: Point, points: Sequence[Point], fields: Iterable[int],
+           k: int) -> Point:
     """Where the line from `spot` to the nearest field of country k first reaches its land."""
-    target = min((points[f] for f in fields), key=lambda p: (math.dist(p, spot), p))
+    target: Point = min((points[f] for f in fields), key=lambda p: (math.dist(p, spot), p))
     length = math.dist(spot, target)
     steps = max(1, int(length / (grid.s / 2)))
     for i in range(1, steps + 1):
@@ -756,7 +808,7 @@ def _describe(board: Board, view: SeatView | None, words: Words) -> str:
     sentences.append(say("Face-up cards: %(cards)s.", cards=[_card_name(board, c)
                                                             for c in view.face_up]
                          or say("none")))
-    if view.hand is not None:
+    if view.hand is not None and view.colour is not None:
         sentences.append(say("Your hand (%(colour)s): %(cards)s.", colour=colour(view.colour),
                              cards=[_card_name(board, c) for c in view.hand] or say("empty")))
     written = [words(sentence) for sentence in sentences]
@@ -769,67 +821,118 @@ def _card_name(board: Board, code: str) -> Phrase | str:
                                          countries=card.label)
 
 
-def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool = False,
-              title: str | None = None, id_prefix: str | None = None,
-              marked: Iterable[str] = (), words: Words = str, room_below: float = 0.0) -> str:
-    """The board, and the position `view` shows if given, as one `<svg>` element.
+@dataclass(frozen=True)
+class SvgOptions:
+    """How `board_svg` draws a board, beside what it draws.
 
     `words` writes the picture's sentences (its description, labels and titles), each an
-    `engine.words.Phrase`, in the reader's language (default: English).
-
-    With `interactive`, free cloister fields and crests are focusable buttons carrying
-    `data-field`/`data-country` and `data-crest`. `id_prefix` (default: derived from the board
-    and view) keeps the ids of two pictures on one page apart. `marked` names cloister fields
-    and countries (their crests) to ring as new, as a move's preview does. `room_below` leaves
-    that much empty height under the map (where `board_pieces` draws a position's panel).
+    `engine.words.Phrase`, in the reader's language (default: English). With `interactive`,
+    free cloister fields and crests are focusable buttons carrying `data-field`/`data-country`
+    and `data-crest`. `title` replaces the default title. `id_prefix` (default: derived from
+    the board and view) keeps the ids of two pictures on one page apart. `marked` names
+    cloister fields and countries (their crests) to ring as new, as a move's preview does.
+    `room_below` leaves that much empty height under the map (where `board_pieces` draws a
+    position's panel).
     """
-    marked = frozenset(marked)
-    layout = _layout(board)
-    prefix = id_prefix or _id_prefix(board, view, interactive)
-    players = view.players if view is not None else ()
-    owner_of = dict(view.monasteries) if view is not None else {}
-    advisors = dict(view.advisors) if view is not None else {}
-    panel_h = _panel_height(view)
-    height = layout.map_height + panel_h + room_below
+
+    interactive: bool = False
+    title: str | None = None
+    id_prefix: str | None = None
+    marked: Collection[str] = frozenset()
+    words: Words = str
+    room_below: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Picture:
+    """What every part of one `board_svg` picture is drawn from."""
+
+    board: Board
+    view: SeatView | None
+    layout: _Layout
+    prefix: str
+    interactive: bool
+    marked: frozenset[str]
+    words: Words
+
+    @property
+    def players(self) -> tuple[str, ...]:
+        return self.view.players if self.view is not None else ()
+
+
+def board_svg(board: Board, view: SeatView | None = None,
+              options: SvgOptions = SvgOptions()) -> str:
+    """The board, and the position `view` shows if given, as one `<svg>` element, drawn as
+    `options` says."""
+    picture = _Picture(board, view, _layout(board),
+                       options.id_prefix or _id_prefix(board, view, options.interactive),
+                       options.interactive, frozenset(options.marked), options.words)
+    out: list[str] = []
+    _draw_head(out, picture, options)
+    _draw_countries(out, picture)
+    _draw_roads(out, picture)
+    _draw_alliances(out, picture)
+    _draw_crests(out, picture)
+    _draw_fields(out, picture)
+    if view is not None:
+        _panel(out, board, view, picture.layout.map_height, picture.words)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _draw_head(out: list[str], picture: _Picture, options: SvgOptions) -> None:
+    """The `<svg>` element's opening, its title, description and style, and the sea."""
+    board, view, prefix, words = picture.board, picture.view, picture.prefix, picture.words
+    map_height = picture.layout.map_height
+    height = map_height + _panel_height(view) + options.room_below
+    title = options.title
     if title is None:
         title = board.name if view is None else words(say(
             "%(board)s, as %(who)s sees it", board=board.name,
-            who=say("a spectator") if view.seat is None else say(view.colour)))
-    out: list[str] = []
+            who=say("a spectator") if view.colour is None else say(view.colour)))
     add = out.append
     add(f'<svg xmlns="{SVG_NS}" viewBox="0 0 {_n(WIDTH)} {_n(height)}" class="kk-board"'
-        f'{_attrs(role="group" if interactive else "img", id=prefix)}'
+        f'{_attrs(role="group" if picture.interactive else "img", id=prefix)}'
         f' aria-labelledby="{prefix}-title {prefix}-desc">')
     add(f'<title id="{prefix}-title">{escape(title)}</title>')
     add(f'<desc id="{prefix}-desc">{escape(_describe(board, view, words))}</desc>')
     add(f"<style>{STYLE.strip()}</style>")
-    add(f'<rect class="sea" x="0" y="0" width="{_n(WIDTH)}" height="{_n(layout.map_height)}"/>')
+    add(f'<rect class="sea" x="0" y="0" width="{_n(WIDTH)}" height="{_n(map_height)}"/>')
 
+
+def _draw_countries(out: list[str], picture: _Picture) -> None:
     # No clip path for the countries that reach past the map: the panel below is drawn over
     # them, and a clip made resvg render the whole map through a mask (a third of the time
     # of the mail's board picture).
-    add('<g class="countries">')
-    for country, d, (fill, edge) in zip(board.countries, layout.regions, layout.colours):
-        attrs = _attrs(id=f"{prefix}-country-{country.index}", data_country=country.name)
-        add(f'<path class="country"{attrs} d="{d}" fill="{fill}" stroke="{edge}"'
-            ' fill-rule="evenodd"/>')
-    add("</g>")
+    layout = picture.layout
+    out.append('<g class="countries">')
+    for country, d, (fill, edge) in zip(picture.board.countries, layout.regions, layout.colours):
+        attrs = _attrs(id=f"{picture.prefix}-country-{country.index}", data_country=country.name)
+        out.append(f'<path class="country"{attrs} d="{d}" fill="{fill}" stroke="{edge}"'
+                   ' fill-rule="evenodd"/>')
+    out.append("</g>")
 
-    pts = layout.points
-    add('<g class="roads">')
+
+def _draw_roads(out: list[str], picture: _Picture) -> None:
+    board, pts = picture.board, picture.layout.points
+    out.append('<g class="roads">')
     for a, b in board.roads:
         attrs = _attrs(data_from=board.fields[a].name, data_to=board.fields[b].name)
-        add(f'<line class="road"{attrs} x1="{_n(pts[a][0])}" y1="{_n(pts[a][1])}" x2="{_n(pts[b][0])}"'
-            f' y2="{_n(pts[b][1])}"/>')
-    add("</g>")
+        out.append(f'<line class="road"{attrs} x1="{_n(pts[a][0])}" y1="{_n(pts[a][1])}"'
+                   f' x2="{_n(pts[b][0])}" y2="{_n(pts[b][1])}"/>')
+    out.append("</g>")
 
-    add('<g class="alliances">')
-    for alliance, place in zip(board.alliances, layout.alliances):
+
+def _draw_alliances(out: list[str], picture: _Picture) -> None:
+    """The alliance squares, after the dashed lines across the sea they lie under."""
+    board, places, words = picture.board, picture.layout.alliances, picture.words
+    out.append('<g class="alliances">')
+    for alliance, place in zip(board.alliances, places):
         if place.link:
             line = " ".join(f"{_n(x)},{_n(y)}" for x, y in place.link)
-            add(f'<polyline class="sea-link"{_attrs(data_alliance=alliance.number)}'
-                f' points="{line}"/>')
-    for alliance, place in zip(board.alliances, layout.alliances):
+            out.append(f'<polyline class="sea-link"{_attrs(data_alliance=alliance.number)}'
+                       f' points="{line}"/>')
+    for alliance, place in zip(board.alliances, places):
         kind = "alliance sea" if alliance.sea else "alliance"
         countries = both(list(alliance.countries))
         said = words(say("Alliance %(number)d: %(countries)s, across the sea",
@@ -837,87 +940,101 @@ def board_svg(board: Board, view: SeatView | None = None, *, interactive: bool =
                      say("Alliance %(number)d: %(countries)s", number=alliance.number,
                          countries=countries))
         h = ALLIANCE / 2
-        attrs = _attrs(class_=kind, id=f"{prefix}-alliance-{alliance.number}",
+        attrs = _attrs(class_=kind, id=f"{picture.prefix}-alliance-{alliance.number}",
                        data_alliance=alliance.number, data_countries="|".join(alliance.countries))
-        add(f"<g{attrs}><title>{escape(said)}</title>"
-            f'<rect x="{_n(place.x - h)}" y="{_n(place.y - h)}" width="{_n(ALLIANCE)}"'
-            f' height="{_n(ALLIANCE)}" rx="2"/>'
-            f'<text x="{_n(place.x)}" y="{_n(place.y + 3.8)}">{alliance.number}</text></g>')
+        out.append(f"<g{attrs}><title>{escape(said)}</title>"
+                   f'<rect x="{_n(place.x - h)}" y="{_n(place.y - h)}" width="{_n(ALLIANCE)}"'
+                   f' height="{_n(ALLIANCE)}" rx="2"/>'
+                   f'<text x="{_n(place.x)}" y="{_n(place.y + 3.8)}">{alliance.number}</text></g>')
+    out.append("</g>")
+
+
+def _draw_crests(out: list[str], picture: _Picture) -> None:
+    advisors = dict(picture.view.advisors) if picture.view is not None else {}
+    out.append('<g class="crests">')
+    for country, (x, y) in zip(picture.board.countries, picture.layout.crests):
+        _draw_crest(out, picture, country, x, y, advisors.get(country.name, ()))
+    out.append("</g>")
+
+
+def _draw_crest(out: list[str], picture: _Picture, country: Country, x: float, y: float,
+                counts: Sequence[int]) -> None:
+    """One country's crest: its card's colour and letter, its name, and the advisors under it."""
+    words, marked = picture.words, country.name in picture.marked
+    card = picture.board.find_card(country.card)
+    card_colour = card.colour if card else country.card
+    placed = [(picture.players[s], n) for s, n in enumerate(counts) if n]
+    said = words(say("%(country)s: shown by %(colour)s cards", country=country.name,
+                     colour=say(card_colour)))
+    if placed:
+        said += words(say("; advisors: %(list)s", list=[
+            say("%(colour)s %(count)d", colour=say(c), count=n) for c, n in placed]))
+    extra = {}
+    if picture.interactive:
+        extra = {"tabindex": "0", "role": "button",
+                 "aria_label": words(say("Place an advisor in %(country)s", country=country.name))}
+    if marked:
+        extra["data_new"] = "true"
+        said += " " + words(say("(a new advisor)"))
+    attrs = _attrs(class_="crest clickable" if picture.interactive else "crest",
+                   id=f"{picture.prefix}-crest-{country.index}", data_crest=country.name, **extra)
+    add = out.append
+    add(f"<g{attrs}><title>{escape(said)}</title>")
+    fill = _card_hex(card_colour)
+    if marked:
+        add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(CREST_H * 0.8)}"/>')
+    add(f'<path class="shield" d="{_shield(x, y)}" fill="{fill}"/>')
+    add(f'<text class="mark" x="{_n(x)}" y="{_n(y + 2)}" fill="{_ink(fill)}"'
+        f' style="fill:{_ink(fill)}">{escape(country.card)}</text>')
+    add(f'<text class="crest-name" x="{_n(x)}" y="{_n(y + CREST_H / 2 + 13)}">'
+        f"{escape(country.name)}</text>")
+    if placed:
+        add(_advisor_pills(x, y, placed)[1])
     add("</g>")
 
-    add('<g class="crests">')
-    for country, (x, y) in zip(board.countries, layout.crests):
-        card = board.find_card(country.card)
-        card_colour = card.colour if card else country.card
-        counts = advisors.get(country.name, ())
-        placed = [(players[s], n) for s, n in enumerate(counts) if n]
-        said = words(say("%(country)s: shown by %(colour)s cards", country=country.name,
-                         colour=say(card_colour)))
-        if placed:
-            said += words(say("; advisors: %(list)s", list=[
-                say("%(colour)s %(count)d", colour=say(c), count=n) for c, n in placed]))
-        extra = {}
-        if interactive:
-            extra = {"tabindex": "0", "role": "button",
-                     "aria_label": words(say("Place an advisor in %(country)s",
-                                             country=country.name))}
-        if country.name in marked:
-            extra["data_new"] = "true"
-            said += " " + words(say("(a new advisor)"))
-        attrs = _attrs(class_="crest clickable" if interactive else "crest",
-                       id=f"{prefix}-crest-{country.index}", data_crest=country.name, **extra)
-        add(f"<g{attrs}><title>{escape(said)}</title>")
-        fill = _card_hex(card_colour)
-        if country.name in marked:
-            add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(CREST_H * 0.8)}"/>')
-        add(f'<path class="shield" d="{_shield(x, y)}" fill="{fill}"/>')
-        add(f'<text class="mark" x="{_n(x)}" y="{_n(y + 2)}" fill="{_ink(fill)}"'
-            f' style="fill:{_ink(fill)}">{escape(country.card)}</text>')
-        add(f'<text class="crest-name" x="{_n(x)}" y="{_n(y + CREST_H / 2 + 13)}">'
-            f"{escape(country.name)}</text>")
-        if placed:
-            add(_advisor_pills(x, y, placed)[1])
-        add("</g>")
-    add("</g>")
 
-    add('<g class="fields">')
-    for field, (x, y), (lx, ly, anchor) in zip(board.fields, pts, layout.labels):
-        colour = owner_of.get(field.name)
-        attrs = {"id": f"{prefix}-field-{field.index}", "data_field": field.name,
-                 "data_country": field.country}
-        if colour is not None:
-            attrs["class_"] = "field monastery"
-            attrs["data_owner"] = colour
-            said = words(say("%(field)s (%(country)s): monastery of %(colour)s",
-                             field=field.name, country=field.country, colour=say(colour)))
-        elif interactive:
-            attrs.update({"class_": "field clickable", "tabindex": "0", "role": "button",
+def _draw_fields(out: list[str], picture: _Picture) -> None:
+    owner_of = dict(picture.view.monasteries) if picture.view is not None else {}
+    layout = picture.layout
+    out.append('<g class="fields">')
+    for field, point, label in zip(picture.board.fields, layout.points, layout.labels):
+        _draw_field(out, picture, field, point, label, owner_of.get(field.name))
+    out.append("</g>")
+
+
+def _draw_field(out: list[str], picture: _Picture, field: Field, point: tuple[float, float],
+                label: tuple[float, float, str], owner: str | None) -> None:
+    """One cloister field: its monastery (of `owner`) or a dot, and its name."""
+    words, marked = picture.words, field.name in picture.marked
+    (x, y), (lx, ly, anchor) = point, label
+    attrs: dict[str, object] = {"id": f"{picture.prefix}-field-{field.index}",
+                                "data_field": field.name, "data_country": field.country}
+    if owner is not None:
+        attrs["class_"] = "field monastery"
+        attrs["data_owner"] = owner
+        said = words(say("%(field)s (%(country)s): monastery of %(colour)s",
+                         field=field.name, country=field.country, colour=say(owner)))
+    else:
+        attrs["class_"] = "field clickable" if picture.interactive else "field"
+        if picture.interactive:
+            attrs.update({"tabindex": "0", "role": "button",
                           "aria_label": words(say("Place a monastery at %(field)s (%(country)s)",
                                                   field=field.name, country=field.country))})
-            said = words(say("%(field)s (%(country)s): free", field=field.name,
-                             country=field.country))
-        else:
-            attrs["class_"] = "field"
-            said = words(say("%(field)s (%(country)s): free", field=field.name,
-                             country=field.country))
-        if field.name in marked:
-            attrs["data_new"] = "true"
-            said += " " + words(say("(new)"))
-        add(f"<g{_attrs(**attrs)}><title>{escape(said)}</title>")
-        if field.name in marked:
-            add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(MONASTERY_R + 7)}"/>')
-        if colour is not None:
-            add(_monastery(x, y, colour))
-        else:
-            add(f'<circle class="dot" cx="{_n(x)}" cy="{_n(y)}" r="{_n(FIELD_R)}"/>')
-        add(f'<text class="label" x="{_n(lx)}" y="{_n(ly)}"'
-            f' text-anchor="{anchor}">{escape(field.name)}</text></g>')
-    add("</g>")
-
-    if view is not None:
-        _panel(out, board, view, layout.map_height, words)
-    add("</svg>")
-    return "\n".join(out)
+        said = words(say("%(field)s (%(country)s): free", field=field.name,
+                         country=field.country))
+    if marked:
+        attrs["data_new"] = "true"
+        said += " " + words(say("(new)"))
+    add = out.append
+    add(f"<g{_attrs(**attrs)}><title>{escape(said)}</title>")
+    if marked:
+        add(f'<circle class="new-ring" cx="{_n(x)}" cy="{_n(y)}" r="{_n(MONASTERY_R + 7)}"/>')
+    if owner is not None:
+        add(_monastery(x, y, owner))
+    else:
+        add(f'<circle class="dot" cx="{_n(x)}" cy="{_n(y)}" r="{_n(FIELD_R)}"/>')
+    add(f'<text class="label" x="{_n(lx)}" y="{_n(ly)}"'
+        f' text-anchor="{anchor}">{escape(field.name)}</text></g>')
 
 
 def _advisor_pills(x: float, y: float, placed: list[tuple[str, int]]) -> tuple[Box, str]:
@@ -1006,10 +1123,10 @@ def board_pieces(board: Board, view: SeatView, pixels_per_unit: float,
         right = min(full_w, math.ceil((x1 + PIECE_MARGIN) * pixels_per_unit))
         bottom = min(full_h, math.ceil((y1 + PIECE_MARGIN) * pixels_per_unit))
         # Exact, not _n's one decimal: a pixel edge must fall on a pixel edge.
-        box = " ".join(f"{v / pixels_per_unit:.6f}".rstrip("0").rstrip(".")
-                       for v in (left, top, right - left, bottom - top))
+        view_box = " ".join(f"{v / pixels_per_unit:.6f}".rstrip("0").rstrip(".")
+                            for v in (left, top, right - left, bottom - top))
         drawn.append((left, top, right - left, bottom - top,
-                      (f'<svg xmlns="{SVG_NS}" viewBox="{box}" class="kk-board">'
+                      (f'<svg xmlns="{SVG_NS}" viewBox="{view_box}" class="kk-board">'
                        f"<style>{STYLE.strip()}</style>{markup}</svg>")))
     return drawn
 
@@ -1088,7 +1205,7 @@ def _panel_parts(board: Board, view: SeatView, top: float, words: Words
     x, drawn = _cards(board, view.face_up, 480.0, top, words(say("Face-up cards")),
                       "face-up", words)
     cards.append((drawn[0], "face-up", drawn[1]))
-    if view.hand is not None:
+    if view.hand is not None and view.colour is not None:
         _, drawn = _cards(board, view.hand, x + 30, top,
                           words(say("Your hand (%(colour)s)", colour=say(view.colour))), "hand",
                           words)

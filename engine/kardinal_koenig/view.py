@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
+from .board import Board
 from .scoring import intermediate_breakdown
 from .state import EMPTY, JOKER_OTHER, GameState
 
@@ -42,7 +44,7 @@ class SeatView:
     exhaustions: int
     last_seat: int | None
     end_reason: str | None
-    intermediate: dict | None
+    intermediate: dict[str, Any] | None
     joker: str = JOKER_OTHER  # the game's joker rule, which every player is told
 
     @property
@@ -53,7 +55,7 @@ class SeatView:
     def is_my_turn(self) -> bool:
         return self.seat is not None and self.seat == self.current and self.phase != "over"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready data; colours stand for seats."""
         players = self.players
         return {
@@ -87,7 +89,8 @@ class SeatView:
 
 
 @lru_cache(maxsize=256)
-def _intermediate_dict(board, players: tuple[str, ...], monasteries) -> dict | None:
+def _intermediate_dict(board: Board, players: tuple[str, ...],
+                      monasteries: tuple[int, ...] | None) -> dict[str, Any] | None:
     """The intermediate scoring as a view shows it (None before the deck first ran out): made
     once, and the same dict in every view from then on (a view is read, never changed)."""
     if monasteries is None:

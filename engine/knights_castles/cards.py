@@ -7,6 +7,7 @@ the arithmetic of support, defence and revenue; it knows nothing of turns (that 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..words import Phrase, say
@@ -99,7 +100,7 @@ GROUPS: tuple[tuple[tuple[int, ...], int, int], ...] = (
 GROUP_OF = {kind: g for g, (kinds, _, _) in enumerate(GROUPS) for kind in kinds}
 
 
-def capacity(group: int, tableau: tuple[int, ...], irrigation: bool) -> int:
+def capacity(group: int, tableau: Sequence[int], irrigation: bool) -> int:
     """How many cards of `group` the tableau's supporters carry."""
     _, supporter, each = GROUPS[group]
     n = tableau[supporter]
@@ -133,7 +134,7 @@ def dp_of(kind: int, gun_powder: bool, masonry: bool) -> int:
     return dp
 
 
-def revenue_of(tableau: tuple[int, ...], cartography: bool, crop_rotation: bool) -> int:
+def revenue_of(tableau: Sequence[int], cartography: bool, crop_rotation: bool) -> int:
     """The gold a tableau yields in a tax phase."""
     total = sum(KINDS[k].revenue * tableau[k] for k in BUILDABLE)
     if cartography:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..errors import NotationError
 from ..names import UMLAUTS
@@ -28,10 +29,10 @@ def _card_order(card: str) -> tuple[int, str]:
     return INDEX.get(card, len(KINDS)), card
 
 
-def _sorted_cards(cards) -> tuple[str, ...]:
+def _sorted_cards(cards: Any) -> tuple[str, ...]:
     if isinstance(cards, (list, tuple)) and all(isinstance(c, str) for c in cards):
         return tuple(sorted(cards, key=_card_order))
-    return cards
+    return cards  # type: ignore[no-any-return]  # not card names: the move's check says so
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,6 +336,17 @@ def _words(text: str) -> list[str]:
 
 def parse_move(text: str) -> Move:
     """Read one move in the notation; raise NotationError saying what to write instead."""
+    verb, args, rest = _verb_and_args(text)
+    parse = _PARSERS.get(verb)
+    if parse is None:
+        raise NotationError(say("'%(word)s' is not a move; write for example %(examples)s",
+                                word=verb[:40], examples=EXAMPLES))
+    return parse(verb, args, rest)
+
+
+def _verb_and_args(text: object) -> tuple[str, list[str], str]:
+    """The first word of one move's text, the words after it, and what follows an offer's
+    colon; NotationError for anything but the text of one move."""
     if not isinstance(text, str):
         raise NotationError(say("a move must be text, for example %(examples)s",
                                 examples=EXAMPLES))
@@ -350,50 +362,61 @@ def parse_move(text: str) -> Move:
     if not words:
         raise NotationError(say("the move is empty; write for example %(examples)s",
                                 examples=EXAMPLES))
-    verb, args = words[0], words[1:]
-    if verb == "offer":
-        return _parse_offer(args, rest)
-    if verb in _DONE:
-        _nothing_after(verb, args)
-        return Done()
-    if verb in ("accept", "yes"):
-        _nothing_after(verb, args)
-        return Accept()
-    if verb in ("decline", "no", "refuse", "reject"):
-        _nothing_after(verb, args)
-        return Decline()
-    if verb == "buy":
-        if [w for w in args if w not in _FILLER]:
-            raise NotationError(say("'buy' buys one card for 5 gold; write it once per card"))
-        return Buy()
-    if verb in _CARD_VERBS:
-        cards = [w for w in args if w not in _FILLER]
-        if len(cards) != 1:
-            raise NotationError(say("'%(verb)s' takes one card, for example '%(example)s'",
-                                    verb=verb, example=f"{verb} " + (
-                                        "irrigation" if verb in ("research", "share")
-                                        else "village")))
-        return _CARD_VERBS[verb](_card(cards[0]))
-    if verb == "play":
-        return _parse_play(args)
-    if verb in ("war", "attack"):
-        from_hand = args[-2:] == ["from", "hand"]
-        if from_hand:
-            args = args[:-2]
-        args = [w for w in args if w not in ("at", "on", "against", "knights", "with", "a",
-                                             "the")]
-        if len(args) != 1:
-            raise NotationError(say("write an act of war as 'war at red' (a Knights card in "
-                                    "play) or 'war at red from hand'"))
-        return War(_colour(args[0]), from_hand)
-    if verb == "lose":
-        gold, cards = _parse_items(args, "lose")
-        if gold:
-            raise NotationError(say("losses are cards in play, not gold; write 'lose village, "
-                                    "town'"))
-        return Lose(tuple(cards))
-    raise NotationError(say("'%(word)s' is not a move; write for example %(examples)s",
-                            word=verb[:40], examples=EXAMPLES))
+    return words[0], words[1:], rest
+
+
+# One small reader per verb: (the verb, the words after it, the text after an offer's colon).
+
+def _parse_done(verb: str, args: list[str], rest: str) -> Done:
+    _nothing_after(verb, args)
+    return Done()
+
+
+def _parse_accept(verb: str, args: list[str], rest: str) -> Accept:
+    _nothing_after(verb, args)
+    return Accept()
+
+
+def _parse_decline(verb: str, args: list[str], rest: str) -> Decline:
+    _nothing_after(verb, args)
+    return Decline()
+
+
+def _parse_buy(verb: str, args: list[str], rest: str) -> Buy:
+    if [w for w in args if w not in _FILLER]:
+        raise NotationError(say("'buy' buys one card for 5 gold; write it once per card"))
+    return Buy()
+
+
+def _parse_card_move(verb: str, args: list[str], rest: str) -> Move:
+    cards = [w for w in args if w not in _FILLER]
+    if len(cards) != 1:
+        raise NotationError(say("'%(verb)s' takes one card, for example '%(example)s'",
+                                verb=verb, example=f"{verb} " + (
+                                    "irrigation" if verb in ("research", "share")
+                                    else "village")))
+    move: Move = _CARD_VERBS[verb](_card(cards[0]))
+    return move
+
+
+def _parse_war(verb: str, args: list[str], rest: str) -> War:
+    from_hand = args[-2:] == ["from", "hand"]
+    if from_hand:
+        args = args[:-2]
+    args = [w for w in args if w not in ("at", "on", "against", "knights", "with", "a",
+                                         "the")]
+    if len(args) != 1:
+        raise NotationError(say("write an act of war as 'war at red' (a Knights card in "
+                                "play) or 'war at red from hand'"))
+    return War(_colour(args[0]), from_hand)
+
+
+def _parse_lose(verb: str, args: list[str], rest: str) -> Lose:
+    gold, cards = _parse_items(args, "lose")
+    if gold:
+        raise NotationError(say("losses are cards in play, not gold; write 'lose village, "
+                                "town'"))
+    return Lose(tuple(cards))
 
 
 def _nothing_after(verb: str, args: list[str]) -> None:
@@ -467,6 +490,19 @@ def _parse_offer(args: list[str], rest: str) -> Offer:
     return Offer(target, give_gold, tuple(give), ask_gold, tuple(ask))
 
 
+_PARSERS: dict[str, Callable[[str, list[str], str], Move]] = {
+    "offer": lambda verb, args, rest: _parse_offer(args, rest),
+    **{verb: _parse_done for verb in _DONE},
+    "accept": _parse_accept, "yes": _parse_accept,
+    **{verb: _parse_decline for verb in ("decline", "no", "refuse", "reject")},
+    "buy": _parse_buy,
+    **{verb: _parse_card_move for verb in _CARD_VERBS},
+    "play": lambda verb, args, rest: _parse_play(args),
+    "war": _parse_war, "attack": _parse_war,
+    "lose": _parse_lose,
+}
+
+
 def parse_moves(text: str) -> list[Move]:
     """Read several moves separated by ';' or new lines (a whole turn in one message)."""
     if not isinstance(text, str):
@@ -508,10 +544,10 @@ def written(notation: str, language: str) -> str:
         return notation
     column = ("de", "es").index(language)
 
-    def word(match: re.Match) -> str:
+    def word(match: re.Match[str]) -> str:
         token = match.group(0)
         if token in CARD_NAMES:
             return CARD_NAMES[token][column]
-        return words.get(token, token)
+        return str(words.get(token, token))
 
     return _WRITTEN_TOKEN.sub(word, notation)

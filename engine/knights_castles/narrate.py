@@ -8,9 +8,29 @@ keep and an offer's cards are told only to the seats they concern.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
 from ..words import Phrase, both, player, say, say_n
 from .cards import ID, KINDS, counts_to_ids
-from .moves import Accept, Buy, Decline, Done, Keep, Lose, Move, Offer, Pay, Play, War
+from .moves import (
+    Abandon,
+    Accept,
+    Build,
+    Buy,
+    Decline,
+    Discard,
+    Done,
+    Keep,
+    Lose,
+    Move,
+    Offer,
+    Pay,
+    Play,
+    Research,
+    Share,
+    War,
+)
 from .state import OVER, PHASE_OF, GameState
 
 _ASKS = {"keep": say("keep one of two cards"), "buy": say("buy cards or end the draw phase"),
@@ -36,13 +56,13 @@ def phase(step_phase: str) -> Phrase | str:
     return PHASES.get(step_phase, step_phase)
 
 
-def names(cards) -> Phrase:
+def names(cards: Iterable[str]) -> Phrase:
     """Cards by their printed names, joined by commas; 'nothing' for none."""
     shown = [name(c) for c in cards]
     return say("%(cards)s", cards=shown) if shown else say("nothing")
 
 
-def _side(gold: int, cards) -> Phrase:
+def _side(gold: int, cards: Sequence[str]) -> Phrase:
     """'5 gold and Town, Mine', '5 gold', 'Town' (one side of an offer)."""
     parts = ([say_n("%(num)d gold", "%(num)d gold", gold)] if gold else []) \
         + ([names(cards)] if cards else [])
@@ -53,6 +73,7 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
     """What `move` did and what followed by itself, in `reader`'s words."""
     p = [player(c) for c in before.players]
     mover = before.to_move
+    assert mover is not None, "a move is made by the seat to move"
     lines = [_line(before, move, after, reader, reader == mover, p[mover])]
     rolled = after.dice[len(before.dice):]
     if rolled:
@@ -74,7 +95,7 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
         winners = [p[s] for s in after.seats if after.gold[s] == best]
         lines.append(say("The last card is drawn: the game is over. Most gold (%(gold)d): "
                          "%(winners)s.", gold=best, winners=both(winners)))
-    elif after.to_move != mover or after.step != before.step:
+    elif after.to_move is not None and (after.to_move != mover or after.step != before.step):
         asks, where = _ASKS[after.step], phase(PHASE_OF[after.step])
         lines.append(say("Now you: %(asks)s (%(phase)s).", asks=asks, phase=where)
                      if reader == after.to_move else
@@ -83,72 +104,117 @@ def describe(before: GameState, move: Move, after: GameState, reader: int | None
     return lines
 
 
-def _line(before: GameState, move: Move, after: GameState, reader, mine: bool,
+def _line(before: GameState, move: Move, after: GameState, reader: int | None, mine: bool,
           who: Phrase) -> Phrase:
     """The move itself: `mine` when the reader made it ("You ..."), else by `who`."""
-    p, seat = [player(c) for c in before.players], before.current
-    if isinstance(move, Done):
-        where = phase(before.phase)
-        return (say("You ended the %(phase)s.", phase=where) if mine else
-                say("%(who)s ended the %(phase)s.", who=who, phase=where))
-    if isinstance(move, Buy):
-        return (say("You bought a card for 5 gold.") if mine else
-                say("%(who)s bought a card for 5 gold.", who=who))
-    if isinstance(move, Keep):
-        a, b = (ID[k] for k in before.choice)
-        other = name(b if move.card == a else a)
-        if reader == seat:
-            return say("You kept %(card)s and discarded %(other)s.", card=name(move.card),
-                       other=other)
-        return say("%(who)s kept one of two cards drawn and discarded %(other)s.", who=who,
-                   other=other)
-    if isinstance(move, Lose):
-        cards = names(move.cards)
-        return (say("You lost %(cards)s.", cards=cards) if mine else
-                say("%(who)s lost %(cards)s.", who=who, cards=cards))
-    if isinstance(move, Pay):
-        card = name(move.card)
-        return (say("You paid 1 gold to keep the unsupported %(card)s.", card=card) if mine else
-                say("%(who)s paid 1 gold to keep the unsupported %(card)s.", who=who, card=card))
-    if isinstance(move, Offer):
-        target = p[before.players.index(move.target)]
-        if reader in (seat, before.players.index(move.target)):
-            give, ask = _side(move.give_gold, move.give), _side(move.ask_gold, move.ask)
-            return (say("You offered %(target)s %(give)s for %(ask)s.", target=target, give=give,
-                        ask=ask) if mine else
-                    say("%(who)s offered %(target)s %(give)s for %(ask)s.", who=who,
-                        target=target, give=give, ask=ask))
-        return say("%(who)s made %(target)s an offer.", who=who, target=target)
-    if isinstance(move, Accept):
-        offer = before.offer
-        if reader in (seat, before.to_move):
-            give, ask = _side(offer.give_gold, offer.give), _side(offer.ask_gold, offer.ask)
-            return (say("You accepted: %(offerer)s gave %(give)s for %(ask)s.", offerer=p[seat],
-                        give=give, ask=ask) if mine else
-                    say("%(who)s accepted: %(offerer)s gave %(give)s for %(ask)s.", who=who,
-                        offerer=p[seat], give=give, ask=ask))
-        return say("%(who)s accepted %(offerer)s's offer.", who=who, offerer=p[seat])
-    if isinstance(move, Decline):
-        return (say("You declined %(offerer)s's offer.", offerer=p[seat]) if mine else
-                say("%(who)s declined %(offerer)s's offer.", who=who, offerer=p[seat]))
-    if isinstance(move, War):
-        target = player(move.target)
-        return (say("You discarded a Knights card as an act of war on %(target)s.",
-                    target=target) if mine else
-                say("%(who)s discarded a Knights card as an act of war on %(target)s.", who=who,
-                    target=target))
-    if isinstance(move, Play):
-        card = name(move.card)
-        if move.target:
-            target = player(move.target)
-            return (say("You played %(card)s on %(target)s.", card=card, target=target) if mine
-                    else say("%(who)s played %(card)s on %(target)s.", who=who, card=card,
-                             target=target))
-        return (say("You played %(card)s.", card=card) if mine else
-                say("%(who)s played %(card)s.", who=who, card=card))
+    said = _SAID_BY_MOVE.get(type(move))
+    if said is not None:
+        return said(before, move, reader, mine, who)
+    assert isinstance(move, (Build, Abandon, Research, Share, Discard)), move
     yours, theirs = _CARD_MOVES[str(move).split()[0]]
     card = name(move.card)
-    return say(yours.key, card=card) if mine else say(theirs.key, who=who, card=card)
+    return say(str(yours.key), card=card) if mine else say(str(theirs.key), who=who, card=card)
+
+
+# One small function per kind of move that is not a plain card move (see _CARD_MOVES):
+# (the position before, the move, the reader's seat, whether the reader made it, the mover).
+
+def _said_done(before: GameState, move: Done, reader: int | None, mine: bool,
+               who: Phrase) -> Phrase:
+    where = phase(before.phase)
+    return (say("You ended the %(phase)s.", phase=where) if mine else
+            say("%(who)s ended the %(phase)s.", who=who, phase=where))
+
+
+def _said_buy(before: GameState, move: Buy, reader: int | None, mine: bool,
+              who: Phrase) -> Phrase:
+    return (say("You bought a card for 5 gold.") if mine else
+            say("%(who)s bought a card for 5 gold.", who=who))
+
+
+def _said_keep(before: GameState, move: Keep, reader: int | None, mine: bool,
+               who: Phrase) -> Phrase:
+    a, b = (ID[k] for k in before.choice)
+    other = name(b if move.card == a else a)
+    if reader == before.current:
+        return say("You kept %(card)s and discarded %(other)s.", card=name(move.card),
+                   other=other)
+    return say("%(who)s kept one of two cards drawn and discarded %(other)s.", who=who,
+               other=other)
+
+
+def _said_lose(before: GameState, move: Lose, reader: int | None, mine: bool,
+               who: Phrase) -> Phrase:
+    cards = names(move.cards)
+    return (say("You lost %(cards)s.", cards=cards) if mine else
+            say("%(who)s lost %(cards)s.", who=who, cards=cards))
+
+
+def _said_pay(before: GameState, move: Pay, reader: int | None, mine: bool,
+              who: Phrase) -> Phrase:
+    card = name(move.card)
+    return (say("You paid 1 gold to keep the unsupported %(card)s.", card=card) if mine else
+            say("%(who)s paid 1 gold to keep the unsupported %(card)s.", who=who, card=card))
+
+
+def _said_offer(before: GameState, move: Offer, reader: int | None, mine: bool,
+                who: Phrase) -> Phrase:
+    target = player(move.target)
+    if reader in (before.current, before.players.index(move.target)):
+        give, ask = _side(move.give_gold, move.give), _side(move.ask_gold, move.ask)
+        return (say("You offered %(target)s %(give)s for %(ask)s.", target=target, give=give,
+                    ask=ask) if mine else
+                say("%(who)s offered %(target)s %(give)s for %(ask)s.", who=who,
+                    target=target, give=give, ask=ask))
+    return say("%(who)s made %(target)s an offer.", who=who, target=target)
+
+
+def _said_accept(before: GameState, move: Accept, reader: int | None, mine: bool,
+                 who: Phrase) -> Phrase:
+    offer, offerer = before.offer, player(before.players[before.current])
+    assert offer is not None
+    if reader in (before.current, before.to_move):
+        give, ask = _side(offer.give_gold, offer.give), _side(offer.ask_gold, offer.ask)
+        return (say("You accepted: %(offerer)s gave %(give)s for %(ask)s.", offerer=offerer,
+                    give=give, ask=ask) if mine else
+                say("%(who)s accepted: %(offerer)s gave %(give)s for %(ask)s.", who=who,
+                    offerer=offerer, give=give, ask=ask))
+    return say("%(who)s accepted %(offerer)s's offer.", who=who, offerer=offerer)
+
+
+def _said_decline(before: GameState, move: Decline, reader: int | None, mine: bool,
+                  who: Phrase) -> Phrase:
+    offerer = player(before.players[before.current])
+    return (say("You declined %(offerer)s's offer.", offerer=offerer) if mine else
+            say("%(who)s declined %(offerer)s's offer.", who=who, offerer=offerer))
+
+
+def _said_war(before: GameState, move: War, reader: int | None, mine: bool,
+              who: Phrase) -> Phrase:
+    target = player(move.target)
+    return (say("You discarded a Knights card as an act of war on %(target)s.",
+                target=target) if mine else
+            say("%(who)s discarded a Knights card as an act of war on %(target)s.", who=who,
+                target=target))
+
+
+def _said_play(before: GameState, move: Play, reader: int | None, mine: bool,
+               who: Phrase) -> Phrase:
+    card = name(move.card)
+    if move.target:
+        target = player(move.target)
+        return (say("You played %(card)s on %(target)s.", card=card, target=target) if mine
+                else say("%(who)s played %(card)s on %(target)s.", who=who, card=card,
+                         target=target))
+    return (say("You played %(card)s.", card=card) if mine else
+            say("%(who)s played %(card)s.", who=who, card=card))
+
+
+_SAID_BY_MOVE: dict[type, Callable[[GameState, Any, int | None, bool, Phrase], Phrase]] = {
+    Done: _said_done, Buy: _said_buy, Keep: _said_keep, Lose: _said_lose, Pay: _said_pay,
+    Offer: _said_offer, Accept: _said_accept, Decline: _said_decline, War: _said_war,
+    Play: _said_play,
+}
 
 
 # The sentences of the moves that name one card, by the move's verb: the mover's own words and

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..words import say
 from .state import GameState
@@ -21,7 +22,7 @@ class Outcome:
         """Each seat's gold, the game's only score (the name every game's outcome has)."""
         return self.gold
 
-    def to_dict(self, players: tuple[str, ...]) -> dict:
+    def to_dict(self, players: tuple[str, ...]) -> dict[str, Any]:
         return {"gold": dict(zip(players, self.gold)),
                 "winners": [players[s] for s in self.winners], "reason": self.reason}
 

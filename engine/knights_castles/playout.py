@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from typing import Any
 
 from .moves import Move
 from .rules import LegalMoves, apply_move, legal_moves, new_game
 from .state import GameState
 
 
-def random_playout(players: int, seed: int, variants=()
+def random_playout(players: int, seed: int, variants: tuple[str, ...] | list[str] = ()
                    ) -> Iterator[tuple[GameState, LegalMoves, Move, GameState]]:
     """Play a whole game from `seed`, each move chosen uniformly among the legal moves by a
     chooser seeded from `seed` too; yield (state, its legal moves, the move, the state after)."""
@@ -25,7 +26,8 @@ def random_playout(players: int, seed: int, variants=()
         state = after
 
 
-def playout_result(players: int, seed: int, variants=()) -> dict:
+def playout_result(players: int, seed: int, variants: tuple[str, ...] | list[str] = ()
+                   ) -> dict[str, Any]:
     """A whole random game as `python -m engine playout --game knights-castles` prints it: the
     moves in notation, each seat's gold, the winners and every die in the order rolled."""
     notations, state = [], new_game(players, seed, variants)

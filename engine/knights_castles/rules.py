@@ -15,8 +15,9 @@ with one answer, since answering for it would reveal its secret hand (see `_sett
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from math import comb
+from typing import Any, cast
 
 from ..errors import IllegalMoveError
 from ..words import Phrase, colour, say, term
@@ -96,7 +97,7 @@ SHARE_STEPS = (BUY, BUILD, UPKEEP, RESEARCH, EVENT, TRADE)
 
 # --- small helpers over count vectors --------------------------------------------------------
 
-def replace(state: GameState, **changes) -> GameState:
+def replace(state: GameState, **changes: Any) -> GameState:
     """`dataclasses.replace` without re-running `__init__`: a copy with `changes`, several times
     faster, which whole-game benchmarks feel (the fields are already checked values)."""
     new = object.__new__(GameState)
@@ -110,11 +111,11 @@ def _add(vec: tuple[int, ...], k: int, d: int) -> tuple[int, ...]:
     return vec[:k] + (vec[k] + d,) + vec[k + 1:]
 
 
-def _put(tup: tuple, i: int, item) -> tuple:
+def _put(tup: tuple[Any, ...], i: int, item: Any) -> tuple[Any, ...]:
     return tup[:i] + (item,) + tup[i + 1:]
 
 
-def _counts(cards) -> dict[int, int]:
+def _counts(cards: Iterable[str]) -> dict[int, int]:
     out: dict[int, int] = {}
     for c in cards:
         k = INDEX[c]
@@ -122,7 +123,7 @@ def _counts(cards) -> dict[int, int]:
     return out
 
 
-def _holds(vec: tuple[int, ...], cards) -> bool:
+def _holds(vec: tuple[int, ...], cards: Iterable[str]) -> bool:
     return all(vec[k] >= n for k, n in _counts(cards).items())
 
 
@@ -159,8 +160,17 @@ class OfferSpace:
     for; accepting needs them.
     """
 
-    __slots__ = ("target", "colour", "held", "gold", "ask_cards", "ask_gold", "give_size",
-                 "ask_size", "size")
+    __slots__ = (
+        "ask_cards",
+        "ask_gold",
+        "ask_size",
+        "colour",
+        "give_size",
+        "gold",
+        "held",
+        "size",
+        "target",
+    )
 
     def __init__(self, target: int, colour: str, held: list[tuple[int, int]], radix: int,
                  gold: int, ask_cards: int, ask_gold: int):
@@ -213,7 +223,7 @@ def _offer(target: str, give_gold: int, give: tuple[str, ...], ask_gold: int,
     return move
 
 
-def _known(cards) -> bool:
+def _known(cards: object) -> bool:
     return isinstance(cards, tuple) and all(c in INDEX for c in cards)
 
 
@@ -229,24 +239,24 @@ def _unrank_multiset(r: int, size: int) -> tuple[str, ...]:
     return tuple(ID[s - 1] for s in sorted(picks) if s)
 
 
-class LegalMoves(Sequence):
+class LegalMoves(Sequence[Move]):
     """The legal moves of a position in a fixed order: the ordinary ones (shares, then the
     step's own moves in card-list and seat order), then the offers, target by target.
     Supports len, indexing, iteration and `in`."""
 
-    __slots__ = ("moves", "spaces", "_set", "_len", "_built")
+    __slots__ = ("_built", "_len", "_set", "moves", "spaces")
 
-    def __init__(self, moves: list[Move], spaces: list[OfferSpace] = ()):
+    def __init__(self, moves: list[Move], spaces: Sequence[OfferSpace] = ()) -> None:
         self.moves = moves
         self.spaces = [s for s in spaces if s.size]
-        self._set = None
+        self._set: set[Move] | None = None
         self._len = len(moves) + sum([s.size for s in self.spaces])
-        self._built = None  # the latest offer built here: `in` knows it without checking
+        self._built: Offer | None = None  # the latest offer built here: `in` knows it without checking
 
     def __len__(self) -> int:
         return self._len
 
-    def __getitem__(self, i: int) -> Move:
+    def __getitem__(self, i: int) -> Move:  # type: ignore[override]  # no slices
         if i < 0:
             i += self._len
         if not 0 <= i < self._len:
@@ -267,7 +277,7 @@ class LegalMoves(Sequence):
             for i in range(len(space)):
                 yield space[i]
 
-    def __contains__(self, move) -> bool:
+    def __contains__(self, move: object) -> bool:
         # The moves a caller plays are mostly the very objects listed here: found by identity
         # first, which spares hashing them.
         for listed in self.moves:
@@ -337,7 +347,7 @@ def effect_on_target(state: GameState, move: Move) -> Phrase | None:
                        who=who, what=what)
         return say("%(who)s must discard one %(what)s from play (it has %(count)d).",
                    who=who, what=what, count=held)
-    if isinstance(move, War) or KINDS[k].type in (DISASTER, INVASION):
+    if isinstance(move, War) or KINDS[cast(int, k)].type in (DISASTER, INVASION):
         dp = dp_total(state, target)
         if not dp:  # a card of 0 DP can always be left out
             return say("%(who)s has no card in play with defence points (DP), so it loses "
@@ -355,6 +365,7 @@ def effect_on_target(state: GameState, move: Move) -> Phrase | None:
 def loss_choices(state: GameState) -> list[Lose]:
     """The target's possible answers to the loss it must take."""
     loss = state.loss
+    assert loss is not None, "a loss is chosen at the loss step"
     t = state.tableau[loss.target]
     if loss.kinds:
         options = [Lose((ID[k],)) for k in loss.kinds if t[k]]
@@ -395,81 +406,130 @@ def legal_moves(state: GameState) -> LegalMoves:
 
 
 def _legal_moves(state: GameState) -> LegalMoves:
-    step = state.step
-    if step == OVER:
-        return LegalMoves([])
+    return _LEGAL_BY_STEP[state.step](state)
+
+
+# One small function per step: what the seat to move (`state.current`) may play there. The
+# steps where an advance can be shared list the shares first.
+
+def _legal_over(state: GameState) -> LegalMoves:
+    return LegalMoves([])
+
+
+def _legal_trade(state: GameState) -> LegalMoves:
     seat = state.current
-    hand, gold = state.hands[seat], state.gold[seat]
-    moves: list[Move] = _shares(state, seat) if step in SHARE_STEPS else []
-    spaces: list[OfferSpace] = []
-    # The steps in the order of how often they come up in a game.
-    if step == TRADE:
-        moves.append(DONE)
-        held, radix = [], 1
-        for k, n in enumerate(hand):
-            if n:
-                held.append((k, n))
-                radix *= n + 1
-        players, hands, golds, offered = state.players, state.hands, state.gold, state.offered
-        spaces = [OfferSpace(o, players[o], held, radix, gold, sum(hands[o]), golds[o])
-                  for o in state.seats if o != seat and o not in offered]
-    elif step == ANSWER:
-        offer = state.offer
-        target = state.players.index(offer.target)
-        if state.gold[target] >= offer.ask_gold and _holds(state.hands[target], offer.ask):
-            moves = [DECLINE, ACCEPT]
-        else:
-            moves = [DECLINE]
-    elif step == BUILD:
-        moves.append(DONE)
-        if any(hand[k] for k in BUILDABLE):
-            t, irrigated = state.tableau[seat], _irrigated(state, seat)
-            room = [capacity(g, t, irrigated) - sum([t[k] for k in kinds])
-                    for g, (kinds, _, _) in enumerate(GROUPS)]
-            moves.extend(BUILDS[k] for k in BUILDABLE
-                         if hand[k] and (k not in GROUP_OF or room[GROUP_OF[k]] > 0))
-    elif step == EVENT:
-        moves.append(DONE)
-        rivals = [c for o, c in enumerate(state.players) if o != seat]
-        for k in EVENT_CARDS:
-            if hand[k]:
-                if k == CARAVAN:
-                    moves.append(PLAYS[k, None])
-                else:
-                    moves.extend([PLAYS[k, c] for c in rivals])
-        if state.tableau[seat][KNIGHTS]:
-            moves.extend([WARS[c, False] for c in rivals])
-        if hand[KNIGHTS] and "knights-from-hand" in state.variants:
-            moves.extend([WARS[c, True] for c in rivals])
-    elif step == BUY:
-        moves.append(DONE)
-        if gold >= CARD_PRICE and "no-buying" not in state.variants:
-            moves.append(BUY_CARD)
-    elif step == RESEARCH:
-        moves.append(DONE)
-        if gold >= ADVANCE_PRICE:
-            moves.extend([RESEARCHES[a] for a in ADVANCES if hand[a]])
-    elif step == END:
-        moves = [DISCARDS[k] for k, n in enumerate(hand) if n]
-    elif step == KEEP:
-        moves = [KEEPS[k] for k in sorted(set(state.choice))]
-    elif step == LOSS:
-        moves = loss_choices(state)
-    elif step == UPKEEP:
-        t, paid = state.tableau[seat], state.paid[seat]
-        for g, n in enumerate(unsupported(state, seat)):
-            if n:
-                for k in GROUPS[g][0]:
-                    if t[k] > paid.count(k):
-                        moves.append(ABANDONS[k])
-                        if gold >= UPKEEP_PRICE:
-                            moves.append(PAYS[k])
+    moves = _shares(state, seat)
+    moves.append(DONE)
+    held, radix = [], 1
+    for k, n in enumerate(state.hands[seat]):
+        if n:
+            held.append((k, n))
+            radix *= n + 1
+    players, hands, golds, offered = state.players, state.hands, state.gold, state.offered
+    gold = golds[seat]
+    spaces = [OfferSpace(o, players[o], held, radix, gold, sum(hands[o]), golds[o])
+              for o in state.seats if o != seat and o not in offered]
     return LegalMoves(moves, spaces)
+
+
+def _legal_answer(state: GameState) -> LegalMoves:
+    offer = state.offer
+    assert offer is not None
+    target = state.players.index(offer.target)
+    if state.gold[target] >= offer.ask_gold and _holds(state.hands[target], offer.ask):
+        return LegalMoves([DECLINE, ACCEPT])
+    return LegalMoves([DECLINE])
+
+
+def _legal_build(state: GameState) -> LegalMoves:
+    seat = state.current
+    hand = state.hands[seat]
+    moves = _shares(state, seat)
+    moves.append(DONE)
+    if any(hand[k] for k in BUILDABLE):
+        t, irrigated = state.tableau[seat], _irrigated(state, seat)
+        room = [capacity(g, t, irrigated) - sum([t[k] for k in kinds])
+                for g, (kinds, _, _) in enumerate(GROUPS)]
+        moves.extend(BUILDS[k] for k in BUILDABLE
+                     if hand[k] and (k not in GROUP_OF or room[GROUP_OF[k]] > 0))
+    return LegalMoves(moves)
+
+
+def _legal_event(state: GameState) -> LegalMoves:
+    seat = state.current
+    hand = state.hands[seat]
+    moves = _shares(state, seat)
+    moves.append(DONE)
+    rivals = [c for o, c in enumerate(state.players) if o != seat]
+    for k in EVENT_CARDS:
+        if hand[k]:
+            if k == CARAVAN:
+                moves.append(PLAYS[k, None])
+            else:
+                moves.extend([PLAYS[k, c] for c in rivals])
+    if state.tableau[seat][KNIGHTS]:
+        moves.extend([WARS[c, False] for c in rivals])
+    if hand[KNIGHTS] and "knights-from-hand" in state.variants:
+        moves.extend([WARS[c, True] for c in rivals])
+    return LegalMoves(moves)
+
+
+def _legal_buy(state: GameState) -> LegalMoves:
+    seat = state.current
+    moves = _shares(state, seat)
+    moves.append(DONE)
+    if state.gold[seat] >= CARD_PRICE and "no-buying" not in state.variants:
+        moves.append(BUY_CARD)
+    return LegalMoves(moves)
+
+
+def _legal_research(state: GameState) -> LegalMoves:
+    seat = state.current
+    hand = state.hands[seat]
+    moves = _shares(state, seat)
+    moves.append(DONE)
+    if state.gold[seat] >= ADVANCE_PRICE:
+        moves.extend([RESEARCHES[a] for a in ADVANCES if hand[a]])
+    return LegalMoves(moves)
+
+
+def _legal_end(state: GameState) -> LegalMoves:
+    return LegalMoves([DISCARDS[k] for k, n in enumerate(state.hands[state.current]) if n])
+
+
+def _legal_keep(state: GameState) -> LegalMoves:
+    return LegalMoves([KEEPS[k] for k in sorted(set(state.choice))])
+
+
+def _legal_loss(state: GameState) -> LegalMoves:
+    return LegalMoves(list(loss_choices(state)))
+
+
+def _legal_upkeep(state: GameState) -> LegalMoves:
+    seat = state.current
+    gold, t, paid = state.gold[seat], state.tableau[seat], state.paid[seat]
+    moves = _shares(state, seat)
+    for g, n in enumerate(unsupported(state, seat)):
+        if n:
+            for k in GROUPS[g][0]:
+                if t[k] > paid.count(k):
+                    moves.append(ABANDONS[k])
+                    if gold >= UPKEEP_PRICE:
+                        moves.append(PAYS[k])
+    return LegalMoves(moves)
+
+
+_LEGAL_BY_STEP: dict[str, Callable[[GameState], LegalMoves]] = {
+    TRADE: _legal_trade, ANSWER: _legal_answer, BUILD: _legal_build, EVENT: _legal_event,
+    BUY: _legal_buy, RESEARCH: _legal_research, END: _legal_end, KEEP: _legal_keep,
+    LOSS: _legal_loss, UPKEEP: _legal_upkeep, OVER: _legal_over,
+}
 
 
 # --- applying ---------------------------------------------------------------------------------
 
-def new_game(players, seed: int | str, variants=(), start: int | None = None) -> GameState:
+def new_game(players: int | tuple[str, ...] | list[str], seed: int | str,
+             variants: tuple[str, ...] | list[str] = (), start: int | None = None) -> GameState:
     """Deal, roll for the start seat (unless `start` is given) and play the automatic start
     of the first turn."""
     state = deal(players, seed, variants, start)
@@ -572,94 +632,142 @@ def _discard(state: GameState, where: str, seat: int, k: int) -> GameState:
 
 
 def _apply(state: GameState, move: Move) -> GameState:
+    apply = _APPLY_BY_MOVE.get(type(move))
+    if apply is None:
+        raise AssertionError(f"unknown move {move!r}")
+    return apply(state, move)
+
+
+# One small function per kind of move, for a move `legal_moves` listed.
+
+def _apply_done(state: GameState, move: Done) -> GameState:
     seat, step = state.current, state.step
-    kind = type(move)
-    if kind is Done:
-        if step == BUY:  # tax, then the build phase
-            r = revenue(state, seat)
-            return replace(state, gold=_put(state.gold, seat, state.gold[seat] + r),
-                           revenue=_put(state.revenue, seat, r), paid=_put(state.paid, seat, ()),
-                           step=BUILD)
-        if step == BUILD:
-            return _after_upkeep(state)
-        if step == RESEARCH:
-            return replace(state, step=EVENT)
-        if step == EVENT:
-            return replace(state, step=TRADE)
-        return _end_phase(state)  # TRADE
-    if kind is Buy:
-        return _draw(replace(state, gold=_put(state.gold, seat, state.gold[seat] - CARD_PRICE),
-                             draws_left=state.draws_left + 1))
-    if kind is Keep:
-        k = INDEX[move.card]
-        a, b = state.choice
-        other = b if a == k else a
-        return _draw(replace(_discard(state, "hands", seat, other), choice=()))
-    if kind is Build:
-        k = INDEX[move.card]
-        return replace(state, hands=_put(state.hands, seat, _add(state.hands[seat], k, -1)),
-                       tableau=_put(state.tableau, seat, _add(state.tableau[seat], k, 1)))
-    if kind is Pay:
-        state = replace(state, gold=_put(state.gold, seat, state.gold[seat] - UPKEEP_PRICE),
-                        paid=_put(state.paid, seat, state.paid[seat] + (INDEX[move.card],)))
+    if step == BUY:  # tax, then the build phase
+        r = revenue(state, seat)
+        return replace(state, gold=_put(state.gold, seat, state.gold[seat] + r),
+                       revenue=_put(state.revenue, seat, r), paid=_put(state.paid, seat, ()),
+                       step=BUILD)
+    if step == BUILD:
         return _after_upkeep(state)
-    if kind is Abandon:
-        return _after_upkeep(_discard(state, "tableau", seat, INDEX[move.card]))
-    if kind is Research:
-        k = INDEX[move.card]
-        return replace(state, hands=_put(state.hands, seat, _add(state.hands[seat], k, -1)),
-                       tableau=_put(state.tableau, seat, _add(state.tableau[seat], k, 1)),
-                       gold=_put(state.gold, seat, state.gold[seat] - ADVANCE_PRICE))
-    if kind is Share:
-        state = replace(state, gold=_put(state.gold, seat, state.gold[seat] - SHARE_PRICE),
-                        shared=_put(state.shared, seat,
-                                    tuple(sorted(state.shared[seat] + (INDEX[move.card],)))))
-        return _after_upkeep(state) if step == UPKEEP else state
-    if kind is Play:
-        k = INDEX[move.card]
-        state = _discard(state, "hands", seat, k)
-        if k == CARAVAN:
-            r, state = _roll(state)
-            return replace(state, gold=_put(state.gold, seat, state.gold[seat] + r), step=TRADE)
-        target = state.players.index(move.target)
-        if k in DISCARD_ONE:
-            return replace(state, step=LOSS, loss=Loss(target, seat, k, kinds=DISCARD_ONE[k]))
+    if step == RESEARCH:
+        return replace(state, step=EVENT)
+    if step == EVENT:
+        return replace(state, step=TRADE)
+    return _end_phase(state)  # TRADE
+
+
+def _apply_buy(state: GameState, move: Buy) -> GameState:
+    seat = state.current
+    return _draw(replace(state, gold=_put(state.gold, seat, state.gold[seat] - CARD_PRICE),
+                         draws_left=state.draws_left + 1))
+
+
+def _apply_keep(state: GameState, move: Keep) -> GameState:
+    k = INDEX[move.card]
+    a, b = state.choice
+    other = b if a == k else a
+    return _draw(replace(_discard(state, "hands", state.current, other), choice=()))
+
+
+def _apply_build(state: GameState, move: Build) -> GameState:
+    seat, k = state.current, INDEX[move.card]
+    return replace(state, hands=_put(state.hands, seat, _add(state.hands[seat], k, -1)),
+                   tableau=_put(state.tableau, seat, _add(state.tableau[seat], k, 1)))
+
+
+def _apply_pay(state: GameState, move: Pay) -> GameState:
+    seat = state.current
+    state = replace(state, gold=_put(state.gold, seat, state.gold[seat] - UPKEEP_PRICE),
+                    paid=_put(state.paid, seat, state.paid[seat] + (INDEX[move.card],)))
+    return _after_upkeep(state)
+
+
+def _apply_abandon(state: GameState, move: Abandon) -> GameState:
+    return _after_upkeep(_discard(state, "tableau", state.current, INDEX[move.card]))
+
+
+def _apply_research(state: GameState, move: Research) -> GameState:
+    seat, k = state.current, INDEX[move.card]
+    return replace(state, hands=_put(state.hands, seat, _add(state.hands[seat], k, -1)),
+                   tableau=_put(state.tableau, seat, _add(state.tableau[seat], k, 1)),
+                   gold=_put(state.gold, seat, state.gold[seat] - ADVANCE_PRICE))
+
+
+def _apply_share(state: GameState, move: Share) -> GameState:
+    seat, step = state.current, state.step
+    state = replace(state, gold=_put(state.gold, seat, state.gold[seat] - SHARE_PRICE),
+                    shared=_put(state.shared, seat,
+                                tuple(sorted(state.shared[seat] + (INDEX[move.card],)))))
+    return _after_upkeep(state) if step == UPKEEP else state
+
+
+def _apply_play(state: GameState, move: Play) -> GameState:
+    seat, k = state.current, INDEX[move.card]
+    state = _discard(state, "hands", seat, k)
+    if k == CARAVAN:
         r, state = _roll(state)
-        return replace(state, step=LOSS, loss=Loss(target, seat, k, roll=r))
-    if kind is War:
-        state = _discard(state, "hands" if move.from_hand else "tableau", seat, KNIGHTS)
-        r, state = _roll(state)
-        return replace(state, step=LOSS,
-                       loss=Loss(state.players.index(move.target), seat, KNIGHTS, roll=r))
-    if kind is Lose:
-        target = state.loss.target
-        t = state.tableau[target]
-        for c in move.cards:
-            t = _add(t, INDEX[c], -1)
-        return replace(state, tableau=_put(state.tableau, target, t),
-                       discard=state.discard + tuple(INDEX[c] for c in move.cards),
-                       loss=None, step=TRADE)
-    if kind is Offer:
-        target = state.players.index(move.target)
-        return replace(state, offer=move, offered=state.offered + (target,), step=ANSWER)
-    if kind is Decline:
-        return replace(state, offer=None, step=TRADE)
-    if kind is Accept:
-        offer = state.offer
-        target = state.players.index(offer.target)
-        hands, gold = list(state.hands), list(state.gold)
-        for c in offer.give:
-            hands[seat] = _add(hands[seat], INDEX[c], -1)
-            hands[target] = _add(hands[target], INDEX[c], 1)
-        for c in offer.ask:
-            hands[target] = _add(hands[target], INDEX[c], -1)
-            hands[seat] = _add(hands[seat], INDEX[c], 1)
-        gold[seat] += offer.ask_gold - offer.give_gold
-        gold[target] += offer.give_gold - offer.ask_gold
-        return replace(state, hands=tuple(hands), gold=tuple(gold), offer=None, step=TRADE)
-    if kind is Discard:
-        return _end_phase(_discard(state, "hands", seat, INDEX[move.card]))
-    raise AssertionError(f"unknown move {move!r}")
+        return replace(state, gold=_put(state.gold, seat, state.gold[seat] + r), step=TRADE)
+    target = state.players.index(move.target)
+    if k in DISCARD_ONE:
+        return replace(state, step=LOSS, loss=Loss(target, seat, k, kinds=DISCARD_ONE[k]))
+    r, state = _roll(state)
+    return replace(state, step=LOSS, loss=Loss(target, seat, k, roll=r))
+
+
+def _apply_war(state: GameState, move: War) -> GameState:
+    seat = state.current
+    state = _discard(state, "hands" if move.from_hand else "tableau", seat, KNIGHTS)
+    r, state = _roll(state)
+    return replace(state, step=LOSS,
+                   loss=Loss(state.players.index(move.target), seat, KNIGHTS, roll=r))
+
+
+def _apply_lose(state: GameState, move: Lose) -> GameState:
+    assert state.loss is not None
+    target = state.loss.target
+    t = state.tableau[target]
+    for c in move.cards:
+        t = _add(t, INDEX[c], -1)
+    return replace(state, tableau=_put(state.tableau, target, t),
+                   discard=state.discard + tuple(INDEX[c] for c in move.cards),
+                   loss=None, step=TRADE)
+
+
+def _apply_offer(state: GameState, move: Offer) -> GameState:
+    target = state.players.index(move.target)
+    return replace(state, offer=move, offered=state.offered + (target,), step=ANSWER)
+
+
+def _apply_decline(state: GameState, move: Decline) -> GameState:
+    return replace(state, offer=None, step=TRADE)
+
+
+def _apply_accept(state: GameState, move: Accept) -> GameState:
+    seat, offer = state.current, state.offer
+    assert offer is not None
+    target = state.players.index(offer.target)
+    hands, gold = list(state.hands), list(state.gold)
+    for c in offer.give:
+        hands[seat] = _add(hands[seat], INDEX[c], -1)
+        hands[target] = _add(hands[target], INDEX[c], 1)
+    for c in offer.ask:
+        hands[target] = _add(hands[target], INDEX[c], -1)
+        hands[seat] = _add(hands[seat], INDEX[c], 1)
+    gold[seat] += offer.ask_gold - offer.give_gold
+    gold[target] += offer.give_gold - offer.ask_gold
+    return replace(state, hands=tuple(hands), gold=tuple(gold), offer=None, step=TRADE)
+
+
+def _apply_discard(state: GameState, move: Discard) -> GameState:
+    return _end_phase(_discard(state, "hands", state.current, INDEX[move.card]))
+
+
+_APPLY_BY_MOVE: dict[type, Callable[[GameState, Any], GameState]] = {
+    Done: _apply_done, Buy: _apply_buy, Keep: _apply_keep, Build: _apply_build, Pay: _apply_pay,
+    Abandon: _apply_abandon, Research: _apply_research, Share: _apply_share, Play: _apply_play,
+    War: _apply_war, Lose: _apply_lose, Offer: _apply_offer, Decline: _apply_decline,
+    Accept: _apply_accept, Discard: _apply_discard,
+}
 
 
 # --- why a move is not legal ------------------------------------------------------------------
@@ -693,98 +801,144 @@ def _opponents(state: GameState, seat: int) -> Phrase:
                                        if c != state.players[seat]])
 
 
-def why_illegal(state: GameState, move) -> Phrase:
+def why_illegal(state: GameState, move: object) -> Phrase:
     """A sentence saying why `move` cannot be played now and what can."""
     steps = _MOVE_STEPS.get(type(move))
-    now = say("now it is %(player)s's turn for %(asks)s",
-              player=colour(state.players[state.to_move]), asks=_STEP_ASKS[state.step])
     if steps is None:
         return say("%(move)s is not a Knights & Castles move", move=repr(move))
     if state.step not in steps:
-        return say("'%(move)s' cannot be played now; %(now)s", move=str(move), now=now)
-    seat = state.current
-    hand, gold, name = state.hands[seat], state.gold[seat], getattr(move, "card", None)
-    k = INDEX.get(name) if isinstance(name, str) else None
-    if name is not None and k is None:
-        return say("%(card)s is not a card", card=repr(name))
-    card = _card_term(name) if name is not None else None
-    if isinstance(move, (Build, Research, Discard, Play)) and not hand[k]:
-        return say("there is no %(card)s in your hand", card=card)
-    if isinstance(move, Buy):
-        if "no-buying" in state.variants:
-            return say("this game is played without buying cards (the no-buying variant)")
-        return say("a card costs %(price)d gold and you have %(gold)d", price=CARD_PRICE,
-                   gold=gold)
-    if isinstance(move, Build):
-        if KINDS[k].type not in ("resource", "leader"):
-            return say("only resources and leaders are built; %(card)s is not one", card=card)
-        return say("%(card)s would be unsupported: it needs a %(needs)s in play with room for it "
-                   "(see the support rules)", card=card, needs=_card_term(KINDS[k].needs))
-    if isinstance(move, Research):
-        if KINDS[k].type != "advance":
-            return say("%(card)s is not an advance", card=card)
-        return say("an advance costs %(price)d gold and you have %(gold)d", price=ADVANCE_PRICE,
-                   gold=gold)
-    if isinstance(move, Share):
-        if k not in ADVANCES:
-            return say("%(card)s is not an advance", card=card)
-        if state.has(seat, k):
-            return say("you already have %(card)s", card=card)
-        if not any(state.tableau[o][k] for o in state.seats if o != seat):
-            return say("no other player has %(card)s in play", card=card)
-        return say("sharing an advance costs %(price)d gold and you have %(gold)d",
-                   price=SHARE_PRICE, gold=gold)
-    if isinstance(move, (Pay, Abandon)):
-        return say("%(card)s is not one of your unsupported cards; legal now: %(moves)s",
-                   card=card, moves=", ".join(map(str, legal_moves(state).moves)))
-    if isinstance(move, (Play, War)):
-        target = move.target
-        if isinstance(move, Play) and k not in EVENT_CARDS:
-            return say("%(card)s is not an event, disaster or invasion card", card=card)
-        if isinstance(move, Play) and k == CARAVAN:
-            return say("Caravan targets yourself: write 'play caravan'")
-        if target not in state.players or target == state.players[seat]:
-            return say("name the opponent it targets: %(players)s",
-                       players=_opponents(state, seat))
-        if isinstance(move, War):
-            if move.from_hand:
-                if "knights-from-hand" not in state.variants:
-                    return say("knights act of war only from play in this game ('war at red')")
-                return say("there is no knights card in your hand")
-            return say("an act of war needs a knights card of yours in play")
-    if isinstance(move, Lose):
-        choices = loss_choices(state)
-        loss = state.loss
-        what = (say("%(roll)d DP", roll=loss.roll) if not loss.kinds else
-                say("one %(cards)s", cards=_either([_card_term(ID[k]) for k in loss.kinds])))
-        return say("'%(move)s' does not cover the loss of %(what)s exactly (cards in play, none "
-                   "that could be left out); choose one of: %(choices)s", move=str(move),
-                   what=what, choices="; ".join(map(str, choices[:8])))
-    if isinstance(move, Offer):
-        if move.target not in state.players or move.target == state.players[seat]:
-            return say("offer a trade to an opponent: %(players)s",
-                       players=_opponents(state, seat))
-        if state.players.index(move.target) in state.offered:
-            return say("you already made %(player)s an offer this turn",
-                       player=colour(move.target))
-        if not (move.give_gold or move.give) or not (move.ask_gold or move.ask):
-            return say("an offer gives something and asks for something")
-        if move.give_gold > gold:
-            return say("you have only %(gold)d gold", gold=gold)
-        if not _holds(hand, move.give):
-            return say("you do not hold all the cards you offer")
-        target = state.players.index(move.target)
-        if move.ask_gold > state.gold[target]:
-            return say("%(player)s has only %(gold)d gold", player=colour(move.target),
-                       gold=state.gold[target])
-        return say("%(player)s holds only %(count)d cards", player=colour(move.target),
-                   count=sum(state.hands[target]))
-    if isinstance(move, Accept):
-        return say("you do not have all that the offer asks for; you can only 'decline'")
+        return _not_now(state, move)
+    name = getattr(move, "card", None)
+    if name is not None:
+        k = INDEX.get(name) if isinstance(name, str) else None
+        if k is None:
+            return say("%(card)s is not a card", card=repr(name))
+        if isinstance(move, (Build, Research, Discard, Play)) and not state.hands[state.current][k]:
+            return say("there is no %(card)s in your hand", card=_card_term(name))
+    why = _WHY_BY_MOVE.get(type(move))
+    return (why(state, move) if why else None) or _not_now(state, move)
+
+
+def _not_now(state: GameState, move: object) -> Phrase:
+    now = say("now it is %(player)s's turn for %(asks)s",
+              player=colour(state.players[state.current if state.to_move is None else state.to_move]),
+              asks=_STEP_ASKS[state.step])
     return say("'%(move)s' cannot be played now; %(now)s", move=str(move), now=now)
 
 
-def _either(items: list) -> Phrase:
+# One small function per kind of move, for a move of the right step, naming a card that
+# exists and, for a card played from the hand, is in it; None when it has nothing to add.
+
+def _why_buy(state: GameState, move: Buy) -> Phrase:
+    if "no-buying" in state.variants:
+        return say("this game is played without buying cards (the no-buying variant)")
+    return say("a card costs %(price)d gold and you have %(gold)d", price=CARD_PRICE,
+               gold=state.gold[state.current])
+
+
+def _why_build(state: GameState, move: Build) -> Phrase:
+    kind, card = KINDS[INDEX[move.card]], _card_term(move.card)
+    if kind.type not in ("resource", "leader"):
+        return say("only resources and leaders are built; %(card)s is not one", card=card)
+    return say("%(card)s would be unsupported: it needs a %(needs)s in play with room for it "
+               "(see the support rules)", card=card, needs=_card_term(cast(str, kind.needs)))
+
+
+def _why_research(state: GameState, move: Research) -> Phrase:
+    if KINDS[INDEX[move.card]].type != "advance":
+        return say("%(card)s is not an advance", card=_card_term(move.card))
+    return say("an advance costs %(price)d gold and you have %(gold)d", price=ADVANCE_PRICE,
+               gold=state.gold[state.current])
+
+
+def _why_share(state: GameState, move: Share) -> Phrase:
+    seat, k, card = state.current, INDEX[move.card], _card_term(move.card)
+    if k not in ADVANCES:
+        return say("%(card)s is not an advance", card=card)
+    if state.has(seat, k):
+        return say("you already have %(card)s", card=card)
+    if not any(state.tableau[o][k] for o in state.seats if o != seat):
+        return say("no other player has %(card)s in play", card=card)
+    return say("sharing an advance costs %(price)d gold and you have %(gold)d",
+               price=SHARE_PRICE, gold=state.gold[seat])
+
+
+def _why_upkeep(state: GameState, move: Pay | Abandon) -> Phrase:
+    return say("%(card)s is not one of your unsupported cards; legal now: %(moves)s",
+               card=_card_term(move.card), moves=", ".join(map(str, legal_moves(state).moves)))
+
+
+def _why_target(state: GameState, target: str | None) -> Phrase | None:
+    if target not in state.players or target == state.players[state.current]:
+        return say("name the opponent it targets: %(players)s",
+                   players=_opponents(state, state.current))
+    return None
+
+
+def _why_play(state: GameState, move: Play) -> Phrase | None:
+    k = INDEX[move.card]
+    if k not in EVENT_CARDS:
+        return say("%(card)s is not an event, disaster or invasion card",
+                   card=_card_term(move.card))
+    if k == CARAVAN:
+        return say("Caravan targets yourself: write 'play caravan'")
+    return _why_target(state, move.target)
+
+
+def _why_war(state: GameState, move: War) -> Phrase:
+    if (why := _why_target(state, move.target)) is not None:
+        return why
+    if not move.from_hand:
+        return say("an act of war needs a knights card of yours in play")
+    if "knights-from-hand" not in state.variants:
+        return say("knights act of war only from play in this game ('war at red')")
+    return say("there is no knights card in your hand")
+
+
+def _why_lose(state: GameState, move: Lose) -> Phrase:
+    choices = loss_choices(state)
+    loss = state.loss
+    assert loss is not None
+    what = (say("%(roll)d DP", roll=loss.roll) if not loss.kinds else
+            say("one %(cards)s", cards=_either([_card_term(ID[k]) for k in loss.kinds])))
+    return say("'%(move)s' does not cover the loss of %(what)s exactly (cards in play, none "
+               "that could be left out); choose one of: %(choices)s", move=str(move),
+               what=what, choices="; ".join(map(str, choices[:8])))
+
+
+def _why_offer(state: GameState, move: Offer) -> Phrase:
+    seat = state.current
+    gold = state.gold[seat]
+    if move.target not in state.players or move.target == state.players[seat]:
+        return say("offer a trade to an opponent: %(players)s", players=_opponents(state, seat))
+    target = state.players.index(move.target)
+    if target in state.offered:
+        return say("you already made %(player)s an offer this turn", player=colour(move.target))
+    if not (move.give_gold or move.give) or not (move.ask_gold or move.ask):
+        return say("an offer gives something and asks for something")
+    if move.give_gold > gold:
+        return say("you have only %(gold)d gold", gold=gold)
+    if not _holds(state.hands[seat], move.give):
+        return say("you do not hold all the cards you offer")
+    if move.ask_gold > state.gold[target]:
+        return say("%(player)s has only %(gold)d gold", player=colour(move.target),
+                   gold=state.gold[target])
+    return say("%(player)s holds only %(count)d cards", player=colour(move.target),
+               count=sum(state.hands[target]))
+
+
+def _why_accept(state: GameState, move: Accept) -> Phrase:
+    return say("you do not have all that the offer asks for; you can only 'decline'")
+
+
+_WHY_BY_MOVE: dict[type, Callable[[GameState, Any], Phrase | None]] = {
+    Buy: _why_buy, Build: _why_build, Research: _why_research, Share: _why_share,
+    Pay: _why_upkeep, Abandon: _why_upkeep, Play: _why_play, War: _why_war, Lose: _why_lose,
+    Offer: _why_offer, Accept: _why_accept,
+}
+
+
+def _either(items: list[Phrase]) -> Phrase:
     """'a', 'a or b', 'a or b or c'."""
     joined = items[0]
     for item in items[1:]:
@@ -805,12 +959,14 @@ def default_move(state: GameState) -> Move:
     if step == ANSWER:
         return Decline()
     if step == LOSS:
+        assert state.loss is not None
         gp, ms = state.has(state.loss.target, GUN_POWDER), state.has(state.loss.target, MASONRY)
-        return min(moves, key=lambda m: (sum(KINDS[INDEX[c]].revenue for c in m.cards),
-                                         sum(dp_of(INDEX[c], gp, ms) for c in m.cards),
-                                         len(m.cards), str(m)))
+        return min((m for m in moves if isinstance(m, Lose)),
+                   key=lambda m: (sum(KINDS[INDEX[c]].revenue for c in m.cards),
+                                  sum(dp_of(INDEX[c], gp, ms) for c in m.cards),
+                                  len(m.cards), str(m)))
     if step == UPKEEP:
         return min((m for m in moves if isinstance(m, Abandon)), key=lambda m: value(INDEX[m.card]))
     if step == END:
-        return min(moves, key=lambda m: value(INDEX[m.card]))
+        return min((m for m in moves if isinstance(m, Discard)), key=lambda m: value(INDEX[m.card]))
     return Done()

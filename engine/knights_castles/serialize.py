@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
+from typing import Any
 
 from ..errors import NotationError, StateError
 from .cards import N_KINDS
@@ -23,8 +24,15 @@ def to_json(state: GameState) -> str:
     return json.dumps({"format": FORMAT, **data}, separators=(",", ":"))
 
 
-def _tuples(value):
+def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _offer(text: str) -> Offer:
+    move = parse_move(text)
+    if not isinstance(move, Offer):
+        raise StateError("not a Knights & Castles position: its parts do not fit together")
+    return move
 
 
 def from_json(text: str) -> GameState:
@@ -35,8 +43,8 @@ def from_json(text: str) -> GameState:
             raise StateError("not a Knights & Castles position (unknown format)")
         loss, offer = data.pop("loss"), data.pop("offer")
         state = GameState(**{k: _tuples(v) for k, v in data.items()},
-                          loss=None if loss is None else Loss(*loss[:4], tuple(loss[4])),
-                          offer=None if offer is None else parse_move(offer))
+                          loss=None if loss is None else Loss(loss[0], loss[1], loss[2], loss[3], tuple(loss[4])),
+                          offer=None if offer is None else _offer(offer))
     except StateError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError, NotationError) as exc:
@@ -48,7 +56,8 @@ def from_json(text: str) -> GameState:
     return state
 
 
-def replay(players, seed: int | str, variants, notations: list[str],
+def replay(players: int | tuple[str, ...] | list[str], seed: int | str,
+           variants: tuple[str, ...] | list[str], notations: list[str],
            start: int | None = None) -> GameState:
     """The game set up from `players`, `seed`, `variants` (and `start`, when the organiser
     chose it) after the moves in `notations`."""

@@ -9,7 +9,9 @@ rolls the same dice and a playout can print them.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..errors import SetupError
 from ..words import say
@@ -97,8 +99,10 @@ class GameState:
     def to_move(self) -> int | None:
         """The seat whose decision it is: the turn's player, or the seat asked for one."""
         if self.step == LOSS:
+            assert self.loss is not None
             return self.loss.target
         if self.step == ANSWER:
+            assert self.offer is not None
             return self.players.index(self.offer.target)
         if self.step == OVER:
             return None
@@ -147,14 +151,37 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
     """The position after the deal and the start roll, before any draw (see `rules.new_game`).
 
     With `start` given (an organiser's choice) nobody rolls for the start seat."""
+    colours = _colours(players)
+    n = len(colours)
+    _check_seed_and_variants(seed, variants, n)
+    deck = list(shuffled([k for k, kind in enumerate(KINDS) for _ in range(kind.count)], seed))
+    assert len(deck) == DECK_SIZE
+    hands = []
+    for _ in range(n):
+        counts = [0] * N_KINDS
+        for _ in range(HAND_SIZE):
+            counts[deck.pop()] += 1
+        hands.append(tuple(counts))
+    chosen = start is not None
+    start, dice = _start_seat(seed, n, start)
+    empty = (0,) * N_KINDS
+    return GameState(
+        players=colours, seed=seed, variants=tuple(v for v in VARIANTS if v in variants),
+        deck=tuple(deck), hands=tuple(hands), tableau=(empty,) * n, shared=((),) * n,
+        discard=(), gold=(0,) * n, dice=tuple(dice), start=start, current=start, step=BUY,
+        paid=((),) * n, revenue=(0,) * n, start_chosen=chosen)
+
+
+def _colours(players: int | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The players' colours: the first `players` of COLOURS for a count, else those named."""
     if isinstance(players, int) and not isinstance(players, bool):
         if not MIN_PLAYERS <= players <= MAX_PLAYERS:
             raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
                                  game="Knights & Castles", least=MIN_PLAYERS, most=MAX_PLAYERS,
                                  count=players))
-        colours = COLOURS[:players]
+        colours: tuple[str, ...] = COLOURS[:players]
     else:
-        colours = tuple(players)
+        colours = tuple(cast(Iterable[str], players))  # a bool is no count: tuple() refuses it
         if not MIN_PLAYERS <= len(colours) <= MAX_PLAYERS:
             raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
                                  game="Knights & Castles", least=MIN_PLAYERS, most=MAX_PLAYERS,
@@ -165,32 +192,31 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
                                  colour=repr(unknown[0]), colours=", ".join(COLOURS)))
         if len(set(colours)) != len(colours):
             raise SetupError(say("each player needs a different colour"))
+    return colours
+
+
+def _check_seed_and_variants(seed: int | str, variants: tuple[str, ...] | list[str],
+                             n: int) -> None:
     if not isinstance(seed, (int, str)) or isinstance(seed, bool):
         raise SetupError("the seed must be a whole number or a text")
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise SetupError(f"unknown variant {unknown[0]!r}; the variants are {', '.join(VARIANTS)}")
-    n = len(colours)
     if variants and n > VARIANT_PLAYERS:
         # The rule page: "The above variations are for a two-player game only."
         raise SetupError(say("the rule page offers its variants (%(variant)s) for a two-player "
                              "game only; play this game of %(count)d with the standard rules, "
                              "or with two players",
                              variant="+".join(v for v in VARIANTS if v in variants), count=n))
-    deck = list(shuffled([k for k, kind in enumerate(KINDS) for _ in range(kind.count)], seed))
-    assert len(deck) == DECK_SIZE
-    hands = []
-    for _ in range(n):
-        counts = [0] * N_KINDS
-        for _ in range(HAND_SIZE):
-            counts[deck.pop()] += 1
-        hands.append(tuple(counts))
-    chosen = start is not None
-    if chosen and not (isinstance(start, int) and 0 <= start < n):
+
+
+def _start_seat(seed: int | str, n: int, start: int | None) -> tuple[int, list[int]]:
+    """The start seat (`start` if given) and the dice of the start roll: each seat rolls 1D6;
+    the highest starts; tied seats roll again."""
+    if start is not None and not (isinstance(start, int) and 0 <= start < n):
         raise SetupError(f"the start seat must be from 0 to {n - 1}")
-    # Each seat rolls 1D6; the highest starts; tied seats roll again.
     dice: list[int] = []
-    rolling = [start] if chosen else list(range(n))
+    rolling = [start] if start is not None else list(range(n))
     while len(rolling) > 1:
         rolls = []
         for _ in rolling:
@@ -198,10 +224,4 @@ def deal(players: int | tuple[str, ...] | list[str], seed: int | str,
             dice.append(rolls[-1])
         best = max(rolls)
         rolling = [s for s, r in zip(rolling, rolls) if r == best]
-    start = rolling[0]
-    empty = (0,) * N_KINDS
-    return GameState(
-        players=colours, seed=seed, variants=tuple(v for v in VARIANTS if v in variants),
-        deck=tuple(deck), hands=tuple(hands), tableau=(empty,) * n, shared=((),) * n,
-        discard=(), gold=(0,) * n, dice=tuple(dice), start=start, current=start, step=BUY,
-        paid=((),) * n, revenue=(0,) * n, start_chosen=chosen)
+    return rolling[0], dice

@@ -7,9 +7,10 @@ the count, resources and leaders first, then its advances (shared ones outlined)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 
-from ..words import colour, say, say_n
+from ..words import Phrase, colour, say, say_n
 from .cards import ADVANCE, INDEX, KINDS, LEADER
 from .view import SeatView
 
@@ -19,7 +20,7 @@ INK = {"yellow": "#b08a00", "red": "#b3261e", "green": "#2e7d32", "purple": "#6a
        "blue": "#1565c0", "orange": "#d35400"}
 
 
-def tableau_svg(view: SeatView, title: str, words=str) -> str:
+def tableau_svg(view: SeatView, title: str, words: Callable[[Phrase], str] = str) -> str:
     """The picture as one <svg> element with a <title> and a text alternative per row.
 
     `words` writes the picture's words (Phrases) in the reader's language; the default, `str`,
@@ -29,11 +30,11 @@ def tableau_svg(view: SeatView, title: str, words=str) -> str:
     cells = max([8] + [len(set(t)) + len(s) for t, s in zip(view.tableau, view.shared)])
     width = LEFT + cells * (CARD_W + 6) + 10
     height = ROW * len(view.players) + 10
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" aria-labelledby="kc-title">',
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" role="img" aria-labelledby="kc-title">'),
            f'<title id="kc-title">{escape(title)}</title>',
-           '<style>text{font-family:sans-serif;font-size:12px}.n{font-size:11px}'
-           '.c{font-weight:bold;font-size:14px}</style>']
+           ('<style>text{font-family:sans-serif;font-size:12px}.n{font-size:11px}'
+            '.c{font-weight:bold;font-size:14px}</style>')]
     for s, seat_colour in enumerate(view.players):
         y = 5 + s * ROW
         who = words(colour(seat_colour))

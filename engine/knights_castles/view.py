@@ -11,6 +11,7 @@ Scholastics draw are seen by their drawer alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .cards import ID, counts_to_ids
 from .outcome import outcome
@@ -47,17 +48,17 @@ class SeatView:
     draws_left: int
     discard: tuple[str, ...]
     dice: tuple[int, ...]
-    loss: dict | None
-    offer: dict | None
+    loss: dict[str, Any] | None
+    offer: dict[str, Any] | None
     offered: tuple[str, ...]
-    outcome: dict | None
+    outcome: dict[str, Any] | None
     start_chosen: bool = False  # the organiser chose the start seat: nobody rolled for it
 
     @property
     def is_my_move(self) -> bool:
         return self.seat is not None and self.seat == self.to_move
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready data; colours stand for seats."""
         p = self.players
         return {
@@ -91,7 +92,7 @@ def view_for(state: GameState, seat: int | None) -> SeatView:
         l = state.loss
         loss = {"target": p[l.target], "by": p[l.by], "card": ID[l.card], "roll": l.roll,
                 "kinds": [ID[k] for k in l.kinds]}
-    offer = None
+    offer: dict[str, Any] | None = None
     if state.offer is not None:
         o = state.offer
         offer = {"from": p[state.current], "to": o.target}
@@ -105,7 +106,7 @@ def view_for(state: GameState, seat: int | None) -> SeatView:
         start_chosen=state.start_chosen,
         current=state.current, to_move=state.to_move, phase=state.phase, step=state.step,
         turn=state.turn, ply=state.ply,
-        hand=tuple(counts_to_ids(state.hands[seat])) if own else None,
+        hand=tuple(counts_to_ids(state.hands[seat])) if seat is not None else None,
         choice=tuple(ID[k] for k in state.choice) if own and seat == state.current else None,
         hand_sizes=tuple(map(sum, state.hands)), deck_size=len(state.deck), gold=state.gold,
         tableau=tuple(tuple(counts_to_ids(t)) for t in state.tableau),

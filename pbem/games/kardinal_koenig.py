@@ -16,7 +16,7 @@ from engine.kardinal_koenig.bots import BOT_NAMES, choose_move
 from engine.kardinal_koenig.moves import MAX_NOTATION_LENGTH
 from engine.kardinal_koenig.serialize import to_dict
 from engine.kardinal_koenig.state import JOKER_ANY, JOKER_OTHER
-from engine.kardinal_koenig.svg import board_pieces, board_svg, panel_height
+from engine.kardinal_koenig.svg import SvgOptions, board_pieces, board_svg, panel_height
 from engine.words import Phrase
 
 from ..ground import i18n
@@ -298,8 +298,8 @@ class KardinalKoenig(RulesBase, ShownBase):
                  if move is not None else
                  gettext("The board after %(moves)d moves, as %(who)s sees it", moves=state.ply,
                          who=who))
-        return board_svg(self.board, view, interactive=interactive, title=title, marked=marked,
-                         words=i18n.render)
+        return board_svg(self.board, view, SvgOptions(interactive=interactive, title=title,
+                                                      marked=marked, words=i18n.render))
 
     def picture_pieces(self, state: kk.GameState, pixels_per_unit: float
                        ) -> tuple[float, list[tuple[int, int, int, int, str]]]:
@@ -333,7 +333,7 @@ class KardinalKoenig(RulesBase, ShownBase):
         """The bare board of the still picture (no piece, no panel), `room_below` left under
         the map: the same for every position with that panel, and in every language (its only
         sentences are its titles and description, which a picture does not show: English)."""
-        return board_svg(self.board, None, room_below=room_below)
+        return board_svg(self.board, None, SvgOptions(room_below=room_below))
 
     def scores(self, state: kk.GameState) -> dict[str, int]:
         return dict(zip(state.players, state.scores))

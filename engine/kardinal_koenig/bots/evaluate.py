@@ -8,8 +8,10 @@ placement is recomputed only where it lands. Nothing here reads a hidden card.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from ..board import Board
 from ..moves import ADVISOR, Place
@@ -26,8 +28,8 @@ class BoardInfo:
     field_country: tuple[int, ...]
     alliances: tuple[tuple[int, int], ...]
     alliances_of: tuple[tuple[int, ...], ...]  # per country: the alliances it is part of
-    country_index: dict
-    field_index: dict
+    country_index: dict[str, Any]
+    field_index: dict[str, Any]
 
 
 @lru_cache(maxsize=8)
@@ -73,7 +75,7 @@ def _chain_points(board: Board, own: frozenset[int]) -> int:
     return points
 
 
-def chain_points(board: Board, monasteries, seat: int) -> int:
+def chain_points(board: Board, monasteries: Sequence[int], seat: int) -> int:
     return _chain_points(board, frozenset(f for f, s in enumerate(monasteries) if s == seat))
 
 
@@ -87,9 +89,34 @@ def placement_parts(info: BoardInfo, move: Place) -> tuple[int, tuple[int, ...],
 class Projection:
     """Each seat's projected final score in one position, updatable one placement at a time."""
 
-    __slots__ = ("info", "n", "monasteries", "advisors", "mult", "country_pts", "alliance_pts",
-                 "chain_pts", "totals", "monastery_supply", "advisor_supply", "own",
-                 "_shared")
+    __slots__ = (
+        "_shared",
+        "advisor_supply",
+        "advisors",
+        "alliance_pts",
+        "chain_pts",
+        "country_pts",
+        "info",
+        "monasteries",
+        "monastery_supply",
+        "mult",
+        "n",
+        "own",
+        "totals",
+    )
+    info: BoardInfo
+    n: int
+    monasteries: list[int]
+    advisors: list[tuple[int, ...]]
+    mult: int
+    country_pts: list[tuple[int, ...]]
+    alliance_pts: list[tuple[int, ...]]
+    chain_pts: list[int]
+    totals: list[float]
+    monastery_supply: list[int]
+    advisor_supply: list[int]
+    own: list[frozenset[int]]
+    _shared: dict[tuple[int, int, int, int], list[float]]
 
     @classmethod
     def of(cls, state: GameState) -> Projection:
@@ -169,9 +196,9 @@ class Projection:
             for s in range(n):
                 totals[s] += mult * (new[s] - old[s])
         if advisors:
-            row = list(self.advisors[country])
-            row[seat] += advisors
-            row = tuple(row)
+            added = list(self.advisors[country])
+            added[seat] += advisors
+            row = tuple(added)
             for i in self.info.alliances_of[country]:
                 a, b = self.info.alliances[i]
                 new = alliance_points(row if a == country else self.advisors[a],

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from ..board import Board
-from ..moves import DECK, Exchange, Move, Place
+from ..moves import DECK, Draw, Exchange, Move, Place
 from ..rules import legal_moves
 from ..state import DRAW, HAND_SIZE, PLAY, GameState
 from ..view import SeatView
@@ -61,7 +63,8 @@ def strong_bot(view: SeatView, rng: random.Random, board: Board, *, samples: int
     proj = Projection.of(state)
     hands = _HandValues(state, proj)
     places = [m for m in moves if isinstance(m, Place)]
-    ranked = sorted(places, key=lambda m: -margin(proj.after(seat, m), seat))[:width]
+    ranked: list[Move] = [
+        *sorted(places, key=lambda m: -margin(proj.after(seat, m), seat))[:width]]
     exchanges = [m for m in moves if isinstance(m, Exchange)]
     if exchanges:
         ranked.append(max(exchanges, key=lambda m: hands.value(
@@ -102,7 +105,7 @@ def thrifty(moves: list[Move]) -> list[Move]:
     chance: a strong bot paid two cards for one piece. A kept card is never worth less than a
     card spent for nothing, so such a placement is not a candidate at all.
     """
-    by_place: dict[tuple, list[Counter]] = {}
+    by_place: dict[tuple[Any, ...], list[Counter[str]]] = {}
     for move in moves:
         if isinstance(move, Place):
             by_place.setdefault((move.country, move.pieces), []).append(Counter(move.cards))
@@ -117,7 +120,7 @@ def thrifty(moves: list[Move]) -> list[Move]:
     return [m for m in moves if not (isinstance(m, Place) and wasteful(m))]
 
 
-def _pick(moves: list[Move], value, rng: random.Random) -> Move:
+def _pick(moves: Sequence[Move], value: Callable[[Move], float], rng: random.Random) -> Move:
     """The move of highest value; ties broken by `rng`."""
     values = [value(m) for m in moves]
     top = max(values)
@@ -172,13 +175,13 @@ def _best_place(state: GameState, proj: Projection, seat: int,
                        monastery_supply=tuple(proj.monastery_supply),
                        advisor_supply=tuple(proj.advisor_supply), hands=tuple(hands),
                        current=seat, phase=PLAY, draws_left=0)
-    best, best_value = None, None
+    best: tuple[Place, float] | None = None
     for move in legal_moves(position):
         if isinstance(move, Place):
             value = margin(proj.after(seat, move), seat)
-            if best_value is None or value > best_value:
-                best, best_value = move, value
-    return None if best is None else (best, best_value)
+            if best is None or value > best[1]:
+                best = move, value
+    return best
 
 
 def _play_out(deal: GameState, proj: Projection, move: Move,
@@ -219,6 +222,7 @@ def _best_draw(state: GameState, view: SeatView, board: Board, moves: list[Move]
     hand = state.hands[state.current]
     best, best_value = moves[0], None
     for move in moves:
+        assert isinstance(move, Draw), "a bot draws at the draw step"
         if move.source == DECK:
             counts = Counter(unseen_cards(view, board))
             total = sum(counts.values())

@@ -49,6 +49,7 @@ def _state(view: SeatView, board: Board, hidden: list[str], seed: int | str) -> 
     hands, rest = [], list(hidden)
     for seat, size in enumerate(view.hand_sizes):
         if seat == view.seat:
+            assert view.hand is not None, "a seat's own view holds its hand"
             hands.append(tuple(view.hand))
         else:
             hands.append(tuple(sorted(rest[:size])))
@@ -58,7 +59,8 @@ def _state(view: SeatView, board: Board, hidden: list[str], seed: int | str) -> 
     for name, colour in view.monasteries:
         monasteries[board.field_named(name).index] = colour_seat[colour]
     advisors = dict(view.advisors)
-    drawn = [()] * len(view.players)
+    drawn: list[tuple[str, ...]] = [()] * len(view.players)
+    assert view.seat is not None and view.drawn is not None, "a bot plays from a seat's view"
     drawn[view.seat] = tuple(view.drawn)
     return GameState(
         board=board, players=view.players, start=view.start, seed=seed, deck=tuple(rest),

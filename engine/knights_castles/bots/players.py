@@ -89,7 +89,7 @@ def worth(state: GameState, seat: int, armor: float = 0.0) -> float:
     `armor` gold a turn for each defence point in play (greedy counts none; see `strong`)."""
     turns = turns_left(state)
     held = state.hands[seat]
-    hand = 0
+    hand = 0.0
     for k, rate, fixed in _WORTH:
         n = held[k]
         if n:
@@ -132,6 +132,7 @@ def greedy_values(state: GameState, armor: float = 0.0) -> list[float]:
     order): the seat to move's margin one decision ahead; the highest is greedy's choice.
     `armor`: see `worth`."""
     seat = state.to_move
+    assert seat is not None, "a bot plays in a game that is not over"
     moves = legal_moves(state).moves
     seats = state.seats
     before = [worth(state, s, armor) for s in seats]

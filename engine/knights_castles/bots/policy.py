@@ -20,6 +20,8 @@ in the luck of the draws), by these estimates, all in gold:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..cards import (
     ADVANCES,
     BUILDABLE,
@@ -83,14 +85,13 @@ def has(state: GameState, seat: int, advance: int) -> bool:
     return state.tableau[seat][advance] > 0 or advance in state.shared[seat]
 
 
-def income(state: GameState, seat: int, tableau: tuple[int, ...] | list[int] | None = None
-           ) -> int:
+def income(state: GameState, seat: int, tableau: Sequence[int] | None = None) -> int:
     """The gold a tax phase yields `seat` with `tableau` (its own by default)."""
     return revenue_of(state.tableau[seat] if tableau is None else tableau,
                       has(state, seat, CARTOGRAPHY), has(state, seat, CROP_ROTATION))
 
 
-def _room(t, group: int, irrigated: bool) -> int:
+def _room(t: Sequence[int], group: int, irrigated: bool) -> int:
     return capacity(group, t, irrigated) - sum([t[k] for k in GROUPS[group][0]])
 
 
@@ -100,7 +101,8 @@ def has_room(state: GameState, seat: int, kind: int) -> bool:
     return group is None or _room(state.tableau[seat], group, has(state, seat, IRRIGATION)) > 0
 
 
-def best_build(t, hand, irrigated: bool, gains: list[float]) -> int | None:
+def best_build(t: Sequence[int], hand: Sequence[int], irrigated: bool,
+               gains: Sequence[float]) -> int | None:
     """The card of `hand` to build next onto tableau `t`: the one that earns most, counting for
     a supporter the best card of the hand it makes room for; None when nothing can be built.
     `gains[k]` is what a card of kind k earns a turn."""
@@ -137,7 +139,8 @@ def gains_of(state: GameState, seat: int) -> tuple[float, ...]:
     return _GAINS[has(state, seat, CARTOGRAPHY), has(state, seat, CROP_ROTATION)]
 
 
-def plan(state: GameState, seat: int, hand=None) -> tuple[list[int], list[int]]:
+def plan(state: GameState, seat: int, hand: Sequence[int] | None = None
+         ) -> tuple[list[int], list[int]]:
     """`seat`'s tableau after building from `hand` (its own by default) all that can be
     supported, best first, and the cards left in the hand."""
     t = list(state.tableau[seat])
@@ -152,7 +155,7 @@ def plan(state: GameState, seat: int, hand=None) -> tuple[list[int], list[int]]:
         h[k] -= 1
 
 
-def free_support(t, irrigated: bool) -> int:
+def free_support(t: Sequence[int], irrigated: bool) -> int:
     """Room in the tableau for cards that need support (towns, mines, castles, cities)."""
     return max(0, _room(t, 0, irrigated)) + max(0, _room(t, 1, irrigated))
 
@@ -177,7 +180,7 @@ def features(state: GameState, seat: int, turns: float) -> tuple[float, ...]:
             dp_in_play(state, seat) * turns)
 
 
-def dp_in_play(state: GameState, seat: int, tableau=None) -> int:
+def dp_in_play(state: GameState, seat: int, tableau: Sequence[int] | None = None) -> int:
     """The DP of `seat`'s cards in play (or of `tableau`), with its advances."""
     t = state.tableau[seat] if tableau is None else tableau
     gp, ms = has(state, seat, GUN_POWDER), has(state, seat, MASONRY)

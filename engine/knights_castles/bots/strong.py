@@ -83,6 +83,7 @@ def strong_bot(view: SeatView, rng: random.Random, *, samples: int | None = None
     check_view(view)
     width = WIDTH if width is None else width
     seat = view.seat
+    assert seat is not None, "a bot plays from a seat's view"
     first = sampled_state(view, rng)
     legal = legal_moves(first)
     if first.step == TRADE:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Iterable
 
 from ..cards import DECK_SIZE, INDEX, KINDS, N_KINDS
 from ..moves import Offer, parse_move
@@ -28,7 +29,7 @@ def check_view(view: object) -> SeatView:
     return view
 
 
-def _counts(ids) -> tuple[int, ...]:
+def _counts(ids: Iterable[str]) -> tuple[int, ...]:
     vec = [0] * N_KINDS
     for card in ids:
         vec[INDEX[card]] += 1
@@ -38,6 +39,7 @@ def _counts(ids) -> tuple[int, ...]:
 def unseen_cards(view: SeatView) -> list[int]:
     """The cards (kind indices, sorted) this seat cannot see: the other hands and the deck."""
     left = Counter({k: kind.count for k, kind in enumerate(KINDS)})
+    assert view.hand is not None, "a bot plays from its seat's own view"
     for card in (*view.hand, *view.discard, *(c for t in view.tableau for c in t)):
         left[INDEX[card]] -= 1
     if any(n < 0 for n in left.values()):
@@ -68,6 +70,7 @@ def sampled_state(view: SeatView, rng: random.Random) -> GameState:
     hands = []
     for s in range(len(players)):
         if s == seat:
+            assert view.hand is not None, "a bot plays from its seat's own view"
             hands.append(_counts(view.hand))
         else:
             size = view.hand_sizes[s] - len(known[s])
@@ -80,8 +83,9 @@ def sampled_state(view: SeatView, rng: random.Random) -> GameState:
                     l["roll"], tuple(INDEX[k] for k in l["kinds"]))
     offer = None
     if view.offer is not None and "notation" in view.offer:
-        offer = parse_move(view.offer["notation"])
-        assert isinstance(offer, Offer)
+        parsed = parse_move(view.offer["notation"])
+        assert isinstance(parsed, Offer)
+        offer = parsed
     return GameState(
         players=players, seed=f"bot-guess:{rng.random()}", variants=view.variants,
         deck=tuple(pool), hands=tuple(hands), tableau=tuple(_counts(t) for t in view.tableau),

@@ -1,6 +1,6 @@
 """A golden playthrough: one seeded game written out move by move with what each seat sees.
 
-Regenerate after an intended rules change with `python3 -m pytest tests/test_golden.py
+Regenerate after an intended rules change with `python3 -m pytest tests/test_kk_golden.py
 --update-golden`, and read the diff before committing it.
 """
 

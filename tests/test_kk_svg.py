@@ -25,7 +25,14 @@ from engine import (
 )
 from engine.errors import BoardError
 from engine.kardinal_koenig.board import parse_board
-from engine.kardinal_koenig.svg import _Grid, _layout, _project, board_svg, player_letter
+from engine.kardinal_koenig.svg import (
+    SvgOptions,
+    _Grid,
+    _layout,
+    _project,
+    board_svg,
+    player_letter,
+)
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 ROOT = Path(__file__).resolve().parent
@@ -194,7 +201,7 @@ def test_crests_show_the_card_colour(midgame):
 
 def test_interactive_marks_exactly_the_free_fields_and_crests(midgame):
     view = view_for(midgame, midgame.current)
-    root = parse(board_svg(BOARD, view, interactive=True))
+    root = parse(board_svg(BOARD, view, SvgOptions(interactive=True)))
     occupied = {name for name, _ in view.monasteries}
     clickable = having(root, "clickable")
     fields = [e for e in clickable if e.get("data-field")]
@@ -262,16 +269,17 @@ def test_all_text_is_escaped():
                                       for i, f in enumerate(board.fields)))
     state = new_game(4, 3, board=board)
     view = view_for(state, 0)
-    for picture in (board_svg(board, view, title="<script>&"), board_svg(odd, interactive=True)):
+    for picture in (board_svg(board, view, SvgOptions(title="<script>&")),
+                    board_svg(odd, None, SvgOptions(interactive=True))):
         root = parse(picture)
         assert root is not None
-    root = parse(board_svg(board, view, title="<script>&", interactive=True))
+    root = parse(board_svg(board, view, SvgOptions(title="<script>&", interactive=True)))
     assert root.find("s:title", NS).text == "<script>&"
     assert "Mainz's" in texts(root)
     assert any(e.get("aria-label") == "Place a monastery at Mainz's (Franken)" for e in root.iter())
     red = [c for c in having(root, "card") if c.get("data-card") == "R"]
     assert any("red<&>'\"" in texts(c) for c in red) or "R" not in view.face_up + view.hand
-    root = parse(board_svg(odd, interactive=True))
+    root = parse(board_svg(odd, None, SvgOptions(interactive=True)))
     assert {e.get("data-field") for e in having(root, "field")} == {f.name for f in odd.fields}
     assert all(f.name in texts(root) for f in odd.fields)
     assert "<b>&amp; Kardinal" in root.find("s:title", NS).text
@@ -281,7 +289,7 @@ def test_the_small_test_board_draws_its_own_map():
     board = load_board(ROOT / "data" / "test-board.toml")
     state = new_game(3, 1, board=board)
     for view in (None, view_for(state, None), view_for(state, 2)):
-        root = parse(board_svg(board, view, interactive=view is not None))
+        root = parse(board_svg(board, view, SvgOptions(interactive=view is not None)))
         assert len(having(root, "field")) == len(board.fields) == 4
         assert len([e for e in having(root, "country") if e.tag.endswith("path")]) == 2
         assert len(having(root, "road")) == 1
@@ -292,12 +300,12 @@ def test_the_small_test_board_draws_its_own_map():
 
 def test_rendering_is_deterministic(midgame):
     view = view_for(midgame, 2)
-    first = board_svg(BOARD, view, interactive=True)
-    assert board_svg(BOARD, view, interactive=True) == first
+    first = board_svg(BOARD, view, SvgOptions(interactive=True))
+    assert board_svg(BOARD, view, SvgOptions(interactive=True)) == first
     _layout.cache_clear()
-    assert board_svg(BOARD, view, interactive=True) == first
+    assert board_svg(BOARD, view, SvgOptions(interactive=True)) == first
     fresh = parse_board(tomllib.loads(BOARD_TEXT))  # another Board object, the same data
-    assert board_svg(fresh, view, interactive=True) == first
+    assert board_svg(fresh, view, SvgOptions(interactive=True)) == first
 
 
 def test_ids_are_unique_and_prefixed(midgame):
@@ -309,7 +317,7 @@ def test_ids_are_unique_and_prefixed(midgame):
     assert not set(ids_one) & set(ids_two)
     prefix = one.get("id")
     assert all(i == prefix or i.startswith(prefix + "-") for i in ids_one)
-    mine = parse(board_svg(BOARD, id_prefix="left"))
+    mine = parse(board_svg(BOARD, None, SvgOptions(id_prefix="left")))
     assert mine.get("id") == "left" and mine.get("aria-labelledby") == "left-title left-desc"
 
 
@@ -319,7 +327,7 @@ def test_write_a_midgame_picture_to_look_at(midgame):
     out = ROOT / "artifacts"
     out.mkdir(exist_ok=True)
     view = view_for(midgame, midgame.current)
-    picture = board_svg(BOARD, view, title="A game of four after 70 moves")
+    picture = board_svg(BOARD, view, SvgOptions(title="A game of four after 70 moves"))
     parse(picture)
     (out / "board.svg").write_text(picture, encoding="utf-8")
 
