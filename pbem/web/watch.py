@@ -21,9 +21,10 @@ from sqlmodel import Session, select
 from ..games import GameRules, rules_for
 from ..ground.db import reading
 from ..ground.models import Game, Seat
-from ..services.errors import Malformed, NotFound, ServiceError
+from ..services.errors import Malformed, NotFound
 from ..services.log import LogEntry, _log
 from ..services.seats import load_seat
+from .site import answer_refusals
 
 bp = Blueprint("watch", __name__)
 
@@ -97,8 +98,7 @@ def _history(rules: GameRules, state, log: list[LogEntry], when: Moment):
     return rules.history_state(state, notations[:when.at])
 
 
-def _error(exc: ServiceError):
-    return render_template("error.html", status=exc.status, message=exc.message), exc.status
+answer_refusals(bp)
 
 
 # --- the spectator's pages ----------------------------------------------------------------------
@@ -141,11 +141,8 @@ def _answer(response: Response) -> Response:
 
 @bp.get("/watch/<watch_id>")
 def spectate(watch_id: str):
-    try:
-        watched = load_watched(watch_id)
-        when = moment(request.args.get("at"), watched.log, watched.rules, watched.state)
-    except ServiceError as exc:
-        return _error(exc)
+    watched = load_watched(watch_id)
+    when = moment(request.args.get("at"), watched.log, watched.rules, watched.state)
     rules = watched.rules
     state = _history(rules, watched.state, watched.log, when)
     to_move = rules.to_move(state)
@@ -160,10 +157,7 @@ def spectate(watch_id: str):
 @bp.get("/watch/<watch_id>/board.svg")
 def board_picture(watch_id: str):
     """The board as it is now, from a spectator's view, as an SVG image of its own."""
-    try:
-        watched = load_watched(watch_id, with_log=False)
-    except ServiceError as exc:
-        return _error(exc)
+    watched = load_watched(watch_id, with_log=False)
     picture = watched.rules.board_picture(watched.state, None, False)
     return _answer(Response(picture, mimetype="image/svg+xml"))
 
@@ -173,12 +167,9 @@ def board_picture(watch_id: str):
 @bp.get("/seat/<token>/history")
 def seat_history(token: str):
     """The board and the seat's own hand as they were after move N (?at=N; default: now)."""
-    try:
-        ctx = load_seat(token, log_limit=None)
-        log = ctx.log[::-1]  # oldest first, in this seat's words
-        when = moment(request.args.get("at"), log, ctx.rules, ctx.state)
-    except ServiceError as exc:
-        return _error(exc)
+    ctx = load_seat(token, log_limit=None)
+    log = ctx.log[::-1]  # oldest first, in this seat's words
+    when = moment(request.args.get("at"), log, ctx.rules, ctx.state)
     rules, seat = ctx.rules, ctx.seat
     state = _history(rules, ctx.state, log, when)
     to_move = rules.to_move(state)
