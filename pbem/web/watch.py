@@ -19,8 +19,10 @@ from flask import Blueprint, Response, render_template, request
 from sqlmodel import Session, select
 
 from ..games import GameRules, rules_for
+from ..ground import i18n
 from ..ground.db import reading
 from ..ground.models import Game, Seat
+from ..services import game_picture
 from ..services.errors import Malformed, NotFound
 from ..services.log import LogEntry, _log
 from ..services.seats import load_seat
@@ -31,6 +33,7 @@ bp = Blueprint("watch", __name__)
 WATCH_ID = re.compile(r"[A-Za-z0-9_-]{8,32}")
 UNKNOWN_GAME = ("There is no game to watch at this address. Check that it was copied whole; "
                 "the address is in every mail of the game, under “See the board”.")
+PICTURE_SECONDS = 7 * 24 * 3600  # a finished game's picture changes no more
 SPECTATOR = -1  # the log's reader number for a spectator's words
 
 
@@ -160,6 +163,21 @@ def board_picture(watch_id: str):
     watched = load_watched(watch_id, with_log=False)
     picture = watched.rules.board_picture(watched.state, None, False)
     return _answer(Response(picture, mimetype="image/svg+xml"))
+
+
+@bp.get("/watch/<watch_id>/game.png")
+def whole_game_picture(watch_id: str):
+    """The finished game turn by turn, as an animated PNG: made once per language and kept
+    (pbem.services.game_picture), so a browser and a cache may keep it too."""
+    if not WATCH_ID.fullmatch(watch_id):
+        raise NotFound(UNKNOWN_GAME)
+    made = game_picture.whole_game(watch_id, i18n.language())
+    response = Response(made.png, mimetype="image/png")
+    response.set_etag(made.tag)
+    response.cache_control.public = True
+    response.cache_control.max_age = PICTURE_SECONDS
+    response.vary.add("Accept-Language")
+    return _answer(response.make_conditional(request))
 
 
 # --- a seat's own history -----------------------------------------------------------------------

@@ -206,7 +206,7 @@ def _queued(session: Session, name: str, game: Game, seat: Seat, **args) -> Queu
         to_addr=formatted_address(seat.name, seat.email), subject=one_line(subject),
         text_body="", html_body="", message_id=new_message_id(),
         secrets_json=json.dumps([token, mine, reply]), reply_to=reply_address(reply),
-        created_at=now, next_attempt_at=now, picture_json=_picture(game),
+        created_at=now, next_attempt_at=now, picture_json=_picture(game, name == "final"),
         intent_json=orjson.dumps(stored).decode(),  # read back by orjson.loads
         seat_dead_at=seat.mail_dead_at)
     insert_later(session, OutboxMessage, dict(vars(message)))
