@@ -22,6 +22,7 @@ from sqlmodel import select
 
 from ..games import picture, rules_for
 from ..ground.db import reading
+from ..ground.i18n import gettext
 from ..ground.models import FINISHED, Game, MoveRecord
 from . import turns
 from .errors import NotFound
@@ -30,8 +31,12 @@ logger = logging.getLogger(__name__)
 
 FOLDER = "pictures"
 MAX_MOVES = 2000  # more than any game of ours takes; a log past it gets no picture
-NOT_OVER = "The whole game's picture is made when the game is over; come back then."
 _making = threading.Lock()  # a process makes one picture at a time (a second waits)
+
+
+def _not_over() -> NotFound:
+    return NotFound(gettext("The whole game's picture is made when the game is over; come "
+                            "back then."))
 
 
 @dataclass(frozen=True)
@@ -67,14 +72,14 @@ def whole_game(watch_id: str, language: str) -> GamePicture:
     with reading() as session:
         game = session.exec(select(Game).where(Game.watch_id == watch_id)).first()
         if game is None or game.status != FINISHED:
-            raise NotFound(NOT_OVER)
+            raise _not_over()
         log = [tuple(row) for row in session.exec(
             select(MoveRecord.number, MoveRecord.notation, MoveRecord.lines_json)
             .where(MoveRecord.game_id == game.id).order_by(MoveRecord.number)
             .limit(MAX_MOVES + 1))]
         kind, state_json, game_id = game.kind, game.state_json, game.id
     if len(log) > MAX_MOVES:
-        raise NotFound(NOT_OVER)
+        raise _not_over()
     tag = hashlib.sha256(f"{kind}\n{state_json}\n{len(log)}\n{language}".encode()).hexdigest()
     path = Path(current_app.config["INSTANCE_PATH"]) / FOLDER / f"game-{game_id}-{tag[:16]}.png"
     if not path.exists():
