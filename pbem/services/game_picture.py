@@ -1,5 +1,5 @@
-"""The whole game as a picture (issue 46): an animated PNG of a finished game's board, or its
-tableaus, turn by turn, as a spectator sees them (pbem.games.picture.whole_game draws it).
+"""The whole game as a picture (issue 46): an animated PNG of a finished game's still picture
+turn by turn, as a spectator sees it (pbem.games.picture.whole_game draws it).
 
 Made from the game's log, replayed through its rules, once per finished game and language:
 when the final mail is built for sending or the spectator page first asks for it, never in
