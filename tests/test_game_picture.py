@@ -9,7 +9,7 @@ import io
 
 import pytest
 from PIL import Image
-from server import game_state, new_game, play_moves
+from server import game_state, new_game, play_moves, text_of
 from test_mail_delivery import SmtpServer, smtp_app
 
 from pbem.games import picture, rules_for
@@ -99,6 +99,8 @@ def test_the_final_mail_carries_the_whole_game_and_the_spectator_page_shows_it(t
                  if part.get_filename() == "whole-game.png"] for mail in finals]
     assert all(len(parts) == 1 for parts in attached), "each final mail carries it once"
     png = attached[0][0].get_content()
+    assert all("is attached as a moving picture (whole-game.png)" in text_of(mail)
+               for mail in finals)
     assert all(parts[0].get_content() == png for parts in attached)
     assert len(png) < 1_000_000, (len(png), played_turns)
     image = Image.open(io.BytesIO(png))
