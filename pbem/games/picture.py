@@ -89,12 +89,98 @@ def png_of(kind: str, state_json: str, language: str = "en") -> bytes:
 
     rules = rules_for(kind)
     with force_locale(language):
-        state = rules.loads(state_json)
-        layers = rules.picture_pieces(state, WIDTH / BOARD_UNITS)
-        if layers is None:
-            return render(rules.board_picture(state, None, False), WIDTH)
-        room_below, pieces = layers
-        return _board(kind, language, room_below).png(pieces)
+        return still(rules, kind, rules.loads(state_json), language)
+
+
+def still(rules, kind: str, state, language: str) -> bytes:
+    """The spectator's still picture of `state` as PNG bytes (inside `force_locale(language)`):
+    in layers over the kept bare board where the game gives them, else its SVG rendered."""
+    layers = rules.picture_pieces(state, WIDTH / BOARD_UNITS)
+    if layers is None:
+        return render(rules.board_picture(state, None, False), WIDTH)
+    room_below, pieces = layers
+    return _board(kind, language, room_below).png(pieces)
+
+
+FRAME_MS = 700  # each position of the whole game's picture, and the last one longer
+LAST_FRAME_MS = 5000
+FRAME_WIDTH = 600  # pixels: the whole game's frames, as wide as a mail shows the board
+UNCHANGED = COLOURS - 1  # the palette index of a frame's pixel that shows the frame before
+COUNTER = 24  # pixels: the strip under each frame that counts the turns ("12 / 50")
+
+
+def whole_game(kind: str, states: list, language: str = "en") -> bytes:
+    """The whole game as one animated PNG (APNG): the spectator's still picture of each state
+    of `states` (the set-up, then the position after each turn), FRAME_WIDTH wide, frame after
+    frame, looping, each with the count under it (so no two frames are the same, and each
+    turn keeps its own frame).
+
+    The frames share one palette of 255 colours: the game's (pbem.games.picture_palettes) where
+    it has one, else those median cut finds in the last position, which shows the most. The
+    256th is transparent: each frame after the first is drawn over the one before, its pixels
+    that did not change transparent, and Pillow's APNG writer keeps only the rectangle where
+    anything did: a turn costs the pieces it placed and the panel's changes, a few KB."""
+    import numpy as np
+    from flask_babel import force_locale
+
+    from . import rules_for
+    from .picture_palettes import PALETTES
+
+    if not states:
+        raise ValueError("a game's picture needs at least its set-up")
+    rules = rules_for(kind)
+    with force_locale(language):
+        stills = [_scaled(_decoded(still(rules, kind, state, language))) for state in states]
+    height = max(image.height for image in stills)
+    moves = len(stills) - 1
+    flat = []
+    for n, image in enumerate(stills):
+        frame = Image.new("RGB", (FRAME_WIDTH, height + COUNTER), "white")
+        frame.paste(image, (0, 0))
+        frame.paste(_counter(n, moves), (0, height))
+        flat.append(frame)
+    if kind in PALETTES:  # its first 255 colours: the last index is "as before"
+        palette = Palette(PALETTES[kind][:3 * UNCHANGED])
+        indices = [palette.indices(frame) for frame in flat]
+        rgb = palette.rgb
+    else:
+        shown = flat[-1].quantize(UNCHANGED, method=Image.Quantize.MEDIANCUT,
+                                  dither=Image.Dither.NONE)
+        indices = [np.asarray(frame.quantize(palette=shown, dither=Image.Dither.NONE))
+                   for frame in flat]
+        rgb = bytes(shown.getpalette("RGB")[:3 * UNCHANGED])
+    frames = []
+    for n, now in enumerate(indices):
+        if n:  # a pixel as in the frame before is transparent: it shows that frame's
+            now = np.where(now == indices[n - 1], UNCHANGED, now).astype(np.uint8)
+        frame = Image.fromarray(now, "P")
+        frame.putpalette(rgb.ljust(3 * COLOURS, b"\0"), "RGB")
+        frames.append(frame)
+    out = io.BytesIO()
+    frames[0].save(out, format="PNG", save_all=True, append_images=frames[1:], loop=0,
+                   duration=[FRAME_MS] * moves + [LAST_FRAME_MS], disposal=0,
+                   blend=[0] + [1] * moves, transparency=UNCHANGED, optimize=True)
+    return out.getvalue()
+
+
+def _scaled(image: Image.Image) -> Image.Image:
+    """A still picture (RGBA) on white, FRAME_WIDTH wide (RGB)."""
+    ground = Image.new("RGBA", image.size, "white")
+    ground.alpha_composite(image)
+    height = round(image.height * FRAME_WIDTH / image.width)
+    return ground.convert("RGB").resize((FRAME_WIDTH, height), Image.Resampling.LANCZOS)
+
+
+def _counter(shown: int, moves: int) -> Image.Image:
+    """The strip under a frame of the whole game: "shown / moves", in figures (no words: the
+    same in every language), right-aligned, in the pictures' font."""
+    from PIL import ImageDraw, ImageFont
+
+    strip = Image.new("RGB", (FRAME_WIDTH, COUNTER), "white")
+    font = ImageFont.truetype(FONT_FILES[0], COUNTER * 2 // 3)
+    ImageDraw.Draw(strip).text((FRAME_WIDTH - 8, COUNTER // 2), f"{shown} / {moves}",
+                               fill=(64, 64, 64), font=font, anchor="rm")
+    return strip
 
 
 class Palette:

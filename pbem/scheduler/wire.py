@@ -4,7 +4,8 @@ Headers are encoded (RFC 2047) and folded here, bodies put in quoted-printable b
 and the message joined from its parts directly (`WireMessage`): the standard library's
 header objects and generator cost several milliseconds a mail, too much for the thousands a
 deadline burst sends. Parsed back, the result is the same message. Part of the scheduler's
-delivery (pbem.scheduler.outbox); imports the games' picture and the ground only.
+delivery (pbem.scheduler.outbox); imports the games' picture, the ground, and the service that
+keeps a finished game's whole picture (attached to the final mail).
 """
 
 from __future__ import annotations
@@ -20,8 +21,12 @@ from functools import lru_cache
 from io import BytesIO
 from secrets import token_hex
 
+import orjson
+
 from ..games import picture
 from ..ground.models import OutboxMessage
+from ..services import game_picture
+from ..services.errors import ServiceError
 
 # Mail is built as it goes on the wire: headers encoded (RFC 2047) and folded here, bodies in
 # quoted-printable by binascii. The standard library's header objects parse every header on the
@@ -248,11 +253,42 @@ def build_message(row: OutboxMessage, sender: str) -> EmailMessage:
         else:  # e.g. an address whose own part is not ASCII: the library's way
             message[name] = value
     message.set_raw("MIME-Version", "1.0")
-    message.set_raw("Content-Type",
-                    f'multipart/alternative; boundary="=_{token_hex(8)}"')
     html = _text_part(row.html_body, "html")
+    whole = None
     if row.picture_json:
         html = _with_picture(row, html)
-    message.set_payload([_text_part(row.text_body, "plain"), html])
+        whole = _whole_game(row)
+    body = message
+    if whole is not None:  # the mail, then the whole game's picture attached
+        message.set_raw("Content-Type", f'multipart/mixed; boundary="=_{token_hex(8)}"')
+        body = WireMessage(policy=WIRE)
+        message.set_payload([body, whole])
+    body.set_raw("Content-Type", f'multipart/alternative; boundary="=_{token_hex(8)}"')
+    body.set_payload([_text_part(row.text_body, "plain"), html])
     return message
+
+
+WHOLE_GAME_FILE = "whole-game.png"
+
+
+def _whole_game(row: OutboxMessage) -> EmailMessage | None:
+    """The whole game's animated picture as an attachment, for a mail whose picture asks for
+    it (the final mail); None otherwise, or when it cannot be made (logged: the mail goes)."""
+    try:
+        data = orjson.loads(row.picture_json)
+        if not isinstance(data, dict) or not data.get("whole_game"):
+            return None
+        png = game_picture.whole_game(str(data["whole_game"]), data.get("language", "en")).png
+    except (ServiceError, ValueError, OSError) as exc:
+        logging.getLogger(__name__).warning("mail %s goes without the whole game's picture: %s",
+                                            row.id, exc)
+        return None
+    image = WireMessage(policy=WIRE)
+    image.set_raw("Content-Type", f'image/png; name="{WHOLE_GAME_FILE}"')
+    image.set_raw("Content-Transfer-Encoding", "base64")
+    image.set_raw("Content-Disposition", f'attachment; filename="{WHOLE_GAME_FILE}"')
+    text, lines = _base64_lines(png)
+    image.set_payload(text)
+    image.wire_payload = lines
+    return image
 

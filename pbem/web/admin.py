@@ -28,7 +28,7 @@ from flask import (
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from ..games import DEFAULT_KIND, SetupProblem, game_kinds, rules_for
+from ..games import DEFAULT_KIND, game_kinds, rules_for
 from ..ground import i18n
 from ..ground.db import utcnow
 from ..ground.i18n import N_, gettext
@@ -45,10 +45,18 @@ from ..services.deadlines import MAX_HOURS, MIN_HOURS
 from ..services.errors import ServiceError
 from ..services.game_settings import read_admin_form
 from ..services.games import create_game
-from .site import HINTS, form_number, wake_sender
+from .site import (
+    HINTS,
+    answer_refusals,
+    error_page,
+    form_number,
+    refused_with,
+    wake_sender,
+)
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 logger = logging.getLogger(__name__)
+answer_refusals(bp, setup_problems=True)
 
 STATUS_ORDER = (RUNNING, PAUSED, FINISHED, ABORTED)
 MAX_SEATS = 99  # more than any game has: a seat number in a form beyond it is no seat
@@ -270,20 +278,22 @@ def new_game():
     return _new_game_page({}, {}, kind=_kind(request.args.get("game")))
 
 
+def _new_game_again(exc: ServiceError):
+    return _new_game_page(request.form, {"players": exc.message}, 422,
+                          _kind(request.form.get("game")))
+
+
 @bp.post("/games/new")
+@refused_with(_new_game_again)
 def new_game_post():
     kind = _kind(request.form.get("game"))
     rules = rules_for(kind)
     data, errors = read_admin_form(request.form, rules)
     if errors:
         return _new_game_page(request.form, errors, 422, kind)
-    try:
-        created = create_game(data.players, data.seed, kind=kind, colours=data.colours,
-                              start=data.start, title=data.title, time=data.time,
-                              variant=data.variant, absent_bot=data.absent_bot,
-                              rated=data.rated)
-    except (SetupProblem, ServiceError) as exc:
-        return _new_game_page(request.form, {"players": str(exc)}, 422, kind)
+    created = create_game(data.players, data.seed, kind=kind, colours=data.colours,
+                          start=data.start, title=data.title, time=data.time,
+                          variant=data.variant, absent_bot=data.absent_bot, rated=data.rated)
     wake_sender()
     flash(gettext("Game %(id)d is created; the players' invitations are on their way.",
                   id=created.game_id))
@@ -325,16 +335,14 @@ def _game_page(data: dict, error: str | None = None) -> str:
 
 
 @bp.post("/games/<int:game_id>/messages")
+@refused_with(lambda exc, game_id: (_game_page(_load_game(game_id), exc.message), 422))
 def messages(game_id: int):
     """Every message of the game, the private ones included: shown only once the audit log
     says which admin looked, when and why."""
     data = _load_game(game_id)
     if data is None:
         return _no_game(game_id)
-    try:
-        reason = stewardship.check_reason(request.form.get("reason"))
-    except ServiceError as exc:
-        return _game_page(data, exc.message), 422
+    reason = stewardship.check_reason(request.form.get("reason"))
     public, private = talk.counts(game_id)
     stewardship.note(g.admin.id, game_id, "read_messages", reason,
                      f"{public} to everyone, {private} private")
@@ -432,49 +440,53 @@ def confirm(game_id: int):
                            label=ACTIONS[fields["action"]].label)
 
 
+def _action_again(exc: ServiceError, game_id: int):
+    """The confirmation page again with the reason nothing was done (the error page for a game
+    or an action that cannot be described)."""
+    fields = _action_fields(request.form)
+    data = _load_game(game_id)
+    summary = _describe(data, fields) if data else None
+    if summary is None:
+        return error_page(exc)
+    return render_template("admin/confirm.html", game=data["game"], fields=fields,
+                           summary=summary, error=exc.message,
+                           shown=_shown_fields(fields["action"]),
+                           label=ACTIONS[fields["action"]].label), exc.status
+
+
 @bp.post("/games/<int:game_id>/do")
+@refused_with(_action_again)
 def do(game_id: int):
     fields = _action_fields(request.form)
     admin_id, action, reason = g.admin.id, fields["action"], fields["reason"]
     seat = form_number(fields["seat"], high=MAX_SEATS)
-    try:
-        if action in ACTIONS and ACTIONS[action].seat and seat is None:
-            raise stewardship.Malformed("choose a seat from the list")
-        if action == "resend":
-            stewardship.resend_link(admin_id, game_id, seat, reason)
-        elif action == "new_link":
-            stewardship.new_link(admin_id, game_id, seat, reason)
-        elif action == "email":
-            stewardship.change_email(admin_id, game_id, seat, fields["email"], reason)
-        elif action == "hand_over":
-            stewardship.hand_over(admin_id, game_id, seat, fields["name"], fields["email"],
-                                  reason)
-        elif action == "revoke_games":
-            stewardship.revoke_games_links(admin_id, game_id, seat, reason)
-        elif action in ("pause", "resume", "extend"):
-            hours = int(fields["hours"]) if fields["hours"].isdigit() and \
-                fields["hours"].isascii() and len(fields["hours"]) < 5 else None
-            stewardship.clock_action(admin_id, game_id, action, reason, hours)
-        elif action == "bot":
-            stewardship.hand_to_bot(admin_id, game_id, seat, fields["bot"], reason)
-        elif action == "absent_bot":
-            stewardship.set_absent_bot(admin_id, game_id, fields["bot"], reason)
-        elif action == "take_back":
-            stewardship.take_back(admin_id, game_id, reason)
-        elif action == "abort":
-            stewardship.abort_game(admin_id, game_id, reason)
-        else:
-            raise stewardship.Malformed("choose an action from the list")
-    except (ServiceError, SetupProblem) as exc:
-        message = exc.message if isinstance(exc, ServiceError) else str(exc)
-        data = _load_game(game_id)
-        summary = _describe(data, fields) if data else None
-        if summary is None:
-            return render_template("error.html", status=getattr(exc, "status", 422),
-                                   message=message), getattr(exc, "status", 422)
-        return render_template("admin/confirm.html", game=data["game"], fields=fields,
-                               summary=summary, error=message, shown=_shown_fields(action),
-                               label=ACTIONS[action].label), getattr(exc, "status", 422)
+    if action in ACTIONS and ACTIONS[action].seat and seat is None:
+        raise stewardship.Malformed("choose a seat from the list")
+    if action == "resend":
+        stewardship.resend_link(admin_id, game_id, seat, reason)
+    elif action == "new_link":
+        stewardship.new_link(admin_id, game_id, seat, reason)
+    elif action == "email":
+        stewardship.change_email(admin_id, game_id, seat, fields["email"], reason)
+    elif action == "hand_over":
+        stewardship.hand_over(admin_id, game_id, seat, fields["name"], fields["email"],
+                              reason)
+    elif action == "revoke_games":
+        stewardship.revoke_games_links(admin_id, game_id, seat, reason)
+    elif action in ("pause", "resume", "extend"):
+        hours = int(fields["hours"]) if fields["hours"].isdigit() and \
+            fields["hours"].isascii() and len(fields["hours"]) < 5 else None
+        stewardship.clock_action(admin_id, game_id, action, reason, hours)
+    elif action == "bot":
+        stewardship.hand_to_bot(admin_id, game_id, seat, fields["bot"], reason)
+    elif action == "absent_bot":
+        stewardship.set_absent_bot(admin_id, game_id, fields["bot"], reason)
+    elif action == "take_back":
+        stewardship.take_back(admin_id, game_id, reason)
+    elif action == "abort":
+        stewardship.abort_game(admin_id, game_id, reason)
+    else:
+        raise stewardship.Malformed("choose an action from the list")
     wake_sender()
     flash(gettext("Done: %(action)s.", action=gettext(ACTIONS[action].label)))
     return redirect(url_for("admin.game", game_id=game_id), code=303)
@@ -489,13 +501,15 @@ def outbox(error: str | None = None):
     return render_template("admin/outbox.html", rows=rows, wanted=wanted, error=error)
 
 
+def _outbox_again(exc: ServiceError, message_id: int):
+    """Refused on the outbox page, which says why."""
+    return outbox(f"{exc.message[:1].upper()}{exc.message[1:]}; nothing was done."), exc.status
+
+
 @bp.post("/outbox/<int:message_id>/retry")
+@refused_with(_outbox_again)
 def retry(message_id: int):
-    try:
-        stewardship.retry_mail(g.admin.id, message_id)
-    except ServiceError as exc:  # refused on the outbox page, which says why
-        return outbox(f"{exc.message[:1].upper()}{exc.message[1:]}; nothing was done."), \
-            exc.status
+    stewardship.retry_mail(g.admin.id, message_id)
     wake_sender()
     flash(gettext("Mail %(id)d is queued again.", id=message_id))
     return redirect(url_for("admin.outbox"), code=303)
@@ -518,11 +532,9 @@ def rated_games(error: str | None = None):
 
 
 @bp.post("/ratings/<int:game_id>/void")
+@refused_with(lambda exc, game_id: (rated_games(exc.message), exc.status))
 def void_rating(game_id: int):
-    try:
-        ratings.void_result(g.admin.id, game_id, request.form.get("reason", ""))
-    except ServiceError as exc:
-        return rated_games(exc.message), exc.status
+    ratings.void_result(g.admin.id, game_id, request.form.get("reason", ""))
     flash(gettext("The result of game %(id)d is voided; the ratings were computed again "
                   "without it.", id=game_id))
     return redirect(url_for("admin.rated_games"), code=303)

@@ -19,7 +19,7 @@ from ..services.errors import Malformed, ServiceError
 from ..services.log import LogEntry
 from ..services.moves import submit_move
 from ..services.seats import SeatContext, load_seat
-from .site import csrf, wake_sender
+from .site import answer_refusals, csrf, refused_with, wake_sender
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 csrf.exempt(bp)
@@ -112,8 +112,11 @@ def seat_document(ctx: SeatContext) -> dict:
     return document
 
 
-def _error(exc: ServiceError):
+def _error(exc: ServiceError, **_view_args):
     return jsonify(error=exc.message, status=exc.status), exc.status
+
+
+answer_refusals(bp, _error)
 
 
 OPENAPI = "docs/openapi.yaml"
@@ -149,10 +152,7 @@ def openapi():
 
 @bp.get("/seat/<token>")
 def seat(token: str):
-    try:
-        return jsonify(seat_document(load_seat(token, API_LOG)))
-    except ServiceError as exc:
-        return _error(exc)
+    return jsonify(seat_document(load_seat(token, API_LOG)))
 
 
 # Turn numbers a client may send: JSON's safe whole numbers. Anything larger cannot be a turn,
@@ -207,11 +207,8 @@ def move(token: str):
     if len(set(numbers)) > 1:
         return _unprocessable('"moves_played" and "turn" are one number under two names; send '
                               'one of them')
-    try:
-        result = submit_move(token, body["move"], numbers[0], via="api", context_log=API_LOG,
-                             client=request.remote_addr)
-    except ServiceError as exc:
-        return _error(exc)
+    result = submit_move(token, body["move"], numbers[0], via="api", context_log=API_LOG,
+                         client=request.remote_addr)
     wake_sender()
     document = seat_document(result.context)
     document["applied"] = {"move": result.notation, "lines": result.lines}
@@ -221,15 +218,18 @@ def move(token: str):
 @bp.get("/seat/<token>/messages")
 def messages(token: str):
     """The messages this seat may read (to everyone, and its own private ones), newest last."""
-    try:
-        entries = talk.thread(token)
-    except ServiceError as exc:
-        return _error(exc)
+    entries = talk.thread(token)
     return jsonify(messages=[e.as_dict() for e in entries],
                    unread=sum(1 for e in entries if e.unread))
 
 
+def _message_refused(exc: ServiceError, token: str):
+    """The body has the documented form when a Malformed comes back: what it says is refused."""
+    return _unprocessable(exc.message) if isinstance(exc, Malformed) else _error(exc)
+
+
 @bp.post("/seat/<token>/messages")
+@refused_with(_message_refused)
 def post_message(token: str):
     try:
         body = request.get_json(silent=True)
@@ -247,13 +247,8 @@ def post_message(token: str):
     text, limit = body["text"], current_app.config["TALK_MAX_LENGTH"]
     if not isinstance(text, str) or not 1 <= len(text) <= limit:
         return _bad_request(f'"text" must be the message, 1 to {limit} characters')
-    try:
-        posted = talk.post_message(token, text, to, via="api")
-        entries = talk.thread(token)
-    except Malformed as exc:  # the body has the documented form; what it says is refused
-        return _unprocessable(exc.message)
-    except ServiceError as exc:
-        return _error(exc)
+    posted = talk.post_message(token, text, to, via="api")
+    entries = talk.thread(token)
     wake_sender()
     sent = next(e for e in entries if e.key == posted.id)
     return jsonify(sent.as_dict()), 201
@@ -262,10 +257,7 @@ def post_message(token: str):
 @bp.post("/seat/<token>/undo")
 def ask_undo(token: str):
     """Ask the other players to let this seat take back its last turn (pbem.services.undo)."""
-    try:
-        asked = undo.ask(token)
-    except ServiceError as exc:
-        return _error(exc)
+    asked = undo.ask(token)
     wake_sender()
     return jsonify(status=asked.status, expires_at=asked.expires_at.isoformat())
 
@@ -281,9 +273,6 @@ def answer_undo(token: str):
             or body["answer"] not in (undo.AGREE, undo.DECLINE):
         return _bad_request('send a JSON object {"answer": "agree"} or {"answer": "decline"} '
                             'with the header Content-Type: application/json')
-    try:
-        status = undo.answer(token, body["answer"])
-    except ServiceError as exc:
-        return _error(exc)
+    status = undo.answer(token, body["answer"])
     wake_sender()
     return jsonify(status=status)

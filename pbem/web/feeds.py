@@ -27,7 +27,7 @@ from ..ground import i18n
 from ..ground.i18n import gettext
 from ..services import feeds
 from ..services.errors import Malformed, ServiceError
-from .site import error_response
+from .site import answer_refusals, error_response
 
 bp = Blueprint("feeds", __name__)
 
@@ -39,11 +39,14 @@ def _base() -> str:
     return current_app.config["BASE_URL"].rstrip("/")
 
 
-def _error(exc: ServiceError):
+def _error(exc: ServiceError, **_view_args):
     response, status = error_response(exc.status, exc.message)
     response = current_app.make_response((response, status))
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+answer_refusals(bp, _error)
 
 
 def _conditional(version: str, modified, private: bool) -> Response:
@@ -99,18 +102,15 @@ def public_moves(watch_id: str):
     """A game's moves as a spectator sees them (no hand, no private message)."""
     raw = request.args.get("lang")
     try:
-        try:
-            language = i18n.check_language(raw) if raw is not None \
-                else current_app.config["GAMES_LANGUAGE"]
-        except ValueError as exc:
-            raise Malformed(str(exc)) from None
-        head = feeds.public_moves(watch_id, language, with_entries=False)
-        response = _conditional(head.version, head.game.updated_at, private=False)
-        if response.status_code == 304:
-            return response
-        feed = feeds.public_moves(watch_id, language)
-    except ServiceError as exc:
-        return _error(exc)
+        language = i18n.check_language(raw) if raw is not None \
+            else current_app.config["GAMES_LANGUAGE"]
+    except ValueError as exc:
+        raise Malformed(str(exc)) from None
+    head = feeds.public_moves(watch_id, language, with_entries=False)
+    response = _conditional(head.version, head.game.updated_at, private=False)
+    if response.status_code == 304:
+        return response
+    feed = feeds.public_moves(watch_id, language)
     self_link = f"{_base()}/watch/{watch_id}/feed.atom" + (f"?lang={language}" if raw else "")
     response = _conditional(feed.version, feed.game.updated_at, private=False)
     response.set_data(_atom(feed, self_link))
@@ -121,14 +121,11 @@ def public_moves(watch_id: str):
 @bp.get("/feeds/<key>/moves.atom")
 def seat_moves(key: str):
     """A seat's moves feed: its own view (its own draws), in its language."""
-    try:
-        head = feeds.seat_moves(key, with_entries=False)
-        response = _conditional(head.version, head.game.updated_at, private=True)
-        if response.status_code == 304:
-            return response
-        feed = feeds.seat_moves(key)
-    except ServiceError as exc:
-        return _error(exc)
+    head = feeds.seat_moves(key, with_entries=False)
+    response = _conditional(head.version, head.game.updated_at, private=True)
+    if response.status_code == 304:
+        return response
+    feed = feeds.seat_moves(key)
     response = _conditional(feed.version, feed.game.updated_at, private=True)
     response.set_data(_atom(feed, None))
     response.mimetype = "application/atom+xml"
@@ -182,10 +179,7 @@ def _ics(calendar: feeds.Calendar) -> bytes:
 @bp.get("/feeds/<key>/deadlines.ics")
 def deadlines(key: str):
     """An address's deadlines, for a calendar program to subscribe to."""
-    try:
-        calendar = feeds.calendar(key)
-    except ServiceError as exc:
-        return _error(exc)
+    calendar = feeds.calendar(key)
     i18n.use(calendar.language)
     newest = max((t.game.updated_at for t in calendar.turns), default=None)
     response = _conditional(calendar.version, newest, private=True)
@@ -199,10 +193,7 @@ def deadlines(key: str):
 @bp.post("/seat/<token>/feed")
 def new_seat_feed(token: str):
     """A new private feed link for the seat (the old one stops working)."""
-    try:
-        feeds.new_seat_feed(token)
-    except ServiceError as exc:
-        return _error(exc)
+    feeds.new_seat_feed(token)
     flash(gettext("Your new feed link is below; the old one no longer works."))
     return redirect(url_for("seat.page", token=token, _anchor="feed"), code=303)
 
@@ -210,10 +201,7 @@ def new_seat_feed(token: str):
 @bp.post("/me/<token>/calendar")
 def new_calendar_feed(token: str):
     """A new calendar feed link for the address (the old one stops working)."""
-    try:
-        feeds.new_calendar_feed(token)
-    except ServiceError as exc:
-        return _error(exc)
+    feeds.new_calendar_feed(token)
     flash(gettext("Your new calendar link is below; the old one no longer works."))
     return redirect(url_for("players.page", token=token, _anchor="calendar"), code=303)
 

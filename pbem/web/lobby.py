@@ -22,7 +22,7 @@ from ..services.lobby import (
     withdraw,
 )
 from .profiles import client_address
-from .site import wake_sender
+from .site import answer_refusals, refused_with, wake_sender
 
 bp = Blueprint("lobby", __name__)
 
@@ -36,11 +36,7 @@ def _only_when_open():
 def _page(token: str | None, form=None, errors=None, status: int = 200, error: str | None = None):
     email = None
     if token is not None:
-        try:
-            email, language = reader(token)
-        except ServiceError as exc:
-            return render_template("error.html", status=exc.status,
-                                   message=exc.message), exc.status
+        email, language = reader(token)
         i18n.use(language)
     kind = (form or {}).get("game") or request.args.get("game") or DEFAULT_KIND
     kind = kind if kind in game_kinds() else DEFAULT_KIND
@@ -52,6 +48,19 @@ def _page(token: str | None, form=None, errors=None, status: int = 200, error: s
                            default_zone=config["GAMES_TIMEZONE"], min_hours=MIN_HOURS,
                            max_hours=MAX_HOURS, ask_url=_absolute("/me"),
                            started=started_games(email) if email else []), status
+
+
+def _again(exc: ServiceError, token: str | None = None, **_view_args):
+    """The lobby again with the reason nothing was done."""
+    return _page(token, None, {}, exc.status, exc.message)
+
+
+def _posting_again(exc: ServiceError, token: str):
+    """The lobby again with the reason, the posting form as it was sent."""
+    return _page(token, request.form, {}, exc.status, exc.message)
+
+
+answer_refusals(bp, _again)
 
 
 def _absolute(path: str) -> str:
@@ -71,22 +80,17 @@ def mine(token: str):
 
 
 @bp.post("/me/<token>/lobby")
+@refused_with(_posting_again)
 def post_game(token: str):
     posting, errors = read_lobby_form(request.form)
     if errors:
         return _page(token, request.form, errors, 422)
-    try:
-        post(token, posting, client_address())
-    except ServiceError as exc:
-        return _page(token, request.form, {}, exc.status, exc.message)
+    post(token, posting, client_address())
     return redirect(url_for("lobby.mine", token=token), code=303)
 
 
 def _act(token: str, action):
-    try:
-        action()
-    except ServiceError as exc:
-        return _page(token, None, {}, exc.status, exc.message)
+    action()
     wake_sender()
     return redirect(url_for("lobby.mine", token=token), code=303)
 

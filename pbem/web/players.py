@@ -10,27 +10,20 @@ from __future__ import annotations
 from flask import Blueprint, redirect, render_template, request, url_for
 
 from ..ground.models import FEED_CALENDAR
-from ..services.errors import ServiceError
 from ..services.feeds import calendar_feed_token, feed_url
 from ..services.my_games import my_games, open_seat
+from .site import answer_refusals
 
 bp = Blueprint("players", __name__, url_prefix="/me")
 
 
-def _error(exc: ServiceError):
-    return render_template("error.html", status=exc.status, message=exc.message), exc.status
+answer_refusals(bp)
 
 
 @bp.get("/<token>")
 def page(token: str):
-    try:
-        email, entries = my_games(token)
-    except ServiceError as exc:
-        return _error(exc)
-    try:
-        calendar_link = feed_url(calendar_feed_token(token), FEED_CALENDAR)
-    except ServiceError as exc:
-        return _error(exc)
+    email, entries = my_games(token)
+    calendar_link = feed_url(calendar_feed_token(token), FEED_CALENDAR)
     return render_template("players/games.html", email=email, entries=entries, token=token,
                            waiting=sum(1 for e in entries if e.my_move),
                            calendar_link=calendar_link)
@@ -38,8 +31,5 @@ def page(token: str):
 
 @bp.post("/<token>/open")
 def open_game(token: str):
-    try:
-        link = open_seat(token, request.form.get("game", ""))
-    except ServiceError as exc:
-        return _error(exc)
+    link = open_seat(token, request.form.get("game", ""))
     return redirect(url_for("seat.page", token=link.rsplit("/", 1)[1]), code=303)

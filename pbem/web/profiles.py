@@ -16,7 +16,7 @@ from ..services.errors import ServiceError
 from ..services.feeds import calendar_feed_token, feed_url
 from ..services.profiles import own_profile, public_profile, request_link, save_profile
 from .seat import COMMON_ZONES
-from .site import wake_sender
+from .site import answer_refusals, refused_with, wake_sender
 
 bp = Blueprint("profiles", __name__)
 
@@ -26,8 +26,7 @@ def client_address() -> str:
     return (request.remote_addr or "unknown")[:64]
 
 
-def _error(exc: ServiceError):
-    return render_template("error.html", status=exc.status, message=exc.message), exc.status
+answer_refusals(bp)
 
 
 @bp.get("/me")
@@ -35,23 +34,21 @@ def ask():
     return render_template("profiles/ask.html", form={}, error=None)
 
 
+def _ask_again(exc: ServiceError):
+    return render_template("profiles/ask.html", form=request.form, error=exc.message), exc.status
+
+
 @bp.post("/me")
+@refused_with(_ask_again)
 def ask_post():
-    try:
-        email = request_link(request.form.get("email"), client_address())
-    except ServiceError as exc:
-        return render_template("profiles/ask.html", form=request.form,
-                               error=exc.message), exc.status
+    email = request_link(request.form.get("email"), client_address())
     wake_sender()
     return render_template("profiles/asked.html", email=email)
 
 
 def _edit_page(token: str, form=None, errors=None, status: int = 200, saved: bool = False):
-    try:
-        profile, is_saved, ratings = own_profile(token)
-        calendar_link = feed_url(calendar_feed_token(token), FEED_CALENDAR)
-    except ServiceError as exc:
-        return _error(exc)
+    profile, is_saved, ratings = own_profile(token)
+    calendar_link = feed_url(calendar_feed_token(token), FEED_CALENDAR)
     i18n.use(profile.language)  # the page in the language the player chose
     return render_template("profiles/edit.html", token=token, profile=profile,
                            is_saved=is_saved, ratings=ratings, form=form, errors=errors or {},
@@ -67,10 +64,7 @@ def edit(token: str):
 
 @bp.post("/me/<token>/profile")
 def edit_post(token: str):
-    try:
-        errors = save_profile(token, request.form)
-    except ServiceError as exc:
-        return _error(exc)
+    errors = save_profile(token, request.form)
     if errors:
         return _edit_page(token, request.form, errors, 422)
     return redirect(url_for("profiles.edit", token=token, saved=1), code=303)
@@ -78,8 +72,5 @@ def edit_post(token: str):
 
 @bp.get("/players/<public_id>")
 def public(public_id: str):
-    try:
-        profile = public_profile(public_id, request.args.get("page"))
-    except ServiceError as exc:
-        return _error(exc)
+    profile = public_profile(public_id, request.args.get("page"))
     return render_template("profiles/public.html", profile=profile)

@@ -8,19 +8,17 @@ from __future__ import annotations
 from flask import Blueprint, current_app, render_template
 
 from ..games import game_kinds
-from ..services.errors import ServiceError
 from ..services.ratings import ranking as ranking_of
 from ..services.ratings import rules_title
+from .site import answer_refusals
 
 bp = Blueprint("ratings", __name__)
+answer_refusals(bp)
 
 
 @bp.get("/ratings/<kind>")
 def ranking(kind: str):
-    try:
-        shown = ranking_of(kind)
-    except ServiceError as exc:
-        return render_template("error.html", status=exc.status, message=exc.message), exc.status
+    shown = ranking_of(kind)
     return render_template("ratings/ranking.html", kind=kind, title=rules_title(kind),
                            lines=shown.lines, games=game_kinds(), provisional=shown.provisional,
                            needed=current_app.config["GAMES_RATING_OPPONENTS"])

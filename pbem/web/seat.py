@@ -40,7 +40,7 @@ from ..services.time import (
     set_timezone,
     take_vacation,
 )
-from .site import wake_sender
+from .site import answer_refusals, refused_with, wake_sender
 
 bp = Blueprint("seat", __name__, url_prefix="/seat")
 
@@ -94,53 +94,40 @@ def _form_turn() -> int:
     return int(raw)
 
 
-def _refusal(token: str, exc: ServiceError):
+def _refusal(exc: ServiceError, token: str, **_view_args):
     """The page again, current, with the reason nothing was done (and the form as sent)."""
-    try:
-        ctx = _load(token)
-    except ServiceError as missing:
-        return render_template("error.html", status=missing.status,
-                               message=missing.message), missing.status
     form = request.form if isinstance(exc, (Rejected, Malformed)) else None
-    return _render(ctx, token, exc.status, error=exc.message, form=form)
+    return _render(_load(token), token, exc.status, error=exc.message, form=form)
+
+
+answer_refusals(bp, _refusal)
 
 
 @bp.get("/<token>")
 def page(token: str):
-    try:
-        ctx = _load(token)
-    except ServiceError as exc:
-        return render_template("error.html", status=exc.status, message=exc.message), exc.status
-    return _render(ctx, token)
+    return _render(_load(token), token)
 
 
 @bp.post("/<token>/edit")
 def edit(token: str):
     """Back from the preview to the form, filled in as it was; changes nothing."""
-    try:
-        ctx = _load(token)
-    except ServiceError as exc:
-        return _refusal(token, exc)
-    return _render(ctx, token, form=request.form)
+    return _render(_load(token), token, form=request.form)
 
 
 @bp.post("/<token>/preview")
 def preview(token: str):
+    ctx = _load(token)
+    turn = _form_turn()
+    if turn != ctx.game.turn:
+        raise moved_on(ctx.game, turn)
+    if ctx.rules.to_move(ctx.state) != ctx.seat.number:
+        raise NotYourTurn(gettext("It is not your move now; nothing was changed."))
     try:
-        ctx = _load(token)
-        turn = _form_turn()
-        if turn != ctx.game.turn:
-            raise moved_on(ctx.game, turn)
-        if ctx.rules.to_move(ctx.state) != ctx.seat.number:
-            raise NotYourTurn(gettext("It is not your move now; nothing was changed."))
-        try:
-            text = ctx.rules.move_from_form(ctx.state, request.form)
-            move = ctx.rules.parse(ctx.state, text)
-            after = ctx.rules.apply(ctx.state, move)
-        except MoveError as exc:
-            raise Rejected(str(exc)) from None
-    except ServiceError as exc:
-        return _refusal(token, exc)
+        text = ctx.rules.move_from_form(ctx.state, request.form)
+        move = ctx.rules.parse(ctx.state, text)
+        after = ctx.rules.apply(ctx.state, move)
+    except MoveError as exc:
+        raise Rejected(str(exc)) from None
     # Never the card a draw would take: foretell names no hidden card and the map shows only
     # the position the game kind says a preview may show; describe is told in a spectator's
     # words, on the map as it is now (for a game kind that cannot foretell).
@@ -162,18 +149,15 @@ def preview(token: str):
 
 @bp.post("/<token>/move")
 def move(token: str):
-    try:
-        turn = _form_turn()
-        text = request.form.get("move", "")
-        if not text:
-            ctx = _load(token)
-            try:
-                text = ctx.rules.move_from_form(ctx.state, request.form)
-            except MoveError as exc:
-                raise Rejected(str(exc)) from None
-        result = submit_move(token, text, turn, via="web", client=request.remote_addr)
-    except ServiceError as exc:
-        return _refusal(token, exc)
+    turn = _form_turn()
+    text = request.form.get("move", "")
+    if not text:
+        ctx = _load(token)
+        try:
+            text = ctx.rules.move_from_form(ctx.state, request.form)
+        except MoveError as exc:
+            raise Rejected(str(exc)) from None
+    result = submit_move(token, text, turn, via="web", client=request.remote_addr)
     wake_sender()
     for line in result.lines:
         flash(line)
@@ -183,12 +167,8 @@ def move(token: str):
 def _seat_action(token: str, action, done):
     """Run one of the seat's own settings actions (POST), then show the page again; `done`
     makes the message from the action's result and the seat's context (for its time zone)."""
-    try:
-        result = action()
-        ctx = load_seat(token, log_limit=0)
-    except ServiceError as exc:
-        return _refusal(token, exc)
-    flash(done(result, ctx))
+    result = action()
+    flash(done(result, load_seat(token, log_limit=0)))
     return redirect(url_for("seat.page", token=token), code=303)
 
 
@@ -203,10 +183,7 @@ def turn_file_text(ctx: SeatContext) -> str:
 @bp.get("/<token>/turnfile")
 def turn_file(token: str):
     """This seat's turn file as a text download (it changes nothing)."""
-    try:
-        ctx = load_seat(token, log_limit=0)
-    except ServiceError as exc:
-        return render_template("error.html", status=exc.status, message=exc.message), exc.status
+    ctx = load_seat(token, log_limit=0)
     name = turnfile.file_name(ctx.game.kind, ctx.game.id, ctx.turn_number or 1, ctx.seat.colour)
     return Response(turn_file_text(ctx), mimetype="text/plain",
                     headers={"Content-Disposition": f'attachment; filename="{name}"'})
@@ -218,25 +195,18 @@ def upload_turn_file(token: str):
 
     The link is checked before the file is read: a made-up link costs one lookup, not the
     reading of 32 KB of text (issue 34)."""
-    try:
-        load_seat(token, log_limit=0)
-    except ServiceError as exc:
-        return _refusal(token, exc)
+    load_seat(token, log_limit=0)
     upload = request.files.get("turnfile")
     raw = upload.read(MAX_TURN_FILE + 1) if upload and upload.filename else \
         request.form.get("orders", "").encode("utf-8")
+    if len(raw) > MAX_TURN_FILE:
+        raise Malformed(gettext("That file is too long for a turn file; upload the one "
+                                "you downloaded, with your orders written in."))
     try:
-        if len(raw) > MAX_TURN_FILE:
-            raise Malformed(gettext("That file is too long for a turn file; upload the one "
-                                    "you downloaded, with your orders written in."))
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            text = raw.decode("latin-1")
-        result = submit_orders(token, turnfile.read(text), via="web",
-                               client=request.remote_addr)
-    except ServiceError as exc:
-        return _refusal(token, exc)
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    result = submit_orders(token, turnfile.read(text), via="web", client=request.remote_addr)
     wake_sender()
     for applied in result.applied:
         for line in applied.lines:
@@ -295,18 +265,17 @@ def back(token: str):
                                                     "again from your next one."))
 
 
+def _talk_refusal(exc: ServiceError, token: str):
+    """The page again, the message kept in its box, and why (under the box)."""
+    return _render(_load(token), token, exc.status, form=request.form, talk_error=exc.message)
+
+
 @bp.post("/<token>/talk")
+@refused_with(_talk_refusal)
 def send_message(token: str):
     """A message to every seat or privately to one (the thread is under the board)."""
-    try:
-        posted = talk.post_message(token, request.form.get("text", ""), request.form.get("to"),
-                                   via="web")
-    except ServiceError as exc:  # the page again, the message kept in its box, and why
-        try:
-            ctx = _load(token)
-        except ServiceError:
-            return _refusal(token, exc)
-        return _render(ctx, token, exc.status, form=request.form, talk_error=exc.message)
+    posted = talk.post_message(token, request.form.get("text", ""), request.form.get("to"),
+                               via="web")
     wake_sender()
     flash(gettext("Your message was sent to everyone.") if posted.to is None
           else gettext("Your private message was sent."))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 import orjson
-from flask import Flask, current_app, g, jsonify, make_response, render_template, request
+from flask import Blueprint, Flask, current_app, g, jsonify, make_response, render_template, request
 from flask.json.provider import DefaultJSONProvider
 from flask_wtf.csrf import CSRFError, CSRFProtect, same_origin, validate_csrf
 from sqlalchemy.exc import SQLAlchemyError
@@ -16,12 +16,13 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter
 from wtforms import ValidationError
 
-from ..games.interface import move_words
+from ..games.interface import SetupProblem, move_words
 from ..ground import i18n
 from ..ground.db import SCHEMA_OK
 from ..ground.i18n import N_, gettext
 from ..ground.logs import HideSecrets, guard, hide_secrets
 from ..services import turnfile
+from ..services.errors import Rejected, ServiceError
 
 logger = logging.getLogger(__name__)
 UNGUARDED = ("/health", "/favicon.ico")  # answered without the schema check
@@ -113,6 +114,42 @@ def error_response(status: int, message: str):
     if wants_json():
         return jsonify(error=message, status=status), status
     return render_template("error.html", status=status, message=message), status
+
+
+def error_page(exc: ServiceError, **_view_args):
+    """The error page with a refusal's status and message: the usual answer to a refusal."""
+    return render_template("error.html", status=exc.status, message=exc.message), exc.status
+
+
+def refused_with(answer):
+    """Mark a view whose refusals get `answer(exc, **view_args)` instead of its blueprint's
+    usual one (see `answer_refusals`)."""
+    def mark(view):
+        view.refusal = answer
+        return view
+    return mark
+
+
+def answer_refusals(bp: Blueprint, usual=error_page, setup_problems: bool = False) -> None:
+    """The one place a blueprint answers a ServiceError its views let through: with the view's
+    own answer (`refused_with`), else with `usual`, both called as `answer(exc, **view_args)`.
+
+    A refusal met while answering (the page that would say why cannot be read either) gets
+    the error page of that refusal. With `setup_problems`, a game that cannot be set up as
+    asked (SetupProblem) is answered as a Rejected with its words."""
+    def refused(exc: Exception):
+        if not isinstance(exc, ServiceError):
+            exc = Rejected(str(exc))
+        view = current_app.view_functions.get(request.endpoint or "")
+        answer = getattr(view, "refusal", usual)
+        try:
+            return answer(exc, **(request.view_args or {}))
+        except ServiceError as again:
+            return error_page(again)
+
+    bp.register_error_handler(ServiceError, refused)
+    if setup_problems:
+        bp.register_error_handler(SetupProblem, refused)
 
 
 def site_name() -> str:

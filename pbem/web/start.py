@@ -26,7 +26,7 @@ from ..services.starting import (
     start_game,
     starter_view,
 )
-from .site import wake_sender
+from .site import answer_refusals, refused_with, wake_sender
 
 bp = Blueprint("start", __name__)
 
@@ -54,8 +54,21 @@ def _new_page(form, errors, status=200, kind=DEFAULT_KIND):
                            max_hours=MAX_HOURS), status
 
 
-def _error(exc: ServiceError):
-    return render_template("error.html", status=exc.status, message=exc.message), exc.status
+def _new_again(exc: ServiceError):
+    """The form again, as sent, with the reason beside the players."""
+    return _new_page(request.form, {"players": exc.message}, exc.status,
+                     _kind(request.form.get("game")))
+
+
+def _manage_again(exc: ServiceError, token: str):
+    return _manage_page(token, exc.status, exc.message)
+
+
+def _invitation_again(exc: ServiceError, token: str, choice: str):
+    return _invitation_page(token, exc.status, exc.message, request.form)
+
+
+answer_refusals(bp)
 
 
 @bp.get("/new")
@@ -65,25 +78,20 @@ def new():
 
 
 @bp.post("/new")
+@refused_with(_new_again)
 def new_post():
     _open()
     kind = _kind(request.form.get("game"))
     draft, errors = read_new_form(request.form, kind)
     if errors:
         return _new_page(request.form, errors, 422, kind)
-    try:
-        propose(draft, _client_address(), language=i18n.language())
-    except ServiceError as exc:
-        return _new_page(request.form, {"players": exc.message}, exc.status, kind)
+    propose(draft, _client_address(), language=i18n.language())
     wake_sender()
     return render_template("start/sent.html", email=draft.starter.email)
 
 
 def _manage_page(token: str, status: int = 200, error: str | None = None):
-    try:
-        view = starter_view(token)
-    except ServiceError as exc:
-        return _error(exc)
+    view = starter_view(token)
     proposal, everyone = view.proposal, view.everyone
     rules = rules_for(proposal.kind)
     accepted = sum(1 for i in everyone if i.status == ACCEPTED)
@@ -100,20 +108,19 @@ def manage(token: str):
 
 
 def _starter_action(token: str, action):
-    try:
-        action()
-    except ServiceError as exc:
-        return _manage_page(token, exc.status, exc.message)
+    action()
     wake_sender()
     return redirect(url_for("start.manage", token=token), code=303)
 
 
 @bp.post("/new/game/<token>/confirm")
+@refused_with(_manage_again)
 def confirm_post(token: str):
     return _starter_action(token, lambda: confirm(token))
 
 
 @bp.post("/new/game/<token>/start")
+@refused_with(_manage_again)
 def start_post(token: str):
     def go():
         start_game(proposal_of(token), by_starter=True)
@@ -121,17 +128,15 @@ def start_post(token: str):
 
 
 @bp.post("/new/game/<token>/cancel")
+@refused_with(_manage_again)
 def cancel_post(token: str):
     return _starter_action(token, lambda: cancel(token))
 
 
 def _invitation_page(token: str, status: int = 200, error: str | None = None, form=None):
-    try:
-        invitation, proposal, everyone = invitation_view(token)
-        if invitation.number == 0:
-            return redirect(url_for("start.manage", token=token), code=303)
-    except ServiceError as exc:
-        return _error(exc)
+    invitation, proposal, everyone = invitation_view(token)
+    if invitation.number == 0:
+        return redirect(url_for("start.manage", token=token), code=303)
     return render_template("start/invitation.html", token=token, invitation=invitation,
                            proposal=proposal, everyone=everyone, rules=rules_for(proposal.kind),
                            error=error, form=form or {}), status
@@ -143,39 +148,28 @@ def invitation(token: str):
 
 
 @bp.post("/invite/<token>/<choice>")
+@refused_with(_invitation_again)
 def answer_post(token: str, choice: str):
     if choice not in ("accept", "decline"):
         abort(404)
-    try:
-        ready = answer(token, choice == "accept", request.form.get("name"),
-                       language=i18n.language())
-        if ready:
-            proposal_id = proposal_of(token)
-            try:
-                start_game(proposal_id)
-            except GameNotRunning:  # the last two accepted at once: the other one started it
-                pass
-    except ServiceError as exc:
-        return _invitation_page(token, exc.status, exc.message, request.form)
+    if answer(token, choice == "accept", request.form.get("name"), language=i18n.language()):
+        try:
+            start_game(proposal_of(token))
+        except GameNotRunning:  # the last two accepted at once: the other one started it
+            pass
     wake_sender()
     return redirect(url_for("start.invitation", token=token), code=303)
 
 
 @bp.get("/seat/<token>/rematch")
 def rematch_page(token: str):
-    try:
-        seat, game, seats = seat_view(token)
-    except ServiceError as exc:
-        return _error(exc)
+    seat, game, seats = seat_view(token)
     return render_template("start/rematch.html", token=token, seat=seat, game=game,
                            seats=seats)
 
 
 @bp.post("/seat/<token>/rematch")
 def rematch_post(token: str):
-    try:
-        link = rematch(token, _client_address())
-    except ServiceError as exc:
-        return _error(exc)
+    link = rematch(token, _client_address())
     wake_sender()
     return redirect(link, code=303)

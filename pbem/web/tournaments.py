@@ -31,7 +31,7 @@ from ..services.errors import ServiceError
 from ..services.players import parse_player
 from ..services.tables import FORMATS, LEAGUE
 from . import admin
-from .site import form_number, wake_sender
+from .site import answer_refusals, form_number, refused_with, wake_sender
 
 bp = Blueprint("tournaments", __name__)
 admin_bp = Blueprint("admin_tournaments", __name__, url_prefix="/admin/tournaments")
@@ -144,16 +144,24 @@ def _read_setup(form) -> tuple[tournaments.Setup | None, dict]:
         rated=form.get("rated") == "on"), {}
 
 
+def _create_again(exc: ServiceError):
+    return _new_page(request.form, {"setup": exc.message}, 422)
+
+
+def _show_again(exc: ServiceError, tournament_id: int):
+    return _show(tournament_id, exc.message, exc.status if exc.status != 400 else 422)
+
+
+answer_refusals(admin_bp, setup_problems=True)
+
+
 @admin_bp.post("/new")
+@refused_with(_create_again)
 def create():
     setup, errors = _read_setup(request.form)
-    if setup is not None:
-        try:
-            tid = tournaments.create_tournament(g.admin.id, setup)
-        except (SetupProblem, ServiceError) as exc:
-            errors = {"setup": str(exc)}
-    if errors:
+    if setup is None:
         return _new_page(request.form, errors, 422)
+    tid = tournaments.create_tournament(g.admin.id, setup)
     wake_sender()
     flash(gettext("The tournament is created; its first games' invitations are on their way."))
     return redirect(url_for("admin_tournaments.show", tournament_id=tid), code=303)
@@ -177,6 +185,7 @@ def show(tournament_id: int):
 
 
 @admin_bp.post("/<int:tournament_id>/next-season")
+@refused_with(_show_again)
 def next_season(tournament_id: int):
     errors: dict[str, str] = {}
     joining = _players(request.form.get("joining", ""), errors, "joining")
@@ -184,21 +193,16 @@ def next_season(tournament_id: int):
                if line.strip()][:MAX_LINES]
     if errors:
         return _show(tournament_id, errors["joining"], 422)
-    try:
-        tournaments.start_next_season(g.admin.id, tournament_id, leaving, joining,
-                                      request.form.get("reason", ""))
-    except ServiceError as exc:
-        return _show(tournament_id, exc.message, exc.status if exc.status != 400 else 422)
+    tournaments.start_next_season(g.admin.id, tournament_id, leaving, joining,
+                                  request.form.get("reason", ""))
     wake_sender()
     flash(gettext("The next season has begun; its games' invitations are on their way."))
     return redirect(url_for("admin_tournaments.show", tournament_id=tournament_id), code=303)
 
 
 @admin_bp.post("/<int:tournament_id>/close")
+@refused_with(_show_again)
 def close(tournament_id: int):
-    try:
-        tournaments.close_tournament(g.admin.id, tournament_id, request.form.get("reason", ""))
-    except ServiceError as exc:
-        return _show(tournament_id, exc.message, exc.status if exc.status != 400 else 422)
+    tournaments.close_tournament(g.admin.id, tournament_id, request.form.get("reason", ""))
     flash(gettext("The tournament is closed: no further rounds."))
     return redirect(url_for("admin_tournaments.show", tournament_id=tournament_id), code=303)

@@ -17,12 +17,17 @@ from dataclasses import dataclass
 from flask import Blueprint, Response, render_template, request
 
 from ..games import GameRules
-from ..services.errors import Malformed, NotFound, ServiceError
+from ..ground import i18n
+from ..services import game_picture
+from ..services.errors import Malformed, NotFound
 from ..services.log import LogEntry
 from ..services.seats import load_seat
-from ..services.watching import load_watched
+from ..services.watching import UNKNOWN_GAME, WATCH_ID, load_watched
+from .site import answer_refusals
 
 bp = Blueprint("watch", __name__)
+
+PICTURE_SECONDS = 7 * 24 * 3600  # a finished game's picture changes no more
 
 
 @dataclass(frozen=True)
@@ -89,8 +94,7 @@ def _history(rules: GameRules, state, log: list[LogEntry], when: Moment):
     return rules.history_state(state, notations[:when.at])
 
 
-def _error(exc: ServiceError):
-    return render_template("error.html", status=exc.status, message=exc.message), exc.status
+answer_refusals(bp)
 
 
 # --- the spectator's pages ----------------------------------------------------------------------
@@ -103,11 +107,8 @@ def _answer(response: Response) -> Response:
 
 @bp.get("/watch/<watch_id>")
 def spectate(watch_id: str):
-    try:
-        watched = load_watched(watch_id)
-        when = moment(request.args.get("at"), watched.log, watched.rules, watched.state)
-    except ServiceError as exc:
-        return _error(exc)
+    watched = load_watched(watch_id)
+    when = moment(request.args.get("at"), watched.log, watched.rules, watched.state)
     rules = watched.rules
     state = _history(rules, watched.state, watched.log, when)
     to_move = rules.to_move(state)
@@ -122,12 +123,24 @@ def spectate(watch_id: str):
 @bp.get("/watch/<watch_id>/board.svg")
 def board_picture(watch_id: str):
     """The board as it is now, from a spectator's view, as an SVG image of its own."""
-    try:
-        watched = load_watched(watch_id, with_log=False)
-    except ServiceError as exc:
-        return _error(exc)
+    watched = load_watched(watch_id, with_log=False)
     picture = watched.rules.board_picture(watched.state, None, False)
     return _answer(Response(picture, mimetype="image/svg+xml"))
+
+
+@bp.get("/watch/<watch_id>/game.png")
+def whole_game_picture(watch_id: str):
+    """The finished game turn by turn, as an animated PNG: made once per language and kept
+    (pbem.services.game_picture), so a browser and a cache may keep it too."""
+    if not WATCH_ID.fullmatch(watch_id):
+        raise NotFound(UNKNOWN_GAME)
+    made = game_picture.whole_game(watch_id, i18n.language())
+    response = Response(made.png, mimetype="image/png")
+    response.set_etag(made.tag)
+    response.cache_control.public = True
+    response.cache_control.max_age = PICTURE_SECONDS
+    response.vary.add("Accept-Language")
+    return _answer(response.make_conditional(request))
 
 
 # --- a seat's own history -----------------------------------------------------------------------
@@ -135,12 +148,9 @@ def board_picture(watch_id: str):
 @bp.get("/seat/<token>/history")
 def seat_history(token: str):
     """The board and the seat's own hand as they were after move N (?at=N; default: now)."""
-    try:
-        ctx = load_seat(token, log_limit=None)
-        log = ctx.log[::-1]  # oldest first, in this seat's words
-        when = moment(request.args.get("at"), log, ctx.rules, ctx.state)
-    except ServiceError as exc:
-        return _error(exc)
+    ctx = load_seat(token, log_limit=None)
+    log = ctx.log[::-1]  # oldest first, in this seat's words
+    when = moment(request.args.get("at"), log, ctx.rules, ctx.state)
     rules, seat = ctx.rules, ctx.seat
     state = _history(rules, ctx.state, log, when)
     to_move = rules.to_move(state)

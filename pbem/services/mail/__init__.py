@@ -184,14 +184,16 @@ def render_template(name: str, context: dict) -> str:
     return current_app.jinja_env.get_template(name).render(context)
 
 
-def picture_of(game: Game) -> str | None:
+def picture_of(game: Game, whole_game: bool = False) -> str | None:
     """The board picture of a mail about `game` as it is now (made when the mail is built),
-    with the Content-ID its HTML shows it by; None when pictures are off."""
+    with the Content-ID its HTML shows it by; None when pictures are off. With `whole_game`,
+    the whole game's picture (pbem.services.game_picture) goes with it, attached."""
     if not current_app.config["MAIL_BOARD_PICTURE"]:
         return None
     cid = new_message_id("board.")[1:-1]
+    whole = {"whole_game": game.watch_id} if whole_game else {}
     return orjson.dumps({"kind": game.kind, "state": game.state_json, "cid": cid,
-                         "language": i18n.language()}).decode()
+                         "language": i18n.language(), **whole}).decode()
 
 
 def board_table(game, pictured) -> Markup:

@@ -50,6 +50,7 @@ class MailKind:
     per_day: Cap | None = None
     links: bool = False  # to a seat, with its fresh link, reply key and "my games" link
     picture: bool = False  # the board picture in the HTML part
+    whole_game: bool = False  # the whole game's animated picture attached (a finished game)
     covers_digest: bool = False  # it says what the seat's waiting digest would have said
     to_admins: bool = False  # to every address in MAIL_ADMINS, in the games' language
 
@@ -232,7 +233,7 @@ MOVED = kind("moved", subject=lambda next_seat, **_args: _("%(name)s is next",
                                                           name=next_seat.name),
              context=_moved, later=True, links=True, picture=True)
 FINAL = kind("final", subject=lambda **_args: _("The game is over"), context=_final,
-             later=True, links=True, picture=True)
+             later=True, links=True, picture=True, whole_game=True)
 PLAYED_FOR_YOU = kind("played_for_you", subject=_played_for_you_subject,
                       context=_played_for_you, later=True, links=True, picture=True)
 

@@ -232,7 +232,7 @@ def _later(session: Session, kind: MailKind, game: Game, seat: Seat,
         to_addr=formatted_address(seat.name, seat.email), subject=one_line(subject),
         text_body="", html_body="", message_id=new_message_id(),
         secrets_json=json.dumps([token, mine, reply]), reply_to=reply_address(reply),
-        created_at=now, next_attempt_at=now, picture_json=picture_of(game),
+        created_at=now, next_attempt_at=now, picture_json=picture_of(game, kind.whole_game),
         intent_json=orjson.dumps(stored).decode(),  # read back by orjson.loads
         seat_dead_at=seat.mail_dead_at)
     insert_later(session, OutboxMessage, dict(vars(message)))
