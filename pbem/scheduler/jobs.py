@@ -46,12 +46,13 @@ from ..ground.models import (
     Timer,
 )
 from ..mailin.listener import poll_imap
-from ..services import mail
+from ..services import mail, notices
 from ..services.deadlines import add_pause, reset_clock, start_clock
 from ..services.errors import ServiceError
 from ..services.mail import intents
 from ..services.moves import submit_move
 from ..services.talk import run_due_chores
+from .notices import deliver_notices
 from .outbox import deliver_all_due, stop_event
 from .senders import MAILS_A_TIMER, HelperPool, Helpers
 
@@ -88,6 +89,7 @@ def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False,
         if app.config["MAIL_IMAP_HOST"] and not stop_event(app).is_set():
             counts["imap"] = poll_imap(app)  # before sending, so its answers leave in this run
         mailed = deliver_all_due(app, now, helpers)
+        counts.update(deliver_notices(app, now))
     finally:
         helpers.finish()  # after an error or a stop: the helpers end too
     counts.update({f"mail_{k}": v for k, v in mailed.items()})
@@ -326,6 +328,7 @@ def _act(session, timer_id: int, claim: str, now: datetime) -> str | None:
     elif timer.kind == REMINDER:
         game, seat = session.get(Game, current.game_id), session.get(Seat, current.seat_id)
         intents.your_turn(session, game, seat, [], reminder=True)
+        notices.reminder(session, game, seat, now)
         outcome, counted = "sent", "reminders"
     elif current.bot is None:
         played = _default_moves(session, timer, now, current)

@@ -43,7 +43,7 @@ from ..ground.models import (
     Seat,
 )
 from ..ground.rows import GameRow, SeatRow, write_changes
-from . import mail, turns, undo
+from . import mail, notices, turns, undo
 from .deadlines import reset_clock, start_clock, stop_clock
 from .errors import (
     GameNotRunning,
@@ -188,6 +188,7 @@ def _move(session: Writer | Session, outer: bool, token: str | None, text: str, 
     if actor == "player":
         seat.timeouts_in_row, seat.absent = 0, False
     _notify(session, game, seats, rules, before, after, seat, actor, now, lines, window)
+    notices.after_turn(session, game, seats, seat, actor, rules.to_move(after), to_move, now)
     if game.undo_turn is not None:  # a request to take back a turn stood: it ends
         game.undo_turn = None
         asker = undo.moved_on(connection, game.id, now)

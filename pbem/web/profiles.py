@@ -7,11 +7,14 @@ Every GET only shows a page (mail scanners open links); the forms POST with CSRF
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from flask import Blueprint, redirect, render_template, request, url_for
 
 from ..ground import i18n
-from ..ground.i18n import LANGUAGE_NAMES, LANGUAGES
+from ..ground.i18n import LANGUAGE_NAMES, LANGUAGES, _
 from ..ground.models import FEED_CALENDAR, NOTIFY_CHOICES, TALK_CHOICES
+from ..services import notices
 from ..services.errors import ServiceError
 from ..services.feeds import calendar_feed_token, feed_url
 from ..services.profiles import own_profile, public_profile, request_link, save_profile
@@ -19,6 +22,13 @@ from .seat import COMMON_ZONES
 from .site import wake_sender
 
 bp = Blueprint("profiles", __name__)
+
+
+class Result(NamedTuple):
+    """What happened to a target, said on the profile page."""
+
+    ok: bool
+    text: str
 
 
 def client_address() -> str:
@@ -46,10 +56,12 @@ def ask_post():
     return render_template("profiles/asked.html", email=email)
 
 
-def _edit_page(token: str, form=None, errors=None, status: int = 200, saved: bool = False):
+def _edit_page(token: str, form=None, errors=None, status: int = 200, saved: bool = False,
+               notice_result=None):
     try:
         profile, is_saved, ratings = own_profile(token)
         calendar_link = feed_url(calendar_feed_token(token), FEED_CALENDAR)
+        targets = notices.targets_of(token) if notices.is_enabled() else []
     except ServiceError as exc:
         return _error(exc)
     i18n.use(profile.language)  # the page in the language the player chose
@@ -57,7 +69,10 @@ def _edit_page(token: str, form=None, errors=None, status: int = 200, saved: boo
                            is_saved=is_saved, ratings=ratings, form=form, errors=errors or {},
                            saved=saved, languages=LANGUAGES, language_names=LANGUAGE_NAMES,
                            notify_choices=NOTIFY_CHOICES, talk_choices=TALK_CHOICES,
-                           zones=COMMON_ZONES, calendar_link=calendar_link), status
+                           zones=COMMON_ZONES, calendar_link=calendar_link,
+                           notices_on=notices.is_enabled(), targets=targets,
+                           notice_kinds=notices.KIND_WORDS, player_kinds=notices.PLAYER_KINDS,
+                           notice_result=notice_result), status
 
 
 @bp.get("/me/<token>/profile")
@@ -74,6 +89,41 @@ def edit_post(token: str):
     if errors:
         return _edit_page(token, request.form, errors, 422)
     return redirect(url_for("profiles.edit", token=token, saved=1), code=303)
+
+
+@bp.post("/me/<token>/notices")
+def notice_add(token: str):
+    try:
+        shown = notices.add_target(token, request.form.get("url", ""),
+                                   request.form.getlist("kinds"))
+    except ServiceError as exc:
+        if exc.status == 404:
+            return _error(exc)
+        return _edit_page(token, status=422, notice_result=Result(False, exc.message))
+    return _edit_page(token, notice_result=Result(True, _(
+        "Added %(target)s. Send a test to see that it arrives.", target=shown)))
+
+
+@bp.post("/me/<token>/notices/<target_id>/test")
+def notice_test(token: str, target_id: str):
+    try:
+        error = notices.send_test(token, target_id)
+    except ServiceError as exc:
+        return _error(exc)
+    if error is None:
+        return _edit_page(token, notice_result=Result(True, _(
+            "The test was sent, and the service took it: look for it there.")))
+    return _edit_page(token, status=422, notice_result=Result(False, _(
+        "The test did not arrive: %(reason)s", reason=error)))
+
+
+@bp.post("/me/<token>/notices/<target_id>/remove")
+def notice_remove(token: str, target_id: str):
+    try:
+        notices.remove_target(token, target_id)
+    except ServiceError as exc:
+        return _error(exc)
+    return redirect(url_for("profiles.edit", token=token, _anchor="notices"), code=303)
 
 
 @bp.get("/players/<public_id>")
