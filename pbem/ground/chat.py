@@ -20,6 +20,7 @@ import ipaddress
 import logging
 import socket
 import threading
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -28,6 +29,15 @@ import apprise
 import urllib3.util.connection
 
 logger = logging.getLogger(__name__)
+
+# Apprise's mail plugin loads pgpy, which imports imghdr (deprecated since Python 3.11, and
+# unused here): imported once without its warning, so that loading a plugin says nothing.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    try:
+        import imghdr  # noqa: F401
+    except ImportError:  # Python 3.13: Apprise puts its own stand-in in its place
+        pass
 
 MAX_URL = 2000  # characters of a target's URL
 MAX_TITLE = 200  # characters of a notice's title and body as sent: far below every service's
@@ -99,7 +109,8 @@ urllib3.util.connection.create_connection = _guarded_connection
 
 def _asset() -> apprise.AppriseAsset:
     # Nothing written to disk (Apprise's persistent store is off), no images fetched.
-    return apprise.AppriseAsset(storage_mode="memory", image_url_mask=None, image_url_logo=None)
+    return apprise.AppriseAsset(storage_mode="memory", image_url_mask=None, image_url_logo=None,
+                                app_id="Board games by post", app_desc="Board games by post")
 
 
 def parse_target(url: str, schemes: Iterable[str]):
@@ -148,7 +159,7 @@ def send(url: str, title: str, body: str, *, allow_hosts: Iterable[str], timeout
                            float(timeout))
     _local.refused = None
     try:
-        with apprise.LogCapture(level=logging.WARNING) as captured:
+        with apprise.LogCapture(level=logging.WARNING, fmt="%(message)s") as captured:
             ok = plugin.notify(body=body[:MAX_BODY], title=title[:MAX_TITLE])
         if ok:
             return None

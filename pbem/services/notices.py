@@ -14,6 +14,7 @@ takes the reply.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 import orjson
@@ -76,16 +77,25 @@ def _checked_kinds(kinds, allowed: tuple[str, ...]) -> str:
     return ",".join(chosen)
 
 
-def targets_of(token: str) -> list[NoticeTarget]:
-    """The targets of the address `token` opens, oldest first (their URLs blanked)."""
+@dataclass(frozen=True)
+class ShownTarget:
+    """A target as its owner sees it: never its URL."""
+
+    id: int
+    shown: str
+    kinds: str
+    dead_at: datetime | None
+    dead_reason: str | None
+
+
+def targets_of(token: str) -> list[ShownTarget]:
+    """The targets of the address `token` opens, oldest first."""
     with reading() as session:
         email = _email_of(session, token)
-        rows = list(session.scalars(select(NoticeTarget).where(NoticeTarget.email == email)
-                                    .order_by(NoticeTarget.id)))
-    for row in rows:
-        session.expunge(row)
-        row.url = ""  # never shown back
-    return rows
+        return [ShownTarget(*row) for row in session.execute(
+            select(NoticeTarget.id, NoticeTarget.shown, NoticeTarget.kinds,
+                   NoticeTarget.dead_at, NoticeTarget.dead_reason)
+            .where(NoticeTarget.email == email).order_by(NoticeTarget.id))]
 
 
 def add_target(token: str, url: str, kinds, now: datetime | None = None) -> str:
