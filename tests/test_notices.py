@@ -18,7 +18,6 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import apprise
 import pytest
 from server import field, make_app, text_of
 from sqlmodel import select
@@ -29,7 +28,7 @@ from pbem.ground.db import reading, utcnow, writing
 from pbem.ground.models import FAILED, QUEUED, SENT, Game, Notice, NoticeTarget, Seat
 from pbem.scheduler.notices import deliver_notices
 from pbem.services import notices
-from pbem.services.errors import Malformed
+from pbem.services.errors import NotFound
 from pbem.services.games import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
@@ -383,9 +382,8 @@ def test_notices_off_queue_nothing_and_the_profile_offers_none(tmp_path, receive
         f"/me/{token}/profile").get_data(as_text=True)
     _end_turn(app, game_id, tokens)
     assert _notices(app) == []
-    with pytest.raises(Exception):
-        with app.app_context():
-            notices.add_target(token, "ntfys://topic", ["turn"])
+    with pytest.raises(NotFound), app.app_context():
+        notices.add_target(token, "ntfys://topic", ["turn"])
 
 
 def test_a_game_channel_gets_public_words_and_never_a_seat_link(tmp_path, receiver_fresh):
