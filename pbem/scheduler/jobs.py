@@ -89,10 +89,11 @@ def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False,
         if app.config["MAIL_IMAP_HOST"] and not stop_event(app).is_set():
             counts["imap"] = poll_imap(app)  # before sending, so its answers leave in this run
         mailed = deliver_all_due(app, now, helpers)
-        counts.update(deliver_notices(app, now))
+        noticed = deliver_notices(app, now)  # chat and push, after the mail
     finally:
         helpers.finish()  # after an error or a stop: the helpers end too
     counts.update({f"mail_{k}": v for k, v in mailed.items()})
+    counts.update(noticed)
     counts.update(chores)
     return counts
 
