@@ -383,26 +383,79 @@ def test_notices_off_queue_nothing_and_the_profile_offers_none(tmp_path, receive
     _end_turn(app, game_id, tokens)
     assert _notices(app) == []
     with pytest.raises(NotFound), app.app_context():
-        notices.add_target(token, "ntfys://topic", ["turn"])
+        notices.add(notices.PLAYER, token, "ntfys://topic", ["turn"])
+
+
+def _admin(app):
+    """A test client logged in as an organiser (an admin)."""
+    from pbem.services import stewardship
+
+    with app.app_context():
+        stewardship.create_admin("boss@example.org", "a long enough password")
+    client = app.test_client()
+    page = client.get("/admin/login").get_data(as_text=True)
+    assert client.post("/admin/login", data={
+        "csrf_token": field(page, "csrf_token"), "email": "boss@example.org",
+        "password": "a long enough password", "next": ""}).status_code == 303
+    return client
 
 
 def test_a_game_channel_gets_public_words_and_never_a_seat_link(tmp_path, receiver_fresh):
-    """A game's channel (read by every seat) gets "Bruno moved; Anna to move" with the
-    spectator link; Anna's own target gets her seat's link."""
+    """The organiser adds a channel on the game's admin page (in Spanish); a stranger cannot.
+    The channel (read by every seat) gets "Bruno ha jugado; le toca a Anna" with the
+    spectator link; Anna's own target gets her seat's link; neither gets the other's."""
     app = _app(tmp_path)
     game_id, tokens = _game(app, [BRUNO, ANNA, CHIARA])
+    channel_url = f"json://127.0.0.1:{receiver_fresh.port}/channel"
+    stranger = app.test_client()
+    page = stranger.get("/admin/login").get_data(as_text=True)
+    assert stranger.post(f"/admin/games/{game_id}/notices", data={
+        "csrf_token": field(page, "csrf_token"), "url": channel_url,
+        "kinds": ["public", "end"], "language": "es"}).status_code == 401
+    admin = _admin(app)
+    page = admin.get(f"/admin/games/{game_id}").get_data(as_text=True)
+    refused = admin.post(f"/admin/games/{game_id}/notices", data={
+        "csrf_token": field(page, "csrf_token"), "url": channel_url, "kinds": ["turn"],
+        "language": "es"})
+    assert refused.status_code == 400 and "Choose at least one kind" in refused.get_data(
+        as_text=True), "a channel never gets a seat's notices"
+    added = admin.post(f"/admin/games/{game_id}/notices", data={
+        "csrf_token": field(page, "csrf_token"), "url": channel_url,
+        "kinds": ["public", "end"], "language": "es"})
+    assert added.status_code == 303
+    assert "json://127.0.0.1" in admin.get(added.headers["Location"]).get_data(as_text=True)
     with writing(app) as session:
-        session.add(NoticeTarget(game_id=game_id, shown="json://127.0.0.1", kinds="public,end",
-                                 url=f"json://127.0.0.1:{receiver_fresh.port}/channel"))
         session.add(NoticeTarget(email="anna@example.org", shown="json://127.0.0.1",
                                  kinds="turn", url=f"json://127.0.0.1:{receiver_fresh.port}/anna"))
     _end_turn(app, game_id, tokens)
     assert deliver_notices(app)["notices_sent"] == 2
     (channel,) = receiver_fresh.wait_for(1, "/channel")
     (own,) = receiver_fresh.wait_for(1, "/anna")
-    assert "Bruno moved; Anna to move" in channel["body"]["message"]
+    assert "Bruno ha jugado; le toca a Anna" in channel["body"]["message"]
     assert "/watch/" in channel["body"]["message"] and "/seat/" not in channel["body"]["message"]
-    assert "/seat/" in own["body"]["message"]
+    assert "/seat/" in own["body"]["message"] and "/watch/" not in own["body"]["message"]
+
+
+def test_a_seat_target_is_for_that_game_only(tmp_path, receiver_fresh):
+    """Anna adds a target on her seat page in one game: her move there is told to it, her
+    move in another game is not."""
+    app = _app(tmp_path)
+    client = app.test_client()
+    game_id, tokens = _game(app, [BRUNO, ANNA, CHIARA], "one")
+    other_id, other_tokens = _game(app, [BRUNO, ANNA, CHIARA], "two")
+    page = client.get(f"/seat/{tokens[1]}").get_data(as_text=True)
+    assert "Turn notices in chat apps" in page
+    added = client.post(f"/seat/{tokens[1]}/notices", data={
+        "csrf_token": field(page, "csrf_token"),
+        "url": f"json://127.0.0.1:{receiver_fresh.port}/seat", "kinds": ["turn"]})
+    assert added.status_code == 303
+    assert "json://127.0.0.1" in client.get(f"/seat/{tokens[1]}").get_data(as_text=True)
+    assert "json://127.0.0.1" not in client.get(f"/seat/{tokens[0]}").get_data(as_text=True)
+    _end_turn(app, other_id, other_tokens)
+    _end_turn(app, game_id, tokens)
+    assert deliver_notices(app)["notices_sent"] == 1
+    (arrived,) = receiver_fresh.wait_for(1, "/seat")
+    assert f"Cup #{game_id}" in arrived["body"]["title"]
 
 
 # --- the real scheduler --------------------------------------------------------------------------

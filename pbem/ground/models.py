@@ -684,11 +684,13 @@ class TournamentTable(SQLModel, table=True):
 
 class NoticeTarget(SQLModel, table=True):
     """Where turn notices go besides the mail (pbem.services.notices): an Apprise URL, a
-    secret never shown back whole, owned by a player's address (their profile) or by a game
-    (its channel, read by everyone there: nothing secret goes to it)."""
+    secret never shown back whole, owned by one of: a player's address (their profile), one
+    seat (that game only), or a game (its channel, read by everyone there: nothing secret goes
+    to it)."""
 
     id: int | None = Field(default=None, primary_key=True)
     email: str | None = Field(default=None, max_length=254, index=True)  # lower case
+    seat_id: int | None = Field(default=None, foreign_key="seat.id", index=True)
     game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
     url: str = Field(sa_column=Column(Text, nullable=False))
     shown: str = Field(max_length=200)  # scheme and host only: what pages and logs show

@@ -28,6 +28,7 @@ from ..ground.models import FINISHED, Game, Notice, NoticeTarget, Seat
 from . import mail
 from .errors import Malformed, NotFound, TooMany
 from .my_games import _email_of
+from .seats import _seat_and_game
 
 # The kinds of notice: a player's targets choose among PLAYER_KINDS, a game's channel gets
 # GAME_KINDS.
@@ -88,65 +89,99 @@ class ShownTarget:
     dead_reason: str | None
 
 
-def targets_of(token: str) -> list[ShownTarget]:
-    """The targets of the address `token` opens, oldest first."""
+# Who owns a target: a player's address (the profile, by its "my games" key), one seat (by its
+# link's key: for that game only) or a game (by its id, for its organisers: its channel).
+PLAYER, SEAT, GAME = "player", "seat", "game"
+KINDS_OF = {PLAYER: PLAYER_KINDS, SEAT: PLAYER_KINDS, GAME: GAME_KINDS}
+
+
+@dataclass(frozen=True)
+class _Owner:
+    column: object
+    value: object
+    language: str
+
+
+def _owner(session, owner: str, key, now: datetime | None = None) -> _Owner:
+    """The owner `key` names (NotFound for one that does not exist)."""
+    if owner == PLAYER:
+        email = _email_of(session, key, now=now)
+        return _Owner(NoticeTarget.email, email, _language_of(session, email))
+    if owner == SEAT:
+        seat, __ = _seat_and_game(session, key)
+        if seat.bot is not None:
+            raise NotFound(_("There is no such target (it may have been removed)."))
+        return _Owner(NoticeTarget.seat_id, seat.id, seat.language)
+    game = session.get(Game, key)
+    if game is None:
+        raise NotFound(_("There is no such target (it may have been removed)."))
+    return _Owner(NoticeTarget.game_id, game.id, current_app.config["GAMES_LANGUAGE"])
+
+
+def targets(owner: str, key) -> list[ShownTarget]:
+    """The targets of an owner (PLAYER, SEAT or GAME and its key), oldest first."""
     with reading() as session:
-        email = _email_of(session, token)
+        found = _owner(session, owner, key)
         return [ShownTarget(*row) for row in session.execute(
             select(NoticeTarget.id, NoticeTarget.shown, NoticeTarget.kinds,
                    NoticeTarget.dead_at, NoticeTarget.dead_reason)
-            .where(NoticeTarget.email == email).order_by(NoticeTarget.id))]
+            .where(found.column == found.value).order_by(NoticeTarget.id))]
 
 
-def add_target(token: str, url: str, kinds, now: datetime | None = None) -> str:
-    """Add a target for the address `token` opens; returns what is shown of it. Malformed (and
-    nothing saved) for an address the server will not send to."""
+def add(owner: str, key, url: str, kinds, language: str | None = None,
+        now: datetime | None = None) -> str:
+    """Add a target for an owner; returns what is shown of it. Malformed (and nothing saved)
+    for an address the server will not send to or kinds of notice it cannot have; a game's
+    channel is written in `language` (default: the server's)."""
     if not is_enabled():
         raise NotFound(_("This server sends no notices to chat apps."))
     now = now or utcnow()
     plugin = _checked_url(url)
-    chosen = _checked_kinds(kinds, PLAYER_KINDS)
+    chosen = _checked_kinds(kinds, KINDS_OF[owner])
+    if language is not None:
+        try:
+            language = i18n.check_language(language)
+        except ValueError as exc:
+            raise Malformed(str(exc)) from None
     with writing() as session:
-        email = _email_of(session, token, now=now)
+        found = _owner(session, owner, key, now)
         count = session.scalar(select(func.count()).select_from(NoticeTarget)
-                               .where(NoticeTarget.email == email))
+                               .where(found.column == found.value))
         if count >= current_app.config["NOTIFY_TARGETS_PER_OWNER"]:
             raise TooMany(_("You have as many targets as this server allows; remove one "
                             "first."))
         shown = chat.shown(url, plugin)
-        session.add(NoticeTarget(email=email, url=url.strip(), shown=shown, kinds=chosen,
-                                 created_at=now))
+        session.add(NoticeTarget(**{found.column.key: found.value}, url=url.strip(),
+                                 shown=shown, kinds=chosen, created_at=now,
+                                 language=language or found.language))
     return shown
 
 
-def _own_target(session, token: str, target_id) -> NoticeTarget:
-    email = _email_of(session, token)
+def _own_target(session, owner: str, key, target_id) -> tuple[NoticeTarget, _Owner]:
+    found = _owner(session, owner, key)
     try:
         target = session.get(NoticeTarget, int(target_id))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         target = None
-    if target is None or target.email != email:
+    if target is None or getattr(target, found.column.key) != found.value:
         raise NotFound(_("There is no such target (it may have been removed)."))
-    return target
+    return target, found
 
 
-def remove_target(token: str, target_id) -> None:
-    """Remove one of the address's targets, and its notices not sent yet."""
+def remove(owner: str, key, target_id) -> None:
+    """Remove one of an owner's targets, and its notices."""
     with writing() as session:
-        target = _own_target(session, token, target_id)
+        target, __ = _own_target(session, owner, key, target_id)
         session.execute(Notice.__table__.delete().where(Notice.target_id == target.id))
         session.delete(target)
 
 
-def send_test(token: str, target_id, now: datetime | None = None) -> str | None:
-    """Send a test notice to one of the address's targets at once; None when the service took
+def send_test(owner: str, key, target_id) -> str | None:
+    """Send a test notice to one of an owner's targets at once; None when the service took
     it (a dead target lives again), else why not."""
-    now = now or utcnow()
     with reading() as session:
-        target = _own_target(session, token, target_id)
-        email = target.email
-        language = _language_of(session, email)
-    with i18n.in_language(language):
+        target, found = _own_target(session, owner, key, target_id)
+    with i18n.in_language(target.language if owner == GAME else found.language):
         title = _("Test from %(server)s", server=current_app.config["BASE_URL"])
         body = _("Turn notices will arrive here.")
     error = chat.send(target.url, title, body, allow_hosts=allow_hosts(), schemes=schemes(),
@@ -167,17 +202,19 @@ def _language_of(session, email: str) -> str:
 
 # --- queueing, in the transaction of the change that causes it ------------------------------------
 
-_TARGETS = (select(NoticeTarget.id, NoticeTarget.email, NoticeTarget.game_id,
-                   NoticeTarget.kinds, NoticeTarget.language)
+_TARGETS = (select(NoticeTarget.id, NoticeTarget.email, NoticeTarget.seat_id,
+                   NoticeTarget.game_id, NoticeTarget.kinds, NoticeTarget.language)
             .where(or_(NoticeTarget.email.in_(bindparam("emails", expanding=True)),
+                       NoticeTarget.seat_id.in_(bindparam("seat_ids", expanding=True)),
                        NoticeTarget.game_id == bindparam("game_id")),
                    NoticeTarget.dead_at.is_(None)))
 
 
 def _targets(session, game, seats) -> list:
-    emails = [seat.email.lower() for seat in seats if seat.bot is None]
-    return list(session.connection().execute(_TARGETS, {"emails": emails,
-                                                        "game_id": game.id}))
+    people = [seat for seat in seats if seat.bot is None]
+    return list(session.connection().execute(_TARGETS, {
+        "emails": [seat.email.lower() for seat in people],
+        "seat_ids": [seat.id for seat in people], "game_id": game.id}))
 
 
 def _queue(session, target, game, kind: str, title: str, body: str, now: datetime,
@@ -256,16 +293,19 @@ def after_turn(session, game, seats, mover, actor: str, to_move: int | None,
     by_email = {seat.email.lower(): [] for seat in seats}
     for seat in seats:
         by_email[seat.email.lower()].append(seat)
+    by_id = {seat.id: [seat] for seat in seats}
     next_seat = seats[to_move] if to_move is not None else None
     for target in targets:
         kinds = set(target.kinds.split(","))
-        if target.game_id is not None and target.email is None:
+        if target.game_id is not None:  # the game's channel: public words only
             if to_move is None and END in kinds:
                 _public_notice(session, target, game, END, now, mover, None)
             elif to_move is not None and PUBLIC in kinds:
                 _public_notice(session, target, game, PUBLIC, now, mover, next_seat)
             continue
-        for seat in by_email.get(target.email, []):
+        owned = by_id.get(target.seat_id, []) if target.seat_id is not None else \
+            by_email.get(target.email, [])
+        for seat in owned:
             if seat.bot is not None:
                 continue
             if to_move is None:
@@ -282,5 +322,5 @@ def reminder(session, game: Game, seat: Seat, now: datetime) -> None:
     if not is_enabled() or game.status == FINISHED:
         return
     for target in _targets(session, game, [seat]):
-        if target.email == seat.email.lower() and REMINDER in target.kinds.split(","):
+        if target.game_id is None and REMINDER in target.kinds.split(","):
             _seat_notice(session, target, game, seat, REMINDER, now)

@@ -50,7 +50,7 @@ from ..ground.models import (
     OutboxMessage,
     Seat,
 )
-from ..services import ratings, stewardship, talk
+from ..services import notices, ratings, stewardship, talk
 from ..services.deadlines import MAX_HOURS, MIN_HOURS, time_control
 from ..services.errors import ServiceError
 from ..services.games import create_game
@@ -419,7 +419,13 @@ def _game_page(data: dict, error: str | None = None) -> str:
     return render_template("admin/game.html", **data, to_move=to_move, error=error,
                            talk_counts=talk.counts(data["game"].id),
                            actions=offered(data["game"], data["rules"], bool(data["log"])),
-                           kind_template=f"games/{data['game'].kind}/", now=utcnow())
+                           kind_template=f"games/{data['game'].kind}/", now=utcnow(),
+                           notices_on=notices.is_enabled(), notice_kinds=notices.KIND_WORDS,
+                           game_kinds=notices.GAME_KINDS,
+                           notice_targets=notices.targets(notices.GAME, data["game"].id)
+                           if notices.is_enabled() else [],
+                           notice_language=current_app.config["GAMES_LANGUAGE"],
+                           languages=i18n.LANGUAGES, language_names=i18n.LANGUAGE_NAMES)
 
 
 @bp.post("/games/<int:game_id>/messages")
@@ -590,6 +596,49 @@ def outbox(error: str | None = None):
             query = query.where(OutboxMessage.status == wanted)
         rows = db.exec(query).all()
     return render_template("admin/outbox.html", rows=rows, wanted=wanted, error=error)
+
+
+@bp.post("/games/<int:game_id>/notices")
+def notice_add(game_id: int):
+    """A channel for the game (a chat or push target), given by an organiser."""
+    data = _load_game(game_id)
+    if data is None:
+        return _no_game(game_id)
+    try:
+        shown = notices.add(notices.GAME, game_id, request.form.get("url", ""),
+                            request.form.getlist("kinds"), request.form.get("language", ""))
+    except ServiceError as exc:
+        return _game_page(data, exc.message), exc.status
+    flash(gettext("Added %(target)s. Send a test to see that it arrives.", target=shown))
+    return redirect(url_for("admin.game", game_id=game_id, _anchor="notices"), code=303)
+
+
+@bp.post("/games/<int:game_id>/notices/<target_id>/test")
+def notice_test(game_id: int, target_id: str):
+    data = _load_game(game_id)
+    if data is None:
+        return _no_game(game_id)
+    try:
+        error = notices.send_test(notices.GAME, game_id, target_id)
+    except ServiceError as exc:
+        return _game_page(data, exc.message), exc.status
+    if error is not None:
+        return _game_page(data, gettext("The test did not arrive: %(reason)s",
+                                        reason=error)), 422
+    flash(gettext("The test was sent, and the service took it: look for it there."))
+    return redirect(url_for("admin.game", game_id=game_id, _anchor="notices"), code=303)
+
+
+@bp.post("/games/<int:game_id>/notices/<target_id>/remove")
+def notice_remove(game_id: int, target_id: str):
+    data = _load_game(game_id)
+    if data is None:
+        return _no_game(game_id)
+    try:
+        notices.remove(notices.GAME, game_id, target_id)
+    except ServiceError as exc:
+        return _game_page(data, exc.message), exc.status
+    return redirect(url_for("admin.game", game_id=game_id, _anchor="notices"), code=303)
 
 
 @bp.post("/outbox/<int:message_id>/retry")

@@ -61,7 +61,7 @@ def _edit_page(token: str, form=None, errors=None, status: int = 200, saved: boo
     try:
         profile, is_saved, ratings = own_profile(token)
         calendar_link = feed_url(calendar_feed_token(token), FEED_CALENDAR)
-        targets = notices.targets_of(token) if notices.is_enabled() else []
+        targets = notices.targets(notices.PLAYER, token) if notices.is_enabled() else []
     except ServiceError as exc:
         return _error(exc)
     i18n.use(profile.language)  # the page in the language the player chose
@@ -94,8 +94,8 @@ def edit_post(token: str):
 @bp.post("/me/<token>/notices")
 def notice_add(token: str):
     try:
-        shown = notices.add_target(token, request.form.get("url", ""),
-                                   request.form.getlist("kinds"))
+        shown = notices.add(notices.PLAYER, token, request.form.get("url", ""),
+                            request.form.getlist("kinds"))
     except ServiceError as exc:
         if exc.status == 404:
             return _error(exc)
@@ -107,7 +107,7 @@ def notice_add(token: str):
 @bp.post("/me/<token>/notices/<target_id>/test")
 def notice_test(token: str, target_id: str):
     try:
-        error = notices.send_test(token, target_id)
+        error = notices.send_test(notices.PLAYER, token, target_id)
     except ServiceError as exc:
         return _error(exc)
     if error is None:
@@ -120,7 +120,7 @@ def notice_test(token: str, target_id: str):
 @bp.post("/me/<token>/notices/<target_id>/remove")
 def notice_remove(token: str, target_id: str):
     try:
-        notices.remove_target(token, target_id)
+        notices.remove(notices.PLAYER, token, target_id)
     except ServiceError as exc:
         return _error(exc)
     return redirect(url_for("profiles.edit", token=token, _anchor="notices"), code=303)

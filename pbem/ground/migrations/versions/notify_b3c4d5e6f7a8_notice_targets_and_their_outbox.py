@@ -1,6 +1,6 @@
 """notice targets (Apprise URLs of players and game channels) and their outbox
 
-Issue 45: a player's profile or a game may name chat or push targets (an Apprise URL, kept as
+Issue 45: a player's profile, one seat or a game may name chat or push targets (an Apprise URL, kept as
 a secret); each notice for one is a row delivered by the scheduler with the mail outbox's
 rules (claimed, sent, recorded; retried, given up).
 
@@ -27,6 +27,7 @@ def upgrade() -> None:
     op.create_table('noticetarget',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('email', sqlmodel.sql.sqltypes.AutoString(length=254), nullable=True),
+    sa.Column('seat_id', sa.Integer(), nullable=True),
     sa.Column('game_id', sa.Integer(), nullable=True),
     sa.Column('url', sa.Text(), nullable=False),
     sa.Column('shown', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
@@ -36,10 +37,12 @@ def upgrade() -> None:
     sa.Column('dead_at', pbem.ground.db.UtcDateTime(), nullable=True),
     sa.Column('dead_reason', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=True),
     sa.ForeignKeyConstraint(['game_id'], ['game.id'], ),
+    sa.ForeignKeyConstraint(['seat_id'], ['seat.id'], ),
     sa.PrimaryKeyConstraint('id')
     )
     with op.batch_alter_table('noticetarget', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_noticetarget_email'), ['email'], unique=False)
+        batch_op.create_index(batch_op.f('ix_noticetarget_seat_id'), ['seat_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_noticetarget_game_id'), ['game_id'], unique=False)
     op.create_table('notice',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -82,5 +85,6 @@ def downgrade() -> None:
     op.drop_table('notice')
     with op.batch_alter_table('noticetarget', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_noticetarget_game_id'))
+        batch_op.drop_index(batch_op.f('ix_noticetarget_seat_id'))
         batch_op.drop_index(batch_op.f('ix_noticetarget_email'))
     op.drop_table('noticetarget')
