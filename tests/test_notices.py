@@ -67,6 +67,16 @@ class Receiver:
                     receiver.released.wait(WAIT)
                 code = receiver.status if self.path.startswith("/fail") else 200
                 self.send_response(code)
+                if self.path.startswith("/big"):  # an answer no service gives: 4 MiB
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(4 << 20))
+                    self.end_headers()
+                    try:
+                        for _ in range(64):
+                            self.wfile.write(b"x" * (64 << 10))
+                    except ConnectionError:  # the client stopped reading, as it should
+                        pass
+                    return
                 slack = self.path.startswith("/slack")  # Slack's webhook answers "ok"
                 self.send_header("Content-Type", "text/plain" if slack else "application/json")
                 self.end_headers()
@@ -217,6 +227,12 @@ def test_a_name_resolving_to_this_machine_is_refused_unless_allow_listed(receive
                      allow_hosts=["localhost"], timeout=2, schemes=schemes) is None
     assert [r["path"] for r in receiver_fresh.requests] == ["/"]
     assert receiver_fresh.requests[0]["body"]["topic"] == "t1"
+
+
+def test_an_answer_larger_than_the_limit_is_not_read_whole(receiver_fresh):
+    error = chat.send(f"json://127.0.0.1:{receiver_fresh.port}/big", "Your move", "Anna moved",
+                      allow_hosts=["127.0.0.1"], timeout=5, schemes=["json"])
+    assert error == f"the service's answer was larger than {chat.MAX_ANSWER} bytes"
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "10.1.2.3", "192.168.0.1", "169.254.169.254",

@@ -7,7 +7,10 @@ through urllib3, whose connections are made by `_guarded_connection` while `send
 host name is resolved there, at connect time, and each address it resolves to is checked
 before the socket connects to that very address (no second lookup a name could answer
 differently). A private, loopback, link-local, multicast or otherwise non-public address is
-refused unless the host name is on the operator's allow-list (`[notify] allow_hosts`).
+refused unless the host name is on the operator's allow-list (`[notify] allow_hosts`). Each
+connect and each read waits at most the timeout, and an answer is read up to MAX_ANSWER bytes
+(`_guarded_stream`). Both hooks act only in the thread of a running `send`: the rest of the
+process (the mail, an IMAP poll) connects as before.
 
 Owns no database and no game: pbem.services.notices queues notices, pbem.scheduler.notices
 delivers them. The URL is a secret (it is the key to the channel): `shown` is what may be
@@ -26,6 +29,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import apprise
+import urllib3.exceptions
+import urllib3.response
 import urllib3.util.connection
 
 logger = logging.getLogger(__name__)
@@ -42,6 +47,7 @@ with warnings.catch_warnings():
 MAX_URL = 2000  # characters of a target's URL
 MAX_TITLE = 200  # characters of a notice's title and body as sent: far below every service's
 MAX_BODY = 1500  # limit (Discord's 2,000, ntfy's 4,096 bytes), so none cuts it itself
+MAX_ANSWER = 64 * 1024  # bytes of a service's answer read at most (they answer a few hundred)
 # Schemes whose host part is the service's own host (not a topic or a key): shown as typed.
 _HOSTED = ("ntfy", "ntfys", "json", "jsons", "form", "forms", "matrix", "matrixs", "gotify",
            "gotifys", "mmost", "mmosts", "rocket", "rockets", "http", "https")
@@ -105,6 +111,23 @@ def _guarded_connection(address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT,
 
 
 urllib3.util.connection.create_connection = _guarded_connection
+_original_stream = urllib3.response.HTTPResponse.stream
+
+
+def _guarded_stream(self, amt=2**16, decode_content=None):
+    """urllib3's reading of an answer, stopped past MAX_ANSWER bytes while `send` runs in
+    this thread (requests reads the whole answer into memory otherwise)."""
+    policy = getattr(_local, "policy", None)
+    read = 0
+    for chunk in _original_stream(self, amt, decode_content):
+        read += len(chunk)
+        if policy is not None and read > MAX_ANSWER:
+            _local.refused = f"the service's answer was larger than {MAX_ANSWER} bytes"
+            raise urllib3.exceptions.ProtocolError(_local.refused)
+        yield chunk
+
+
+urllib3.response.HTTPResponse.stream = _guarded_stream
 
 
 def _asset() -> apprise.AppriseAsset:
