@@ -116,6 +116,13 @@ def receiver():
 
 
 @pytest.fixture
+def mailbox_of():
+    from server import Mailbox
+
+    return Mailbox
+
+
+@pytest.fixture
 def receiver_fresh(receiver):
     receiver.requests.clear()
     receiver.status = 200
@@ -400,6 +407,41 @@ def test_notices_off_queue_nothing_and_the_profile_offers_none(tmp_path, receive
     assert _notices(app) == []
     with pytest.raises(NotFound), app.app_context():
         notices.add(notices.PLAYER, token, "ntfys://topic", ["turn"])
+
+
+def test_a_target_may_stand_in_for_the_reminder_mail(tmp_path, receiver_fresh, mailbox_of):
+    """Anna's seat target takes the reminders instead of the reminder mail: at the reminder's
+    time the chat gets it (with her seat's link) and no reminder mail goes; in a game where
+    she chose nothing of the kind, the reminder mail goes as before. Choosing to drop the mail
+    without taking the reminders is refused."""
+    from pbem.ground.models import REMINDER, Timer
+    from pbem.scheduler.jobs import run_jobs
+
+    app = _app(tmp_path, SCHEDULER_OUTAGE_MINUTES=100000)
+    client = app.test_client()
+    quiet_id, quiet_tokens = _game(app, [ANNA, BRUNO, CHIARA], "quiet")
+    loud_id, _ = _game(app, [ANNA, BRUNO, CHIARA], "loud")
+    page = client.get(f"/seat/{quiet_tokens[0]}").get_data(as_text=True)
+    url = f"json://127.0.0.1:{receiver_fresh.port}/quiet"
+    refused = client.post(f"/seat/{quiet_tokens[0]}/notices", data={
+        "csrf_token": field(page, "csrf_token"), "url": url, "kinds": ["turn", "quiet"]})
+    assert refused.status_code == 400 and "stand in for the reminder mail" in \
+        refused.get_data(as_text=True)
+    assert client.post(f"/seat/{quiet_tokens[0]}/notices", data={
+        "csrf_token": field(page, "csrf_token"), "url": url,
+        "kinds": ["turn", "reminder", "quiet"]}).status_code == 303
+    mailbox = mailbox_of(app)
+    before = len(mailbox.to("anna@example.org"))
+    with reading(app) as session:
+        due = max(min(t.due_at for t in session.exec(select(Timer).where(
+            Timer.kind == REMINDER, Timer.game_id == game_id))) for game_id in (quiet_id, loud_id))
+    assert run_jobs(app, due)["reminders"] == 2
+    reminded = [m for m in mailbox.to("anna@example.org")[before:]
+                if "Reminder" in str(m["Subject"])]
+    assert [f"#{loud_id}]" in str(m["Subject"]) for m in reminded] == [True]
+    (arrived,) = receiver_fresh.wait_for(1, "/quiet")
+    assert arrived["body"]["title"] == f"Reminder: your move in Cup #{quiet_id}"
+    assert "/seat/" in arrived["body"]["message"]
 
 
 def _admin(app):

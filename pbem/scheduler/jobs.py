@@ -328,8 +328,8 @@ def _act(session, timer_id: int, claim: str, now: datetime) -> str | None:
         outcome, counted = "obsolete", "obsolete"
     elif timer.kind == REMINDER:
         game, seat = session.get(Game, current.game_id), session.get(Seat, current.seat_id)
-        intents.your_turn(session, game, seat, [], reminder=True)
-        notices.reminder(session, game, seat, now)
+        if not notices.reminder(session, game, seat, now):  # a chat target may stand in
+            intents.your_turn(session, game, seat, [], reminder=True)
         outcome, counted = "sent", "reminders"
     elif current.bot is None:
         played = _default_moves(session, timer, now, current)

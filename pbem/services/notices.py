@@ -32,12 +32,18 @@ from .seats import _seat_and_game
 
 # The kinds of notice: a player's targets choose among PLAYER_KINDS, a game's channel gets
 # GAME_KINDS.
-TURN, REMINDER, TIMEOUT, END, PUBLIC, TEST = "turn", "reminder", "timeout", "end", "public", "test"
-PLAYER_KINDS = (TURN, REMINDER, TIMEOUT, END)
+TURN, REMINDER, TIMEOUT, END, PUBLIC = "turn", "reminder", "timeout", "end", "public"
+# Not a notice but a choice: the target's reminder stands in for the reminder mail, which is
+# then not sent (the mail reduced to what the chat does not carry: the reminder says nothing
+# else; "your move" mail carries the hand and takes the reply, and stays).
+NO_REMINDER_MAIL = "quiet"
+PLAYER_KINDS = (TURN, REMINDER, TIMEOUT, END, NO_REMINDER_MAIL)
 GAME_KINDS = (PUBLIC, END)
+OFF_BY_DEFAULT = (NO_REMINDER_MAIL,)
 KIND_WORDS = {TURN: N_("your move"), REMINDER: N_("a reminder before the deadline"),
               TIMEOUT: N_("a turn the server played for you"), END: N_("the game's end"),
-              PUBLIC: N_("each turn, in public words")}
+              PUBLIC: N_("each turn, in public words"),
+              NO_REMINDER_MAIL: N_("no reminder mail: this reminder stands in for it")}
 
 
 def is_enabled() -> bool:
@@ -73,8 +79,11 @@ def _checked_url(url: str):
 
 def _checked_kinds(kinds, allowed: tuple[str, ...]) -> str:
     chosen = [k for k in allowed if k in set(kinds or ())]
-    if not chosen or len(chosen) != len(set(kinds or ())):
+    if not [k for k in chosen if k != NO_REMINDER_MAIL] or len(chosen) != len(set(kinds or ())):
         raise Malformed(_("Choose at least one kind of notice from the list."))
+    if NO_REMINDER_MAIL in chosen and REMINDER not in chosen:
+        raise Malformed(_("Only a target that gets the reminders can stand in for the reminder "
+                          "mail: choose both, or neither."))
     return ",".join(chosen)
 
 
@@ -317,10 +326,15 @@ def after_turn(session, game, seats, mover, actor: str, to_move: int | None,
                 _seat_notice(session, target, game, seat, TIMEOUT, now, next_seat=next_seat)
 
 
-def reminder(session, game: Game, seat: Seat, now: datetime) -> None:
-    """Queue the reminder before `seat`'s deadline to its player's targets that take one."""
+def reminder(session, game: Game, seat: Seat, now: datetime) -> bool:
+    """Queue the reminder before `seat`'s deadline to its player's targets that take one;
+    whether one of them stands in for the reminder mail (NO_REMINDER_MAIL)."""
     if not is_enabled() or game.status == FINISHED:
-        return
+        return False
+    instead = False
     for target in _targets(session, game, [seat]):
-        if target.game_id is None and REMINDER in target.kinds.split(","):
+        kinds = target.kinds.split(",")
+        if target.game_id is None and REMINDER in kinds:
             _seat_notice(session, target, game, seat, REMINDER, now)
+            instead = instead or NO_REMINDER_MAIL in kinds
+    return instead

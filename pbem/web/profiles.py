@@ -72,6 +72,7 @@ def _edit_page(token: str, form=None, errors=None, status: int = 200, saved: boo
                            zones=COMMON_ZONES, calendar_link=calendar_link,
                            notices_on=notices.is_enabled(), targets=targets,
                            notice_kinds=notices.KIND_WORDS, player_kinds=notices.PLAYER_KINDS,
+                           off_kinds=notices.OFF_BY_DEFAULT,
                            notice_result=notice_result), status
 
 

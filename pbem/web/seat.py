@@ -75,7 +75,7 @@ def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None =
         feed_link=feeds.feed_url(feeds.seat_feed_token(seat.id, seat.email), FEED_SEAT)
         if seat.bot is None else None,
         notices_on=notices.is_enabled(), notice_kinds=notices.KIND_WORDS,
-        player_kinds=notices.PLAYER_KINDS,
+        player_kinds=notices.PLAYER_KINDS, off_kinds=notices.OFF_BY_DEFAULT,
         notice_targets=notices.targets(notices.SEAT, token)
         if notices.is_enabled() and seat.bot is None else [],
         kind_template=f"games/{ctx.game.kind}/"), status
