@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from server import field, make_app, text_of
+from server import field, make_app, token_in
 from sqlmodel import select
 
 from pbem.games import rules_for
@@ -516,6 +516,32 @@ def test_a_seat_target_is_for_that_game_only(tmp_path, receiver_fresh):
     assert f"Cup #{game_id}" in arrived["body"]["title"]
 
 
+def test_a_seat_handed_over_is_told_no_more_to_the_old_holders_seat_target(
+        tmp_path, receiver_fresh, mailbox_of):
+    """Anna's seat target, then an organiser hands her seat to Dora: Dora's turns (with her
+    seat links) never reach Anna's target, and Dora's seat page does not list it."""
+    from pbem.services import stewardship
+
+    app = _app(tmp_path)
+    client = app.test_client()
+    game_id, tokens = _game(app, [BRUNO, ANNA, CHIARA], "hand")
+    page = client.get(f"/seat/{tokens[1]}").get_data(as_text=True)
+    assert client.post(f"/seat/{tokens[1]}/notices", data={
+        "csrf_token": field(page, "csrf_token"),
+        "url": f"json://127.0.0.1:{receiver_fresh.port}/anna-seat",
+        "kinds": ["turn"]}).status_code == 303
+    with app.app_context():
+        admin_id = stewardship.create_admin("boss@example.org", "a long enough password")
+        stewardship.hand_over(admin_id, game_id, 1, "Dora", "dora@example.org",
+                              "Anna left the club")
+    dora = token_in(mailbox_of(app).to("dora@example.org")[-1])
+    assert "json://127.0.0.1" not in app.test_client().get(f"/seat/{dora}").get_data(
+        as_text=True)
+    _end_turn(app, game_id, [tokens[0], dora, tokens[2]])
+    assert deliver_notices(app)["notices_sent"] == 0
+    assert receiver_fresh.to("/anna-seat") == []
+
+
 # --- the real scheduler --------------------------------------------------------------------------
 
 def _environment(app, **settings) -> dict:
@@ -619,4 +645,3 @@ def test_a_scheduler_killed_mid_delivery_loses_no_notice_and_repeats_only_the_on
     assert "SeCrEt" not in logs.read_text()
     log = logs.read_text()
     assert f"json://127.0.0.1:{port}" not in log, "never the whole URL in the log"
-    assert text_of  # the mail beside it is the mail tests' business

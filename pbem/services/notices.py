@@ -109,6 +109,14 @@ class _Owner:
     column: object
     value: object
     language: str
+    # A seat's target belongs to the address that held the seat when it was added: once the
+    # seat is handed over, it gets nothing more (the new holder's links are not the old one's).
+    email: str | None = None
+
+    def where(self):
+        if self.email is None:
+            return self.column == self.value
+        return (self.column == self.value) & (NoticeTarget.email == self.email)
 
 
 def _owner(session, owner: str, key, now: datetime | None = None) -> _Owner:
@@ -120,7 +128,7 @@ def _owner(session, owner: str, key, now: datetime | None = None) -> _Owner:
         seat, __ = _seat_and_game(session, key)
         if seat.bot is not None:
             raise NotFound(_("There is no such target (it may have been removed)."))
-        return _Owner(NoticeTarget.seat_id, seat.id, seat.language)
+        return _Owner(NoticeTarget.seat_id, seat.id, seat.language, seat.email.lower())
     game = session.get(Game, key)
     if game is None:
         raise NotFound(_("There is no such target (it may have been removed)."))
@@ -134,7 +142,7 @@ def targets(owner: str, key) -> list[ShownTarget]:
         return [ShownTarget(*row) for row in session.execute(
             select(NoticeTarget.id, NoticeTarget.shown, NoticeTarget.kinds,
                    NoticeTarget.dead_at, NoticeTarget.dead_reason)
-            .where(found.column == found.value).order_by(NoticeTarget.id))]
+            .where(found.where()).order_by(NoticeTarget.id))]
 
 
 def add(owner: str, key, url: str, kinds, language: str | None = None,
@@ -155,12 +163,15 @@ def add(owner: str, key, url: str, kinds, language: str | None = None,
     with writing() as session:
         found = _owner(session, owner, key, now)
         count = session.scalar(select(func.count()).select_from(NoticeTarget)
-                               .where(found.column == found.value))
+                               .where(found.where()))
         if count >= current_app.config["NOTIFY_TARGETS_PER_OWNER"]:
             raise TooMany(_("You have as many targets as this server allows; remove one "
                             "first."))
         shown = chat.shown(url, plugin)
-        session.add(NoticeTarget(**{found.column.key: found.value}, url=url.strip(),
+        owned = {found.column.key: found.value}
+        if found.email is not None:
+            owned["email"] = found.email
+        session.add(NoticeTarget(**owned, url=url.strip(),
                                  shown=shown, kinds=chosen, created_at=now,
                                  language=language or found.language))
     return shown
@@ -172,7 +183,8 @@ def _own_target(session, owner: str, key, target_id) -> tuple[NoticeTarget, _Own
         target = session.get(NoticeTarget, int(target_id))
     except (TypeError, ValueError, OverflowError):
         target = None
-    if target is None or getattr(target, found.column.key) != found.value:
+    if target is None or getattr(target, found.column.key) != found.value or (
+            found.email is not None and target.email != found.email):
         raise NotFound(_("There is no such target (it may have been removed)."))
     return target, found
 
@@ -213,7 +225,8 @@ def _language_of(session, email: str) -> str:
 
 _TARGETS = (select(NoticeTarget.id, NoticeTarget.email, NoticeTarget.seat_id,
                    NoticeTarget.game_id, NoticeTarget.kinds, NoticeTarget.language)
-            .where(or_(NoticeTarget.email.in_(bindparam("emails", expanding=True)),
+            .where(or_(NoticeTarget.email.in_(bindparam("emails", expanding=True))
+                       & NoticeTarget.seat_id.is_(None),
                        NoticeTarget.seat_id.in_(bindparam("seat_ids", expanding=True)),
                        NoticeTarget.game_id == bindparam("game_id")),
                    NoticeTarget.dead_at.is_(None)))
@@ -312,8 +325,11 @@ def after_turn(session, game, seats, mover, actor: str, to_move: int | None,
             elif to_move is not None and PUBLIC in kinds:
                 _public_notice(session, target, game, PUBLIC, now, mover, next_seat)
             continue
-        owned = by_id.get(target.seat_id, []) if target.seat_id is not None else \
-            by_email.get(target.email, [])
+        if target.seat_id is not None:  # while the address that added it holds the seat
+            owned = [seat for seat in by_id.get(target.seat_id, [])
+                     if seat.email.lower() == target.email]
+        else:
+            owned = by_email.get(target.email, [])
         for seat in owned:
             if seat.bot is not None:
                 continue
@@ -334,7 +350,7 @@ def reminder(session, game: Game, seat: Seat, now: datetime) -> bool:
     instead = False
     for target in _targets(session, game, [seat]):
         kinds = target.kinds.split(",")
-        if target.game_id is None and REMINDER in kinds:
+        if target.game_id is None and REMINDER in kinds and target.email == seat.email.lower():
             _seat_notice(session, target, game, seat, REMINDER, now)
             instead = instead or NO_REMINDER_MAIL in kinds
     return instead
