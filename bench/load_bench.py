@@ -76,8 +76,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
+from datetime import UTC
 from email import message_from_bytes
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,8 +93,18 @@ from sqlmodel import select
 
 from pbem import create_app
 from pbem.ground import schema
-from pbem.ground.db import get_engine, reading
-from pbem.ground.models import QUEUED, SENDING, SENT, Game, MoveRecord, OutboxMessage
+from pbem.ground.db import get_engine, reading, writing
+from pbem.ground.models import (
+    QUEUED,
+    SENDING,
+    SENT,
+    Game,
+    MoveRecord,
+    Notice,
+    NoticeTarget,
+    OutboxMessage,
+)
+from pbem.scheduler.notices import BATCH as NOTICE_CLAIM
 from pbem.scheduler.outbox import stuck_after
 from pbem.services.games import create_game
 from pbem.services.players import parse_player
@@ -378,8 +390,10 @@ KILL_CLAIM_SECONDS = 20  # a killed scheduler's claims come back this soon in a 
 
 def settings(folder: Path, database_url: str, smtp_port: int, web_port: int,
              board_picture: bool, senders: int | None = None, kill: bool = False,
-             behind_proxy: bool = False) -> dict:
+             behind_proxy: bool = False, notices: bool = False) -> dict:
     chosen = {"MAIL_SENDERS": senders} if senders is not None else {}
+    if notices:  # the receiver is on this machine; no hourly limit in a run this short
+        chosen.update(NOTIFY_ALLOW_HOSTS="127.0.0.1", NOTIFY_PER_HOUR=3600)
     if kill:
         chosen["SCHEDULER_CLAIM_SECONDS"] = KILL_CLAIM_SECONDS
     if behind_proxy:  # the login flood's addresses come in X-Forwarded-For
@@ -470,6 +484,91 @@ def database_figures(app) -> dict:
     return figures
 
 
+class NoticeReceiver:
+    """A local ntfy server for --notices: records the topic and the arrival time of every
+    notice (ntfy's JSON publish: {"topic", "title", "message"})."""
+
+    def __init__(self):
+        self.arrived: dict[str, list[float]] = defaultdict(list)
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                receiver.arrived[body["topic"]].append(time.time())
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def add_notice_targets(app, made, port: int) -> dict[int, str]:
+    """An ntfy target at the receiver for every player, getting every kind; their topics by
+    target id."""
+    topics = {}
+    with app.app_context(), writing() as session:
+        for t in range(len(made)):
+            for seat in range(SEATS):
+                topic = f"load-{t}-{seat}"
+                target = NoticeTarget(email=f"load{t}-{seat}@example.org", shown="ntfy://127.0.0.1",
+                                      url=f"ntfy://127.0.0.1:{port}/{topic}",
+                                      kinds="turn,reminder,timeout,end")
+                session.add(target)
+                session.flush()
+                topics[target.id] = topic
+    return topics
+
+
+def drain_notices(app, games: list[int], seconds: float) -> float | None:
+    """Wait until no notice of `games` is queued or being sent; the seconds it took, or None."""
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        with reading(app) as session:
+            left = session.exec(select(Notice.id).where(
+                Notice.game_id.in_(games), Notice.status.in_([QUEUED, SENDING]))).first()
+        if left is None:
+            return time.monotonic() - started
+        time.sleep(0.2)
+    return None
+
+
+def check_notices(app, games: list[int], topics: dict[int, str],
+                  receiver: NoticeReceiver) -> dict:
+    """Each target's notices against what its topic received: lost, twice, and the time from
+    the move to the arrival (the n-th notice of a target paired with its n-th arrival)."""
+    with reading(app) as session:
+        rows = session.exec(select(Notice).where(Notice.game_id.in_(games))
+                            .order_by(Notice.id)).all()
+    by_target = defaultdict(list)
+    for row in rows:
+        by_target[row.target_id].append(row)
+    lost = twice = 0
+    delays = []
+    for target_id, topic in topics.items():
+        queued, arrived = by_target.get(target_id, []), receiver.arrived.get(topic, [])
+        lost += max(0, len(queued) - len(arrived))
+        twice += max(0, len(arrived) - len(queued))
+        for row, at in zip(queued, sorted(arrived)):
+            created = row.created_at if row.created_at.tzinfo else row.created_at.replace(
+                tzinfo=UTC)
+            delays.append(at - created.timestamp())
+    return {"outbox": len(rows), "not_sent": sum(r.status != SENT for r in rows),
+            "received": sum(len(v) for v in receiver.arrived.values()), "lost": lost,
+            "twice": twice, "move_to_arrival_seconds": latency(delays),
+            "kinds": dict(Counter(r.kind for r in rows))}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--players", type=int, default=30,
@@ -496,6 +595,10 @@ def main() -> int:
     parser.add_argument("--login-flood", type=int, default=0, metavar="N",
                         help="N clients posting admin logins for made-up accounts from "
                              "addresses of their own beside the players (default 0)")
+    parser.add_argument("--notices", action="store_true",
+                        help="an ntfy target for every player (a local receiver in this "
+                             "process): the scheduler delivers turn notices beside the mail; "
+                             "prints the notice outbox's figures")
     parser.add_argument("--seed", default="load")
     parser.add_argument("--no-save", action="store_true", help="do not write bench/results/")
     args = parser.parse_args()
@@ -509,12 +612,16 @@ def main() -> int:
     port = free_port()
     database_url = args.database_url or f"sqlite:///{folder / 'instance' / 'pbem.sqlite3'}"
     config = settings(folder, database_url, smtp.port, port, args.board_picture, args.senders,
-                      args.kill, behind_proxy=args.login_flood > 0)
+                      args.kill, behind_proxy=args.login_flood > 0, notices=args.notices)
+    receiver = NoticeReceiver() if args.notices else None
+    if receiver is not None:
+        config["NOTIFY_ALLOW_HOSTS"] = "127.0.0.1"
     app = create_app({**config, "TESTING": False})
     schema.upgrade(app)
     per_table = args.games_per_table or 2 + math.ceil(args.seconds / GAME_SECONDS)
     made = make_games(app, tables_count, per_table, f"{args.seed}-{int(time.time())}")
     games = [game_id for table_games in made for game_id, _ in table_games]
+    topics = add_notice_targets(app, made, receiver.server.server_port) if receiver else {}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PBEM_", "FLASK_"))}
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH")] if p)
     env.update({f"PBEM_{k}": str(v).lower() if isinstance(v, bool) else str(v)
@@ -558,11 +665,14 @@ def main() -> int:
         drain_seconds = args.drain_seconds or (
             stuck_after(app).total_seconds() + 300 if args.kill else 600)
         drained = drain(app, list(games), drain_seconds)
+        notices_drained = drain_notices(app, list(games), drain_seconds) if receiver else None
         cpu_drained = processes.sample_cpu()
     finally:
         stop.set()
         processes.stop()
         smtp.stop()
+        if receiver is not None:
+            receiver.stop()
 
     logs = "".join(processes.log(name) for name in processes.running)
     moves = sum(len(moved) for t in tables for moved in t.moved.values())
@@ -593,6 +703,9 @@ def main() -> int:
             "players_and_smtp_while_playing": round(own, 1),
             "schedulers_draining": round(cpu_drained["schedulers"] - cpu_after["schedulers"],
                                          1)},
+        "notices": {**check_notices(app, list(games), topics, receiver),
+                    "drain_seconds": round(notices_drained, 1)
+                    if notices_drained is not None else None} if receiver else None,
         "target_moves_per_second": TARGET_RATE,
         "killed": killed or None,
         "load_average_at_start": load_at_start,
@@ -635,6 +748,11 @@ def main() -> int:
             mail["unknown_at_server"]:
         problems.append(f"mail not sent {mail['not_sent']}, lost {mail['lost']}, twice "
                         f"{mail['twice']}, unknown {mail['unknown_at_server']}")
+    notices = figures["notices"]
+    if notices and (notices["not_sent"] or notices["lost"]
+                    or notices["twice"] > (NOTICE_CLAIM * SCHEDULERS if args.kill else 0)):
+        problems.append(f"notices not sent {notices['not_sent']}, lost {notices['lost']}, "
+                        f"twice {notices['twice']}")
     if figures["games"]["tables_out_of_games"]:
         problems.append(f"{figures['games']['tables_out_of_games']} tables ran out of games "
                         f"before the end (more with --games-per-table)")

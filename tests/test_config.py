@@ -19,7 +19,8 @@ from pbem.ground.config import SETTINGS, ConfigError, load_settings
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config.example.toml"
 TOP_LEVEL = {"SECRET_KEY", "BASE_URL", "DATABASE_URL", "INSTANCE_PATH", "MAX_CONTENT_LENGTH"}
-SECTIONS = ("SQLITE", "SERVE", "LOG", "GAMES", "ADMIN", "SCHEDULER", "TALK", "MAIL", "SMTP")
+SECTIONS = ("SQLITE", "SERVE", "LOG", "GAMES", "ADMIN", "SCHEDULER", "TALK", "MAIL", "SMTP",
+            "NOTIFY")
 DEFAULTS = {name: setting.default for name, setting in SETTINGS.items()}
 
 

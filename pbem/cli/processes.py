@@ -182,6 +182,10 @@ def scheduler_command(parent_pipe):
     scheduler = BackgroundScheduler(timezone="UTC")
     scheduler.add_job(_tick, "interval", seconds=tick, args=[app, pool], id="pbem-jobs",
                       max_instances=1, coalesce=True, next_run_time=utcnow())
+    # Chat and push notices beside the run, every tick: not behind a backlog of mail, which a
+    # run delivers until none is due (the run delivers notices too: `pbem run-jobs`).
+    scheduler.add_job(_notices_tick, "interval", seconds=tick, args=[app], id="pbem-notices",
+                      max_instances=1, coalesce=True, next_run_time=utcnow())
     scheduler.start()
     app.logger.info("Scheduler: running the job every %s s (stop with Ctrl-C)", tick)
     try:
@@ -210,6 +214,15 @@ def _tick(app, pool=None) -> None:
                          "%s s", reason, app.config["SCHEDULER_TICK_SECONDS"])
     except Exception:  # the next tick tries again; the error is in the log
         app.logger.exception("the scheduler job failed")
+
+
+def _notices_tick(app) -> None:
+    from ..scheduler.notices import deliver_notices
+
+    try:
+        deliver_notices(app)
+    except Exception:  # the next tick tries again; the error is in the log
+        app.logger.exception("the delivery of notices failed")
 
 
 def _parse_now(text: str | None):

@@ -74,6 +74,14 @@ def _hours_list(v: str) -> str | None:
     return "must be whole numbers of hours from 1 to 336, separated by commas, like \"24,2\""
 
 
+def _schemes(v: str) -> str | None:
+    parts = [p.strip() for p in v.split(",") if p.strip()]
+    if all(p.isascii() and p.isalnum() and p.islower() for p in parts):
+        return None
+    return ("must be Apprise URL schemes in lower case, separated by commas, like "
+            "\"ntfys,discord\"")
+
+
 def _zone(v: str) -> str | None:
     from .clock import zone
 
@@ -203,6 +211,16 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_RETRY_SECONDS": Setting(60, int, _at_least(1)),
     "MAIL_SEND_INTERVAL_SECONDS": Setting(5, int, _at_least(1)),
     "MAIL_SENDERS": Setting(1, int, _between(1, 16)),
+    "NOTIFY_ENABLED": Setting(True, bool),
+    "NOTIFY_ALLOW_SCHEMES": Setting(
+        "discord,slack,matrix,matrixs,ntfy,ntfys,gotify,gotifys,mmost,mmosts,rocket,rockets,"
+        "msteams,tgram,pover,json,jsons,form,forms", str, _schemes),
+    "NOTIFY_ALLOW_HOSTS": Setting("", str),
+    "NOTIFY_TIMEOUT_SECONDS": Setting(10, int, _between(1, 120)),
+    "NOTIFY_MAX_ATTEMPTS": Setting(6, int, _between(1, 50)),
+    "NOTIFY_RETRY_SECONDS": Setting(60, int, _at_least(1)),
+    "NOTIFY_PER_HOUR": Setting(30, int, _between(1, 3600)),
+    "NOTIFY_TARGETS_PER_OWNER": Setting(5, int, _between(1, 50)),
     "SMTP_HOST": Setting("localhost", str),
     "SMTP_PORT": Setting(587, int, _port),
     "SMTP_SECURITY": Setting("starttls", str, _one_of("starttls", "tls", "none")),

@@ -680,3 +680,52 @@ class TournamentTable(SQLModel, table=True):
     # {"ranks": [...], "scores": [...]} in seat order; {"ranks": null} for an aborted game.
     result_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     decided_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class NoticeTarget(SQLModel, table=True):
+    """Where turn notices go besides the mail (pbem.services.notices): an Apprise URL, a
+    secret never shown back whole, owned by one of: a player's address (their profile), one
+    seat (that game only), or a game (its channel, read by everyone there: nothing secret goes
+    to it)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str | None = Field(default=None, max_length=254, index=True)  # lower case
+    seat_id: int | None = Field(default=None, foreign_key="seat.id", index=True)
+    game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
+    url: str = Field(sa_column=Column(Text, nullable=False))
+    shown: str = Field(max_length=200)  # scheme and host only: what pages and logs show
+    kinds: str = Field(max_length=100)  # the notices it gets, comma-separated
+    language: str = Field(default="en", max_length=8)  # a game channel's
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    # A notice to it gave up (every retry failed): no more are queued for it until a test
+    # succeeds; its owner sees why.
+    dead_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    dead_reason: str | None = Field(default=None, max_length=500)
+
+
+class Notice(SQLModel, table=True):
+    """A notice to send to a target, written in the same transaction as the change that caused
+    it and delivered by the scheduler (pbem.scheduler.notices) as mail is by the outbox."""
+
+    __table_args__ = (partial_index("ix_notice_waiting", "next_attempt_at", "id",
+                                    status=QUEUED),
+                      partial_index("ix_notice_sending", "claimed_at", status=SENDING),
+                      Index("ix_notice_target_sent", "target_id", "sent_at"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    target_id: int = Field(foreign_key="noticetarget.id")
+    game_id: int | None = Field(default=None, foreign_key="game.id", index=True)
+    kind: str = Field(max_length=20)
+    title: str = Field(max_length=250)
+    body: str = Field(sa_column=Column(Text, nullable=False))
+    secrets_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
+    status: str = Field(default=QUEUED, max_length=10)
+    attempts: int = 0
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    next_attempt_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime,
+                                      nullable=False)
+    claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    claim: str | None = Field(default=None, max_length=40)
+    sent_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    failed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)

@@ -27,6 +27,7 @@ from ..ground.db import utcnow
 from ..mailin.listener import poll_imap
 from ..services import timeouts
 from ..services.talk import run_due_chores
+from .notices import deliver_notices
 from .outbox import deliver_all_due, stop_event
 from .senders import MAILS_A_TIMER, HelperPool, Helpers
 
@@ -57,9 +58,11 @@ def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False,
         if app.config["MAIL_IMAP_HOST"] and not stop_event(app).is_set():
             counts["imap"] = poll_imap(app)  # before sending, so its answers leave in this run
         mailed = deliver_all_due(app, now, helpers)
+        noticed = deliver_notices(app, now)  # chat and push, after the mail
     finally:
         helpers.finish()  # after an error or a stop: the helpers end too
     counts.update({f"mail_{k}": v for k, v in mailed.items()})
+    counts.update(noticed)
     counts.update(chores)
     return counts
 

@@ -47,7 +47,7 @@ from ..ground.models import (
     Seat,
 )
 from ..ground.rows import GameRow, SeatRow, write_changes
-from . import turns
+from . import notices, turns
 from .deadlines import reset_clock, start_clock
 from .errors import (
     GameNotRunning,
@@ -219,6 +219,8 @@ def _move(session: Writer | Session, outer: bool, request: MoveRequest) -> MoveR
     if actor is Actor.PLAYER:
         seat.timeouts_in_row, seat.absent = 0, False
     _notify(Moved(session, game, seats, rules, before, after, seat, actor, now, lines), window)
+    notices.after_turn(session, game, seats, seat, actor, rules.to_move(after),
+                       rules.to_move(before), now)
     if game.undo_turn is not None:  # a request to take back a turn stood: it ends
         game.undo_turn = None
         publish(UndoOvertaken(session, game, seats, now))

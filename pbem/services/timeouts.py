@@ -50,6 +50,7 @@ from ..ground.models import (
 from .deadlines import add_pause, reset_clock, start_clock
 from .errors import ServiceError
 from .events import TurnTimedOut
+from . import notices
 from .mail import kinds
 from .mail.sending import send
 from .moves import Actor, submit_move
@@ -231,7 +232,8 @@ def act(session, timer_id: int, claim: str, now: datetime) -> str | None:
         outcome, counted = "obsolete", "obsolete"
     elif timer.kind == REMINDER:
         game, seat = session.get(Game, turn.game_id), session.get(Seat, turn.seat_id)
-        send(session, kinds.REMINDER, game=game, seat=seat, news=[])
+        if not notices.reminder(session, game, seat, now):  # a chat target may stand in
+            send(session, kinds.REMINDER, game=game, seat=seat, news=[])
         outcome, counted = "sent", "reminders"
     elif turn.bot is None:
         played = play_default_moves(session, timer, now, turn)

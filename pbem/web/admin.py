@@ -40,7 +40,7 @@ from ..ground.models import (
     Game,
     Seat,
 )
-from ..services import admin_views, ratings, stewardship, talk
+from ..services import admin_views, notices, ratings, stewardship, talk
 from ..services.deadlines import MAX_HOURS, MIN_HOURS
 from ..services.errors import ServiceError
 from ..services.game_settings import read_admin_form
@@ -331,7 +331,13 @@ def _game_page(data: dict, error: str | None = None) -> str:
     return render_template("admin/game.html", **data, to_move=to_move, error=error,
                            talk_counts=talk.counts(data["game"].id),
                            actions=offered(data["game"], data["rules"], bool(data["log"])),
-                           kind_template=f"games/{data['game'].kind}/", now=utcnow())
+                           kind_template=f"games/{data['game'].kind}/", now=utcnow(),
+                           notices_on=notices.is_enabled(), notice_kinds=notices.KIND_WORDS,
+                           game_kinds=notices.GAME_KINDS,
+                           notice_targets=notices.targets(notices.GAME, data["game"].id)
+                           if notices.is_enabled() else [],
+                           notice_language=current_app.config["GAMES_LANGUAGE"],
+                           languages=i18n.LANGUAGES, language_names=i18n.LANGUAGE_NAMES)
 
 
 @bp.post("/games/<int:game_id>/messages")
@@ -504,6 +510,46 @@ def outbox(error: str | None = None):
 def _outbox_again(exc: ServiceError, message_id: int):
     """Refused on the outbox page, which says why."""
     return outbox(f"{exc.message[:1].upper()}{exc.message[1:]}; nothing was done."), exc.status
+
+
+def _notices_again(exc: ServiceError, game_id: int, target_id: str | None = None):
+    """The game's page again, saying why its channels were not changed."""
+    return _game_page(_load_game(game_id), exc.message), exc.status
+
+
+@bp.post("/games/<int:game_id>/notices")
+@refused_with(_notices_again)
+def notice_add(game_id: int):
+    """A channel for the game (a chat or push target), given by an organiser."""
+    if _load_game(game_id) is None:
+        return _no_game(game_id)
+    shown = notices.add(notices.GAME, game_id, request.form.get("url", ""),
+                        request.form.getlist("kinds"), request.form.get("language", ""))
+    flash(gettext("Added %(target)s. Send a test to see that it arrives.", target=shown))
+    return redirect(url_for("admin.game", game_id=game_id, _anchor="notices"), code=303)
+
+
+@bp.post("/games/<int:game_id>/notices/<target_id>/test")
+@refused_with(_notices_again)
+def notice_test(game_id: int, target_id: str):
+    data = _load_game(game_id)
+    if data is None:
+        return _no_game(game_id)
+    error = notices.send_test(notices.GAME, game_id, target_id)
+    if error is not None:
+        return _game_page(data, gettext("The test did not arrive: %(reason)s",
+                                        reason=error)), 422
+    flash(gettext("The test was sent, and the service took it: look for it there."))
+    return redirect(url_for("admin.game", game_id=game_id, _anchor="notices"), code=303)
+
+
+@bp.post("/games/<int:game_id>/notices/<target_id>/remove")
+@refused_with(_notices_again)
+def notice_remove(game_id: int, target_id: str):
+    if _load_game(game_id) is None:
+        return _no_game(game_id)
+    notices.remove(notices.GAME, game_id, target_id)
+    return redirect(url_for("admin.game", game_id=game_id, _anchor="notices"), code=303)
 
 
 @bp.post("/outbox/<int:message_id>/retry")

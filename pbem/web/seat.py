@@ -28,7 +28,7 @@ from ..ground.models import (
     UNDO_DECLINED,
     UNDO_DONE,
 )
-from ..services import feeds, talk, turnfile, undo
+from ..services import feeds, notices, talk, turnfile, undo
 from ..services.errors import Malformed, NotYourTurn, Rejected, ServiceError
 from ..services.moves import moved_on, submit_move, submit_orders
 from ..services.seats import SeatContext, load_seat
@@ -74,6 +74,10 @@ def _render(ctx: SeatContext, token: str, status: int = 200, error: str | None =
         and bool(ctx.log) and ctx.log[0].seat == seat.number,
         feed_link=feeds.feed_url(feeds.seat_feed_token(seat.id, seat.email), FEED_SEAT)
         if seat.bot is None else None,
+        notices_on=notices.is_enabled(), notice_kinds=notices.KIND_WORDS,
+        player_kinds=notices.PLAYER_KINDS, off_kinds=notices.OFF_BY_DEFAULT,
+        notice_targets=notices.targets(notices.SEAT, token)
+        if notices.is_enabled() and seat.bot is None else [],
         kind_template=f"games/{ctx.game.kind}/"), status
 
 
@@ -221,6 +225,31 @@ def upload_turn_file(token: str):
 def settings(token: str):
     return _seat_action(token, lambda: set_notify(token, request.form.get("notify", "")),
                         lambda result, ctx: gettext("Your mail setting is saved."))
+
+
+@bp.post("/<token>/notices")
+def notice_add(token: str):
+    return _seat_action(token, lambda: notices.add(notices.SEAT, token,
+                                                   request.form.get("url", ""),
+                                                   request.form.getlist("kinds")),
+                        lambda shown, ctx: gettext(
+                            "Added %(target)s. Send a test to see that it arrives.",
+                            target=shown))
+
+
+@bp.post("/<token>/notices/<target_id>/test")
+def notice_test(token: str, target_id: str):
+    return _seat_action(token, lambda: notices.send_test(notices.SEAT, token, target_id),
+                        lambda error, ctx: gettext(
+                            "The test was sent, and the service took it: look for it there.")
+                        if error is None else gettext("The test did not arrive: %(reason)s",
+                                                      reason=error))
+
+
+@bp.post("/<token>/notices/<target_id>/remove")
+def notice_remove(token: str, target_id: str):
+    return _seat_action(token, lambda: notices.remove(notices.SEAT, token, target_id),
+                        lambda _result, ctx: gettext("Removed."))
 
 
 @bp.post("/<token>/language")
