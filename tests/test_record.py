@@ -91,3 +91,74 @@ def test_a_finished_game_exported_imports_on_a_fresh_server_to_the_same_scores(
     client = new.test_client()
     assert client.get(f"/watch/{watch_id}?at={game.turn // 2}").status_code == 200
     assert client.get(f"/watch/{watch_id}").status_code == 200
+
+
+def tokens_of(created) -> list[str]:
+    return [link.rsplit("/", 1)[1] for _name, _colour, link in created.links]
+
+
+def test_no_seats_record_shows_another_seats_hidden_cards_before_the_end(app):
+    """Issue 46: every record a seat can get (its own and the spectator's, text and JSON),
+    at each turn of a played game, shows another seat's secret (a kept card) only as
+    'keep', and never the seed, until the end reveals all."""
+    seed = "record-hidden"
+    with app.app_context():
+        created = create_game([parse_player(f"P{i} <p{i}@example.org>") for i in range(3)],
+                              seed, kind="knights-castles")
+    tokens, client = tokens_of(created), app.test_client()
+    with app.app_context(), reading() as db:
+        game = db.get(Game, created.game_id)
+        rules, watch_id, stored_seed = rules_for(game.kind), game.watch_id, game.seed
+    hidden = []  # (move number, mover, full notation) of each secret move so far
+    checked = [0]
+
+    def read_all(_state):
+        with app.app_context():
+            full = record_for(created.game_id, FULL)
+        if full.status == FINISHED:
+            return
+        moves = {m.number: m for m in full.moves}
+        last = full.moves[-1]
+        state = rules.loads(_game_state(app, created.game_id))
+        mover = [p.colour for p in full.players].index(last.colour)
+        if any(rules.notation_for(state, last.notation, mover, r) != last.notation
+               for r in (None, *range(3))):
+            hidden.append((last.number, mover, last.notation))
+        if rules.to_move(state) == mover:
+            return  # the turn goes on: its records are read when another seat is to move
+        readers = [(reader, f"/seat/{token}/record.{form}")
+                   for reader, token in enumerate(tokens) for form in ("txt", "json")]
+        readers += [(None, f"/watch/{watch_id}/record.{form}") for form in ("txt", "json")]
+        for reader, address in readers:
+            if True:
+                answer = client.get(address)
+                assert answer.status_code == 200, address
+                text = answer.get_data(as_text=True)
+                assert stored_seed not in text
+                shown = _notations(text)
+                assert len(shown) == len(moves)
+                for number, owner, notation in hidden:
+                    if owner != reader:
+                        assert shown[number] != notation, (address, number)
+                checked[0] += 1
+
+    play(app, created.game_id, seed, each=read_all)
+    assert hidden, "the game played no secret move: choose another seed"
+    assert checked[0] > 50
+    # once the game is over every record is the full one, seed and all: the end reveals all
+    text = client.get(f"/seat/{tokens[0]}/record.txt").get_data(as_text=True)
+    assert f"seed: {stored_seed}" in text
+    assert all(_notations(text)[n] == notation for n, _owner, notation in hidden)
+
+
+def _game_state(app, game_id: int) -> str:
+    with app.app_context(), reading() as db:
+        return db.get(Game, game_id).state_json
+
+
+def _notations(text: str) -> dict[int, str]:
+    """Each move's notation in a record, text or JSON, by its number."""
+    if text.startswith("{"):
+        return {m["number"]: m["notation"] for m in json.loads(text)["moves"]}
+    moves = text.split("\nmoves:\n", 1)[1].splitlines()
+    return {int(line.split(".", 1)[0]): line.split(" ", 3)[3] for line in moves}
