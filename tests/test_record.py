@@ -7,6 +7,7 @@ from a finished game's history, with computer players in the other seats, unrate
 from __future__ import annotations
 
 import json
+import re
 import random
 
 import pytest
@@ -162,3 +163,95 @@ def _notations(text: str) -> dict[int, str]:
         return {m["number"]: m["notation"] for m in json.loads(text)["moves"]}
     moves = text.split("\nmoves:\n", 1)[1].splitlines()
     return {int(line.split(".", 1)[0]): line.split(" ", 3)[3] for line in moves}
+
+
+@pytest.fixture(scope="module")
+def finished_kk(tmp_path_factory, database):
+    """A finished Kardinal & König game of three, played through the move path, and its full
+    record as text."""
+    app = make_app(tmp_path_factory.mktemp("finished") / "instance")
+    game_id = started(app, "kardinal-koenig", "record-kk")
+    play(app, game_id, "record-kk")
+    with app.app_context():
+        return app, game_id, to_text(record_for(game_id, FULL))
+
+
+def _import(tmp_path, text: str, *args: str):
+    """`pbem import-game` of `text` on a fresh server: (its app, the command's result)."""
+    app = make_app(tmp_path / "fresh")
+    path = tmp_path / "game.txt"
+    path.write_text(text, encoding="utf-8")
+    return app, app.test_cli_runner().invoke(args=["import-game", str(path), *args])
+
+
+def _games(app) -> int:
+    with app.app_context(), reading() as db:
+        return len(db.exec(select(Game)).all()) + len(db.exec(select(MoveRecord)).all())
+
+
+def test_a_record_with_an_illegal_move_is_refused_with_its_line_and_reason(
+        tmp_path, finished_kk):
+    """Issue 46: a bad record is refused with the line and the reason, and changes nothing."""
+    _app, _game_id, text = finished_kk
+    lines = text.splitlines()
+    where = lines.index("moves:") + 10  # move 10's line, counted from 0
+    number, colour, at, _notation = lines[where].split(" ", 3)
+    lines[where] = f"{number} {colour} {at} GG Franken: Nowhere"
+    app, result = _import(tmp_path, "\n".join(lines) + "\n")
+    assert result.exit_code == 1
+    assert f"line {where + 1}: move 10 (GG Franken: Nowhere) is not legal here" in result.output
+    assert "nothing was imported" in result.output
+    assert _games(app) == 0
+
+
+def test_a_seats_record_before_the_end_does_not_import_and_says_which_does(tmp_path, app):
+    """docs/record.md: only a record with the seed (the full one) replays."""
+    with app.app_context():
+        created = create_game([parse_player(f"P{i} <p{i}@example.org>") for i in range(3)],
+                              "record-partial")
+    play(app, created.game_id, "record-partial", until=lambda state: state.ply >= 6)
+    token = tokens_of(created)[1]
+    text = app.test_client().get(f"/seat/{token}/record.txt").get_data(as_text=True)
+    fresh, result = _import(tmp_path, text, "--as", "practice", "--player", "A <a@example.org>")
+    assert result.exit_code == 1
+    assert "does not carry the seed" in result.output and "full record" in result.output
+    assert _games(fresh) == 0
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda t: t.replace("pbem-game-record 1", "pgn"), "line 1: a game record begins"),
+    (lambda t: t.replace("game: kardinal-koenig", "game: chess"), "unknown game 'chess'"),
+    (lambda t: t.replace("\nmoves:\n1. ", "\nmoves:\n2. "), "move 1 is numbered 2"),
+    (lambda t: t + f"{int(t.splitlines()[-1].split('.')[0]) + 1}. red - PP England: York\n",
+     "after the game's end"),
+    (lambda t: t.replace("scores: ", "scores: yellow 99, "), "the scores name 'yellow' twice"),
+    (lambda t: re.sub(r"scores: (\w+) \d+", r"scores: \1 999", t), "the record says the scores"),
+    (lambda t: t.replace("title: ", "title: \x1b[2J"), "line 3: the line holds a control"),
+    (lambda t: "{\"format\": \"pbem-game-record\", \"version\": 1, \"moves\": 3}",
+     "\"players\" must be a list"),
+])
+def test_a_damaged_record_is_refused_and_changes_nothing(tmp_path, finished_kk, damage, says):
+    """Every input from outside is hostile: each damage is named, and nothing is stored."""
+    app, result = _import(tmp_path, damage(finished_kk[2]))
+    assert result.exit_code == 1 and says in result.output, result.output
+    assert _games(app) == 0
+
+
+def test_an_imported_record_plays_on_as_a_practice_game(tmp_path, finished_kk):
+    """`import-game --as practice`: a record cut before the end becomes a game to play on,
+    the player in their seat and computer players in the others."""
+    text = finished_kk[2]
+    head, moves = text.split("\nmoves:\n")
+    cut = head.replace("status: finished", "status: running") + "\nmoves:\n" + \
+        "\n".join(moves.splitlines()[:12]) + "\n"
+    app, result = _import(tmp_path, cut, "--as", "practice", "--player", "Ada <ada@example.org>",
+                          "--seat", "1", "--bot", "0=random", "--bot", "2=strong")
+    assert result.exit_code == 0, result.output
+    assert "Your seat: http://localhost/seat/" in result.output
+    with app.app_context(), reading() as db:
+        (game,) = db.exec(select(Game)).all()
+        seats = db.exec(select(Seat).order_by(Seat.number)).all()
+    assert (game.origin, game.status, game.turn, game.rated) == (ORIGIN_PRACTICE, "running",
+                                                                12, False)
+    assert [(s.bot, s.email) for s in seats] == [("random", ""), (None, "ada@example.org"),
+                                                 ("strong", "")]

@@ -286,6 +286,8 @@ def _parse_text(text: str) -> GameRecord:
         scores = {}
         for part in value.split(","):
             colour, _space, points = part.strip().rpartition(" ")
+            if colour in scores:
+                raise RecordError(n, f"the scores name {colour!r} twice")
             scores[colour] = _number(points, n, "a score")
     start, n = field("start seat")
     start, _space, how = start.partition(" ")
