@@ -255,3 +255,55 @@ def test_an_imported_record_plays_on_as_a_practice_game(tmp_path, finished_kk):
                                                                 12, False)
     assert [(s.bot, s.email) for s in seats] == [("random", ""), (None, "ada@example.org"),
                                                  ("strong", "")]
+
+
+def test_a_player_plays_on_from_a_point_of_a_finished_games_history(tmp_path):
+    """Issue 46 point 2: from the history of a finished game a player starts a practice game
+    at that point, with the computer players they chose in the other seats, unrated, outside
+    tournaments; they get its link by mail and on the page it leads to."""
+    from server import Mailbox, field, text_of
+
+    app = make_app(tmp_path / "instance")
+    with app.app_context():
+        created = create_game([parse_player(f"P{i} <p{i}@example.org>") for i in range(3)],
+                              "record-play-on", rated=True)
+    play(app, created.game_id, "record-play-on")
+    token, client = tokens_of(created)[1], app.test_client()
+    page = client.get(f"/seat/{token}/history?at=7").get_data(as_text=True)
+    assert "Play on from here" in page
+    mailbox = Mailbox(app)
+    answer = client.post(f"/seat/{token}/play-on", data={
+        "csrf_token": field(page, "csrf_token"), "at": "7", "bot0": "strong", "bot2": "random"})
+    assert answer.status_code == 303
+    new_token = answer.headers["Location"].rsplit("/", 1)[1]
+    assert client.get(f"/seat/{new_token}").status_code == 200
+    with app.app_context(), reading() as db:
+        game = db.exec(select(Game).where(Game.id != created.game_id)).one()
+        seats = db.exec(select(Seat).where(Seat.game_id == game.id)
+                        .order_by(Seat.number)).all()
+        moves = db.exec(select(MoveRecord.notation).where(MoveRecord.game_id == game.id)
+                        .order_by(MoveRecord.number)).all()
+        played = db.exec(select(MoveRecord.notation).where(MoveRecord.game_id ==
+                                                           created.game_id)
+                         .order_by(MoveRecord.number)).all()
+        rules = rules_for(game.kind)
+        state = rules.loads(game.state_json)
+        first = rules.loads(db.get(Game, created.game_id).state_json)
+    assert (game.origin, game.origin_game_id, game.rated, game.turn) == \
+        (ORIGIN_PRACTICE, created.game_id, False, 7)
+    assert [(s.bot, s.email) for s in seats] == [("strong", ""), (None, "p1@example.org"),
+                                                 ("random", "")]
+    assert list(moves) == list(played[:7])
+    assert rules.dumps(state) == rules.dumps(rules.history_state(first, list(played[:7])))
+    mails = [text_of(m) for m in mailbox.to("p1@example.org")]
+    assert any(f"/seat/{new_token}" in text for text in mails)  # the practice game's link
+    # ... and the finished game's final mail links the seat's record
+    assert any("/record.txt" in text and "is over" in text for text in mails)
+    # a bad choice of computer player, or a point past the end, is refused and changes nothing
+    for data, status in (({"at": "7", "bot0": "nobody", "bot2": "random"}, 400),
+                         ({"at": "999", "bot0": "random", "bot2": "random"}, 400)):
+        refused = client.post(f"/seat/{token}/play-on",
+                              data={"csrf_token": field(page, "csrf_token"), **data})
+        assert refused.status_code == status
+    with app.app_context(), reading() as db:
+        assert len(db.exec(select(Game)).all()) == 2
