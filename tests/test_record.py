@@ -7,8 +7,8 @@ from a finished game's history, with computer players in the other seats, unrate
 from __future__ import annotations
 
 import json
-import re
 import random
+import re
 
 import pytest
 from server import make_app
@@ -20,7 +20,7 @@ from pbem.ground.models import FINISHED, ORIGIN_IMPORTED, ORIGIN_PRACTICE, Game,
 from pbem.services.games import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
-from pbem.services.record import FULL, record_for, to_json, to_text
+from pbem.services.record import FULL, record_for, to_text
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

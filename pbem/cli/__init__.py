@@ -26,8 +26,8 @@ from ..games import DEFAULT_KIND, SetupProblem, games_help, rules_for
 from ..ground.config import links_here, served_url
 from ..ground.process import serving_now
 from ..mailin.pipe import ingest_mail_command
-from .common import _base, _need_schema, _one_line_errors, _upgrade
 from . import record
+from .common import _base, _need_schema, _one_line_errors, _upgrade
 from .processes import (
     mail_listener_command,
     run_jobs_command,

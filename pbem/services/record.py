@@ -198,7 +198,7 @@ def _parse_time(text: str, line: int | None) -> datetime | None:
     if text == "-":
         return None
     try:
-        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        at = datetime.fromisoformat(text)
     except ValueError:
         raise RecordError(line, f"{text[:40]!r} is not a time: write it as "
                                 "2026-12-01T10:00:00Z") from None
@@ -614,7 +614,7 @@ def play_on(token: str, at: object, bots: dict[int, str], now: datetime | None =
         raise Rejected(_("The game is over after this move: choose an earlier one to play on "
                          "from."))
     others = {s.number: bots.get(s.number) for s in ctx.seats if s.number != seat.number}
-    for number, bot in others.items():
+    for bot in others.values():
         if bot not in rules.bots:
             raise Malformed(_("Choose one of the computer players %(bots)s for each other "
                               "seat.", bots=", ".join(rules.bots)))

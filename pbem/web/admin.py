@@ -53,10 +53,10 @@ from ..ground.models import (
 from ..services import ratings, stewardship, talk
 from ..services.deadlines import MAX_HOURS, MIN_HOURS, time_control
 from ..services.errors import ServiceError
-from ..services.record import FULL
 from ..services.games import create_game
 from ..services.players import bot_player, check_player, check_title
-from . import record
+from ..services.record import FULL
+from .record import record_response
 from .site import HINTS, form_number, wake_sender
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
@@ -428,7 +428,7 @@ def _game_page(data: dict, error: str | None = None) -> str:
 def game_record(game_id: int, form: str):
     """The game's full record (every move as played, and the seed): it imports."""
     try:
-        return record.record_response(game_id, FULL, form)
+        return record_response(game_id, FULL, form)
     except ServiceError as exc:
         return render_template("error.html", status=exc.status, message=exc.message), \
             exc.status
