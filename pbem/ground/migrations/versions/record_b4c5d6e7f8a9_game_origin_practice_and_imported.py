@@ -29,6 +29,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('game', schema=None) as batch_op:
-        batch_op.drop_column('origin_game_id')
-        batch_op.drop_column('origin')
+    # In place (SQLite 3.35 and later): a batch copy of game would break the foreign keys
+    # that point at it.
+    op.drop_column('game', 'origin_game_id')
+    op.drop_column('game', 'origin')
