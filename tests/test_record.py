@@ -307,3 +307,48 @@ def test_a_player_plays_on_from_a_point_of_a_finished_games_history(tmp_path):
         assert refused.status_code == status
     with app.app_context(), reading() as db:
         assert len(db.exec(select(Game)).all()) == 2
+
+
+def test_the_pages_link_each_readers_record_and_only_the_admin_gets_the_seed(app, tmp_path):
+    """The seat page, the spectator page and the admin's game page link their reader's record;
+    the admin's (full) record of a running game carries the seed, the others do not; the
+    admin's imports as a practice game, a spectator's does not."""
+    from server import field
+
+    from pbem.services import stewardship
+
+    with app.app_context():
+        created = create_game([parse_player(f"P{i} <p{i}@example.org>") for i in range(3)],
+                              "record-pages")
+        stewardship.create_admin("boss@example.org", "a long enough password")
+    play(app, created.game_id, "record-pages", until=lambda state: state.ply >= 5)
+    client, token = app.test_client(), tokens_of(created)[0]
+    with app.app_context(), reading() as db:
+        game = db.get(Game, created.game_id)
+    seat_page = client.get(f"/seat/{token}").get_data(as_text=True)
+    assert f"/seat/{token}/record.txt" in seat_page and f"/seat/{token}/record.json" in seat_page
+    watch_page = client.get(f"/watch/{game.watch_id}").get_data(as_text=True)
+    assert f"/watch/{game.watch_id}/record.txt" in watch_page
+    assert client.get(f"/admin/games/{game.id}/record.txt").status_code == 303  # log in first
+    login = client.get("/admin/login").get_data(as_text=True)
+    client.post("/admin/login", data={"csrf_token": field(login, "csrf_token"),
+                                      "email": "boss@example.org",
+                                      "password": "a long enough password"})
+    assert f"/admin/games/{game.id}/record.txt" in \
+        client.get(f"/admin/games/{game.id}").get_data(as_text=True)
+    full = client.get(f"/admin/games/{game.id}/record.txt")
+    assert full.headers["Content-Disposition"] == \
+        f'attachment; filename="game-{game.id}-full.txt"'
+    assert f"seed: {game.seed}" in full.get_data(as_text=True)
+    spectator = client.get(f"/watch/{game.watch_id}/record.json").get_json()
+    assert spectator["seed"] is None and len(spectator["moves"]) == game.turn
+    assert client.get(f"/seat/{token}/record.pdf").status_code == 404
+    fresh, refused = _import(tmp_path / "a", json.dumps(spectator), "--as", "practice",
+                             "--player", "Ada <ada@example.org>")
+    assert refused.exit_code == 1 and "does not carry the seed" in refused.output
+    fresh, done = _import(tmp_path / "b", full.get_data(as_text=True), "--as", "practice",
+                          "--player", "Ada <ada@example.org>")
+    assert done.exit_code == 0, done.output
+    with fresh.app_context(), reading() as db:
+        (copy,) = db.exec(select(Game)).all()
+    assert (copy.turn, copy.state_json) == (game.turn, game.state_json)
