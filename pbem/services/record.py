@@ -218,6 +218,7 @@ def parse_record(text: str) -> GameRecord:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise RecordError(None, f"the file is larger than {MAX_BYTES:,} bytes: no record of "
                                 "one game is that long")
+    text = text.removeprefix("\ufeff")  # a byte order mark some editors write
     if text.lstrip().startswith("{"):
         return _parse_json(text)
     return _parse_text(text)
