@@ -20,7 +20,7 @@ from pbem.ground.models import FINISHED, ORIGIN_IMPORTED, ORIGIN_PRACTICE, Game,
 from pbem.services.games import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
-from pbem.services.record import FULL, record_for, to_text
+from pbem.services.record import FULL, record_for, to_json, to_text
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 
@@ -29,7 +29,8 @@ PLAYERS = {"kardinal-koenig": 3, "knights-castles": 2}
 
 def play(app, game_id: int, seed: str, until=None, each=None) -> None:
     """Play game `game_id` with seeded random legal moves through `submit_move`, the path of
-    every move, to its end (or until `until(state)`); `each(state)` after every move."""
+    every move, to its end (or until `until(state)`); after every move, `each(before, mover,
+    notation, result)`."""
     chooser = random.Random(seed)
     with app.app_context():
         while True:
@@ -42,9 +43,10 @@ def play(app, game_id: int, seed: str, until=None, each=None) -> None:
                 mover = rules.to_move(state)
                 seat = db.exec(select(Seat).where(Seat.game_id == game_id,
                                                   Seat.number == mover)).one()
-            submit_move(None, chooser.choice(rules.legal(state)), game.turn, seat_id=seat.id)
+            notation = chooser.choice(rules.legal(state))
+            result = submit_move(None, notation, game.turn, seat_id=seat.id)
             if each is not None:
-                each(state)
+                each(state, mover, notation, result)
 
 
 def started(app, kind: str, seed: str) -> int:
@@ -99,9 +101,9 @@ def tokens_of(created) -> list[str]:
 
 
 def test_no_seats_record_shows_another_seats_hidden_cards_before_the_end(app):
-    """Issue 46: every record a seat can get (its own and the spectator's, text and JSON),
-    at each turn of a played game, shows another seat's secret (a kept card) only as
-    'keep', and never the seed, until the end reveals all."""
+    """Issue 46: every record a seat can get (its own and the spectator's, text and JSON; from
+    the pages every fifth turn), at each turn of a played game, shows another seat's secret
+    (a kept card) only as 'keep', and never the seed, until the end reveals all."""
     seed = "record-hidden"
     with app.app_context():
         created = create_game([parse_player(f"P{i} <p{i}@example.org>") for i in range(3)],
@@ -111,36 +113,36 @@ def test_no_seats_record_shows_another_seats_hidden_cards_before_the_end(app):
         game = db.get(Game, created.game_id)
         rules, watch_id, stored_seed = rules_for(game.kind), game.watch_id, game.seed
     hidden = []  # (move number, mover, full notation) of each secret move so far
-    checked = [0]
+    checked, turns = [0], [0]
 
-    def read_all(_state):
-        with app.app_context():
-            full = record_for(created.game_id, FULL)
-        if full.status == FINISHED:
+    def read_all(before, mover, notation, result):
+        if result.finished:
             return
-        moves = {m.number: m for m in full.moves}
-        last = full.moves[-1]
-        state = rules.loads(_game_state(app, created.game_id))
-        mover = [p.colour for p in full.players].index(last.colour)
-        if any(rules.notation_for(state, last.notation, mover, r) != last.notation
+        notation = result.notation
+        if any(rules.notation_for(before, notation, mover, r) != notation
                for r in (None, *range(3))):
-            hidden.append((last.number, mover, last.notation))
-        if rules.to_move(state) == mover:
+            hidden.append((result.turn, mover, notation))
+        if rules.to_move(rules.loads(_game_state(app, created.game_id))) == mover:
             return  # the turn goes on: its records are read when another seat is to move
-        readers = [(reader, f"/seat/{token}/record.{form}")
-                   for reader, token in enumerate(tokens) for form in ("txt", "json")]
-        readers += [(None, f"/watch/{watch_id}/record.{form}") for form in ("txt", "json")]
-        for reader, address in readers:
-            if True:
-                answer = client.get(address)
-                assert answer.status_code == 200, address
-                text = answer.get_data(as_text=True)
+        turns[0] += 1
+        for reader in (None, *range(3)):
+            with app.app_context():
+                record = record_for(created.game_id, reader)
+            texts = [(reader, "service", to_text(record)), (reader, "service", to_json(record))]
+            if turns[0] % 5 == 1:  # and what the pages give, every fifth turn
+                address = f"/watch/{watch_id}/record" if reader is None \
+                    else f"/seat/{tokens[reader]}/record"
+                for form in ("txt", "json"):
+                    answer = client.get(f"{address}.{form}")
+                    assert answer.status_code == 200, address
+                    texts.append((reader, address, answer.get_data(as_text=True)))
+            for reader, where, text in texts:
                 assert stored_seed not in text
                 shown = _notations(text)
-                assert len(shown) == len(moves)
+                assert len(shown) == result.turn
                 for number, owner, notation in hidden:
                     if owner != reader:
-                        assert shown[number] != notation, (address, number)
+                        assert shown[number] != notation, (where, reader, number)
                 checked[0] += 1
 
     play(app, created.game_id, seed, each=read_all)

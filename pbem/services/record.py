@@ -122,12 +122,13 @@ def record_for(game_id: int, reader: int | str | None, session: Session | None =
     moves = tuple(RecordMove(n, colours[mover], at, notation if full else
                              rules.notation_for(state, notation, mover, seat))
                   for n, (mover, notation, at) in enumerate(rows, start=1))
-    outcome = rules.outcome(state)
+    outcome = rules.outcome(state) if rules.to_move(state) is None else None
     # Whether the set-up drew its start seat from the seed (the engine deals differently when
-    # an organiser chose it): the game's own set-up is one of the two.
-    setup = rules.dumps(rules.history_state(state, []))
-    drawn = rules.dumps(rules.new_state(colours, game.seed, None, rules.variant_of(state))) \
-        == setup
+    # an organiser chose it): the game's own set-up is one of the two. Only a record with the
+    # seed replays, so only it needs to say.
+    drawn = full and rules.dumps(rules.new_state(colours, game.seed, None,
+                                                 rules.variant_of(state))) \
+        == rules.dumps(rules.history_state(state, []))
     return GameRecord(
         kind=game.kind, title=game.title, status=game.status, variant=rules.variant_of(state),
         reader=FULL if full else SPECTATOR if seat is None else f"seat {seat}",
