@@ -96,7 +96,9 @@ class GameRecord:
     finished: datetime | None = None
     deadline_hours: int | None = None
     scores: dict[str, int] | None = None  # colour -> points, once the game is over
-    start_drawn: bool = False  # the start seat was drawn from the seed, not chosen
+    # The start seat was drawn from the seed (True) or chosen (False); None in a record
+    # without the seed, which does not replay.
+    start_drawn: bool | None = None
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -126,8 +128,8 @@ def record_for(game_id: int, reader: int | str | None, session: Session | None =
     # Whether the set-up drew its start seat from the seed (the engine deals differently when
     # an organiser chose it): the game's own set-up is one of the two. Only a record with the
     # seed replays, so only it needs to say.
-    drawn = full and rules.dumps(rules.new_state(colours, game.seed, None,
-                                                 rules.variant_of(state))) \
+    drawn = None if not full else rules.dumps(rules.new_state(
+        colours, game.seed, None, rules.variant_of(state))) \
         == rules.dumps(rules.history_state(state, []))
     return GameRecord(
         kind=game.kind, title=game.title, status=game.status, variant=rules.variant_of(state),
@@ -151,7 +153,8 @@ def to_text(record: GameRecord) -> str:
         out.append(f"server game: {record.game_id}")
     out += [f"reader: {record.reader}", f"status: {record.status}",
             f"variant: {record.variant}",
-            f"start seat: {record.start_seat} {'drawn' if record.start_drawn else 'chosen'}"]
+            f"start seat: {record.start_seat}" + ("" if record.start_drawn is None else
+                                                  " drawn" if record.start_drawn else " chosen")]
     if record.seed is not None:
         out.append(f"seed: {record.seed}")
     if record.deadline_hours is not None:
@@ -293,7 +296,7 @@ def _parse_text(text: str) -> GameRecord:
             scores[colour] = _number(points, n, "a score")
     start, n = field("start seat")
     start, _space, how = start.partition(" ")
-    if how not in ("drawn", "chosen"):
+    if how not in ("drawn", "chosen", ""):
         raise RecordError(n, "the start seat is its number, then 'drawn' (from the seed) or "
                              "'chosen' (by the organiser)")
     deadline, dn = field("deadline hours", False)
@@ -303,7 +306,7 @@ def _parse_text(text: str) -> GameRecord:
     return GameRecord(
         kind=field("game")[0], title=field("title")[0], reader=field("reader", False)[0] or "",
         status=field("status", False)[0] or "", variant=field("variant")[0],
-        start_seat=_number(start, n, "the start seat"), start_drawn=how == "drawn",
+        start_seat=_number(start, n, "the start seat"), start_drawn={"drawn": True, "chosen": False}.get(how),
         players=tuple(players),
         moves=tuple(moves), seed=field("seed", False)[0],
         game_id=None if server is None else _number(server, sn, "the server game"),
@@ -374,7 +377,7 @@ def _parse_json(text: str) -> GameRecord:
     return GameRecord(
         kind=text_of("game"), title=text_of("title"), reader=text_of("reader", False) or "",
         status=text_of("status", False) or "", variant=text_of("variant"),
-        start_seat=int_of("start_seat"), start_drawn=data.get("start_drawn") is True,
+        start_seat=int_of("start_seat"), start_drawn=data.get("start_drawn") if isinstance(data.get("start_drawn"), bool) else None,
         players=tuple(players), moves=tuple(moves),
         seed=text_of("seed", False), game_id=int_of("server_game", False),
         started=None if data.get("started") is None else _parse_time(text_of("started"), None),
@@ -423,6 +426,10 @@ def replay(record: GameRecord, upto: int | None = None) -> Replayed:
         raise RecordError(None, f"unknown game {record.kind!r}: this server hosts "
                                 f"{', '.join(game_kinds())}")
     rules = rules_for(record.kind)
+    if record.start_drawn is None:
+        raise RecordError(None, "the start seat must say whether it was 'drawn' (from the "
+                                "seed) or 'chosen' (by the organiser): the cards are dealt "
+                                "differently")
     if not record.seed or len(record.seed) > 100 or not record.seed.isprintable():
         raise RecordError(None, "the seed must be 1 to 100 printable characters")
     if [p.seat for p in record.players] != list(range(len(record.players))):
