@@ -12,11 +12,20 @@ import re
 
 import pytest
 from server import make_app
-from sqlmodel import select
+from sqlmodel import select, update
 
 from pbem.games import rules_for
-from pbem.ground.db import reading
-from pbem.ground.models import FINISHED, ORIGIN_IMPORTED, ORIGIN_PRACTICE, Game, MoveRecord, Seat
+from pbem.ground.db import reading, writing
+from pbem.ground.models import (
+    FINISHED,
+    ORIGIN_IMPORTED,
+    ORIGIN_PRACTICE,
+    SENT,
+    Game,
+    MoveRecord,
+    OutboxMessage,
+    Seat,
+)
 from pbem.services.games import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
@@ -62,42 +71,57 @@ def final_scores(app, game_id: int) -> dict:
         return rules.scores(rules.loads(game.state_json))
 
 
-@pytest.mark.parametrize("kind", list(PLAYERS))
-@pytest.mark.parametrize("form", ["text", "json"])
-def test_a_finished_game_exported_imports_on_a_fresh_server_to_the_same_scores(
-        tmp_path, kind, form):
-    """Issue 46: exported, imported on a fresh database, replayed to the same final scores."""
-    old = make_app(tmp_path / "old")
-    game_id = started(old, kind, f"record-{kind}")
-    play(old, game_id, f"record-{kind}")
-    exported = old.test_cli_runner().invoke(args=["export-game", str(game_id), "--format", form])
-    assert exported.exit_code == 0, exported.output
-    path = tmp_path / f"game.{form}"
-    path.write_text(exported.output, encoding="utf-8")
-    new = make_app(tmp_path / "new")
-    done = new.test_cli_runner().invoke(args=["import-game", str(path)])
-    assert done.exit_code == 0, done.output
-    with new.app_context(), reading() as db:
-        (game,) = db.exec(select(Game)).all()
-        assert (game.status, game.origin, game.kind) == (FINISHED, ORIGIN_IMPORTED, kind)
-        moves = db.exec(select(MoveRecord).where(MoveRecord.game_id == game.id)).all()
-        watch_id = game.watch_id
-    assert final_scores(new, game.id) == final_scores(old, game_id)
-    assert len(moves) == game.turn
-    with old.app_context():
-        before = record_for(game_id, FULL)
-    with new.app_context():
-        after = record_for(game.id, FULL)
-    assert [(m.colour, m.notation, m.at) for m in after.moves] == \
-        [(m.colour, m.notation, m.at.replace(microsecond=0)) for m in before.moves]
-    # the imported game is browsed as any finished game: its history pages work
-    client = new.test_client()
-    assert client.get(f"/watch/{watch_id}?at={game.turn // 2}").status_code == 200
-    assert client.get(f"/watch/{watch_id}").status_code == 200
-
-
 def tokens_of(created) -> list[str]:
     return [link.rsplit("/", 1)[1] for _name, _colour, link in created.links]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, database):
+    """One finished game of each kind, played through the move path on one server: kind ->
+    (its app, the game's id, its seats' tokens)."""
+    app = make_app(tmp_path_factory.mktemp("finished") / "instance")
+    games = {}
+    for kind, players in PLAYERS.items():
+        with app.app_context():
+            created = create_game([parse_player(f"P{i} <p{i}@example.org>")
+                                   for i in range(players)], f"record-{kind}", kind=kind)
+        play(app, created.game_id, f"record-{kind}")
+        games[kind] = (app, created.game_id, tokens_of(created))
+    return games
+
+
+@pytest.mark.parametrize("kind", list(PLAYERS))
+def test_a_finished_game_exported_imports_on_a_fresh_server_to_the_same_scores(
+        tmp_path, finished, kind):
+    """Issue 46: exported (text and JSON), imported on a fresh database, replayed to the same
+    final scores; its history pages work there."""
+    old, game_id, _tokens = finished[kind]
+    for form in ("text", "json"):
+        exported = old.test_cli_runner().invoke(args=["export-game", str(game_id),
+                                                      "--format", form])
+        assert exported.exit_code == 0, exported.output
+        path = tmp_path / f"game.{form}"
+        path.write_text(exported.output, encoding="utf-8")
+        new = make_app(tmp_path / f"new-{form}")
+        done = new.test_cli_runner().invoke(args=["import-game", str(path)])
+        assert done.exit_code == 0, done.output
+        with new.app_context(), reading() as db:
+            (game,) = db.exec(select(Game)).all()
+            assert (game.status, game.origin, game.kind) == (FINISHED, ORIGIN_IMPORTED, kind)
+            moves = db.exec(select(MoveRecord).where(MoveRecord.game_id == game.id)).all()
+            watch_id = game.watch_id
+        assert final_scores(new, game.id) == final_scores(old, game_id)
+        assert len(moves) == game.turn
+        with old.app_context():
+            before = record_for(game_id, FULL)
+        with new.app_context():
+            after = record_for(game.id, FULL)
+        assert [(m.colour, m.notation, m.at) for m in after.moves] == \
+            [(m.colour, m.notation, m.at.replace(microsecond=0)) for m in before.moves]
+        # the imported game is browsed as any finished game: its history pages work
+        client = new.test_client()
+        assert client.get(f"/watch/{watch_id}?at={game.turn // 2}").status_code == 200
+        assert client.get(f"/watch/{watch_id}").status_code == 200
 
 
 def test_no_seats_record_shows_another_seats_hidden_cards_before_the_end(app):
@@ -168,12 +192,9 @@ def _notations(text: str) -> dict[int, str]:
 
 
 @pytest.fixture(scope="module")
-def finished_kk(tmp_path_factory, database):
-    """A finished Kardinal & König game of three, played through the move path, and its full
-    record as text."""
-    app = make_app(tmp_path_factory.mktemp("finished") / "instance")
-    game_id = started(app, "kardinal-koenig", "record-kk")
-    play(app, game_id, "record-kk")
+def finished_kk(finished):
+    """The finished Kardinal & König game, and its full record as text."""
+    app, game_id, _tokens = finished["kardinal-koenig"]
     with app.app_context():
         return app, game_id, to_text(record_for(game_id, FULL))
 
@@ -259,40 +280,39 @@ def test_an_imported_record_plays_on_as_a_practice_game(tmp_path, finished_kk):
                                                  ("strong", "")]
 
 
-def test_a_player_plays_on_from_a_point_of_a_finished_games_history(tmp_path):
+def test_a_player_plays_on_from_a_point_of_a_finished_games_history(finished):
     """Issue 46 point 2: from the history of a finished game a player starts a practice game
     at that point, with the computer players they chose in the other seats, unrated, outside
     tournaments; they get its link by mail and on the page it leads to."""
     from server import Mailbox, field, text_of
 
-    app = make_app(tmp_path / "instance")
-    with app.app_context():
-        created = create_game([parse_player(f"P{i} <p{i}@example.org>") for i in range(3)],
-                              "record-play-on", rated=True)
-    play(app, created.game_id, "record-play-on")
-    token, client = tokens_of(created)[1], app.test_client()
+    app, game_id, tokens = finished["kardinal-koenig"]
+    token, client = tokens[1], app.test_client()
     page = client.get(f"/seat/{token}/history?at=7").get_data(as_text=True)
     assert "Play on from here" in page
     mailbox = Mailbox(app)
+    with app.app_context(), writing() as db:  # of the games' mail, only the final ones are read
+        db.execute(update(OutboxMessage).where(OutboxMessage.kind != "final")
+                   .values(status=SENT))
     answer = client.post(f"/seat/{token}/play-on", data={
         "csrf_token": field(page, "csrf_token"), "at": "7", "bot0": "strong", "bot2": "random"})
     assert answer.status_code == 303
     new_token = answer.headers["Location"].rsplit("/", 1)[1]
     assert client.get(f"/seat/{new_token}").status_code == 200
     with app.app_context(), reading() as db:
-        game = db.exec(select(Game).where(Game.id != created.game_id)).one()
+        game = db.exec(select(Game).where(Game.origin == ORIGIN_PRACTICE)).one()
         seats = db.exec(select(Seat).where(Seat.game_id == game.id)
                         .order_by(Seat.number)).all()
         moves = db.exec(select(MoveRecord.notation).where(MoveRecord.game_id == game.id)
                         .order_by(MoveRecord.number)).all()
         played = db.exec(select(MoveRecord.notation).where(MoveRecord.game_id ==
-                                                           created.game_id)
+                                                           game_id)
                          .order_by(MoveRecord.number)).all()
         rules = rules_for(game.kind)
         state = rules.loads(game.state_json)
-        first = rules.loads(db.get(Game, created.game_id).state_json)
+        first = rules.loads(db.get(Game, game_id).state_json)
     assert (game.origin, game.origin_game_id, game.rated, game.turn) == \
-        (ORIGIN_PRACTICE, created.game_id, False, 7)
+        (ORIGIN_PRACTICE, game_id, False, 7)
     assert [(s.bot, s.email) for s in seats] == [("strong", ""), (None, "p1@example.org"),
                                                  ("random", "")]
     assert list(moves) == list(played[:7])
@@ -308,7 +328,7 @@ def test_a_player_plays_on_from_a_point_of_a_finished_games_history(tmp_path):
                               data={"csrf_token": field(page, "csrf_token"), **data})
         assert refused.status_code == status
     with app.app_context(), reading() as db:
-        assert len(db.exec(select(Game)).all()) == 2
+        assert len(db.exec(select(Game).where(Game.origin == ORIGIN_PRACTICE)).all()) == 1
 
 
 def test_the_pages_link_each_readers_record_and_only_the_admin_gets_the_seed(app, tmp_path):
