@@ -105,6 +105,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         players,
         profiles,
         ratings,
+        record,
         seat,
         start,
         tournaments,
@@ -132,6 +133,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(mailbox.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(watch.bp)
+    app.register_blueprint(record.bp)
     app.register_blueprint(players.bp)
     app.register_blueprint(start.bp)
     app.register_blueprint(feeds.bp)

@@ -78,7 +78,7 @@ RAW_WORDS_ALLOWED = {
     "templates/admin/game.html": {"UTC"},
     "templates/admin/messages.html": {"UTC"},
     "templates/email/admin.html": {"pbem"},
-    "templates/email/final.txt": {"rematch"},
+    "templates/email/final.txt": {"rematch", "record", "txt"},
     "templates/seat/page.html": {"class", "wide", "Turn", "move"},
     "templates/seat/preview.html": {"class", "wide"},
 }

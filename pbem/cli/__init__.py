@@ -26,6 +26,7 @@ from ..games import DEFAULT_KIND, SetupProblem, games_help, rules_for
 from ..ground.config import links_here, served_url
 from ..ground.process import serving_now
 from ..mailin.pipe import ingest_mail_command
+from . import record
 from .common import need_schema, one_line_errors, site_base, upgrade_schema
 from .processes import (
     mail_listener_command,
@@ -461,7 +462,7 @@ def import_db_command(file):
 commands = [init_db_command, create_admin_command, create_game_command, demo_command, serve_command,
             send_mail_command, mail_status_command, scheduler_command, run_jobs_command,
             extend_command, pause_command, resume_command, ingest_mail_command,
-            mail_listener_command, export_db_command, import_db_command]
+            mail_listener_command, export_db_command, import_db_command, *record.commands]
 
 
 # The commands that run as services or from cron or a mail server: they say at INFO which

@@ -92,6 +92,14 @@ class Game(SQLModel, table=True):
     undo_turn: int | None = Field(default=None, nullable=True)
     # Its result changes its players' ratings (pbem.services.ratings) when it ends.
     rated: bool = Field(default=False, sa_column_kwargs={"server_default": text("false")})
+    # Where the game came from (pbem.services.record): ORIGIN_PRACTICE, played on from the
+    # history of game `origin_game_id` (unrated, outside tournaments); ORIGIN_IMPORTED, read
+    # from a record file; None, an ordinary game.
+    origin: str | None = Field(default=None, max_length=20)
+    origin_game_id: int | None = Field(default=None, nullable=True)
+
+
+ORIGIN_PRACTICE, ORIGIN_IMPORTED = "practice", "imported"
 
 
 class Seat(SQLModel, table=True):

@@ -25,6 +25,7 @@ from ..ground.i18n import _
 from ..ground.models import (
     RUNNING,
     Game,
+    MoveRecord,
     Seat,
 )
 from . import mail
@@ -51,6 +52,20 @@ def game_seed(chosen: str) -> str:
 
 
 @dataclass(frozen=True)
+class Opening:
+    """Moves a new game starts after (pbem.services.record: a practice game played on from a
+    record or another game's history): the seed they were dealt from (stored as it is), the
+    position after them, each move's (seat, notation, time, stored log lines), and where the
+    game came from (Game.origin, Game.origin_game_id)."""
+
+    seed: str
+    state: object
+    moves: tuple[tuple[int, str, datetime, str], ...]
+    origin: str
+    origin_game_id: int | None = None
+
+
+@dataclass(frozen=True)
 class CreatedGame:
     game_id: int
     links: list[tuple[str, str, str | None]]  # (name, colour, link) per seat, in seat order;
@@ -62,7 +77,8 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
                 start: int | None = None, title: str | None = None,
                 time: TimeControl | None = None, now: datetime | None = None,
                 variant: str | None = None, absent_bot: str | None = None,
-                rated: bool = False, session: Session | None = None) -> CreatedGame:
+                rated: bool = False, session: Session | None = None,
+                opening: Opening | None = None) -> CreatedGame:
     """Set up a game, its seats, its clock and the invitation mails; returns each seat's
     first link. `time` defaults to the time control in the settings; `variant` is one of
     the game's `variants` (None: its default). A player made by `bot_player` is a computer
@@ -70,7 +86,9 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
     (None: the default move). A `rated` game changes its players' ratings when it ends.
     A player's saved profile (pbem.services.profiles) gives their seat its language (unless
     `language` is given), time zone and mail choices. With `session` (a tournament's round,
-    say), the game is made in that write transaction, which the caller commits."""
+    say), the game is made in that write transaction, which the caller commits. With
+    `opening`, the game starts after its moves, from its seed (`seed`, `start` and `variant`
+    are then the opening's)."""
     rules = rules_for(kind)
     if not rules.min_players <= len(players) <= rules.max_players:
         raise SetupProblem(_("%(game)s is for %(least)d to %(most)d players, not %(count)d",
@@ -94,13 +112,13 @@ def create_game(players: list[PlayerSpec], seed: str | None = None, *,
     seed = seed if seed is not None else secrets.token_hex(16)
     if not isinstance(seed, str) or not 0 < len(seed) <= 100 or not seed.isprintable():
         raise SetupProblem(_("the seed must be 1 to 100 printable characters"))
-    seed = game_seed(seed)
+    seed = game_seed(seed) if opening is None else opening.seed
     title = check_title(title) if title is not None else rules.title
     time = time or time_control()
-    state = rules.new_state(colours, seed, start, variant)
+    state = rules.new_state(colours, seed, start, variant) if opening is None else opening.state
     now = now or utcnow()
     made = _Checked(players, emails, kind, rules, seed, title, state, colours, time, now,
-                    absent_bot, bool(rated))
+                    absent_bot, bool(rated), opening)
     if session is None:
         with writing() as own:
             return _create(own, made)
@@ -123,6 +141,7 @@ class _Checked:
     now: datetime
     absent_bot: str | None
     rated: bool
+    opening: Opening | None = None
 
 
 def _create(session: Session, made: _Checked) -> CreatedGame:
@@ -134,8 +153,15 @@ def _create(session: Session, made: _Checked) -> CreatedGame:
                 deadline_hours=time.deadline_hours, reminder_hours=time.reminders_text,
                 weekend_pause=time.weekend_pause, timezone=time.timezone,
                 absent_bot=made.absent_bot, rated=made.rated)
+    if made.opening is not None:
+        game.turn = len(made.opening.moves)
+        game.origin, game.origin_game_id = made.opening.origin, made.opening.origin_game_id
     session.add(game)
     session.flush()
+    if made.opening is not None:
+        session.add_all(MoveRecord(game_id=game.id, number=n, seat=mover, notation=notation,
+                                   actor="player", via="web", lines_json=lines, created_at=at)
+                        for n, (mover, notation, at, lines) in enumerate(made.opening.moves))
     chosen = defaults_for(session, made.emails)
     seats = []
     for n, p in enumerate(made.players):

@@ -45,6 +45,8 @@ from ..services.deadlines import MAX_HOURS, MIN_HOURS
 from ..services.errors import ServiceError
 from ..services.game_settings import read_admin_form
 from ..services.games import create_game
+from ..services.record import FULL
+from .record import record_response
 from .site import (
     HINTS,
     answer_refusals,
@@ -338,6 +340,12 @@ def _game_page(data: dict, error: str | None = None) -> str:
                            if notices.is_enabled() else [],
                            notice_language=current_app.config["GAMES_LANGUAGE"],
                            languages=i18n.LANGUAGES, language_names=i18n.LANGUAGE_NAMES)
+
+
+@bp.get("/games/<int:game_id>/record.<form>")
+def game_record(game_id: int, form: str):
+    """The game's full record (every move as played, and the seed): it imports."""
+    return record_response(game_id, FULL, form)
 
 
 @bp.post("/games/<int:game_id>/messages")
