@@ -51,6 +51,7 @@ from ..services.deadlines import add_pause, reset_clock, start_clock
 from ..services.errors import ServiceError
 from ..services.mail import intents
 from ..services.moves import submit_move
+from ..services.reviews import run_due_reviews
 from ..services.talk import run_due_chores
 from .outbox import deliver_all_due, stop_event
 from .senders import MAILS_A_TIMER, HelperPool, Helpers
@@ -91,6 +92,8 @@ def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False,
     finally:
         helpers.finish()  # after an error or a stop: the helpers end too
     counts.update({f"mail_{k}": v for k, v in mailed.items()})
+    with app.app_context():  # last: reviews of finished games, a few turns a run
+        counts.update(run_due_reviews(now, stop_event(app).is_set))
     counts.update(chores)
     return counts
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from . import ratings, tournaments
+from . import ratings, reviews, tournaments
 
 
 def on_game_finished(session, game, now: datetime | None = None) -> None:
     """Everything a finished game causes beyond its final mails, in its transaction."""
     ratings.rate_game(session, game, now)
     tournaments.game_ended(session, game, now)
+    reviews.queue_review(session, game, now)
