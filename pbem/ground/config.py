@@ -174,6 +174,7 @@ SETTINGS: dict[str, Setting] = {
     "SCHEDULER_TIMERS_PER_TRANSACTION": Setting(50, int, _between(1, 1000)),
     "SCHEDULER_REVIEW_TURNS": Setting(4, int, _between(0, 1000)),
     "SCHEDULER_REVIEW_PLAYOUTS": Setting(48, int, _between(1, 1000)),
+    "SCHEDULER_REVIEW_CPU_SECONDS": Setting(600, int, _between(1, 86400)),
     "GAMES_DIGEST_HOURS": Setting(24, int, _at_least(1)),
     "MAIL_BACKEND": Setting("local", str, _one_of("local", "smtp")),
     "MAIL_FROM": Setting("Board games by post <judge@pbem.localhost>", str),

@@ -6,7 +6,8 @@ review keeps the mover's chances of winning before and after the move it made an
 bot's own choice with its chances (`engine.review.review_decision`, seeded by the game and the
 move, so a turn reviewed twice gives the same figures). A scheduler run claims one review
 (atomically, in `gamereview`: two schedulers never work on the same one), reviews at most
-`[scheduler] review_turns` turns, saving each turn as its own row as soon as it is made, and
+`[scheduler] review_turns` turns (and none once the game's review has spent `[scheduler]
+review_cpu_seconds`), saving each turn as its own row as soon as it is made, and
 gives the review back: the next run goes on from the first turn without a row, so a scheduler
 killed mid-review loses at most the turn in hand, and its claim, once older than `[scheduler]
 claim_seconds`, is taken by another run. Never in a web request: the pages only read rows.
@@ -114,6 +115,8 @@ def run_due_reviews(now: datetime, should_stop: Callable[[], bool] = lambda: Fal
     if game_id is None:
         return {"review_turns": 0}
     playouts = current_app.config["SCHEDULER_REVIEW_PLAYOUTS"]
+    most_cpu = current_app.config["SCHEDULER_REVIEW_CPU_SECONDS"]
+    capped = False
     try:
         with reading() as session:
             game = session.get(Game, game_id)
@@ -130,12 +133,18 @@ def run_due_reviews(now: datetime, should_stop: Callable[[], bool] = lambda: Fal
             if held is None:
                 return {"review_turns": 0}
             held.turns, held.playouts = len(todo), playouts
+            spent_before = held.cpu_seconds
             session.add(held)
         for index, state in todo:
             if made >= budget or should_stop():
                 break
             if index in done:
                 continue
+            if spent_before >= most_cpu:  # the game's budget is spent: the review ends here
+                capped = True
+                logger.warning("review: game %d stopped after %.0f CPU seconds, %d of %d "
+                               "turns reviewed", game_id, spent_before, len(done), len(todo))
+                break
             began = time.process_time()
             decision = engine_review.review_decision(game.kind, state, notations[index],
                                                      f"{game_id}:{index}", playouts)
@@ -150,12 +159,13 @@ def run_due_reviews(now: datetime, should_stop: Callable[[], bool] = lambda: Fal
                                   bot_move=decision.bot_move, bot_after=decision.bot_after,
                                   created_at=now)
                 held.cpu_seconds += spent
+                spent_before = held.cpu_seconds
                 session.add(held)
             done.add(index)
             made += 1
             logger.info("review: game %d move %d reviewed (%.2f CPU seconds)", game_id,
                         index, spent)
-        finished = all(index in done for index, _ in todo)
+        finished = capped or all(index in done for index, _ in todo)
     except Exception:  # one broken game must not hold up the others' reviews
         logger.exception("review of game %d failed; it is not tried again", game_id)
         _give_back(game_id, claim, FAILED, now)
@@ -203,6 +213,7 @@ class Review:
     total: int | None
     playouts: int
     cpu_seconds: float
+    ended: bool  # no more turns will be reviewed (all are, or its CPU budget ran out)
 
     @property
     def threshold_points(self) -> int:
@@ -212,6 +223,11 @@ class Review:
     @property
     def is_complete(self) -> bool:
         return self.total is not None and len(self.turns) >= self.total
+
+    @property
+    def is_cut_short(self) -> bool:
+        """Whether the review ended before its last turn: its CPU budget ran out."""
+        return self.ended and not self.is_complete
 
 
 def review_of(game) -> Review | None:
@@ -233,4 +249,5 @@ def review_of(game) -> Review | None:
                   for r, d in zip(rows, decisions))
     seats = sorted({d.seat for d in decisions})
     costliest = {s: engine_review.costliest(decisions, s, COSTLIEST) for s in seats}
-    return Review(turns, costliest, head.turns, head.playouts, head.cpu_seconds)
+    return Review(turns, costliest, head.turns, head.playouts, head.cpu_seconds,
+                  head.status in (DONE, FAILED))
