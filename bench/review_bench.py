@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine import review  # noqa: E402
-from engine.games import NAMES, game_package  # noqa: E402
+from engine import review
+from engine.games import NAMES, game_package
 
 BUDGET_SECONDS = 180.0  # a 40-turn Kardinal & König game, at the default play-outs
 BUDGET_TURNS = 40

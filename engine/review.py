@@ -14,10 +14,25 @@ no database and no clock: the server stores the figures and decides when to make
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from .games import game_package
+from .kardinal_koenig import view_for as kk_view_for
+from .kardinal_koenig.bots.evaluate import Projection, margin
+from .kardinal_koenig.bots.players import thrifty
+from .kardinal_koenig.bots.view_state import sampled_state as kk_sampled_state
+from .kardinal_koenig.moves import Exchange, Place
+from .kardinal_koenig.moves import Move as KkMove
+from .kardinal_koenig.outcome import outcome as kk_outcome
+from .kardinal_koenig.rules import apply_move as kk_apply_move
+from .kardinal_koenig.rules import legal_moves as kk_legal_moves
+from .kardinal_koenig.state import PLAY
+from .knights_castles import view_for as kc_view_for
+from .knights_castles.bots.strong import play_out as kc_play_out
+from .knights_castles.bots.view_state import sampled_state as kc_sampled_state
 
 # The strong bot's choice is named where its chances beat the move played by more than this.
 THRESHOLD = 0.05
@@ -51,70 +66,63 @@ class Decision:
 # --- per game: the deals, the fast play-out to the end, the winners --------------------------
 
 def _kk_deal(state: Any, seat: int, rng: random.Random) -> Any:
-    from .kardinal_koenig import view_for
-    from .kardinal_koenig.bots.view_state import sampled_state
-    return sampled_state(view_for(state, seat), state.board, rng)
+    return kk_sampled_state(kk_view_for(state, seat), state.board, rng)
 
 
 def _kk_play_out(state: Any, seat: int, rng: random.Random) -> bool:
     """Whether `seat` wins (or shares the win of) the game from `state`, every seat placing
     where the projected margin grows most, exchanging a card at random when no placement
     helps, and drawing at random from the deck or the face-up cards."""
-    from .kardinal_koenig.bots.evaluate import Projection, margin
-    from .kardinal_koenig.bots.players import thrifty
-    from .kardinal_koenig.moves import Exchange, Place
-    from .kardinal_koenig.outcome import outcome
-    from .kardinal_koenig.rules import apply_move, legal_moves
-    from .kardinal_koenig.state import PLAY
     while not state.is_over:
-        moves = legal_moves(state)
+        moves = kk_legal_moves(state)
+        move: KkMove
         if len(moves) > 1 and state.phase == PLAY:
             mover = state.current
             proj = Projection.of(state)
-            best, best_value = None, margin(proj.totals, mover)
-            for move in thrifty(moves):
-                if isinstance(move, Place):
-                    value = margin(proj.after(mover, move), mover)
+            best: KkMove | None = None
+            best_value = margin(proj.totals, mover)
+            for option in thrifty(moves):
+                if isinstance(option, Place):
+                    value = margin(proj.after(mover, option), mover)
                     if value > best_value:
-                        best, best_value = move, value
+                        best, best_value = option, value
             if best is None:
-                exchanges = [m for m in moves if isinstance(m, Exchange)]
+                exchanges: list[KkMove] = [m for m in moves if isinstance(m, Exchange)]
                 best = rng.choice(exchanges or moves)
             move = best
         else:
             move = moves[0] if len(moves) == 1 else rng.choice(moves)
-        state = apply_move(state, move)
-    result = outcome(state)
+        state = kk_apply_move(state, move)
+    result = kk_outcome(state)
     return result is not None and seat in result.winners
 
 
 def _kc_deal(state: Any, seat: int, rng: random.Random) -> Any:
-    from .knights_castles import view_for
-    from .knights_castles.bots.view_state import sampled_state
-    return sampled_state(view_for(state, seat), rng)
+    return kc_sampled_state(kc_view_for(state, seat), rng)
 
 
 def _kc_play_out(state: Any, seat: int, rng: random.Random) -> bool:
-    from .knights_castles.bots.strong import play_out
-    return play_out(state, seat) >= 0  # a share of the win counts, as the strong bot counts it
+    return kc_play_out(state, seat) >= 0  # a share of the win counts, as the strong bot counts it
 
 
-_GAMES = {
+_GAMES: dict[str, tuple[Callable[[Any, int, random.Random], Any],
+                        Callable[[Any, int, random.Random], bool]]] = {
     "kardinal-koenig": (_kk_deal, _kk_play_out),
     "knights-castles": (_kc_deal, _kc_play_out),
 }
 
 
 def _mover(state: Any) -> int:
-    return state.to_move
+    seat: int = state.to_move
+    return seat
 
 
-def _parse(package, state: Any, text: str) -> Any:
+def _parse(package: ModuleType, state: Any, text: str) -> Any:
     board = getattr(state, "board", None)  # Kardinal & König reads a move on its board
     return package.parse_move(text) if board is None else package.parse_move(text, board)
 
 
-def _strong_move(package, state: Any, view: Any, rng: random.Random) -> Any:
+def _strong_move(package: ModuleType, state: Any, view: Any, rng: random.Random) -> Any:
     board = getattr(state, "board", None)
     if board is None:
         return package.bots.choose_move("strong", view, rng)

@@ -197,7 +197,7 @@ def test_the_history_pages_show_the_review_and_each_players_costliest_turns(
     assert f"The review is being made: 12 of {len(turns)} turns so far." in page
     named = 0
     for at, name, text in lines:
-        _, seat, played, before, after, bot, bot_after = rows[int(at)]
+        _, seat, _, before, after, bot, bot_after = rows[int(at)]
         assert name == ["Anna", "Bruno", "Chiara"][seat]
         assert f"chances {round(before * 100)}% to {round(after * 100)}%" in text
         if bot is not None and bot_after - after > engine_review.THRESHOLD:
@@ -208,7 +208,7 @@ def test_the_history_pages_show_the_review_and_each_players_costliest_turns(
     assert named, "the strong bot disagrees with some random move"
     summary = section[section.index("review-summary"):section.index("Turn by turn")]
     for name in ("Anna", "Bruno", "Chiara"):
-        entry = re.search(rf"<strong>{name}</strong>.*?</li>", summary, re.S).group(0)
+        entry = re.search(rf"<strong>{name}</strong>.*?</li>", summary, re.DOTALL).group(0)
         assert 1 <= entry.count("<a ") <= 3 or "no turn gave chances away" in entry
     german = client.get(f"/watch/{watch_id}", headers={"Accept-Language": "de"})
     text = german.get_data(as_text=True)
