@@ -131,14 +131,17 @@ def _strong_move(package: ModuleType, state: Any, view: Any, rng: random.Random)
 
 # --- the review -------------------------------------------------------------------------------
 
+def choices(game: str, state: Any) -> int:
+    """How many legal moves the seat to move in `state` has (0 once the game is over)."""
+    if state.is_over:
+        return 0
+    moves = game_package(game).legal_moves(state)
+    return len(getattr(moves, "moves", moves))
+
+
 def is_decision(game: str, state: Any) -> bool:
     """Whether the seat to move in `state` has a choice (more than one legal move)."""
-    package = game_package(game)
-    if state.is_over:
-        return False
-    moves = package.legal_moves(state)
-    moves = getattr(moves, "moves", moves)
-    return len(moves) > 1
+    return choices(game, state) > 1
 
 
 def review_decision(game: str, state: Any, played: str, seed: str | int,
@@ -171,17 +174,26 @@ def review_decision(game: str, state: Any, played: str, seed: str | int,
 
 def decisions(game: str, first: Any, notations: list[str]) -> list[tuple[int, Any]]:
     """The moves of a game's log to review, one a turn: for each (index in `notations`, state
-    before it), from the set-up `first`, the first move of each turn where the turn's player
-    had a choice (a turn begins where the turn's player, `current`, changes)."""
+    before it), from the set-up `first`, the turn player's move of the turn where it had the
+    most to choose from (the first of those on a tie): in Kardinal & König the placement or
+    exchange, in Knights & Castles the build, event or trade decision that mattered most by
+    that count. A turn begins where the turn's player (`current`) changes."""
     package = game_package(game)
-    found, state, turn_of, reviewed = [], first, None, False
+    found: list[tuple[int, Any]] = []
+    best: tuple[int, int, Any] | None = None  # (choices, index, state) of the turn so far
+    state, turn_of = first, None
     for i, text in enumerate(notations):
         if state.current != turn_of:
-            turn_of, reviewed = state.current, False
-        if not reviewed and _mover(state) == state.current and is_decision(game, state):
-            found.append((i, state))
-            reviewed = True
+            if best is not None:
+                found.append((best[1], best[2]))
+            turn_of, best = state.current, None
+        if _mover(state) == state.current:
+            count = choices(game, state)
+            if count > 1 and (best is None or count > best[0]):
+                best = (count, i, state)
         state = package.apply_move(state, _parse(package, state, text))
+    if best is not None:
+        found.append((best[1], best[2]))
     return found
 
 

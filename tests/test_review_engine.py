@@ -40,7 +40,7 @@ def played(request):
 
 
 def test_one_decision_a_turn_of_the_turns_player_each_with_a_choice(played):
-    """Every reviewed move is its turn's player's, with more than one legal move, once a turn."""
+    """One reviewed move a turn: the turn player's, with more than one legal move."""
     game, first, notations, _ = played
     found = review.decisions(game, first, notations)
     assert found, "a whole game has decisions to review"
@@ -51,6 +51,17 @@ def test_one_decision_a_turn_of_the_turns_player_each_with_a_choice(played):
         seen.add(index)
     assert len(seen) == len(found)
     assert len(found) < len(notations)  # not every move: one a turn
+    package, state, turns = game_package(game), first, []
+    for i, text in enumerate(notations):  # each turn's moves of its player, with their choices
+        if not turns or state.current != turns[-1][0]:
+            turns.append((state.current, []))
+        if state.to_move == state.current:
+            turns[-1][1].append((review.choices(game, state), i))
+        state = package.apply_move(state, package.parse_move(text, state.board)
+                                   if hasattr(state, "board") else package.parse_move(text))
+    expected = [max(moves, key=lambda m: (m[0], -m[1]))[1] for _, moves in turns
+                if any(count > 1 for count, _ in moves)]
+    assert [index for index, _ in found] == expected  # the turn's richest choice
 
 
 def test_the_same_seed_gives_the_same_figures_and_another_may_differ(played):

@@ -1,7 +1,7 @@
 """A finished game's review by the strong computer player: queued when a game ends, made by
 the scheduler a few turns a run, read by the history pages.
 
-For each turn of each seat (its first move with a choice: `engine.review.decisions`) the
+For each turn of each seat (its move with the most to choose from: `engine.review.decisions`) the
 review keeps the mover's chances of winning before and after the move it made and the strong
 bot's own choice with its chances (`engine.review.review_decision`, seeded by the game and the
 move, so a turn reviewed twice gives the same figures). A scheduler run claims one review
