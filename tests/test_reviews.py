@@ -10,6 +10,7 @@ import re
 import signal
 import sys
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import pytest
 from server import make_app
@@ -43,12 +44,16 @@ PLAYERS = ["Anna <anna@example.org>", "Bruno <bruno@example.org>",
            "Chiara <chiara@example.org>"]
 
 
+LINKS: dict[int, list[str]] = {}  # each played game's first seat links
+
+
 def _play_to_the_end(app, seed: str = "review-1") -> int:
     """A game of three, every move through submit_move: Anna plays `greedy`, the others
     legal moves at random (a clear winner); returns its id."""
     with app.app_context():
-        game_id = create_game([parse_player(p) for p in PLAYERS], seed, kind=KIND,
-                              start=0).game_id
+        created = create_game([parse_player(p) for p in PLAYERS], seed, kind=KIND, start=0)
+        game_id = created.game_id
+        LINKS[game_id] = [link for _, _, link in created.links]
     chooser = random.Random(seed)
     rules = rules_for(KIND)
     while True:
@@ -210,6 +215,9 @@ def test_the_history_pages_show_the_review_and_each_players_costliest_turns(
     for name in ("Anna", "Bruno", "Chiara"):
         entry = re.search(rf"<strong>{name}</strong>.*?</li>", summary, re.DOTALL).group(0)
         assert 1 <= entry.count("<a ") <= 3 or "no turn gave chances away" in entry
+    own = client.get(urlsplit(LINKS[game_id][1]).path + "/history").get_data(as_text=True)
+    assert own.count("chances ") == page.count("chances ")  # the same review for a seat
+    assert "The three costliest turns" in own
     german = client.get(f"/watch/{watch_id}", headers={"Accept-Language": "de"})
     text = german.get_data(as_text=True)
     assert "Rückblick des starken Computerspielers" in text and "Chancen" in text
