@@ -14,7 +14,8 @@ Each game is a package of the same shape (`state`, `moves`, `rules`, `view`, `ou
 `narrate`, `serialize`, `svg`, `playout`, `bots`): `engine.kardinal_koenig` and
 `engine.knights_castles`, listed in `engine.games`. Shared by all games are only the errors
 (`engine.errors`), counted words (`engine.words`), the folding of typed names (`engine.names`),
-looking a computer player up by name (`engine.players`), the bots' arena (`engine.arena`) and
+looking a computer player up by name (`engine.players`), the bots' arena (`engine.arena`), the
+strong computer player's review of a finished game (`engine.review`) and
 the command line (`python -m engine`).
 
 The names below are Kardinal & König's, the project's first game, kept here as its documented

@@ -193,6 +193,9 @@ def make_app(instance: Path, **config):
     # the default, seeds mixed with the secret key).
     settings = {"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
                 "BASE_URL": "http://localhost", "TESTING": True, "GAMES_SECRET_SEEDS": False,
+                # No reviews of finished games unless a test asks (tests/test_reviews.py): a
+                # review's play-outs would cost every test that runs the scheduler after a game.
+                "SCHEDULER_REVIEW_TURNS": 0,
                 **QUICK_PASSWORDS, **config}
     if "DATABASE_URL" not in settings:
         settings["DATABASE_URL"] = database_url(instance)

@@ -280,7 +280,7 @@ def test_help_and_an_app_load_only_what_they_use():
 # What a move causes beyond its own mails listens to the move path's events
 # (pbem.services.events): the move path itself imports none of them.
 LISTENERS_ONLY = ("pbem.services.ratings", "pbem.services.tournaments", "pbem.services.feeds",
-                  "pbem.services.timeouts", "pbem.services.undo")
+                  "pbem.services.timeouts", "pbem.services.undo", "pbem.services.reviews")
 
 
 def imported_by(edges: dict[str, dict[str, int]], module: str) -> set[str]:
@@ -326,7 +326,7 @@ def test_every_listener_is_registered_however_the_services_are_entered():
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         ("GameFinished pbem.services.ratings.on_game_finished "
-         "pbem.services.tournaments.on_game_finished"),
+         "pbem.services.tournaments.on_game_finished pbem.services.reviews.on_game_finished"),
         "TurnTimedOut pbem.services.timeouts.on_turn_timed_out",
         "UndoOvertaken pbem.services.undo.on_undo_overtaken"]
 

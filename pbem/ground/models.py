@@ -737,3 +737,41 @@ class Notice(SQLModel, table=True):
     claim: str | None = Field(default=None, max_length=40)
     sent_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
     failed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class GameReview(SQLModel, table=True):
+    """A finished game's review by the strong computer player (pbem.services.reviews), made
+    by the scheduler a few turns a run: pending until a run claims it, done once every turn
+    to review has its TurnReview row. A claim older than `[scheduler] claim_seconds` belongs
+    to a scheduler that died and is taken again; the turns it saved stay done."""
+
+    __table_args__ = (Index("ix_gamereview_status", "status", "created_at"),)
+
+    game_id: int = Field(foreign_key="game.id", primary_key=True,
+                         sa_column_kwargs={"autoincrement": False})
+    status: str = Field(default=PENDING, max_length=10)
+    claim: str | None = Field(default=None, max_length=40)
+    claimed_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+    turns: int | None = None  # the turns to review, once counted
+    playouts: int = 0  # deals each chance was estimated on
+    cpu_seconds: float = 0.0  # spent on it so far
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)
+    done_at: datetime | None = Field(default=None, sa_type=UtcDateTime, nullable=True)
+
+
+class TurnReview(SQLModel, table=True):
+    """One reviewed turn: the mover's chances (0..1) before and after the move it made, and
+    the strong bot's choice with its chances where that is another move."""
+
+    __table_args__ = (UniqueConstraint("game_id", "number"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: int = Field(foreign_key="game.id")
+    number: int  # the reviewed move's number in the game's log (MoveRecord.number)
+    seat: int
+    played: str = Field(max_length=200)
+    before: float
+    after: float
+    bot_move: str | None = Field(default=None, max_length=200)
+    bot_after: float | None = None
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UtcDateTime, nullable=False)

@@ -26,6 +26,7 @@ from flask import Flask, current_app
 from ..ground.db import utcnow
 from ..mailin.listener import poll_imap
 from ..services import timeouts
+from ..services.reviews import run_due_reviews
 from ..services.talk import run_due_chores
 from .notices import deliver_notices
 from .outbox import deliver_all_due, stop_event
@@ -63,6 +64,8 @@ def run_jobs(app: Flask, now: datetime | None = None, simulated: bool = False,
         helpers.finish()  # after an error or a stop: the helpers end too
     counts.update({f"mail_{k}": v for k, v in mailed.items()})
     counts.update(noticed)
+    with app.app_context():  # last: reviews of finished games, a few turns a run
+        counts.update(run_due_reviews(now, stop_event(app).is_set))
     counts.update(chores)
     return counts
 

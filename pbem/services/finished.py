@@ -2,8 +2,9 @@
 move (pbem.services.moves, whoever makes it).
 
 It marks the game finished, stops its clock and announces it (pbem.services.events'
-GameFinished): what a finished game causes beyond its final mails, a rating (pbem.services.ratings)
-and a tournament's standings (pbem.services.tournaments), listens there, so this module and the
+GameFinished): what a finished game causes beyond its final mails, a rating (pbem.services.ratings),
+a tournament's standings (pbem.services.tournaments) and the queued review by the strong
+computer player (pbem.services.reviews), listens there, so this module and the
 move path import neither. Each listener must work with the move path's `Writer` (a Core
 connection, `session.connection()`) as well as an ORM session, and with `game` a plain row.
 """

@@ -21,6 +21,7 @@ from ..ground import i18n
 from ..services import game_picture
 from ..services.errors import Malformed, NotFound
 from ..services.log import LogEntry
+from ..services.reviews import review_of
 from ..services.seats import load_seat
 from ..services.watching import UNKNOWN_GAME, WATCH_ID, load_watched
 from .site import answer_refusals
@@ -116,7 +117,8 @@ def spectate(watch_id: str):
         "watch/game.html", game=watched.game, seats=watched.seats, rules=rules,
         view=rules.view(state, None), picture=rules.board_picture(state, None, False),
         seat=None, log=watched.log, when=when, to_move=to_move,
-        outcome=rules.outcome_lines(state), kind_template=f"games/{watched.game.kind}/")
+        outcome=rules.outcome_lines(state), kind_template=f"games/{watched.game.kind}/",
+        review=review_of(watched.game))
     return _answer(Response(page))
 
 
@@ -159,4 +161,4 @@ def seat_history(token: str):
         rules=rules, view=rules.view(state, seat.number),
         picture=rules.board_picture(state, seat.number, False), token=token, log=log,
         when=when, to_move=to_move, outcome=rules.outcome_lines(state),
-        kind_template=f"games/{ctx.game.kind}/")
+        kind_template=f"games/{ctx.game.kind}/", review=review_of(ctx.game))
