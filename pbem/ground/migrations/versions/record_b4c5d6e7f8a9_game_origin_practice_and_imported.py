@@ -5,7 +5,7 @@ Issue 46: a game made by "play on from here" (pbem.services.record) is a practic
 from a record file by `pbem import-game` has `origin` "imported". NULL: an ordinary game.
 
 Revision ID: b4c5d6e7f8a9
-Revises: f1a2b3c4d5e6
+Revises: b3c4d5e6f7a8
 Create Date: 2026-12-02 06:15:00.000000
 """
 
@@ -16,7 +16,7 @@ import sqlmodel
 from alembic import op
 
 revision: str = 'b4c5d6e7f8a9'
-down_revision: str | None = 'f1a2b3c4d5e6'
+down_revision: str | None = 'b3c4d5e6f7a8'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -6,7 +6,7 @@ chances before and after its move, the strong bot's choice). Games finished befo
 revision get their review from the scheduler, which queues every finished game without one.
 
 Revision ID: 0e1f2a3b4c5d
-Revises: f1a2b3c4d5e6
+Revises: b4c5d6e7f8a9
 Create Date: 2026-12-02 06:20:00.000000
 """
 
@@ -19,7 +19,7 @@ from alembic import op
 import pbem.ground.db
 
 revision: str = '0e1f2a3b4c5d'
-down_revision: str | None = 'f1a2b3c4d5e6'
+down_revision: str | None = 'b4c5d6e7f8a9'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
