@@ -27,8 +27,8 @@ from ..ground.i18n import N_, _
 from ..ground.models import FINISHED, Game, Notice, NoticeTarget, Seat
 from . import mail
 from .errors import Malformed, NotFound, TooMany
-from .my_games import _email_of
-from .seats import _seat_and_game
+from .my_games import email_of
+from .seats import seat_and_game
 
 # The kinds of notice: a player's targets choose among PLAYER_KINDS, a game's channel gets
 # GAME_KINDS.
@@ -122,10 +122,10 @@ class _Owner:
 def _owner(session, owner: str, key, now: datetime | None = None) -> _Owner:
     """The owner `key` names (NotFound for one that does not exist)."""
     if owner == PLAYER:
-        email = _email_of(session, key, now=now)
+        email = email_of(session, key, now=now)
         return _Owner(NoticeTarget.email, email, _language_of(session, email))
     if owner == SEAT:
-        seat, __ = _seat_and_game(session, key)
+        seat, __ = seat_and_game(session, key)
         if seat.bot is not None:
             raise NotFound(_("There is no such target (it may have been removed)."))
         return _Owner(NoticeTarget.seat_id, seat.id, seat.language, seat.email.lower())
