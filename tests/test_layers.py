@@ -339,7 +339,7 @@ QUERIES_ALLOWED_FOR_NOW: set[str] = set()
 # Delivering the outbox is the scheduler's own work (issue 44: "the scheduler only claims due
 # work and runs it in transactions"): its senders claim rows and record each delivery, the
 # claim protocol of pbem/scheduler/outbox.py's docstring. These stay, by design, not for now.
-DELIVERY = {"pbem.scheduler.outbox", "pbem.scheduler.senders"}
+DELIVERY = {"pbem.scheduler.outbox", "pbem.scheduler.senders", "pbem.scheduler.notices"}
 
 
 def _is_private(name: str) -> bool:
