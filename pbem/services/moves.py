@@ -194,7 +194,7 @@ def _move(session: Writer | Session, outer: bool, request: MoveRequest) -> MoveR
         raise Rejected(str(exc)) from None
     # Stored language-neutral (message ids and parameters), written in each reader's
     # language when shown.
-    lines = _told(rules, before, move, after, seats)
+    lines = told_lines(rules, before, move, after, seats)
     if actor is Actor.BOT:  # every reader, in the log and in mail, sees who chose it
         for told in lines.values():
             told[:1] = [{"t": N_("Computer player (%(bot)s): %(line)s"),
@@ -250,7 +250,7 @@ def _move(session: Writer | Session, outer: bool, request: MoveRequest) -> MoveR
                       game.status == FINISHED, context)
 
 
-def _told(rules: GameRules, before, move, after, seats: list[SeatRow]) -> dict[str, list]:
+def told_lines(rules: GameRules, before, move, after, seats: list) -> dict[str, list]:
     """What `move` did in each reader's words (-1: a spectator's), as stored data: players
     named by name and colour, the reader as "you" (issue 43, point 11)."""
     names = {s.colour: s.name for s in seats}

@@ -39,6 +39,7 @@ from ..ground.models import (
 )
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
 from .games import Opening, create_game
+from .moves import told_lines
 from .players import PlayerSpec, bot_player, check_title, unsafe_character
 from .seats import load_seat
 
@@ -401,15 +402,8 @@ class Replayed:
 
 
 def told(rules: GameRules, before, move, after, seats: list) -> str:
-    """What a move did in each reader's words (-1: a spectator's), as stored in the log (the
-    move path stores the same: pbem.services.moves)."""
-    names = {s.colour: s.name for s in seats}
-    lines = {}
-    for reader in range(-1, len(seats)):
-        said = rules.describe(before, move, after, None if reader < 0 else reader)
-        you = seats[reader].colour if reader >= 0 else None
-        lines[str(reader)] = [i18n.phrase_data(line, names, you) for line in said]
-    return json.dumps(lines, ensure_ascii=False)
+    """What a move did in each reader's words, as the move path stores it in the log."""
+    return json.dumps(told_lines(rules, before, move, after, seats), ensure_ascii=False)
 
 
 def replay(record: GameRecord, upto: int | None = None) -> Replayed:
