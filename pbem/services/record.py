@@ -26,7 +26,6 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from ..games import GameRules, MoveError, SetupProblem, game_kinds, rules_for
-from ..ground import i18n
 from ..ground.db import get_row, reading, utcnow, writing
 from ..ground.i18n import _
 from ..ground.models import (
