@@ -17,6 +17,7 @@ claims due work and runs each piece in a transaction of its own through these fu
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -251,48 +252,29 @@ def play_default_moves(session, timer, now: datetime, turn: Turn) -> int:
     """Play the seat's turn with default moves in the caller's transaction, each through
     `submit_move`, from `turn` (what `current` just gave: nothing has moved since); returns
     how many were played."""
-    played = 0
-    rules = rules_for(turn.kind)
-    for _ in range(MAX_DEFAULT_MOVES):
-        if played:
-            turn = current(session, timer)
-        if turn is None:
-            break
-        try:
-            submit_move(None, POLICY.default_move(rules, turn.state), turn.turn,
-                        seat_id=turn.seat_id, actor=Actor.TIMEOUT, via="scheduler", now=now,
-                        session=session)
-        except ServiceError as exc:  # a person moved at the same moment: theirs stands
-            current_app.logger.info("timeout of seat %s gave way: %s", turn.seat_id,
-                                    exc.message)
-            break
-        played += 1
-    return played
+    def submit(turn: Turn, move: str, actor: Actor) -> None:
+        submit_move(None, move, turn.turn, seat_id=turn.seat_id, actor=actor, via="scheduler",
+                    now=now, session=session)
+
+    return _play_turn(turn, lambda: current(session, timer), submit)
 
 
 def play_server_turn(timer_id: int, claim: str, now: datetime) -> str:
-    """Play the seat's turn, each move in a transaction of its own through `submit_move`: a
-    computer player's moves for a computer player's seat, or for an absent seat when the game
-    gives those to one; else the default moves. Returns what it counts as."""
-    played, first = 0, None
-    for _ in range(MAX_DEFAULT_MOVES):
+    """Play the seat's turn, each move in a transaction of its own through `submit_move` (a
+    computer player thinks before its transaction begins, so a search holds up no other
+    writer): a computer player's moves for a computer player's seat, or for an absent seat
+    when the game gives those to one; else the default moves. Returns what it counts as."""
+    def read() -> Turn | None:
         with reading() as session:
             timer = session.connection().execute(_TIMER_READ, {"timer_id": timer_id}).first()
-            turn = current(session, timer, lock=False) if timer is not None else None
-        if turn is None:
-            break
-        first = first or turn
-        rules = rules_for(turn.kind)
-        move, actor = POLICY.server_move(rules, turn.state, turn.bot,
-                                         f"{turn.watch_id}:{turn.turn}")
-        try:
-            submit_move(None, move, turn.turn, seat_id=turn.seat_id, actor=actor,
-                        via="scheduler", now=now)
-        except ServiceError as exc:  # a person moved at the same moment: theirs stands
-            current_app.logger.info("timeout of seat %s gave way: %s", turn.seat_id,
-                                    exc.message)
-            break
-        played += 1
+            return current(session, timer, lock=False) if timer is not None else None
+
+    def submit(turn: Turn, move: str, actor: Actor) -> None:
+        submit_move(None, move, turn.turn, seat_id=turn.seat_id, actor=actor, via="scheduler",
+                    now=now)
+
+    first = read()
+    played = _play_turn(first, read, submit)
     with writing() as session:
         _finish(session.connection(), timer_id, claim, now,
                 "timed out" if played else "obsolete")
@@ -301,6 +283,29 @@ def play_server_turn(timer_id: int, claim: str, now: datetime) -> str:
                     first.game_id, first.seat + 1, played,
                     f"computer player {first.bot}" if first.bot else "the default move")
     return "timeouts" if played else "obsolete"
+
+
+def _play_turn(turn: Turn | None, again: Callable[[], Turn | None],
+               submit: Callable[[Turn, str, Actor], None]) -> int:
+    """The server's moves for the seat of `turn` until its turn ends (`again` reads the turn
+    after each move: None once it is over), each the policy's and made by `submit`; returns
+    how many were made. A person who moved meanwhile stops it: their move stands."""
+    played = 0
+    for _ in range(MAX_DEFAULT_MOVES):
+        if played:
+            turn = again()
+        if turn is None:
+            break
+        move, actor = POLICY.server_move(rules_for(turn.kind), turn.state, turn.bot,
+                                         f"{turn.watch_id}:{turn.turn}")
+        try:
+            submit(turn, move, actor)
+        except ServiceError as exc:  # a person moved at the same moment: theirs stands
+            current_app.logger.info("timeout of seat %s gave way: %s", turn.seat_id,
+                                    exc.message)
+            break
+        played += 1
+    return played
 
 
 # --- clocks the scheduler looks after -----------------------------------------------------------
