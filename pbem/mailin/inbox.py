@@ -299,7 +299,6 @@ def _token(message: EmailMessage, recipients: list[str]) -> str | Handled:
     return keys[0] if keys else _unknown(message, "no play+<key> address", "")
 
 
-UNKNOWN_ANSWERS_PER_DAY = kinds.MISDIRECTED.per_day.most
 REVOKED_ANSWERS_PER_DAY = kinds.REVOKED.per_day.most
 
 
