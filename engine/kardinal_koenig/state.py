@@ -130,22 +130,7 @@ def new_game(players: int | tuple[str, ...] | list[str], seed: int | str,
     if joker not in JOKER_RULES:
         raise SetupError(f"the joker rule must be one of {', '.join(JOKER_RULES)}, not {joker!r}")
     board = board or default_board()
-    if isinstance(players, int) and not isinstance(players, bool):
-        if not MIN_PLAYERS <= players <= MAX_PLAYERS:
-            raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
-                                 game="Kardinal & König", least=3, most=5, count=players))
-        colours: tuple[str, ...] = PLAYER_COLOURS[:players]
-    else:
-        colours = tuple(cast(Iterable[str], players))  # a bool is no count: tuple() refuses it
-        if not MIN_PLAYERS <= len(colours) <= MAX_PLAYERS:
-            raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
-                                 game="Kardinal & König", least=3, most=5, count=len(colours)))
-        unknown = [c for c in colours if c not in PLAYER_COLOURS]
-        if unknown:
-            raise SetupError(say("unknown player colour %(colour)s; choose from %(colours)s",
-                                 colour=repr(unknown[0]), colours=", ".join(PLAYER_COLOURS)))
-        if len(set(colours)) != len(colours):
-            raise SetupError(say("each player needs a different colour"))
+    colours = _colours(players)
     if not isinstance(seed, (int, str)) or isinstance(seed, bool):
         raise SetupError("the seed must be a whole number or a text")
     n = len(colours)
@@ -169,3 +154,24 @@ def new_game(players: int | tuple[str, ...] | list[str], seed: int | str,
         monastery_supply=(MONASTERIES_EACH,) * n, advisor_supply=(ADVISORS_EACH,) * n,
         scores=(0,) * n, current=start, phase=PLAY, draws_left=0, drawn=((),) * n,
         exhaustions=0, last_seat=None, ply=0, intermediate=None, end_reason=None, joker=joker)
+
+
+def _colours(players: int | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The players' colours: the first `players` in box order for a count, else those named."""
+    if isinstance(players, int) and not isinstance(players, bool):
+        if not MIN_PLAYERS <= players <= MAX_PLAYERS:
+            raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
+                                 game="Kardinal & König", least=3, most=5, count=players))
+        colours: tuple[str, ...] = PLAYER_COLOURS[:players]
+    else:
+        colours = tuple(cast(Iterable[str], players))  # a bool is no count: tuple() refuses it
+        if not MIN_PLAYERS <= len(colours) <= MAX_PLAYERS:
+            raise SetupError(say("%(game)s is for %(least)d to %(most)d players, not %(count)d",
+                                 game="Kardinal & König", least=3, most=5, count=len(colours)))
+        unknown = [c for c in colours if c not in PLAYER_COLOURS]
+        if unknown:
+            raise SetupError(say("unknown player colour %(colour)s; choose from %(colours)s",
+                                 colour=repr(unknown[0]), colours=", ".join(PLAYER_COLOURS)))
+        if len(set(colours)) != len(colours):
+            raise SetupError(say("each player needs a different colour"))
+    return colours
