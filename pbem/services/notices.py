@@ -1,10 +1,12 @@
 """Turn notices in chat apps and push services, beside the mail (issue 45).
 
-A player names targets on their profile (`add_target`): Apprise URLs (pbem.ground.chat), each
-with the kinds of notice it gets. A move queues notices for the targets of the seats it
-concerns (`after_turn`, one call from the move path), the scheduler's reminder one
-(`reminder`); each is a `Notice` row written in the move's transaction, in the reader's
-language, delivered by the scheduler (pbem.scheduler.notices) with the mail outbox's rules.
+Targets (`add`, `targets`, `remove`, `send_test`) are Apprise URLs (pbem.ground.chat), each
+with the kinds of notice it gets, owned by a player's address (their profile: all their
+games), one seat (its page: that game, while the address that added it holds the seat) or a
+game (its channel, added by an organiser). A move queues notices for the targets it concerns
+(`after_turn`, one call from the move path), the scheduler's reminder one (`reminder`); each
+is a `Notice` row written in the move's transaction, in the reader's language, delivered by
+the scheduler (pbem.scheduler.notices) with the mail outbox's rules.
 
 What a notice may carry: a player's own target gets its seat's link; a game's channel (a
 target of the game, which every seat may read) gets only public lines and the spectator link,
