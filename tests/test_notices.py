@@ -23,9 +23,18 @@ from server import field, make_app, token_in
 from sqlmodel import select
 
 from pbem.games import rules_for
-from pbem.ground import chat
+from pbem.ground import chat, i18n
 from pbem.ground.db import reading, utcnow, writing
-from pbem.ground.models import FAILED, QUEUED, SENT, Game, Notice, NoticeTarget, Seat
+from pbem.ground.models import (
+    FAILED,
+    QUEUED,
+    SENT,
+    Game,
+    MoveRecord,
+    Notice,
+    NoticeTarget,
+    Seat,
+)
 from pbem.scheduler.notices import deliver_notices
 from pbem.services import notices
 from pbem.services.errors import NotFound
@@ -489,7 +498,16 @@ def test_a_game_channel_gets_public_words_and_never_a_seat_link(tmp_path, receiv
     assert deliver_notices(app)["notices_sent"] == 2
     (channel,) = receiver_fresh.wait_for(1, "/channel")
     (own,) = receiver_fresh.wait_for(1, "/anna")
+    print("receiver's record:", json.dumps([channel["body"], own["body"]], ensure_ascii=False))
     assert "Bruno ha jugado; le toca a Anna" in channel["body"]["message"]
+    # The turn as the spectator page's log tells it, in the channel's language, before that.
+    with reading(app) as session:
+        records = session.exec(select(MoveRecord).where(MoveRecord.game_id == game_id)
+                               .order_by(MoveRecord.number)).all()
+    with app.test_request_context(), i18n.in_language("es"):
+        spectator = [str(i18n.lazy(line)) for r in records
+                     for line in json.loads(r.lines_json)["-1"]]
+    assert spectator and channel["body"]["message"].splitlines()[:-1] == spectator
     assert "/watch/" in channel["body"]["message"] and "/seat/" not in channel["body"]["message"]
     assert "/seat/" in own["body"]["message"] and "/watch/" not in own["body"]["message"]
 

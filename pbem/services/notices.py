@@ -1,10 +1,12 @@
 """Turn notices in chat apps and push services, beside the mail (issue 45).
 
-A player names targets on their profile (`add_target`): Apprise URLs (pbem.ground.chat), each
-with the kinds of notice it gets. A move queues notices for the targets of the seats it
-concerns (`after_turn`, one call from the move path), the scheduler's reminder one
-(`reminder`); each is a `Notice` row written in the move's transaction, in the reader's
-language, delivered by the scheduler (pbem.scheduler.notices) with the mail outbox's rules.
+Targets (`add`, `targets`, `remove`, `send_test`) are Apprise URLs (pbem.ground.chat), each
+with the kinds of notice it gets, owned by a player's address (their profile: all their
+games), one seat (its page: that game, while the address that added it holds the seat) or a
+game (its channel, added by an organiser). A move queues notices for the targets it concerns
+(`after_turn`, one call from the move path), the scheduler's reminder one (`reminder`); each
+is a `Notice` row written in the move's transaction, in the reader's language, delivered by
+the scheduler (pbem.scheduler.notices) with the mail outbox's rules.
 
 What a notice may carry: a player's own target gets its seat's link; a game's channel (a
 target of the game, which every seat may read) gets only public lines and the spectator link,
@@ -22,9 +24,9 @@ from flask import current_app
 from sqlalchemy import bindparam, func, or_, select
 
 from ..ground import chat, i18n
-from ..ground.db import insert_later, reading, utcnow, writing
+from ..ground.db import insert_later, insert_pending, reading, utcnow, writing
 from ..ground.i18n import N_, _
-from ..ground.models import FINISHED, Game, Notice, NoticeTarget, Seat
+from ..ground.models import FINISHED, Game, MoveRecord, Notice, NoticeTarget, Seat
 from . import mail
 from .errors import Malformed, NotFound, TooMany
 from .my_games import email_of
@@ -286,9 +288,28 @@ def _watch_link(game) -> str:
     return f"{current_app.config['BASE_URL'].rstrip('/')}/watch/{game.watch_id}"
 
 
+PUBLIC_MOVES = 20  # the most moves of one turn a channel's notice tells
+_TURN_LOG = (select(MoveRecord.seat, MoveRecord.lines_json)
+             .where(MoveRecord.game_id == bindparam("game_id"))
+             .order_by(MoveRecord.number.desc()).limit(PUBLIC_MOVES))
+
+
+def _turn_told(session, game, mover) -> list:
+    """The turn that just ended in a spectator's words (stored data, as the spectator page's
+    log has it): the mover's moves since another seat last moved, this one included."""
+    insert_pending(session, MoveRecord)  # this move's record, and its turn's, are read
+    told: list = []
+    for seat, lines_json in session.connection().execute(_TURN_LOG, {"game_id": game.id}):
+        if seat != mover.number:
+            break
+        told[:0] = orjson.loads(lines_json).get("-1", [])
+    return told
+
+
 def _public_notice(session, target, game, kind: str, now: datetime, mover,
-                   next_seat) -> None:
-    """A notice to a game's channel: public words and the spectator link only."""
+                   next_seat, told: list) -> None:
+    """A notice to a game's channel: the turn in a spectator's words, and the spectator link
+    only."""
     with i18n.in_language(target.language):
         name = f"{game.title} #{game.id}"
         if kind == END:
@@ -299,7 +320,13 @@ def _public_notice(session, target, game, kind: str, now: datetime, mover,
             body = _("%(name)s moved; %(next)s to move, deadline %(deadline)s. %(link)s",
                      name=mover.name, next=next_seat.name,
                      deadline=_deadline(game, next_seat), link=_watch_link(game))
-    _queue(session, target, game, kind, title, body, now)
+        lines = [str(i18n.lazy(line)) for line in told]
+    # The link last, where a service that cuts a long text leaves it whole: the lines first.
+    room = chat.MAX_BODY - len(body) - 1
+    text = "\n".join(lines)
+    if len(text) > room:
+        text = "…" + text[len(text) - room + 1:]
+    _queue(session, target, game, kind, title, f"{text}\n{body}" if text else body, now)
 
 
 def after_turn(session, game, seats, mover, actor: str, to_move: int | None,
@@ -317,13 +344,16 @@ def after_turn(session, game, seats, mover, actor: str, to_move: int | None,
         by_email[seat.email.lower()].append(seat)
     by_id = {seat.id: [seat] for seat in seats}
     next_seat = seats[to_move] if to_move is not None else None
+    told = None  # the turn in a spectator's words, read once for the channels
     for target in targets:
         kinds = set(target.kinds.split(","))
         if target.game_id is not None:  # the game's channel: public words only
             if to_move is None and END in kinds:
-                _public_notice(session, target, game, END, now, mover, None)
+                _public_notice(session, target, game, END, now, mover, None, [])
             elif to_move is not None and PUBLIC in kinds:
-                _public_notice(session, target, game, PUBLIC, now, mover, next_seat)
+                if told is None:
+                    told = _turn_told(session, game, mover)
+                _public_notice(session, target, game, PUBLIC, now, mover, next_seat, told)
             continue
         if target.seat_id is not None:  # while the address that added it holds the seat
             owned = [seat for seat in by_id.get(target.seat_id, [])
