@@ -431,7 +431,7 @@ class KardinalKoenig(RulesBase, ShownBase):
                                  cards=self.card_words(view.hand)))
         return lines + list(self._public_lines(state, i18n.language(), countries))
 
-    @functools.lru_cache(maxsize=64)
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (one adapter per game, kept for good)
     def _public_lines(self, state: kk.GameState, language: str,
                       countries: bool) -> tuple[str, ...]:
         """What every reader's position lines say after their hand (a spectator's view), in

@@ -147,7 +147,7 @@ class Checkpoints:
                         connection = self._connect()
                     connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     self.checkpoints += 1
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 (logged; the next one tries again)
                     self._log_once(exc)
                     if connection is not None:
                         _close_quietly(connection)

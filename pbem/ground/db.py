@@ -130,7 +130,7 @@ def shown_url(url: str) -> str:
     """`url` fit for a log or a terminal: the password replaced by ***."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:
+    except Exception:  # noqa: BLE001 (not a URL: shown as given)
         return url
 
 

@@ -59,7 +59,7 @@ class HideSecrets(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:
+        except Exception:  # noqa: BLE001 (logging's own error report follows)
             return True
         hidden = hide_secrets(message)
         if hidden != message:

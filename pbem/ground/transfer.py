@@ -173,11 +173,11 @@ def import_from(app: Flask, lines: IO[str], batch: int = 500) -> Counter:
             name = item.get("table")
             if name not in known:
                 raise TransferError(f"line {number}: unknown table {name!r}")
-            if seen_tables and seen_tables[-1] != name:
-                if order.index(name) < order.index(seen_tables[-1]):
-                    raise TransferError(f"line {number}: table {name} comes after "
-                                        f"{seen_tables[-1]}; the export writes each table "
-                                        "after those it refers to")
+            if seen_tables and seen_tables[-1] != name \
+                    and order.index(name) < order.index(seen_tables[-1]):
+                raise TransferError(f"line {number}: table {name} comes after "
+                                    f"{seen_tables[-1]}; the export writes each table "
+                                    "after those it refers to")
             if not seen_tables or seen_tables[-1] != name:
                 _flush(session, known, pending)
                 seen_tables.append(name)

@@ -141,7 +141,7 @@ def _files(message: EmailMessage, bodies) -> list[tuple[str, str]]:
         try:
             content = part.get_content()
             name = turnfile.printable(part.get_filename() or "")[:80]
-        except Exception:  # noqa: BLE001, S112
+        except Exception:  # noqa: S112
             continue
         if isinstance(content, bytes):
             content = _decoded(content)

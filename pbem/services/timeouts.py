@@ -48,10 +48,10 @@ from ..ground.models import (
     Seat,
     Timer,
 )
+from . import notices
 from .deadlines import add_pause, reset_clock, start_clock
 from .errors import ServiceError
 from .events import TurnTimedOut
-from . import notices
 from .mail import kinds
 from .mail.sending import send
 from .moves import Actor, submit_move
