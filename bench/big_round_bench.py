@@ -33,8 +33,8 @@ def main() -> None:
     from pbem.ground.db import reading
     from pbem.ground.models import Game
     from pbem.services import stewardship, tournaments
+    from pbem.services.creating import create_game
     from pbem.services.deadlines import time_control
-    from pbem.services.games import create_game
     from pbem.services.moves import submit_move
     from pbem.services.players import parse_player
 

@@ -45,8 +45,8 @@ def main() -> None:
     from pbem.ground.db import reading, writing
     from pbem.ground.models import Game
     from pbem.ground.schema import upgrade
+    from pbem.services.creating import create_game
     from pbem.services.feeds import new_calendar_feed, new_seat_feed
-    from pbem.services.games import create_game
     from pbem.services.mail import mint_player_key
     from pbem.services.moves import submit_move
     from pbem.services.players import parse_player

@@ -106,7 +106,7 @@ from pbem.ground.models import (
 )
 from pbem.scheduler.notices import BATCH as NOTICE_CLAIM
 from pbem.scheduler.outbox import stuck_after
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 
 TARGET_RATE = 100  # moves a second

@@ -69,7 +69,7 @@ MAKE_GAMES = """
 import sys
 from pbem import create_app
 try:
-    from pbem.services.games import create_game
+    from pbem.services.creating import create_game
     from pbem.services.players import parse_player
 except ImportError:  # an older checkout's
     from pbem.services.moves import create_game, parse_player

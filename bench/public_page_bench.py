@@ -14,7 +14,7 @@ from sqlmodel import select
 
 from pbem.ground.db import utcnow, writing
 from pbem.ground.models import Game, Profile
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import bot_player, parse_player
 
 KIND = "knights-castles"

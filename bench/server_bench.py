@@ -56,7 +56,7 @@ from sqlalchemy import event, text
 from pbem import create_app, started
 from pbem.ground import schema
 from pbem.ground.db import make_engine
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 
 TARGET_RATIO = 0.5  # POST alone, pbem / floor

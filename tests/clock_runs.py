@@ -62,7 +62,7 @@ DATE_TESTS = [
     "tests/test_seat_times.py",
     "tests/test_scheduler.py", "tests/test_kk_turns.py", "tests/test_mail_content.py",
     "tests/test_mail_delivery.py", "tests/test_feeds.py", "tests/test_my_games.py",
-    "tests/test_tournaments.py", "tests/test_tournament_pages.py", "tests/test_tables.py",
+    "tests/test_tournaments.py", "tests/test_tournament_pages.py", "tests/test_pairings.py",
     "tests/test_lobby.py", "tests/test_undo.py", "tests/test_profiles.py",
     "tests/test_admin.py", "tests/test_watch.py", "tests/test_kc_turns.py",
 ]

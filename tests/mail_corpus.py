@@ -704,7 +704,7 @@ class Club:
         from pbem.games import rules_for
         from pbem.ground.db import reading
         from pbem.ground.models import RUNNING, Game
-        from pbem.services.games import create_game
+        from pbem.services.creating import create_game
         from pbem.services.players import parse_player
 
         with self.app.app_context():

@@ -385,7 +385,7 @@ def legal_in(html: str) -> list[str]:
 
 def new_game(app, players: int = 3, seed: str = "1", **kwargs):
     """A game created through the service; returns (CreatedGame, tokens in seat order)."""
-    from pbem.services.games import create_game
+    from pbem.services.creating import create_game
     from pbem.services.players import parse_player
 
     with app.app_context():

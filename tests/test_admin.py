@@ -704,7 +704,7 @@ def test_a_new_link_mail_does_not_promise_that_earlier_links_work(app, admin, ma
 
 
 def test_a_handed_over_seat_does_not_keep_the_old_players_settings(app, admin):
-    from pbem.services.time import set_notify, set_timezone, take_vacation
+    from pbem.services.seat_settings import set_notify, set_timezone, take_vacation
 
     _, tokens = new_game(app)
     with app.app_context():

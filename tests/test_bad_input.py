@@ -14,7 +14,7 @@ from sqlmodel import SQLModel
 
 import pbem.ground.models  # noqa: F401  (the tables, for the database snapshot)
 from pbem.ground.db import get_engine
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 from pbem.services.seats import UNKNOWN_LINK
 

@@ -18,8 +18,8 @@ from pbem.ground.i18n import render
 from pbem.ground.models import FINISHED, AuditEntry, Game, MoveRecord, OutboxMessage, Seat
 from pbem.scheduler.jobs import run_jobs
 from pbem.services import stewardship
+from pbem.services.creating import create_game
 from pbem.services.errors import NotFound
-from pbem.services.games import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import PlayerSpec, bot_player, parse_player
 

@@ -177,7 +177,7 @@ def test_a_bounce_from_postfix_marks_the_address_dead_and_the_organisers_hear_on
     listener = start_listener(app, HOST, listener_port)
     try:
         with app.app_context():
-            from pbem.services.games import create_game
+            from pbem.services.creating import create_game
             from pbem.services.players import parse_player
 
             game = create_game([parse_player(f"Anna <anna@{PLAYERS_DOMAIN}>"),

@@ -31,8 +31,8 @@ import engine
 from pbem.ground import schema
 from pbem.ground.db import get_engine, reading
 from pbem.ground.models import Game, MoveRecord, OutboxMessage, SeatKey
+from pbem.services.creating import create_game
 from pbem.services.errors import ServiceError
-from pbem.services.games import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
 

@@ -30,7 +30,7 @@ from pbem.games import rules_for
 from pbem.ground.db import reading
 from pbem.ground.models import Game
 from pbem.scheduler.jobs import run_jobs
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import PlayerSpec, bot_player
 

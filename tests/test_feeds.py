@@ -200,7 +200,7 @@ def _calendar_key(client, games_token: str) -> str:
 
 def _two_games(app):
     """Anna to move in the first game; in the second she plays third, Bruno to move."""
-    from pbem.services.games import create_game
+    from pbem.services.creating import create_game
     from pbem.services.players import parse_player
 
     people = ["Anna <anna@example.org>", "Bruno <b@example.org>", "Chiara <c@example.org>"]
@@ -266,7 +266,7 @@ def test_a_new_calendar_link_revokes_the_old_and_the_calendar_speaks_her_languag
         app, client, mailbox):
     from icalendar import Calendar
 
-    from pbem.services.time import set_language
+    from pbem.services.seat_settings import set_language
 
     (__, tokens2), (first, __) = _two_games(app)
     games_token = _games_token(mailbox, "anna@example.org")
@@ -304,7 +304,7 @@ def test_revoking_an_addresss_my_games_links_revokes_its_calendar(app, client, m
     """A calendar made with a leaked "my games" link stops with the links (410), whichever way
     they are revoked, and shows no game made afterwards; a new link makes a new one."""
     from pbem.services import stewardship
-    from pbem.services.games import create_game
+    from pbem.services.creating import create_game
     from pbem.services.players import parse_player
 
     __, (first, __) = _two_games(app)

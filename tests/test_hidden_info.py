@@ -26,7 +26,7 @@ from pbem.ground import i18n
 from pbem.ground.db import reading, writing
 from pbem.ground.i18n import render
 from pbem.ground.models import DigestItem, Game, MoveRecord, OutboxMessage, Seat
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.mail import kinds, sending
 from pbem.services.mail.sending import send
 from pbem.services.moves import submit_move

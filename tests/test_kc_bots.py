@@ -135,7 +135,7 @@ def test_computer_players_take_seats_and_play_a_game_to_its_end(tmp_path):
     from pbem.ground.db import reading
     from pbem.ground.models import Game, MoveRecord
     from pbem.scheduler.jobs import run_jobs
-    from pbem.services.games import create_game
+    from pbem.services.creating import create_game
     from pbem.services.players import bot_player, parse_player
 
     app = make_app(tmp_path / "instance", SCHEDULER_OUTAGE_MINUTES=100000)

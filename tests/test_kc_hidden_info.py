@@ -22,7 +22,7 @@ from engine.knights_castles.rules import replace
 from pbem.games import rules_for
 from pbem.ground.db import reading, writing
 from pbem.ground.models import Game
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
 

@@ -24,7 +24,7 @@ from engine.knights_castles.moves import CARD_NAMES
 from pbem.ground.db import reading
 from pbem.ground.models import Game, MoveRecord
 from pbem.mailin.inbox import handle_incoming
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import PlayerSpec
 

@@ -14,7 +14,7 @@ from sqlmodel import select
 import engine.knights_castles as kc
 from pbem.ground.db import reading
 from pbem.ground.models import Game
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import PlayerSpec
 

@@ -17,7 +17,7 @@ from pbem.ground.db import reading
 from pbem.ground.models import Game
 from pbem.mailin.inbox import KEY_ADDRESS, handle_incoming
 from pbem.scheduler.jobs import run_jobs
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import PlayerSpec
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL

@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from pbem.ground.db import reading
 from pbem.ground.models import Seat
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 from pbem.services.stewardship import create_admin
 

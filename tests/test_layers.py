@@ -470,7 +470,7 @@ def test_the_query_check_sees_what_it_must(tmp_path):
     files = {
         "__init__.py": "",
         "services/__init__.py": "",
-        "services/games.py": "from sqlmodel import select\nselect(1)\n",
+        "services/creating.py": "from sqlmodel import select\nselect(1)\n",
         "web/__init__.py": "",
         "web/pages.py": ("from flask import session\nfrom sqlmodel import select\n"
                          "from ..ground.db import reading\nfrom ..ground.models import Game\n"

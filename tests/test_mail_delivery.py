@@ -28,7 +28,7 @@ from sqlmodel import select
 from pbem.ground.db import reading, writing
 from pbem.ground.models import FAILED, QUEUED, SENDING, SENT, Game, OutboxMessage
 from pbem.scheduler.outbox import REDACTED, deliver_all_due, deliver_queued
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.health import STUCK_AFTER
 from pbem.services.players import parse_player
 

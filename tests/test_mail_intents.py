@@ -41,7 +41,7 @@ from pbem.scheduler.outbox import (
 )
 from pbem.services.health import STUCK_AFTER
 from pbem.services.mail import kinds
-from pbem.services.time import set_language
+from pbem.services.seat_settings import set_language
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -20,7 +20,7 @@ from sqlmodel import SQLModel, select
 import pbem.ground.models  # noqa: F401  (every table, for the snapshot)
 from pbem.ground.db import get_engine, get_row, reading, utcnow, writing
 from pbem.ground.models import Game, PlayerKey, Seat, SeatKey
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 from pbem.services.seats import revoke_seat_links
 from pbem.services.stewardship import (

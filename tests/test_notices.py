@@ -37,8 +37,8 @@ from pbem.ground.models import (
 )
 from pbem.scheduler.notices import deliver_notices
 from pbem.services import notices
+from pbem.services.creating import create_game
 from pbem.services.errors import NotFound
-from pbem.services.games import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
 

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_spec
 from server import finish_game, module_app
 
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL

@@ -27,7 +27,7 @@ from sqlmodel import select
 
 from pbem.ground.db import get_engine, reading, writing
 from pbem.ground.models import Game, OutboxMessage, Seat
-from pbem.services.games import game_seed
+from pbem.services.creating import game_seed
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

@@ -18,7 +18,7 @@ from pbem.games import rules_for
 from pbem.ground.db import get_engine, reading, utcnow, writing
 from pbem.ground.models import Game, Profile, Seat
 from pbem.services import mail
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import bot_player, parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL

@@ -15,7 +15,7 @@ from sqlmodel import SQLModel, select
 import pbem.ground.models  # every table, for the snapshot
 from pbem.ground.db import get_engine, reading, utcnow
 from pbem.ground.models import LinkRequest, Profile, Seat
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 from pbem.services.profiles import request_link
 

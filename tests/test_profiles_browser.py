@@ -17,7 +17,7 @@ from sqlmodel import select
 
 from pbem.ground.db import reading
 from pbem.ground.models import OpenGame, Seat
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL

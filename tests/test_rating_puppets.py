@@ -20,7 +20,7 @@ from pbem.games import rules_for
 from pbem.ground.db import reading, utcnow, writing
 from pbem.ground.models import AuditEntry, Game, MoveRecord, RatedResult, Rating, Seat
 from pbem.services import mail
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import bot_player, parse_player
 from pbem.services.ratings import MODEL
 from pbem.services.stewardship import create_admin

@@ -17,7 +17,7 @@ from sqlmodel import select
 from pbem.games import rules_for
 from pbem.ground.db import reading, writing
 from pbem.ground.models import Game, Profile, RatedResult, Rating, Seat
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import bot_player, parse_player
 from pbem.services.stewardship import create_admin, hand_over, hand_to_bot, take_back

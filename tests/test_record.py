@@ -26,7 +26,7 @@ from pbem.ground.models import (
     OutboxMessage,
     Seat,
 )
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
 from pbem.services.record import FULL, record_for, to_json, to_text

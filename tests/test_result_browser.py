@@ -13,7 +13,7 @@ sync_api = require_browser()
 
 from server import finish_game
 
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL

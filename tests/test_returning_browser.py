@@ -19,7 +19,7 @@ from sqlmodel import select
 from pbem.ground.db import reading, writing
 from pbem.ground.models import UNDO_DONE, UndoRequest
 from pbem.services import mail
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL

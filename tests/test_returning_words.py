@@ -18,9 +18,18 @@ from test_tournaments import play_out, play_round, tables_of, tournament
 from pbem.games import rules_for
 from pbem.ground.db import reading, writing
 from pbem.ground.models import FEED_CALENDAR, FEED_SEAT, Profile, Seat
-from pbem.services import feeds, game_settings, lobby, mail, stewardship, tables, tournaments, undo
+from pbem.services import (
+    feeds,
+    game_settings,
+    lobby,
+    mail,
+    pairings,
+    stewardship,
+    tournaments,
+    undo,
+)
+from pbem.services.creating import create_game
 from pbem.services.deadlines import time_control
-from pbem.services.games import create_game
 from pbem.services.players import PlayerSpec
 from pbem.services.profiles import profile_for, request_link
 from pbem.services.tournaments import Setup
@@ -127,7 +136,7 @@ def test_issue_33s_pages_and_mails_in_german_and_spanish_have_no_english_word(
     with app.app_context():
         admin = stewardship.create_admin("boss@example.org", "a long enough password")
         tid = tournaments.create_tournament(admin, Setup(
-            name=TOURNAMENT, kind=KIND, variant=None, format=tables.SWISS,
+            name=TOURNAMENT, kind=KIND, variant=None, format=pairings.SWISS,
             time=time_control(72, "24", False, "UTC"), players=[_spec(n) for n in PEOPLE],
             table_size=3, rounds=3))
     play_round(app, tid, round=1)

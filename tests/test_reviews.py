@@ -32,7 +32,7 @@ from pbem.ground.models import (
     TurnReview,
 )
 from pbem.ground.tokens import hash_token, new_token
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
 from pbem.services.reviews import run_due_reviews

@@ -25,9 +25,9 @@ from pbem.games.kardinal_koenig import KardinalKoenig
 from pbem.ground.db import get_engine, reading
 from pbem.ground.models import PENDING, JobState, MoveRecord, OutboxMessage, Seat, Timer
 from pbem.scheduler.jobs import _claim, handle_due_timers, run_jobs
+from pbem.services.clock_controls import extend_deadline, pause_game, resume_game
 from pbem.services.deadlines import TimeControl
 from pbem.services.moves import submit_move
-from pbem.services.time import extend_deadline, pause_game, resume_game
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
 

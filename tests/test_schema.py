@@ -21,7 +21,7 @@ from pbem.ground import models as _models  # noqa: F401  (the tables register on
 from pbem.ground import schema
 from pbem.ground.db import get_engine, reading, writing
 from pbem.ground.models import Game, MoveRecord, Seat
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import parse_player
 from pbem.services.seats import load_seat

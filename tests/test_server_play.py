@@ -7,7 +7,7 @@ import pytest
 from server import field, game_state, legal_in, text_of, token_in
 
 from engine import Place, default_board, parse_move
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.players import parse_player
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL

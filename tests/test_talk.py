@@ -407,7 +407,7 @@ def test_a_third_seat_sees_its_messages_numbered_without_gaps(app, client):
 
 def test_a_german_reader_reads_the_senders_colour_in_german(tmp_path):
     """'Anna (Gelb) schreibt an alle', never '(yellow)' (issue 32, point 8)."""
-    from pbem.services.games import create_game
+    from pbem.services.creating import create_game
     from pbem.services.players import PlayerSpec
 
     app = make_app(tmp_path / "instance", MAIL_REPLY_DOMAIN=DOMAIN)

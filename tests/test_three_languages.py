@@ -22,7 +22,7 @@ import engine
 from pbem.ground.db import reading
 from pbem.ground.models import MoveRecord
 from pbem.mailin.inbox import KEY_ADDRESS, handle_incoming
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.moves import submit_move
 from pbem.services.players import PlayerSpec
 

@@ -27,7 +27,7 @@ from pbem.ground.models import (
     Tournament,
 )
 from pbem.scheduler.jobs import run_jobs
-from pbem.services import tables, tournaments
+from pbem.services import pairings, tournaments
 from pbem.services.profiles import profile_for
 
 pytestmark = pytest.mark.usefixtures("database")  # on SQLite and PostgreSQL
@@ -58,7 +58,7 @@ def logged_in(app):
 
 
 def test_the_standings_page_shows_names_and_games_never_an_address(app):
-    tid, _admin = make(app, tables.LEAGUE, 6)
+    tid, _admin = make(app, pairings.LEAGUE, 6)
     first = tables_of(app, tid)[0]
     play_out(app, first.game_id, "page")
     t = tournament(app, tid)
@@ -82,7 +82,7 @@ def test_the_standings_page_shows_names_and_games_never_an_address(app):
 def test_the_standings_name_players_by_their_profile_and_link_its_page(app):
     """A player with a profile is shown by the profile's name, linked to its public page, in
     the standings and the games; one without is still shown by the name entered."""
-    tid, _admin = make(app, tables.SWISS, 6)
+    tid, _admin = make(app, pairings.SWISS, 6)
     with app.app_context(), writing() as session:
         profile = profile_for(session, "p1@example.org")
         profile.name = "Bea of the chess club"
@@ -177,7 +177,7 @@ def test_a_rated_tournament_rates_its_games(app):
 
 
 def test_next_season_and_close_through_the_forms_audited(app):
-    tid, _admin = make(app, tables.LEAGUE, 6)
+    tid, _admin = make(app, pairings.LEAGUE, 6)
     play_round(app, tid, season=1)
     run_jobs(app, T0 + timedelta(minutes=1))
     assert tournament(app, tid).status == T_BETWEEN
@@ -208,7 +208,7 @@ def test_next_season_and_close_through_the_forms_audited(app):
 
 
 def test_posts_need_the_login_and_the_csrf_token_and_gets_change_nothing(app):
-    tid, _admin = make(app, tables.SWISS, 6, rounds=2)
+    tid, _admin = make(app, pairings.SWISS, 6, rounds=2)
     public = tournament(app, tid).public_id
     anonymous = app.test_client()
     token = csrf_of(anonymous)
@@ -234,7 +234,7 @@ def test_posts_need_the_login_and_the_csrf_token_and_gets_change_nothing(app):
 
 
 def test_the_admin_pages_answer_in_the_browsers_language(app):
-    tid, _admin = make(app, tables.ROUND_ROBIN, 3)
+    tid, _admin = make(app, pairings.ROUND_ROBIN, 3)
     client = logged_in(app)
     page = client.get(f"/admin/tournaments/{tid}", headers={"Accept-Language": "de"})
     assert "Tabelle" in page.get_data(as_text=True) or "Punkte" in page.get_data(as_text=True)
@@ -249,7 +249,7 @@ def test_the_admin_pages_answer_in_the_browsers_language(app):
 def test_the_player_forms_show_their_format_in_every_language(app, language, example):
     """The players' labels of the create form and the next-season form say how to write a
     player: 'Name <email>' reached the browser as a tag and the label read "as Name ,"."""
-    tid, _admin = make(app, tables.LEAGUE, 6)
+    tid, _admin = make(app, pairings.LEAGUE, 6)
     with writing(app) as session:
         session.get(Tournament, tid).status = T_BETWEEN
     client = logged_in(app)
@@ -291,7 +291,7 @@ def test_a_players_language_after_the_address_sets_their_mails_language(app):
 
 def test_the_public_overview_holds_no_address_at_all(app):
     """The data the public page is rendered from has no address in it (not only the page)."""
-    tid, _admin = make(app, tables.ROUND_ROBIN, 4)
+    tid, _admin = make(app, pairings.ROUND_ROBIN, 4)
     public = tournament(app, tid).public_id
     with app.app_context():
         view = tournaments.overview(public_id=public, public=True)

@@ -40,7 +40,7 @@ from pbem.ground.models import (
     TournamentTable,
 )
 from pbem.scheduler.jobs import run_jobs
-from pbem.services import stewardship, tables, tournaments
+from pbem.services import pairings, stewardship, tournaments
 from pbem.services.deadlines import time_control
 from pbem.services.errors import Malformed, Rejected
 from pbem.services.moves import submit_move
@@ -119,20 +119,20 @@ def mails(app, kind, to=None) -> list[OutboxMessage]:
 def standings_now(app, tid, **where):
     """The standings computed directly by the pure functions from the stored results."""
     t = tournament(app, tid)
-    played = [tables.Played(tuple(json.loads(r.players_json)),
+    played = [pairings.Played(tuple(json.loads(r.players_json)),
                             None if json.loads(r.result_json)["ranks"] is None
                             else tuple(json.loads(r.result_json)["ranks"]),
                             tuple(json.loads(r.result_json).get("scores") or ()))
               for r in tables_of(app, tid, **where) if r.result_json is not None]
     everyone = sorted({p for g in played for p in g.players})
-    return tables.standings(everyone, played, t.seed, league=t.format == tables.LEAGUE)
+    return pairings.standings(everyone, played, t.seed, league=t.format == pairings.LEAGUE)
 
 
 def test_a_round_robin_every_table_once_to_its_final_standings(app):
     """4 players at tables of 3: all 4 tables at once, each player in 3, the invitations and a
     round mail each; when the last game ends, the scheduler ends the event with a final mail
     of the standings, counted as the pure functions count them."""
-    tid, _admin = make(app, tables.ROUND_ROBIN, 4)
+    tid, _admin = make(app, pairings.ROUND_ROBIN, 4)
     made = tables_of(app, tid)
     assert sorted(tuple(sorted(json.loads(t.players_json))) for t in made) == \
         sorted(itertools.combinations([f"p{i}@example.org" for i in range(4)], 3))
@@ -166,7 +166,7 @@ def test_a_swiss_event_of_three_rounds(app):
     """9 players at tables of 3 for 3 rounds: each round is made by the scheduler from the
     standings once the last one's games are over, no pair meets twice (it can be avoided),
     a round mail goes out each round, and the final standings break ties by Buchholz."""
-    tid, _admin = make(app, tables.SWISS, 9, rounds=3)
+    tid, _admin = make(app, pairings.SWISS, 9, rounds=3)
     for rnd in (1, 2, 3):
         assert tournament(app, tid).round == rnd
         assert len(tables_of(app, tid, round=rnd)) == 3
@@ -174,9 +174,9 @@ def test_a_swiss_event_of_three_rounds(app):
         if rnd > 1:  # the round's tables follow the standings after the rounds before
             leader = standings_now(app, tid)[0].player
             assert leader in json.loads(tables_of(app, tid, round=rnd)[0].players_json)
-            every = [tables.Played(tuple(json.loads(t.players_json)), None)
+            every = [pairings.Played(tuple(json.loads(t.players_json)), None)
                      for t in tables_of(app, tid)]
-            assert max(tables.met(every).values()) == 1  # nobody met twice so far
+            assert max(pairings.met(every).values()) == 1  # nobody met twice so far
             news = [m for m in mails(app, "tournament") if f"Round {rnd} " in m.subject]
             assert len(news) == 9 and "Place, player, points:" in news[0].text_body
             assert "1. " in news[0].text_body and "@" not in news[0].text_body.split(
@@ -207,7 +207,7 @@ def test_a_league_season_to_its_end_with_promotion_and_relegation(app):
     starts the next season with one player leaving and one joining: league 2's winner goes
     up, league 1's last goes down, the newcomer enters league 2; the new season runs to its
     end as well."""
-    tid, admin = make(app, tables.LEAGUE, 6, promotion=1)
+    tid, admin = make(app, pairings.LEAGUE, 6, promotion=1)
     first = tables_of(app, tid, season=1)
     groups = {(t.league, t.group_number): set(json.loads(t.players_json)) for t in first}
     assert groups == {(1, 1): {f"p{i}@example.org" for i in (0, 1, 2)},
@@ -254,7 +254,7 @@ def test_a_league_season_to_its_end_with_promotion_and_relegation(app):
 
 
 def test_a_league_starts_its_next_season_by_itself_after_its_days(app):
-    tid, _admin = make(app, tables.LEAGUE, 3, season_days=2)
+    tid, _admin = make(app, pairings.LEAGUE, 3, season_days=2)
     play_round(app, tid, season=1)
     run_jobs(app, T0 + timedelta(minutes=1))
     assert tournament(app, tid).status == T_BETWEEN
@@ -268,7 +268,7 @@ def test_a_league_starts_its_next_season_by_itself_after_its_days(app):
 
 
 def test_an_aborted_game_counts_as_decided_without_points(app):
-    tid, admin = make(app, tables.ROUND_ROBIN, 3)
+    tid, admin = make(app, pairings.ROUND_ROBIN, 3)
     (only,) = tables_of(app, tid)
     with app.app_context():
         stewardship.abort_game(admin, only.game_id, "a player fell ill", now=T0)
@@ -282,7 +282,7 @@ def test_an_aborted_game_counts_as_decided_without_points(app):
 def test_the_next_round_is_made_once_when_schedulers_race(app):
     """Two schedulers run the chores at the same moment (a barrier), twice over, with the
     round's chore queued twice: the next Swiss round is made once."""
-    tid, _admin = make(app, tables.SWISS, 6, rounds=2)
+    tid, _admin = make(app, pairings.SWISS, 6, rounds=2)
     play_round(app, tid, round=1)
     with app.app_context(), writing() as session:  # a second chore for the same round
         session.add(Chore(kind=TOURNAMENT_ROUND, ref_id=tid, due_at=T0))
@@ -318,13 +318,13 @@ def test_bad_setups_are_refused_and_change_nothing(app):
         admin = stewardship.create_admin(ADMIN, PASSWORD)
         time = time_control(72, "24", False, "UTC")
         for setup, said in [
-            (Setup("Cup", KK, None, tables.SWISS, time, players(2), 3), "3 to"),
-            (Setup("Cup", KK, None, tables.SWISS, time, players(6), 6), "3 to 5"),
+            (Setup("Cup", KK, None, pairings.SWISS, time, players(2), 3), "3 to"),
+            (Setup("Cup", KK, None, pairings.SWISS, time, players(6), 6), "3 to 5"),
             (Setup("Cup", KK, None, "ladder", time, players(6), 3), "league"),
-            (Setup("Cup", KK, None, tables.SWISS, time, players(6), 3, rounds=0), "rounds"),
-            (Setup("Cup", KK, None, tables.SWISS, time, players(3) + players(1), 3),
+            (Setup("Cup", KK, None, pairings.SWISS, time, players(6), 3, rounds=0), "rounds"),
+            (Setup("Cup", KK, None, pairings.SWISS, time, players(3) + players(1), 3),
              "own email"),
-            (Setup("x" * 61, KK, None, tables.SWISS, time, players(6), 3), "60"),
+            (Setup("x" * 61, KK, None, pairings.SWISS, time, players(6), 3), "60"),
         ]:
             with pytest.raises(SetupProblem, match=said):
                 tournaments.create_tournament(admin, setup, now=T0)
@@ -332,7 +332,7 @@ def test_bad_setups_are_refused_and_change_nothing(app):
 
 
 def test_closing_stops_further_rounds(app):
-    tid, admin = make(app, tables.SWISS, 6, rounds=3)
+    tid, admin = make(app, pairings.SWISS, 6, rounds=3)
     with app.app_context():
         tournaments.close_tournament(admin, tid, "the club disbanded", now=T0)
         with pytest.raises(Rejected):
@@ -357,7 +357,7 @@ def test_a_game_of_a_round_that_moved_on_is_not_taken_back_and_the_event_ends_wi
     over, the 6 "is over" mails sent once, and the standings stay as they were."""
     from test_admin import act, alert_of, login
 
-    tid, admin = make(app, tables.SWISS, 6, rounds=2)
+    tid, admin = make(app, pairings.SWISS, 6, rounds=2)
     play_round(app, tid, round=1)
     run_jobs(app, T0 + timedelta(minutes=1))
     assert tournament(app, tid).round == 2
@@ -385,7 +385,7 @@ def test_a_game_of_a_round_that_moved_on_is_not_taken_back_and_the_event_ends_wi
 def test_a_game_taken_back_before_its_round_moved_on_holds_the_round_until_it_ends_again(app):
     """The round's last game ended (the chore is queued) and one of its games is reopened
     before the scheduler runs: the round waits for it, then moves on once."""
-    tid, admin = make(app, tables.SWISS, 6, rounds=2)
+    tid, admin = make(app, pairings.SWISS, 6, rounds=2)
     play_round(app, tid, round=1)
     first = _finished_game_of_round(app, tid, 1)
     with app.app_context():
@@ -421,7 +421,7 @@ def test_a_big_round_is_made_in_short_transactions_and_a_move_goes_through_meanw
 
     def organiser():
         try:
-            made.append(make(app, tables.ROUND_ROBIN, 9)[0])
+            made.append(make(app, pairings.ROUND_ROBIN, 9)[0])
         except Exception as exc:  # shown by the asserts below
             errors.append(exc)
         finally:
@@ -456,7 +456,7 @@ def test_a_big_round_left_halfway_is_made_whole_by_the_scheduler(app, monkeypatc
     the rest, a few to a run, and the round's mails go once."""
     monkeypatch.setattr(tournaments, "TABLES_AT_ONCE", 5, raising=False)
     monkeypatch.setattr(tournaments, "finish_round", lambda tid, now=None: None, raising=False)
-    tid, __ = make(app, tables.ROUND_ROBIN, 9)
+    tid, __ = make(app, pairings.ROUND_ROBIN, 9)
     assert len(tables_of(app, tid)) == 5 and mails(app, "tournament") == []
     for minute in (1, 2):
         assert run_jobs(app, T0 + timedelta(minutes=minute))["tournament_tables"] == 1

@@ -17,8 +17,8 @@ import engine
 from pbem.ground import schema, transfer
 from pbem.ground.db import reading
 from pbem.ground.models import QUEUED, SENT, AuditEntry, Game, OutboxMessage
+from pbem.services.clock_controls import pause_game
 from pbem.services.stewardship import create_admin
-from pbem.services.time import pause_game
 
 pytestmark = pytest.mark.usefixtures("database")  # the target: SQLite, and PostgreSQL
 

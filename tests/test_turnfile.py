@@ -170,7 +170,7 @@ def test_the_turn_file_speaks_the_readers_words_and_is_read_back(app, client, la
     from pbem.services.players import PlayerSpec
 
     with app.app_context():
-        from pbem.services.games import create_game
+        from pbem.services.creating import create_game
 
         created = create_game([PlayerSpec(f"P{i}", f"p{i}@example.org", language=language)
                                for i in range(3)], "words", start=0)

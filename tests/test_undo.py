@@ -176,7 +176,7 @@ def test_only_the_last_turn_of_ones_own_and_gets_never_act(app, client):
 
 
 def test_computer_players_agree_at_once(app, client):
-    from pbem.services.games import create_game
+    from pbem.services.creating import create_game
     from pbem.services.players import bot_player, parse_player
 
     with app.app_context():
@@ -245,7 +245,7 @@ def test_an_organisers_take_back_ends_a_request_that_stands(app, client):
 def test_a_player_who_chose_the_digest_finds_the_request_there(app, client, mailbox):
     from pbem.ground.i18n import digest_lines
     from pbem.ground.models import DigestItem
-    from pbem.services.time import set_notify
+    from pbem.services.seat_settings import set_notify
 
     tokens, __, __ = _after_first_turn(app, "undo-digest")
     with app.app_context():
@@ -264,7 +264,7 @@ def test_a_player_who_chose_the_digest_finds_the_request_there(app, client, mail
 
 def _against_computers(app, seed: str, rated: bool = False):
     """Anna against two computer players: her token and the game's id."""
-    from pbem.services.games import create_game
+    from pbem.services.creating import create_game
     from pbem.services.players import bot_player, parse_player
 
     with app.app_context():
@@ -277,7 +277,7 @@ def test_a_turn_that_showed_a_deck_card_is_not_taken_back_even_against_computers
     """Anna draws from the deck and asks: refused (computer players would have agreed at
     once, and the same card would be on top again), in her language; nothing is written. The
     page says so beside the button."""
-    from pbem.services.time import set_language
+    from pbem.services.seat_settings import set_language
 
     token, game_id = _against_computers(app, "undo-peek")
     play_moves(app, [token, None, None], 6, game_id=game_id, pick=_draw_first,

@@ -28,7 +28,7 @@ from pbem.ground.models import Game, MoveRecord, OutboxMessage, Seat
 from pbem.ground.tokens import TOKEN_PATTERN
 from pbem.scheduler.outbox import deliver_all_due
 from pbem.services import stewardship, turns
-from pbem.services.games import create_game
+from pbem.services.creating import create_game
 from pbem.services.mail import kinds, sending
 from pbem.services.mail.sending import send
 from pbem.services.moves import submit_move

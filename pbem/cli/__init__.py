@@ -139,8 +139,8 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
                         variant, deadline_hours, reminders, weekend_pause, timezone, rated):
     """Create a game and mail each player an invitation with their link."""
     from ..ground.i18n import gettext as _
+    from ..services.creating import create_game
     from ..services.deadlines import time_control
-    from ..services.games import create_game
     from ..services.players import bot_player, parse_player
 
     need_schema()
@@ -190,7 +190,7 @@ def create_game_command(players, languages, bots, absent_bot, seed, colours, sta
 def demo_command(context, kind, players, seed, new, then_serve, host, port):
     """Set up the database and a demo game whose players' mail shows on the mailbox page."""
     from ..scheduler.outbox import deliver_all_due
-    from ..services.games import create_game, running_game
+    from ..services.creating import create_game, running_game
     from ..services.players import parse_player
 
     config = current_app.config
@@ -257,7 +257,7 @@ def _control(action, *args):
 @with_appcontext
 def extend_command(game, hours):
     """Give the player to move in GAME more hours."""
-    from ..services.time import extend_deadline
+    from ..services.clock_controls import extend_deadline
 
     need_schema()
     deadline = _control(extend_deadline, game, hours)
@@ -270,7 +270,7 @@ def extend_command(game, hours):
 @with_appcontext
 def pause_command(game):
     """Pause GAME: no moves, reminders or timeouts until it is resumed."""
-    from ..services.time import pause_game
+    from ..services.clock_controls import pause_game
 
     need_schema()
     _control(pause_game, game)
@@ -283,7 +283,7 @@ def pause_command(game):
 @with_appcontext
 def resume_command(game):
     """Resume a paused GAME; the pause does not count against the player to move."""
-    from ..services.time import resume_game
+    from ..services.clock_controls import resume_game
 
     need_schema()
     deadline = _control(resume_game, game)

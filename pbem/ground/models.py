@@ -633,7 +633,7 @@ class Tournament(SQLModel, table=True):
     name: str = Field(max_length=60)
     kind: str = Field(max_length=40)
     variant: str | None = Field(default=None, max_length=60)
-    format: str = Field(max_length=20)  # league, swiss, round-robin (pbem.services.tables)
+    format: str = Field(max_length=20)  # league, swiss, round-robin (pbem.services.pairings)
     table_size: int  # a league's group size, or an event's players at a table
     promotion: int = 1  # a league: the best and worst this many of a group go up and down
     rounds: int = 1  # a Swiss event's rounds

@@ -45,10 +45,10 @@ from ..ground.models import (
     Profile,
     Rating,
 )
+from .creating import create_game
 from .deadlines import TimeControl
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
 from .game_settings import Posting
-from .games import create_game
 from .mail import kinds
 from .mail.sending import send
 from .my_games import email_of

@@ -12,7 +12,7 @@ engine's reason, before anything is written.
 
 Owns the format (text and JSON, one content), `import_record` and `play_on`; the pages and
 the command line only call them. Does not own the games (pbem.games) nor creating a game
-(pbem.services.games.create_game, which a practice game goes through like any other).
+(pbem.services.creating.create_game, which a practice game goes through like any other).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from ..ground.models import (
     MoveRecord,
     Seat,
 )
+from .creating import Opening, create_game
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
-from .games import Opening, create_game
 from .moves import told_lines
 from .players import PlayerSpec, bot_player, check_title, unsafe_character
 from .seats import load_seat

@@ -11,7 +11,7 @@ its players to play again (`rematch`): the same path, its address known from its
 Every link is a GET that only shows a page (mail scanners open links); the buttons on it POST.
 Abuse guards: at most GAMES_INVITATIONS_PER_ADDRESS mails of this kind to one address a day, and
 at most GAMES_INVITATIONS_PER_IP invitations from one client address a day, both counted in the
-database. The game itself is made by `pbem.services.games.create_game`, as an admin's is.
+database. The game itself is made by `pbem.services.creating.create_game`, as an admin's is.
 """
 
 from __future__ import annotations
@@ -51,10 +51,10 @@ from ..ground.models import (
 )
 from ..ground.tokens import hash_token, is_well_formed
 from . import mail
+from .creating import create_game
 from .deadlines import TimeControl
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, TooMany
 from .game_settings import Draft
-from .games import create_game
 from .mail import kinds
 from .mail.sending import send
 from .players import PlayerSpec, check_player

@@ -1,7 +1,7 @@
 """What an admin may do to a game: each action checked, written to the audit log with the admin
 and a reason, and told to the players it touches, in one transaction.
 
-Pausing, resuming and extending reuse the clock controls in `pbem.services.time`; everything else is
+Pausing, resuming and extending reuse the clock controls in `pbem.services.clock_controls`; everything else is
 here: admin accounts, links, addresses, handing a seat over, taking back a move, aborting.
 """
 
@@ -38,6 +38,7 @@ from ..ground.models import (
     Seat,
 )
 from . import mail, takeback
+from .clock_controls import extend_deadline, pause_game, resume_game
 from .deadlines import reset_clock, start_clock, stop_clock
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, check_reason
 from .mail import kinds
@@ -45,7 +46,6 @@ from .mail.sending import send
 from .my_games import revoke_player_links
 from .players import check_bot, check_player
 from .seats import revoke_seat_links
-from .time import extend_deadline, pause_game, resume_game
 from .tournaments import game_ended
 
 _hashers: dict[tuple[int, int], PasswordHasher] = {}

@@ -1,5 +1,5 @@
 """Tournaments: a league of groups with promotion and relegation between seasons, or a Swiss
-or round-robin event. The tables and standings themselves are pure (pbem.services.tables);
+or round-robin event. The tables and standings themselves are pure (pbem.services.pairings);
 this module keeps them in the database, starts the games, counts the results and moves the
 tournament on.
 
@@ -70,15 +70,15 @@ from ..ground.models import (
     Tournament,
     TournamentTable,
 )
-from . import mail, tables
+from . import mail, pairings
+from .creating import create_game
 from .deadlines import TimeControl, parse_hours
 from .errors import Malformed, NotFound, Rejected, check_reason
 from .events import GameFinished
-from .games import create_game
 from .mail import kinds
 from .mail.sending import send
+from .pairings import LEAGUE, ROUND_ROBIN, SWISS, Played, TableProblem
 from .players import PlayerSpec, check_title
-from .tables import LEAGUE, ROUND_ROBIN, SWISS, Played, TableProblem
 
 MAX_PLAYERS = 200
 MAX_ROUNDS = 20
@@ -287,7 +287,7 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
             players = list(dict.fromkeys(p for r in members for p in json.loads(r.players_json)))
         else:
             players = everyone
-        standing = tables.standings(players, _decided(members, games), t.seed,
+        standing = pairings.standings(players, _decided(members, games), t.seed,
                                     league=t.format == LEAGUE)
         shown = []
         for s in standing:
@@ -364,7 +364,7 @@ def check_setup(setup: Setup) -> Setup:
     if len(name) > MAX_NAME:
         raise SetupProblem(_("the tournament's name must be at most %(most)d characters",
                              most=MAX_NAME))
-    if setup.format not in tables.FORMATS:
+    if setup.format not in pairings.FORMATS:
         raise SetupProblem(_("choose a league, a Swiss event or a round-robin"))
     if setup.variant is not None and setup.variant not in rules.variants:
         raise SetupProblem(_("choose one of the rules offered"))
@@ -389,10 +389,10 @@ def check_setup(setup: Setup) -> Setup:
         raise SetupProblem(_("the next season starts by itself 1 to 60 days after the last "
                              "one ended, or leave it empty"))
     try:
-        tables.table_sizes(len(setup.players), setup.table_size, rules.min_players,
+        pairings.table_sizes(len(setup.players), setup.table_size, rules.min_players,
                            rules.max_players)
         if setup.format == ROUND_ROBIN:
-            tables.round_robin([p.email for p in setup.players], setup.table_size, "check")
+            pairings.round_robin([p.email for p in setup.players], setup.table_size, "check")
     except TableProblem as exc:
         raise SetupProblem(str(exc)) from None
     return Setup(name, setup.kind, setup.variant, setup.format, setup.time,
@@ -478,22 +478,22 @@ def _plan(session: Session, t: Tournament, entrants: list[Entrant]
     active = [e.email for e in entrants if e.active]
     made: list[tuple[int, int, int, tuple[str, ...]]] = []
     if t.format == LEAGUE:
-        leagues = tables.first_leagues(active, t.table_size, least, most) if t.season == 1 \
+        leagues = pairings.first_leagues(active, t.table_size, least, most) if t.season == 1 \
             else _next_leagues(session, t, entrants, least, most)
         for league, group_list in enumerate(leagues.leagues, 1):
             for group, members in enumerate(group_list, 1):
-                for number, seats in enumerate(tables.group_rotation(members, t.cycles), 1):
+                for number, seats in enumerate(pairings.group_rotation(members, t.cycles), 1):
                     made.append((league, group, number, seats))
         return made, "S{season} L{league}.{group} #{number}"
     if t.format == ROUND_ROBIN:
         return [(0, 0, n, seats) for n, seats in
-                enumerate(tables.round_robin(active, t.table_size, t.seed), 1)], "#{number}"
+                enumerate(pairings.round_robin(active, t.table_size, t.seed), 1)], "#{number}"
     earlier = [r for r in _tables_of(session, t) if (r.season, r.round) != (t.season, t.round)]
     played = _results(session, earlier)
-    order = [s.player for s in tables.standings(active, played, t.seed)]
+    order = [s.player for s in pairings.standings(active, played, t.seed)]
     starts = Counter(json.loads(r.players_json)[0] for r in earlier)
-    sizes = tables.table_sizes(len(order), t.table_size, least, most)
-    seated = tables.swiss_round(order, sizes, tables.met(
+    sizes = pairings.table_sizes(len(order), t.table_size, least, most)
+    seated = pairings.swiss_round(order, sizes, pairings.met(
         Played(tuple(json.loads(r.players_json)), None) for r in earlier), starts, t.seed)
     return [(0, 0, n, seats) for n, seats in enumerate(seated, 1)], "R{round}.{number}"
 
@@ -566,7 +566,7 @@ def finish_round(tournament_id: int, now: datetime | None = None) -> None:
 
 
 def _next_leagues(session: Session, t: Tournament, entrants: list[Entrant], least: int,
-                  most: int) -> tables.Leagues:
+                  most: int) -> pairings.Leagues:
     """The season's groups from the last season's final standings."""
     rows = _tables_of(session, t, season=t.season - 1)
     groups: dict[tuple[int, int], list[TournamentTable]] = {}
@@ -577,11 +577,11 @@ def _next_leagues(session: Session, t: Tournament, entrants: list[Entrant], leas
         while len(final) < league:
             final.append([])
         players = list(dict.fromkeys(p for r in members for p in json.loads(r.players_json)))
-        final[league - 1].append([s.player for s in tables.standings(
+        final[league - 1].append([s.player for s in pairings.standings(
             players, _results(session, members), t.seed, league=True)])
     leaving = {e.email for e in entrants if not e.active}
     joining = [e.email for e in entrants if e.active and e.joined_season == t.season]
-    return tables.next_leagues(final, t.promotion, leaving, joining, t.table_size, least, most)
+    return pairings.next_leagues(final, t.promotion, leaving, joining, t.table_size, least, most)
 
 
 def _public_link(t: Tournament) -> str:

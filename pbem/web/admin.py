@@ -41,10 +41,10 @@ from ..ground.models import (
     Seat,
 )
 from ..services import admin_views, notices, ratings, stewardship, talk
+from ..services.creating import create_game
 from ..services.deadlines import MAX_HOURS, MIN_HOURS
 from ..services.errors import ServiceError
 from ..services.game_settings import read_admin_form
-from ..services.games import create_game
 from ..services.record import FULL
 from .record import record_response
 from .site import (

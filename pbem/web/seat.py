@@ -31,8 +31,7 @@ from ..ground.models import (
 from ..services import feeds, notices, talk, turnfile, undo
 from ..services.errors import Malformed, NotYourTurn, Rejected, ServiceError
 from ..services.moves import moved_on, submit_move, submit_orders
-from ..services.seats import SeatContext, load_seat
-from ..services.time import (
+from ..services.seat_settings import (
     come_back,
     end_vacation_now,
     set_language,
@@ -40,6 +39,7 @@ from ..services.time import (
     set_timezone,
     take_vacation,
 )
+from ..services.seats import SeatContext, load_seat
 from .site import answer_refusals, refused_with, wake_sender
 
 bp = Blueprint("seat", __name__, url_prefix="/seat")

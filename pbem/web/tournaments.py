@@ -28,8 +28,8 @@ from ..ground.i18n import gettext
 from ..services import tournaments
 from ..services.deadlines import MAX_HOURS, MIN_HOURS, time_control
 from ..services.errors import ServiceError
+from ..services.pairings import FORMATS, LEAGUE
 from ..services.players import parse_player
-from ..services.tables import FORMATS, LEAGUE
 from . import admin
 from .site import answer_refusals, form_number, refused_with, wake_sender
 

@@ -1,4 +1,4 @@
-"""Tournament tables and standings as pure functions (pbem.services.tables): points by rank,
+"""Tournament tables and standings as pure functions (pbem.services.pairings): points by rank,
 the tie-breaks of league groups and of events, round-robin coverings, Swiss pairings that
 avoid repeats, table sizes, and leagues with promotion and relegation."""
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.services.tables import (
+from pbem.services.pairings import (
     Played,
     TableProblem,
     first_leagues,
@@ -199,7 +199,7 @@ def test_promotion_and_relegation():
 
 
 def Leagues_of(final):
-    from pbem.services.tables import Leagues
+    from pbem.services.pairings import Leagues
     return Leagues([[list(g) for g in league] for league in final])
 
 
