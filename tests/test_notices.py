@@ -453,6 +453,40 @@ def test_a_target_may_stand_in_for_the_reminder_mail(tmp_path, receiver_fresh, m
     assert "/seat/" in arrived["body"]["message"]
 
 
+def test_a_timeout_and_the_end_of_the_game_are_told_to_the_targets_that_take_them(
+        tmp_path, receiver_fresh):
+    """Anna's target takes timeouts and the game's end, not her moves: her deadline passes
+    (the scheduler plays her turn), then the game is played to its end: two notices, in
+    that order, neither with a link to her seat."""
+    from pbem.ground.models import TIMEOUT, Timer
+    from pbem.scheduler.jobs import run_jobs
+
+    app = _app(tmp_path, SCHEDULER_OUTAGE_MINUTES=100000)
+    game_id, tokens = _game(app, [ANNA, BRUNO, CHIARA], "end")
+    with writing(app) as session:
+        session.add(NoticeTarget(email="anna@example.org", shown="json://127.0.0.1",
+                                 kinds="timeout,end",
+                                 url=f"json://127.0.0.1:{receiver_fresh.port}/te"))
+    with reading(app) as session:
+        due = session.exec(select(Timer.due_at).where(Timer.kind == TIMEOUT,
+                                                      Timer.game_id == game_id)).one()
+    counts = run_jobs(app, due)
+    assert (counts["timeouts"], counts["notices_sent"]) == (1, 1), "sent in the same run"
+    with app.app_context():
+        while True:
+            with reading() as session:
+                game = session.get(Game, game_id)
+            rules = rules_for(game.kind)
+            state = rules.loads(game.state_json)
+            if rules.to_move(state) is None:
+                break
+            submit_move(tokens[rules.to_move(state)], rules.default_move(state), game.turn)
+    assert deliver_notices(app)["notices_sent"] == 1
+    titles = [r["body"]["title"] for r in receiver_fresh.wait_for(2, "/te")]
+    assert titles == [f"Deadline passed in Cup #{game_id}", f"Cup #{game_id} is over"]
+    assert not [r for r in receiver_fresh.to("/te") if "/seat/" in r["body"]["message"]]
+
+
 def _admin(app):
     """A test client logged in as an organiser (an admin)."""
     from pbem.services import stewardship
