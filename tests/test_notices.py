@@ -453,6 +453,40 @@ def test_a_target_may_stand_in_for_the_reminder_mail(tmp_path, receiver_fresh, m
     assert "/seat/" in arrived["body"]["message"]
 
 
+def test_a_timeout_and_the_end_of_the_game_are_told_to_the_targets_that_take_them(
+        tmp_path, receiver_fresh):
+    """Anna's target takes timeouts and the game's end, not her moves: her deadline passes
+    (the scheduler plays her turn), then the game is played to its end: two notices, in
+    that order, neither with a link to her seat."""
+    from pbem.ground.models import TIMEOUT, Timer
+    from pbem.scheduler.jobs import run_jobs
+
+    app = _app(tmp_path, SCHEDULER_OUTAGE_MINUTES=100000)
+    game_id, tokens = _game(app, [ANNA, BRUNO, CHIARA], "end")
+    with writing(app) as session:
+        session.add(NoticeTarget(email="anna@example.org", shown="json://127.0.0.1",
+                                 kinds="timeout,end",
+                                 url=f"json://127.0.0.1:{receiver_fresh.port}/te"))
+    with reading(app) as session:
+        due = session.exec(select(Timer.due_at).where(Timer.kind == TIMEOUT,
+                                                      Timer.game_id == game_id)).one()
+    counts = run_jobs(app, due)
+    assert (counts["timeouts"], counts["notices_sent"]) == (1, 1), "sent in the same run"
+    with app.app_context():
+        while True:
+            with reading() as session:
+                game = session.get(Game, game_id)
+            rules = rules_for(game.kind)
+            state = rules.loads(game.state_json)
+            if rules.to_move(state) is None:
+                break
+            submit_move(tokens[rules.to_move(state)], rules.default_move(state), game.turn)
+    assert deliver_notices(app)["notices_sent"] == 1
+    titles = [r["body"]["title"] for r in receiver_fresh.wait_for(2, "/te")]
+    assert titles == [f"Deadline passed in Cup #{game_id}", f"Cup #{game_id} is over"]
+    assert not [r for r in receiver_fresh.to("/te") if "/seat/" in r["body"]["message"]]
+
+
 def _admin(app):
     """A test client logged in as an organiser (an admin)."""
     from pbem.services import stewardship
@@ -626,20 +660,21 @@ def test_done_when_the_real_scheduler_brings_your_move_in_one_run_in_the_players
 
 def test_a_scheduler_killed_mid_delivery_loses_no_notice_and_repeats_only_the_one_in_hand(
         tmp_path, receiver_fresh):
-    """Three targets of Anna's: the first holds its request; the scheduler is killed (SIGKILL)
-    while it waits for the answer. A scheduler started again sends that claim's notices once
-    it is older than six times the timeout: all three arrive, only the one in hand twice."""
+    """Three targets of Anna's, claimed together: the first two are sent and recorded, the
+    third holds its request, and the scheduler is killed (SIGKILL) while it waits for the
+    answer. A scheduler started again sends what the claim still held once it is older than
+    six times the timeout: every notice arrives, only the one in hand twice."""
     app = _app(tmp_path)
     port = receiver_fresh.port
     game_id, tokens = _game(app, [BRUNO, ANNA, CHIARA])
     with writing(app) as session:
-        for path in ("/hold", "/second", "/third"):
+        for path in ("/first", "/second", "/hold"):
             session.add(NoticeTarget(email="anna@example.org", shown="json://127.0.0.1",
                                      kinds="turn", url=f"json://127.0.0.1:{port}{path}"))
     _end_turn(app, game_id, tokens)
     assert len(_notices(app)) == 3
     logs = tmp_path / "scheduler.log"
-    first = _scheduler(app, logs, SCHEDULER_TICK_SECONDS=1, NOTIFY_TIMEOUT_SECONDS=2)
+    first = _scheduler(app, logs, SCHEDULER_TICK_SECONDS=1, NOTIFY_TIMEOUT_SECONDS=1)
     try:
         receiver_fresh.wait_for(1, "/hold")
         first.send_signal(signal.SIGKILL)
@@ -647,19 +682,18 @@ def test_a_scheduler_killed_mid_delivery_loses_no_notice_and_repeats_only_the_on
     finally:
         _stopped(first)
     receiver_fresh.released.set()
-    assert {n.status for n in _notices(app)} == {"sending"}, "claimed, none recorded"
-    second = _scheduler(app, logs, SCHEDULER_TICK_SECONDS=1, NOTIFY_TIMEOUT_SECONDS=2)
+    assert [n.status for n in _notices(app)] == [SENT, SENT, "sending"], \
+        "each recorded before the next is sent"
+    second = _scheduler(app, logs, SCHEDULER_TICK_SECONDS=1, NOTIFY_TIMEOUT_SECONDS=1)
     try:
         receiver_fresh.wait_for(2, "/hold")
-        receiver_fresh.wait_for(1, "/second")
-        receiver_fresh.wait_for(1, "/third")
         deadline = time.monotonic() + WAIT
         while {n.status for n in _notices(app)} != {SENT}:
             assert time.monotonic() < deadline, [n.status for n in _notices(app)]
             time.sleep(0.1)
     finally:
         _stopped(second)
-    assert [len(receiver_fresh.to(p)) for p in ("/hold", "/second", "/third")] == [2, 1, 1]
+    assert [len(receiver_fresh.to(p)) for p in ("/first", "/second", "/hold")] == [1, 1, 2]
     assert "SeCrEt" not in logs.read_text()
     log = logs.read_text()
     assert f"json://127.0.0.1:{port}" not in log, "never the whole URL in the log"

@@ -366,9 +366,9 @@ def after_turn(session, game, seats, mover, actor: str, to_move: int | None,
             if to_move is None:
                 if END in kinds:
                     _seat_notice(session, target, game, seat, END, now)
-            elif seat is next_seat and not seat.absent and TURN in kinds:
+            elif seat.number == to_move and not seat.absent and TURN in kinds:
                 _seat_notice(session, target, game, seat, TURN, now, mover=mover)
-            elif seat is mover and actor == "timeout" and TIMEOUT in kinds:
+            elif seat.number == mover.number and actor == "timeout" and TIMEOUT in kinds:
                 _seat_notice(session, target, game, seat, TIMEOUT, now, next_seat=next_seat)
 
 
