@@ -310,7 +310,8 @@ def test_the_move_path_imports_none_of_what_follows_a_move():
 LISTENING = """
 import pbem.services.moves
 from pbem.services import events
-for kind in (events.GameFinished, events.TurnTimedOut, events.UndoOvertaken):
+for kind in (events.GameFinished, events.TurnTimedOut, events.UndoOvertaken,
+             events.SeatHandedOver):
     print(kind.__name__, *[f"{f.__module__}.{f.__name__}" for f in events.listeners(kind)])
 """
 
@@ -328,7 +329,8 @@ def test_every_listener_is_registered_however_the_services_are_entered():
         ("GameFinished pbem.services.ratings.on_game_finished "
          "pbem.services.tournaments.on_game_finished pbem.services.reviews.on_game_finished"),
         "TurnTimedOut pbem.services.timeouts.on_turn_timed_out",
-        "UndoOvertaken pbem.services.undo.on_undo_overtaken"]
+        "UndoOvertaken pbem.services.undo.on_undo_overtaken",
+        "SeatHandedOver pbem.services.mail.listeners.on_seat_handed_over"]
 
 
 # --- seams: what one module uses of another is public, and only services query the database -----

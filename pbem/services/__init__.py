@@ -19,9 +19,11 @@ Imports pbem.games and pbem.ground only; never a channel (web, mailin, scheduler
 # imported, however the services are entered (the pages, the scheduler, the command line,
 # mail in, a test calling a service); the publishers import none of their listeners.
 from . import events, ratings, reviews, timeouts, tournaments, undo
+from .mail import listeners as mail_listeners
 
 events.subscribe(events.GameFinished, ratings.on_game_finished)
 events.subscribe(events.GameFinished, tournaments.on_game_finished)
 events.subscribe(events.GameFinished, reviews.on_game_finished)
 events.subscribe(events.TurnTimedOut, timeouts.on_turn_timed_out)
 events.subscribe(events.UndoOvertaken, undo.on_undo_overtaken)
+events.subscribe(events.SeatHandedOver, mail_listeners.on_seat_handed_over)

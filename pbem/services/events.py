@@ -58,6 +58,19 @@ class UndoOvertaken:
     now: datetime
 
 
+@dataclass(frozen=True)
+class SeatHandedOver:
+    """An organiser gave a seat to someone else (`new_name`: a person's name, or words for a
+    computer player), told before the seat changes: `seat` still holds the one who played it
+    (an ORM Seat)."""
+
+    session: Any
+    game: Any
+    seat: Any
+    new_name: Any
+    now: datetime
+
+
 # --- the registry -------------------------------------------------------------------------------
 
 E = TypeVar("E")

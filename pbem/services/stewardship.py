@@ -41,6 +41,7 @@ from . import mail, takeback
 from .clock_controls import extend_deadline, pause_game, resume_game
 from .deadlines import reset_clock, start_clock, stop_clock
 from .errors import GameNotRunning, Malformed, NotFound, Rejected, check_reason
+from .events import SeatHandedOver, publish
 from .mail import kinds
 from .mail.sending import send
 from .my_games import revoke_player_links
@@ -357,9 +358,7 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
         _check_unique_email(session, game, seat, spec.email)
         before = f"{seat.name} <{seat.email}>" if seat.bot is None else \
             f"computer player ({seat.bot})"
-        if seat.bot is None:
-            _tell_handed_over(session, game, seat, spec.name)
-        _tell_the_others(session, game, seat, spec.name)
+        publish(SeatHandedOver(session, game, seat, spec.name, now))
         _revoke_links(session, seat, now)
         was_bot = seat.bot is not None
         seat.name, seat.email, seat.bot = spec.name, spec.email, None
@@ -379,22 +378,6 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
                f"seat {seat_number + 1}: {before} -> {spec.name} <{spec.email}>")
 
 
-def _tell_the_others(session: Session, game: Game, seat: Seat, new_name) -> None:
-    """Tell the game's other players who plays `seat` from now on (`new_name` may be lazy)."""
-    others = session.exec(select(Seat).where(Seat.game_id == game.id, Seat.id != seat.id)
-                          .order_by(Seat.number)).all()
-    for other in others:
-        send(session, kinds.NOTICE, game=game, seat=other, heading=L_("A seat changed hands"),
-             lines=[
-            L_("An organiser handed the seat of %(old)s (%(colour)s) to %(new)s, who plays it "
-               "from now on.", old=seat.name, colour=i18n.lazy_colour(seat.colour),
-               new=new_name)])
-
-
-def _tell_handed_over(session: Session, game: Game, seat: Seat, new_name: str) -> None:
-    send(session, kinds.HANDED_OVER, game=game, seat=seat, new_name=str(new_name))
-
-
 def hand_to_bot(admin_id: int, game_id: int, seat_number: int, bot: str, reason: str,
                 now: datetime | None = None) -> None:
     """Let computer player `bot` play the seat from now on (an absent player's, say): the
@@ -412,10 +395,10 @@ def hand_to_bot(admin_id: int, game_id: int, seat_number: int, bot: str, reason:
             raise Rejected(f"the computer player ({bot}) already plays seat {seat_number + 1}")
         before = f"{seat.name} <{seat.email}>" if seat.bot is None else \
             f"computer player ({seat.bot})"
+        publish(SeatHandedOver(session, game, seat, L_("a computer player (%(bot)s)", bot=bot),
+                               now))
         if seat.bot is None:
-            _tell_handed_over(session, game, seat, L_("a computer player (%(bot)s)", bot=bot))
             _revoke_links(session, seat, now)
-        _tell_the_others(session, game, seat, L_("a computer player (%(bot)s)", bot=bot))
         seat.bot, seat.absent, seat.timeouts_in_row = bot, False, 0
         seat.vacation_from = seat.vacation_until = None
         session.add(seat)
