@@ -335,9 +335,6 @@ def test_every_listener_is_registered_however_the_services_are_entered():
 
 # --- seams: what one module uses of another is public, and only services query the database -----
 
-# No exception: nothing may be added here.
-PRIVATE_IMPORTS_ALLOWED_FOR_NOW: set[str] = set()
-QUERIES_ALLOWED_FOR_NOW: set[str] = set()
 # Delivering the outbox is the scheduler's own work (issue 44: "the scheduler only claims due
 # work and runs it in transactions"): its senders claim rows and record each delivery, the
 # claim protocol of pbem/scheduler/outbox.py's docstring. These stay, by design, not for now.
@@ -386,9 +383,8 @@ def private_uses(package: Path = PACKAGE) -> list[str]:
 
 def test_no_private_name_crosses_modules():
     """What a module uses of another is public: no `_private` name is imported from, or
-    reached in, another module of pbem/ (only the two marked exceptions, for now)."""
-    found = [line for line in private_uses()
-             if line.partition(":")[0] not in PRIVATE_IMPORTS_ALLOWED_FOR_NOW]
+    reached in, another module of pbem/."""
+    found = private_uses()
     assert not found, "private names used across modules:\n" + "\n".join(found)
 
 
@@ -458,10 +454,8 @@ def queries(package: Path = PACKAGE) -> list[str]:
 
 def test_channels_query_the_database_only_through_services():
     """Services are where games and the database meet: a page, mail coming in, a command or a
-    scheduler's job asks a service, never the database itself (but the outbox's delivery, and
-    the marked exception, for now)."""
-    found = [line for line in queries()
-             if line.partition(":")[0] not in QUERIES_ALLOWED_FOR_NOW | DELIVERY]
+    scheduler's job asks a service, never the database itself (but the outbox's delivery)."""
+    found = [line for line in queries() if line.partition(":")[0] not in DELIVERY]
     assert not found, "queries outside services:\n" + "\n".join(found)
 
 
