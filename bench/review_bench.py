@@ -6,7 +6,7 @@ seconds per reviewed turn and per game, for both games.
     python3 bench/review_bench.py --playouts 16 --players 4
 
 Each game is a seeded game played to its end by the bots (seat 0 `greedy`, the others `random`,
-as tests/test_review_engine.py plays it), reviewed as the scheduler reviews it
+as tests/engine/test_review_engine.py plays it), reviewed as the scheduler reviews it
 (pbem.services.reviews: one decision a turn, `review_decision` with the same seeds). With
 `--every N` only every N-th turn is reviewed and timed, spread over the whole game, and the
 game's cost is the mean per turn times its turns (the cost of a turn falls as the game nears

@@ -1,7 +1,7 @@
 """Where the test suite's CPU goes: the CPU time of each test and each test file.
 
     python3 bench/suite_profile.py                       # the whole suite, as the README runs it
-    python3 bench/suite_profile.py tests/test_kk_cli.py     # some files (any pytest arguments)
+    python3 bench/suite_profile.py tests/engine/test_kk_cli.py     # some files (any pytest arguments)
     python3 bench/suite_profile.py --top 40 -- -n 4      # more lines; pytest options after --
     python3 bench/suite_profile.py --report FOLDER       # print the figures of an earlier run
 

@@ -2,7 +2,7 @@
 
 Each floor is a folder and imports only from its own folder or the floors below it (never up,
 never sideways into another channel's folder, and no two modules import each other:
-tests/test_layers.py reads every import and fails on one that does). Lowest first:
+tests/server/test_layers.py reads every import and fails on one that does). Lowest first:
 
 0. `ground/`: what everything stands on: storage and migrations, the clock, settings, words
    (i18n), link keys, logging.

@@ -18,7 +18,7 @@ far from UTC is set with TZ for the runs that name one.
 
 It prints a line a run (passed, failed, skipped, seconds) and the failures' names, and exits 1
 when any run failed. The in-process checks of the same moments, which run in the ordinary suite,
-are tests/test_clock_moments.py.
+are tests/server/test_clock_moments.py.
 """
 
 from __future__ import annotations
@@ -58,13 +58,13 @@ MOMENTS: dict[str, tuple[str, str]] = {
 # The tests that touch dates: deadlines, reminders, digests, clocks, calendars, tournaments,
 # mail contents, feeds.
 DATE_TESTS = [
-    "tests/test_clock.py", "tests/test_clock_moments.py",
-    "tests/test_seat_times.py",
-    "tests/test_scheduler.py", "tests/test_kk_turns.py", "tests/test_mail_content.py",
-    "tests/test_mail_delivery.py", "tests/test_feeds.py", "tests/test_my_games.py",
-    "tests/test_tournaments.py", "tests/test_tournament_pages.py", "tests/test_pairings.py",
-    "tests/test_lobby.py", "tests/test_undo.py", "tests/test_profiles.py",
-    "tests/test_admin.py", "tests/test_watch.py", "tests/test_kc_turns.py",
+    "tests/server/test_clock.py", "tests/server/test_clock_moments.py",
+    "tests/server/test_seat_times.py",
+    "tests/server/test_scheduler.py", "tests/engine/test_kk_turns.py", "tests/server/test_mail_content.py",
+    "tests/processes/test_mail_delivery.py", "tests/server/test_feeds.py", "tests/server/test_my_games.py",
+    "tests/server/test_tournaments.py", "tests/server/test_tournament_pages.py", "tests/server/test_pairings.py",
+    "tests/server/test_lobby.py", "tests/server/test_undo.py", "tests/server/test_profiles.py",
+    "tests/server/test_admin.py", "tests/server/test_watch.py", "tests/server/test_kc_turns.py",
 ]
 
 SUMMARY = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed|errors?|skipped)\b.* in [\d.]+s[^=\n]*)", re.MULTILINE)

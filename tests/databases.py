@@ -2,7 +2,7 @@
 
 On both, the migrations run once per test session (per xdist worker), into a template; each
 test instance gets a copy of it, which takes a fraction of running the migrations again (the
-migrations themselves are tested in tests/test_schema.py, from an empty database up).
+migrations themselves are tested in tests/server/test_schema.py, from an empty database up).
 
 The PostgreSQL server is started once per test session (per xdist worker) from the installed
 server binaries (`initdb`, `pg_ctl`: on PATH, or Debian's /usr/lib/postgresql/<version>/bin) in

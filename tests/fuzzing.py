@@ -3,7 +3,7 @@
 The suite runs the `fuzz` profile: few examples, derandomized (the same examples every run),
 no example database. `FUZZ_PROFILE=deep` runs many more, drawn afresh each time:
 
-    FUZZ_PROFILE=deep python3 -m pytest tests/test_form_fuzz.py tests/test_config_fuzz.py
+    FUZZ_PROFILE=deep python3 -m pytest tests/server/test_form_fuzz.py tests/server/test_config_fuzz.py
 """
 
 from __future__ import annotations

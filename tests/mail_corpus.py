@@ -4,7 +4,7 @@ answering a real mail of a real game (its text and HTML quoted as that program q
 
 `reply(shape, lang, original, orders, placement, index)` gives the raw bytes of one reply;
 `SHAPES` and `LANGUAGES` are the tables; `cases(count)` spreads a corpus over them. Used by
-tests/test_mail_corpus.py and bench/mailin_bench.py (--corpus), which play whole games by these
+tests/server/test_mail_corpus.py and bench/mailin_bench.py (--corpus), which play whole games by these
 replies alone.
 """
 

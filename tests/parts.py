@@ -75,7 +75,7 @@ PARTS = {part.name: part for part in [
          "every database test on PostgreSQL: they ran on SQLite only",
          "apt-get install postgresql", _postgresql),
     Part("dovecot", "dovecot (an IMAP server)",
-         "reading replies from an IMAP mailbox (tests/test_mail_in.py)",
+         "reading replies from an IMAP mailbox (tests/processes/test_mail_in.py)",
          "apt-get install dovecot-imapd", _program("dovecot", "/usr/sbin/dovecot")),
     Part("nginx", "nginx", "the server behind nginx as docs/deploy.md sets it up",
          "apt-get install nginx", _program("nginx", "/usr/sbin/nginx")),

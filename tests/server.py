@@ -175,7 +175,7 @@ def _test_app(settings: dict):
 
 # Admin passwords hashed at argon2id's lowest cost in the tests' apps: the real cost takes
 # ~0.2 s of CPU a hash or check, and the page and browser tests make admins and log in often.
-# The hashes are still argon2id, checked the same way; tests/test_password_cost.py checks the
+# The hashes are still argon2id, checked the same way; tests/server/test_password_cost.py checks the
 # real cost (the defaults, which the servers and commands the process tests start keep).
 QUICK_PASSWORDS = {"ADMIN_PASSWORD_TIME_COST": 1, "ADMIN_PASSWORD_MEMORY_KIB": 1024}
 
@@ -189,11 +189,11 @@ def bare_app(instance: Path):
 
 
 def make_app(instance: Path, **config):
-    # The tests' seeds deal known cards: the seed alone deals (tests/test_hardening.py checks
+    # The tests' seeds deal known cards: the seed alone deals (tests/server/test_hardening.py checks
     # the default, seeds mixed with the secret key).
     settings = {"INSTANCE_PATH": str(instance), "SECRET_KEY": "test-secret",
                 "BASE_URL": "http://localhost", "TESTING": True, "GAMES_SECRET_SEEDS": False,
-                # No reviews of finished games unless a test asks (tests/test_reviews.py): a
+                # No reviews of finished games unless a test asks (tests/server/test_reviews.py): a
                 # review's play-outs would cost every test that runs the scheduler after a game.
                 "SCHEDULER_REVIEW_TURNS": 0,
                 **QUICK_PASSWORDS, **config}
@@ -458,7 +458,7 @@ def finish_game(app, game_id: int, seed: str) -> None:
         session.add(game)
 
 
-# --- what the scheduler's timeouts leave (tests/test_processes.py, tests/test_scheduler_race.py)
+# --- what the scheduler's timeouts leave (tests/processes/test_processes.py, tests/processes/test_scheduler_race.py)
 
 def rows(app, model, *where, order=None) -> list:
     """The rows of `model` matching `where`, by id (or by `order`)."""

@@ -122,7 +122,7 @@ class KardinalKoenig(RulesBase, ShownBase):
 
     def dumps(self, state: kk.GameState) -> str:
         # The engine's to_json (compact, non-ASCII as is) written by orjson: the same text in
-        # under a third of the time (tests/test_move_path.py checks it is the same). What orjson
+        # under a third of the time (tests/server/test_move_path.py checks it is the same). What orjson
         # refuses (a lone surrogate, which json writes as it is) is written by the engine.
         try:
             text = orjson.dumps(to_dict(state)).decode()

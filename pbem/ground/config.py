@@ -207,7 +207,7 @@ SETTINGS: dict[str, Setting] = {
     "ADMIN_LOGIN_LIMIT_ALL": Setting("30 per minute", str, _rate),
     "ADMIN_SESSION_HOURS": Setting(12, int, _between(1, 24 * 30)),
     # argon2id's cost for admin passwords: argon2-cffi's defaults (RFC 9106, low memory);
-    # the tests lower them (tests/server.py), tests/test_password_cost.py checks these.
+    # the tests lower them (tests/server.py), tests/server/test_password_cost.py checks these.
     "ADMIN_PASSWORD_TIME_COST": Setting(3, int, _between(1, 20)),
     "ADMIN_PASSWORD_MEMORY_KIB": Setting(65536, int, _between(1024, 4 * 1024 * 1024)),
     "MAIL_MAX_ATTEMPTS": Setting(8, int, _at_least(1)),

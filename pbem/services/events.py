@@ -10,7 +10,7 @@ so no channel has to remember it.
 
 Owns the events and the registry of listeners; imports nothing of the services, so that the
 move path, which publishes, imports none of its listeners (ratings, tournaments, feeds, mail
-beyond its own; tests/test_layers.py checks).
+beyond its own; tests/server/test_layers.py checks).
 """
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def _openapi_for(max_length: int) -> dict:
 def openapi_document() -> dict:
     """docs/openapi.yaml, read once per process, as this server keeps it: the longest message
     is the server's `[talk] max_length` (the file says the default), so that a request the
-    document calls valid is one the server takes. The API's contract (tests/test_openapi.py)."""
+    document calls valid is one the server takes. The API's contract (tests/server/test_openapi.py)."""
     return _openapi_for(current_app.config["TALK_MAX_LENGTH"])
 
 

@@ -1,5 +1,5 @@
 """Make tests/data/release_b57f441.jsonl: a club's database as the release of 2026-11-25
-(b57f441, schema 4e4047aa641e) left it, for tests/test_upgrade.py.
+(b57f441, schema 4e4047aa641e) left it, for tests/processes/test_upgrade.py.
 
 Run with that release's code, not this one's (it imports the old `pbem` modules):
 

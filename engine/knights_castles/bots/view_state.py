@@ -4,7 +4,7 @@ The view shows everything public and the seat's own hand; what it hides (the oth
 the order of the deck) is dealt at random from the cards the seat cannot see, with the bot's
 own random input, and the dice still to come are the bot's guesses (a seed of its own). So the
 bot's legal moves are the real ones (they depend on public facts and the seat's own hand only:
-tests/test_kc_bots.py checks it), and what it foresees after a move is one possible future,
+tests/server/test_kc_bots.py checks it), and what it foresees after a move is one possible future,
 never the real one.
 """
 
