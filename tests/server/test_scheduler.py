@@ -55,7 +55,7 @@ class Clock:
 def clock(monkeypatch):
     """The time the web pages and the services see when not given one."""
     fake = Clock(T0)
-    for module in ("games", "moves", "seats", "time"):  # the services' modules that ask it
+    for module in ("creating", "moves", "seats", "clock_controls", "seat_settings"):  # they ask it
         monkeypatch.setattr(f"pbem.services.{module}.utcnow", lambda: fake.now)
     monkeypatch.setattr("pbem.web.seat.utcnow", lambda: fake.now)
     return fake

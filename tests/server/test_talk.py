@@ -244,14 +244,14 @@ def test_an_admin_reads_private_messages_only_through_the_audit_log(app, client)
     with app.app_context():
         create_admin("admin@example.org", "a long admin password")
         post_message(tokens[0], "secret plan", "1")
-        post_message(tokens[0], "public words", "all")
+        post_message(tokens[0], "hello to the table", "all")
     login = client.get("/admin/login").get_data(as_text=True)
     client.post("/admin/login", data={"csrf_token": field(login, "csrf_token"),
                                       "email": "admin@example.org",
                                       "password": "a long admin password"})
     game_page = client.get(f"/admin/games/{created.game_id}").get_data(as_text=True)
     assert "1 to everyone, 1 private" in game_page
-    assert "secret plan" not in game_page and "public words" not in game_page
+    assert "secret plan" not in game_page and "hello to the table" not in game_page
     response = client.post(f"/admin/games/{created.game_id}/messages", data={
         "csrf_token": field(game_page, "csrf_token"), "reason": "a player reported abuse"})
     assert response.status_code == 200 and "secret plan" in response.get_data(as_text=True)
