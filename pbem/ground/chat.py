@@ -127,7 +127,7 @@ def _guarded_stream(self, amt=2**16, decode_content=None):
         yield chunk
 
 
-urllib3.response.HTTPResponse.stream = _guarded_stream
+setattr(urllib3.response.HTTPResponse, "stream", _guarded_stream)  # noqa: B010 (mypy forbids assigning to a method)
 
 
 def _asset() -> apprise.AppriseAsset:
