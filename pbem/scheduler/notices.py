@@ -25,6 +25,7 @@ from types import SimpleNamespace
 import orjson
 from flask import Flask
 from sqlalchemy import bindparam, func, select, update
+from sqlmodel import col
 
 from ..ground import chat
 from ..ground.db import get_engine, is_status, locked, new_claim, utcnow
@@ -43,7 +44,7 @@ _DUE = locked(select(Notice.id).where(is_status(Notice.status, QUEUED),
                                       Notice.next_attempt_at <= bindparam("moment"))
               .order_by(Notice.next_attempt_at, Notice.id).limit(bindparam("most")),
               skip_locked=True)
-_TAKE = (update(Notice).where(Notice.id.in_(bindparam("ids", expanding=True)))
+_TAKE = (update(Notice).where(col(Notice.id).in_(bindparam("ids", expanding=True)))
          .values(status=SENDING, claim=bindparam("new_claim"), claimed_at=bindparam("moment")))
 _HELD = (select(Notice.id, Notice.target_id, Notice.game_id, Notice.kind, Notice.title,
                 Notice.body, Notice.secrets_json, Notice.attempts, NoticeTarget.url,
@@ -51,10 +52,10 @@ _HELD = (select(Notice.id, Notice.target_id, Notice.game_id, Notice.kind, Notice
          .join(NoticeTarget, NoticeTarget.id == Notice.target_id)
          .where(Notice.claim == bindparam("of_claim"), is_status(Notice.status, SENDING))
          .order_by(Notice.id))
-_PROGRESS = (update(Notice).where(Notice.claim == bindparam("of_claim"),
+_PROGRESS = (update(Notice).where(col(Notice.claim) == bindparam("of_claim"),
                                   is_status(Notice.status, SENDING))
              .values(claimed_at=bindparam("progress")))
-_RELEASE = (update(Notice).where(Notice.claim == bindparam("of_claim"),
+_RELEASE = (update(Notice).where(col(Notice.claim) == bindparam("of_claim"),
                                  is_status(Notice.status, SENDING))
             .values(status=QUEUED, claim=None))
 # Read before any write transaction: a scheduler with nothing to do (no notice due, none left
@@ -65,7 +66,7 @@ _ANY_DUE = (select(Notice.id).where(is_status(Notice.status, QUEUED),
 _ANY_STUCK = (select(Notice.id).where(is_status(Notice.status, SENDING),
                                       Notice.claimed_at < bindparam("stuck_before")).limit(1))
 _SENT_SINCE = (select(func.count(), func.min(Notice.sent_at))
-               .where(Notice.target_id == bindparam("target_id"),
+               .where(col(Notice.target_id) == bindparam("target_id"),
                       Notice.sent_at > bindparam("since")))
 
 
@@ -119,7 +120,8 @@ def _record(app: Flask, writer, claim: str, row, error: str | None, now: datetim
     outcome, changes = _changes(app, row, error, now)
     with writer.begin():
         held = writer.execute(update(Notice).where(
-            Notice.id == row.id, Notice.claim == claim, is_status(Notice.status, SENDING))
+            col(Notice.id) == row.id, col(Notice.claim) == claim,
+            is_status(col(Notice.status), SENDING))
             .values(**changes)).rowcount == 1
         if not held:
             if error is not None:
@@ -131,7 +133,7 @@ def _record(app: Flask, writer, claim: str, row, error: str | None, now: datetim
                 return None
         if outcome == "failed" and error != DEAD:
             writer.execute(update(NoticeTarget).where(NoticeTarget.id == row.target_id,
-                                                      NoticeTarget.dead_at.is_(None))
+                                                      col(NoticeTarget.dead_at).is_(None))
                            .values(dead_at=now, dead_reason=error[:500]))
             logger.warning("notice target %d (%s) is marked dead", row.target_id, row.shown)
         writer.execute(_PROGRESS, {"of_claim": claim, "progress": progress})
@@ -153,7 +155,7 @@ def _wait_for_rate(app: Flask, writer, claim: str, row, now: datetime) -> bool:
                                                     "since": now - timedelta(hours=1)}).one()
         if count < limit:
             return False
-        writer.execute(update(Notice).where(Notice.id == row.id, Notice.claim == claim)
+        writer.execute(update(Notice).where(col(Notice.id) == row.id, col(Notice.claim) == claim)
                        .values(status=QUEUED, claim=None,
                                next_attempt_at=max(first + timedelta(hours=1), now)))
     logger.info("notice %d to %s waits: its target had %d notices this hour", row.id,

@@ -44,6 +44,7 @@ from flask import current_app
 from flask_babel import lazy_gettext as L_
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection
+from sqlmodel import col
 
 from ..ground.db import Writer, insert_pending, reading, utcnow, writing_rows
 from ..ground.models import FAILED, SENT, UNKNOWN, Game, OutboxMessage, Seat
@@ -207,8 +208,8 @@ def handle(raw: bytes, recipients: list[str]) -> tuple[str, str] | None:
         connection = writer.connection()
         # A mail of unknown fate (no answer after the message) did reach the mail server.
         connection.execute(update(OutboxMessage)
-                           .where(OutboxMessage.id == row_id,
-                                  OutboxMessage.status.in_((SENT, UNKNOWN)))
+                           .where(col(OutboxMessage.id) == row_id,
+                                  col(OutboxMessage.status).in_((SENT, UNKNOWN)))
                            .values(status=FAILED, failed_at=now, last_error=reason))
         marked = dead and row.seat_id is not None and \
             mark_dead(writer, row.seat_id, row.to_addr, reason, now)
@@ -222,11 +223,11 @@ def handle(raw: bytes, recipients: list[str]) -> tuple[str, str] | None:
 # Locked (PostgreSQL): two bounces for one seat at once tell the organisers once.
 _SEAT = select(Seat.id, Seat.game_id, Seat.number, Seat.name, Seat.email, Seat.bot,
                Seat.mail_dead_address).where(Seat.id == bindparam("seat_id")).with_for_update()
-_MARK = (update(Seat).where(Seat.id == bindparam("seat_id"))
+_MARK = (update(Seat).where(col(Seat.id) == bindparam("seat_id"))
          .values(mail_dead_at=bindparam("at"), mail_dead_reason=bindparam("reason"),
                  mail_dead_address=bindparam("address")))
-_CLEAR = (update(Seat).where(Seat.id == bindparam("seat_id"),
-                             Seat.mail_dead_at == bindparam("was"))
+_CLEAR = (update(Seat).where(col(Seat.id) == bindparam("seat_id"),
+                             col(Seat.mail_dead_at) == bindparam("was"))
           .values(mail_dead_at=None, mail_dead_reason=None))
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flask import current_app
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ..games import picture, rules_for
 from ..ground.db import reading
@@ -75,7 +75,7 @@ def whole_game(watch_id: str, language: str) -> GamePicture:
             raise _not_over()
         log = [tuple(row) for row in session.exec(
             select(MoveRecord.number, MoveRecord.notation, MoveRecord.lines_json)
-            .where(MoveRecord.game_id == game.id).order_by(MoveRecord.number)
+            .where(col(MoveRecord.game_id) == game.id).order_by(col(MoveRecord.number))
             .limit(MAX_MOVES + 1))]
         kind, state_json, game_id = game.kind, game.state_json, game.id
     if len(log) > MAX_MOVES:

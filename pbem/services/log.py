@@ -18,7 +18,7 @@ from typing import NamedTuple
 from flask import current_app
 from sqlalchemy import bindparam, literal_column
 from sqlalchemy.engine import Connection
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import GameRules
 from ..ground import i18n
@@ -84,7 +84,7 @@ _LOG_COLUMNS = (MoveRecord.number, MoveRecord.seat, MoveRecord.notation, MoveRec
 
 
 _LOG = (select(*_LOG_COLUMNS).where(MoveRecord.game_id == bindparam("game_id"))
-        .order_by(MoveRecord.number.desc()))
+        .order_by(col(MoveRecord.number).desc()))
 
 
 # What names a game's log: a log changes only by a move (the turn counter goes on, the game's
@@ -115,7 +115,7 @@ def _log_latest(rules: GameRules):
             for column in _WINDOW_KEY]
     return select(*_LOG_COLUMNS, begun, *game) \
         .where(MoveRecord.game_id == bindparam("game_id")) \
-        .order_by(MoveRecord.number.desc()).limit(bindparam("limit"))
+        .order_by(col(MoveRecord.number).desc()).limit(bindparam("limit"))
 
 
 @functools.lru_cache(maxsize=8192)

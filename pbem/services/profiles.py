@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from flask import current_app
 from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import SetupProblem, game_kinds, rules_for
 from ..ground import clock, i18n
@@ -47,7 +47,7 @@ MAX_PAGES = 10000
 
 
 def _latest_seat(session: Session, email: str) -> Seat | None:
-    return session.exec(select(Seat).where(held_by(email)).order_by(Seat.id.desc())
+    return session.exec(select(Seat).where(held_by(email)).order_by(col(Seat.id).desc())
                         .limit(1)).first()
 
 
@@ -102,8 +102,8 @@ def defaults_for(session: Session, emails: list[str]) -> dict[str, SeatDefaults]
     wanted = sorted({e.lower() for e in emails if e})
     if not wanted:
         return {}
-    rows = session.exec(select(Profile).where(Profile.email.in_(wanted),
-                                              Profile.chosen.is_(True)))
+    rows = session.exec(select(Profile).where(col(Profile.email).in_(wanted),
+                                              col(Profile.chosen).is_(True)))
     return {p.email: SeatDefaults(p.language, p.timezone, p.notify, p.talk_notify)
             for p in rows}
 
@@ -213,12 +213,12 @@ def finished_games(session: Session, email: str, page: int = 1,
     place; and how many there are in all."""
     mine = [held_by(email), Game.status == FINISHED]
     total = session.exec(select(func.count()).select_from(Seat).join(
-        Game, Game.id == Seat.game_id).where(*mine)).one()
-    seats = session.exec(select(Seat, Game).join(Game, Game.id == Seat.game_id).where(
-        *mine).order_by(Game.finished_at.desc(), Game.id.desc())
+        Game, col(Game.id) == Seat.game_id).where(*mine)).one()
+    seats = session.exec(select(Seat, Game).join(Game, col(Game.id) == Seat.game_id).where(
+        *mine).order_by(col(Game.finished_at).desc(), col(Game.id).desc())
         .offset((page - 1) * size).limit(size)).all()
     counts = dict(session.exec(select(Seat.game_id, func.count()).where(
-        Seat.game_id.in_([g.id for _, g in seats])).group_by(Seat.game_id)).all())
+        col(Seat.game_id).in_([g.id for _, g in seats])).group_by(col(Seat.game_id))).all())
     games = []
     for seat, game in seats:
         rules = rules_for(game.kind)

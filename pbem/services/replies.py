@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import and_, func, or_, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ..games import rules_for
 from ..ground.db import reading, writing
@@ -24,8 +24,8 @@ def key_of(hashed: str):
     token) hashes to `hashed`, with when it was superseded; (None, None) when none does."""
     with reading() as session:
         return session.exec(select(SeatKey, superseded_at()).where(or_(
-            SeatKey.reply_hash == hashed,
-            and_(SeatKey.token_hash == hashed, SeatKey.reply_hash.is_(None))))).first() \
+            col(SeatKey.reply_hash) == hashed,
+            and_(col(SeatKey.token_hash) == hashed, col(SeatKey.reply_hash).is_(None))))).first() \
             or (None, None)
 
 
@@ -36,7 +36,7 @@ def count_repeat(message_id: str) -> tuple[int, int] | None:
         seen = session.exec(select(IncomingMail.id, IncomingMail.repeats).where(
             IncomingMail.message_id == message_id)).first()
         if seen is not None:
-            session.exec(update(IncomingMail).where(IncomingMail.id == seen[0])
+            session.exec(update(IncomingMail).where(col(IncomingMail.id) == seen[0])
                          .values(repeats=IncomingMail.repeats + 1))
     return None if seen is None else (seen[0], seen[1])
 
@@ -73,9 +73,9 @@ def answer_stranger(sender: str, answering: Answering) -> str | None:
     seat in a game under way, once a day (kinds.MISDIRECTED): None when answered, else why
     not."""
     with writing() as session:
-        seat = session.exec(select(Seat).join(Game, Game.id == Seat.game_id).where(
-            func.lower(Seat.email) == sender, Game.status.in_((RUNNING, PAUSED)),
-            Seat.bot.is_(None)).order_by(Seat.id.desc())).first()
+        seat = session.exec(select(Seat).join(Game, col(Game.id) == Seat.game_id).where(
+            func.lower(col(Seat.email)) == sender, col(Game.status).in_((RUNNING, PAUSED)),
+            col(Seat.bot).is_(None)).order_by(col(Seat.id).desc())).first()
         if seat is None:
             return "not a player's address"
         if send(session, kinds.MISDIRECTED, seat=seat, answering=answering) is None:

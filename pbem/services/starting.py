@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 from flask import current_app
 from sqlalchemy import func, update
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import SetupProblem, rules_for
 from ..ground import i18n
@@ -78,7 +78,7 @@ def _check_limits(session: Session, emails: list[str], address: str | None, now:
     for email in emails:
         had = session.exec(select(func.count()).select_from(Invitation).where(  # links sent
             Invitation.email == email, Invitation.created_at > since,
-            Invitation.token_hash.is_not(None))).one()
+            col(Invitation.token_hash).is_not(None))).one()
         if had >= per_address:
             raise TooMany(_("%(email)s has been invited %(count)d times today, as often as this "
                             "server invites anyone in a day. Try again tomorrow; nothing was "
@@ -86,7 +86,7 @@ def _check_limits(session: Session, emails: list[str], address: str | None, now:
     if address is None:
         return
     sent = session.exec(select(func.count()).select_from(Invitation).join(
-        Proposal, Proposal.id == Invitation.proposal_id).where(
+        Proposal, col(Proposal.id) == Invitation.proposal_id).where(
         Proposal.starter_ip == address, Invitation.created_at > since)).one()
     if sent + invitations > current_app.config["GAMES_INVITATIONS_PER_IP"]:
         raise TooMany(_("Too many invitations were sent from your network today. Try again "
@@ -173,7 +173,7 @@ def _by_token(session: Session, token: str, lock: bool = False):
 
 def _everyone(session: Session, proposal: Proposal) -> list[Invitation]:
     return list(session.exec(select(Invitation).where(Invitation.proposal_id == proposal.id)
-                             .order_by(Invitation.number)))
+                             .order_by(col(Invitation.number))))
 
 
 def _send_invitations(session: Session, proposal: Proposal, starter: Invitation,
@@ -303,15 +303,15 @@ def start_game(proposal_id: int, now: datetime | None = None,
             variant=proposal.variant)
     except Exception:
         with writing() as session:  # not started: it can be tried again
-            session.exec(update(Proposal).where(Proposal.id == proposal_id)
+            session.exec(update(Proposal).where(col(Proposal.id) == proposal_id)
                          .values(status=INVITING))
         raise
     with writing() as session:
-        session.exec(update(Proposal).where(Proposal.id == proposal_id)
+        session.exec(update(Proposal).where(col(Proposal.id) == proposal_id)
                      .values(status=STARTED, game_id=created.game_id, started_at=now))
         for invitation in everyone:  # the unanswered ones are over too
             if invitation.status == PENDING:
-                session.exec(update(Invitation).where(Invitation.id == invitation.id)
+                session.exec(update(Invitation).where(col(Invitation.id) == invitation.id)
                              .values(status=EXPIRED, answered_at=now))
     return created.game_id
 
@@ -368,7 +368,7 @@ def rematch(token: str, address: str, now: datetime | None = None) -> str:
             raise GameNotRunning(_("A rematch can be asked for once the game is over."))
         open_one = session.exec(select(Proposal).where(
             Proposal.rematch_of == game.id,
-            Proposal.status.in_([INVITING, STARTING, STARTED]))).first()
+            col(Proposal.status).in_([INVITING, STARTING, STARTED]))).first()
         if open_one is not None:
             raise Rejected(_("A rematch of this game was already asked for: the invitations "
                              "are in your mail."))

@@ -16,7 +16,7 @@ from flask import current_app
 from flask_babel import lazy_gettext as L_
 from limits import parse_many
 from sqlalchemy import delete, func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import SetupProblem, rules_for
 from ..ground import i18n
@@ -207,7 +207,7 @@ def login(email: str, password: str, address: str, limit: str,
         if refused:
             return refused
         longest = max(span for _, span in _windows(limit) + _windows(server_limit))
-        session.exec(delete(LoginFailure).where(LoginFailure.at < now - longest))
+        session.exec(delete(LoginFailure).where(col(LoginFailure.at) < now - longest))
         attempt = LoginFailure(account=account, address=address, at=now)
         session.add(attempt)
         session.flush()
@@ -215,7 +215,7 @@ def login(email: str, password: str, address: str, limit: str,
     admin_id = authenticate(account, password, now)
     if admin_id is not None:
         with writing() as session:
-            session.exec(delete(LoginFailure).where(LoginFailure.id == attempt_id))
+            session.exec(delete(LoginFailure).where(col(LoginFailure.id) == attempt_id))
     return admin_id
 
 
@@ -368,7 +368,7 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
         session.add(seat)
         rules = rules_for(game.kind)
         seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
-                                  .order_by(Seat.number)))
+                                  .order_by(col(Seat.number))))
         state = rules.loads(game.state_json)
         if was_bot and game.status == RUNNING and rules.to_move(state) == seat.number:
             start_clock(session, game, seat, now)  # a person's turn: a deadline of its own

@@ -38,7 +38,7 @@ from flask import current_app
 from flask_babel import lazy_gettext as L_
 from sqlalchemy import update
 from sqlalchemy.engine import Connection
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import rules_for
 from ..games.interface import move_words
@@ -98,7 +98,7 @@ def _stands(request: UndoRequest | None, game: Game, now: datetime) -> bool:
 def _open_request(session: Session, game: Game, now: datetime) -> UndoRequest | None:
     request = session.exec(select(UndoRequest).where(
         UndoRequest.game_id == game.id, UndoRequest.status == UNDO_ASKED)
-        .order_by(UndoRequest.id.desc())).first()
+        .order_by(col(UndoRequest.id).desc())).first()
     return request if _stands(request, game, now) else None
 
 
@@ -279,8 +279,8 @@ def moved_on(connection: Connection, game_id: int, now: datetime) -> int | None:
     """A move was made in the game: a request that stands ends. Returns the asker's seat
     number when one did (the move path tells them), else None. One UPDATE by the game's index."""
     row = connection.execute(
-        update(UndoRequest).where(UndoRequest.game_id == game_id,
-                                  UndoRequest.status == UNDO_ASKED)
+        update(UndoRequest).where(col(UndoRequest.game_id) == game_id,
+                                  col(UndoRequest.status) == UNDO_ASKED)
         .values(status=UNDO_MOVED_ON, ended_at=now)
         .returning(UndoRequest.seat, UndoRequest.expires_at)).first()
     if row is None or row[1] <= now:
@@ -304,7 +304,7 @@ def pending_for(game, seat, seats, now: datetime | None = None) -> Pending | Non
     with reading() as session:
         request = session.exec(select(UndoRequest).where(
             UndoRequest.game_id == game.id, UndoRequest.status == UNDO_ASKED)
-            .order_by(UndoRequest.id.desc())).first()
+            .order_by(col(UndoRequest.id).desc())).first()
         if request is None or not (request.turn == game.turn and request.expires_at > now
                                    and game.status == RUNNING):
             return None
