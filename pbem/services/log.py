@@ -12,8 +12,9 @@ import functools
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from flask import current_app
 from sqlalchemy import bindparam, literal_column
@@ -248,7 +249,8 @@ class _Windows:
 windows = _Windows()
 
 
-def _turns_of(connection: Connection, game: Game | GameRow, rules: GameRules, rows: list,
+def _turns_of(connection: Connection, game: Game | GameRow, rules: GameRules,
+              rows: Sequence[Any],
               begun: int) -> list[int]:
     """The turn of each of the log's `rows` (newest first), `begun` turns having begun before
     the oldest (pbem.services.turns); rules that say it in Python only count the whole log."""

@@ -31,11 +31,11 @@ def mailbox_page(wanted: str, before: int | None, size: int) -> tuple[list, list
         # which no index answers.
         query = (select(OutboxMessage.id, OutboxMessage.to_addr, OutboxMessage.subject,
                         OutboxMessage.created_at)
-                 .where(OutboxMessage.status.concat("") == SENT))
+                 .where(col(OutboxMessage.status).concat("") == SENT))
         if wanted:
             query = query.where(func.lower(OutboxMessage.to_addr).contains(wanted))
         if before is not None:
-            query = query.where(OutboxMessage.id < before)
+            query = query.where(col(OutboxMessage.id) < before)
         rows = session.exec(query.order_by(col(OutboxMessage.id).desc()).limit(size + 1)).all()
         recipients = [] if wanted else _recipients(session)
         # From the status index: only the mail not sent, never the history.

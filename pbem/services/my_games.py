@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 from sqlalchemy import func
@@ -53,7 +54,8 @@ class Entry:
     def order(self) -> tuple:
         status = {RUNNING: 1, PAUSED: 2, FINISHED: 3, ABORTED: 4}.get(self.game.status, 5)
         due = self.game.deadline_at.timestamp() if self.game.deadline_at else float("inf")
-        return (0 if self.my_move else status, due if status == 1 else 0, -self.game.id)
+        return (0 if self.my_move else status, due if status == 1 else 0,
+                -cast(int, self.game.id))  # a saved game's
 
 
 EXPIRED = N_("This link to your games has expired: such a link stops working %(old)d days "
@@ -143,7 +145,7 @@ def my_games(token: str) -> tuple[str, list[Entry]]:
         game = games[seat.game_id]
         rules = rules_for(game.kind)
         state = rules.loads(game.state_json)
-        seats = seats_of[game.id]
+        seats = seats_of[cast(int, game.id)]  # a saved game's
         number = rules.to_move(state) if game.status in (RUNNING, PAUSED) else None
         to_move = seats[number] if number is not None else None
         deadline = game_deadline = None

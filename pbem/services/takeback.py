@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import delete, update
 from sqlmodel import Session, col, select
@@ -98,7 +99,7 @@ def take_back(session: Session, game: Game, records: list[MoveRecord], first: in
                      .values(status=UNDO_MOVED_ON, ended_at=now))
     seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
                               .order_by(col(Seat.number))))
-    to_move = seats[rules.to_move(state)]
+    to_move = seats[cast(int, rules.to_move(state))]  # the game goes on: someone is to move
     start_clock(session, game, to_move, now)
     if kept is not None:
         game.turn_started_at, game.extension_hours, game.clock_pauses = kept

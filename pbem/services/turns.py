@@ -101,8 +101,9 @@ def numbered(rules, begun: int, moves: list[tuple]) -> list[int]:
     return out
 
 
-_NOTATIONS = (select(MoveRecord.notation).where(MoveRecord.game_id == bindparam("game_id"))
-              .order_by(MoveRecord.number))
+_NOTATIONS = (select(col(MoveRecord.notation))
+              .where(col(MoveRecord.game_id) == bindparam("game_id"))
+              .order_by(col(MoveRecord.number)))
 
 
 def notations(session: Session | Connection, game_id: int) -> list[str]:
