@@ -21,6 +21,7 @@ import logging
 import time
 from datetime import datetime, timedelta
 from types import SimpleNamespace
+from typing import cast
 
 import orjson
 from flask import Flask
@@ -40,18 +41,19 @@ DEAD = "its target is marked dead"
 _STUCK = (update(Notice).where(is_status(Notice.status, SENDING),
                                Notice.claimed_at < bindparam("stuck_before"))
           .values(status=QUEUED, claim=None, last_error=STALE))
-_DUE = locked(select(Notice.id).where(is_status(Notice.status, QUEUED),
-                                      Notice.next_attempt_at <= bindparam("moment"))
-              .order_by(Notice.next_attempt_at, Notice.id).limit(bindparam("most")),
+_DUE = locked(select(col(Notice.id)).where(is_status(Notice.status, QUEUED),
+                                           col(Notice.next_attempt_at) <= bindparam("moment"))
+              .order_by(col(Notice.next_attempt_at), col(Notice.id)).limit(bindparam("most")),
               skip_locked=True)
 _TAKE = (update(Notice).where(col(Notice.id).in_(bindparam("ids", expanding=True)))
          .values(status=SENDING, claim=bindparam("new_claim"), claimed_at=bindparam("moment")))
-_HELD = (select(Notice.id, Notice.target_id, Notice.game_id, Notice.kind, Notice.title,
-                Notice.body, Notice.secrets_json, Notice.attempts, NoticeTarget.url,
-                NoticeTarget.shown, NoticeTarget.dead_at)
-         .join(NoticeTarget, NoticeTarget.id == Notice.target_id)
-         .where(Notice.claim == bindparam("of_claim"), is_status(Notice.status, SENDING))
-         .order_by(Notice.id))
+_HELD = (select(col(Notice.id), col(Notice.target_id), col(Notice.game_id), col(Notice.kind),
+                col(Notice.title), col(Notice.body), col(Notice.secrets_json),
+                col(Notice.attempts), col(NoticeTarget.url), col(NoticeTarget.shown),
+                col(NoticeTarget.dead_at))
+         .join(NoticeTarget, col(NoticeTarget.id) == Notice.target_id)
+         .where(col(Notice.claim) == bindparam("of_claim"), is_status(Notice.status, SENDING))
+         .order_by(col(Notice.id)))
 _PROGRESS = (update(Notice).where(col(Notice.claim) == bindparam("of_claim"),
                                   is_status(Notice.status, SENDING))
              .values(claimed_at=bindparam("progress")))
@@ -61,10 +63,12 @@ _RELEASE = (update(Notice).where(col(Notice.claim) == bindparam("of_claim"),
 # Read before any write transaction: a scheduler with nothing to do (no notice due, none left
 # by a dead sender: the usual case) takes no write lock for notices at its tick. Each reads a
 # partial index.
-_ANY_DUE = (select(Notice.id).where(is_status(Notice.status, QUEUED),
-                                    Notice.next_attempt_at <= bindparam("moment")).limit(1))
-_ANY_STUCK = (select(Notice.id).where(is_status(Notice.status, SENDING),
-                                      Notice.claimed_at < bindparam("stuck_before")).limit(1))
+_ANY_DUE = (select(col(Notice.id)).where(is_status(Notice.status, QUEUED),
+                                         col(Notice.next_attempt_at) <= bindparam("moment"))
+            .limit(1))
+_ANY_STUCK = (select(col(Notice.id)).where(is_status(Notice.status, SENDING),
+                                           col(Notice.claimed_at) < bindparam("stuck_before"))
+              .limit(1))
 _SENT_SINCE = (select(func.count(), func.min(Notice.sent_at))
                .where(col(Notice.target_id) == bindparam("target_id"),
                       Notice.sent_at > bindparam("since")))
@@ -134,7 +138,8 @@ def _record(app: Flask, writer, claim: str, row, error: str | None, now: datetim
         if outcome == "failed" and error != DEAD:
             writer.execute(update(NoticeTarget).where(NoticeTarget.id == row.target_id,
                                                       col(NoticeTarget.dead_at).is_(None))
-                           .values(dead_at=now, dead_reason=error[:500]))
+                           # failed: there was an error
+                           .values(dead_at=now, dead_reason=cast(str, error)[:500]))
             logger.warning("notice target %d (%s) is marked dead", row.target_id, row.shown)
         writer.execute(_PROGRESS, {"of_claim": claim, "progress": progress})
     what = f"notice {row.id} ({row.kind}, game {row.game_id}) to {row.shown}"

@@ -26,6 +26,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from flask import current_app
 from sqlalchemy import update
@@ -136,7 +137,7 @@ def new_seat_feed(token: str, now: datetime | None = None) -> str:
     """A new feed key for the seat a link opens (a POST); the old one stops working."""
     now = now or utcnow()
     with writing() as session:
-        seat, __, __ = seat_game_seats(session, token)
+        seat = seat_game_seats(session, token)[0]
         if seat.bot is not None:
             raise NotFound(gettext("A computer player has no feed."))
         return _new_key(session, FEED_SEAT, seat.email.lower(), seat.id, now)
@@ -200,7 +201,7 @@ def seat_moves(token: str, with_entries: bool = True) -> MovesFeed:
         seat = session.get(Seat, key.seat_id)
         if seat is None or seat.bot is not None or seat.email.lower() != key.email:
             raise FeedGone(gettext(REVOKED_FEED))
-        game = session.get(Game, seat.game_id)
+        game = cast(Game, session.get(Game, seat.game_id))  # a seat's game is there
         return _moves_feed(session, game, _seats(session, game), seat.number, seat.language,
                            with_entries)
 
@@ -287,8 +288,10 @@ def calendar(token: str) -> Calendar:
         number = rules.to_move(rules.loads(game.state_json))
         if number is None:
             continue
-        to_move = seats_of[game.id][number]
-        turns.append(Turn(game, seat, to_move, to_move.id == seat.id, game.deadline_at,
+        to_move = seats_of[cast(int, game.id)][number]  # a saved game's
+        # (the games read have a deadline)
+        turns.append(Turn(game, seat, to_move, to_move.id == seat.id,
+                          cast(datetime, game.deadline_at),
                           _reminders(game.reminder_hours) if to_move.id == seat.id else ()))
     turns.sort(key=lambda t: (t.deadline, t.game.id))
     return Calendar(key.email, language, turns)

@@ -325,7 +325,7 @@ def _moved_on(session: Session | Connection, game: Game | GameRow, turn: int) ->
                        "the position as it is now.", move=turn, now=now, now_move=game.turn))
 
 
-def moved_on(game: Game, turn: int) -> StaleTurn:
+def moved_on(game: Game | GameRow, turn: int) -> StaleTurn:
     """`_moved_on` in a session of its own (for the seat page's preview)."""
     with reading() as session:
         return _moved_on(session, game, turn)

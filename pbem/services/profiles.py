@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 from sqlalchemy import func
@@ -176,9 +177,10 @@ def save_profile(token: str, form, now: datetime | None = None) -> dict[str, str
     now = now or utcnow()
     with writing() as session:
         email = email_of(session, token, now=now)
-        values, errors = read_profile_form(form, email)
+        read, errors = read_profile_form(form, email)
         if errors:
             return errors
+        values = cast(dict, read)  # None only with errors
         profile = profile_for(session, email)
         if name_is_taken(session, values["name"], email):
             return {"name": _("the name %(name)s is taken: another rated player or a computer "
@@ -223,8 +225,9 @@ def finished_games(session: Session, email: str, page: int = 1,
     for seat, game in seats:
         rules = rules_for(game.kind)
         rank = ranks_of(rules, rules.loads(game.state_json)).get(seat.colour)
-        games.append(FinishedGame(game.id, game.title, rules.title, game.finished_at, rank,
-                                  counts.get(game.id, 0), game.watch_id, game.rated))
+        game_id = cast(int, game.id)  # a saved game's
+        games.append(FinishedGame(game_id, game.title, rules.title, game.finished_at, rank,
+                                  counts.get(game_id, 0), game.watch_id, game.rated))
     return games, total
 
 

@@ -139,14 +139,15 @@ _SEATS_BY_TOKEN = _seats_by_token(Seat, Game, _KEYED.id, superseded_at())
 _SEATS_BY_SEAT = _seats_by_seat(Seat, Game, _KEYED.id)
 # The same as plain rows (pbem.ground.rows): each row the seat's columns, the game's, the id of the
 # seat opened and (by token) when its key was superseded.
-_ROW_COLUMNS = (*Seat.__table__.c, *Game.__table__.c, _KEYED.id)
+# (SQLModel sets each model's __table__, which its typing does not declare.)
+_ROW_COLUMNS = (*Seat.__table__.c, *Game.__table__.c, _KEYED.id)  # type: ignore[attr-defined]
 _ROWS_BY_TOKEN = _seats_by_token(*_ROW_COLUMNS, superseded_at())
 _ROWS_BY_SEAT = _seats_by_seat(*_ROW_COLUMNS)
 # A move locks its game's row as it reads it (FOR UPDATE OF game; SQLite renders nothing, its
 # BEGIN IMMEDIATE already serialises writers): two moves for one game wait for each other, and
 # the game's row is read as the other one left it.
-_LOCKED_BY_TOKEN = _ROWS_BY_TOKEN.with_for_update(of=Game.__table__)
-_LOCKED_BY_SEAT = _ROWS_BY_SEAT.with_for_update(of=Game.__table__)
+_LOCKED_BY_TOKEN = _ROWS_BY_TOKEN.with_for_update(of=Game.__table__)  # type: ignore[attr-defined]
+_LOCKED_BY_SEAT = _ROWS_BY_SEAT.with_for_update(of=Game.__table__)  # type: ignore[attr-defined]
 # Run on the DBAPI cursor (db.Cached): every page, answer and move starts with one of them.
 _ROWS = {(how, lock): Cached(statement) for how, lock, statement in (
     ("token", False, _ROWS_BY_TOKEN), ("token", True, _LOCKED_BY_TOKEN),

@@ -10,6 +10,7 @@ This module does not read mail (pbem.mailin.inbox does) nor render pages.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -41,6 +42,7 @@ from ..ground.models import (
     Seat,
     TalkMessage,
 )
+from ..ground.rows import SeatRow
 from . import tournaments
 from .errors import GameNotRunning, Malformed, Rejected, ServiceError
 from .mail import kinds
@@ -203,7 +205,8 @@ def _digest_due(session: Session, seat: Seat, now: datetime) -> None:
                           due_at=now + timedelta(hours=hours)))
 
 
-def _entries(session: Session, seat: Seat, seats: list[Seat], limit: int) -> list[Entry]:
+def _entries(session: Session, seat: Seat | SeatRow, seats: Sequence[Seat | SeatRow],
+             limit: int) -> list[Entry]:
     # The window numbers every message the seat may read before the newest `limit` are taken.
     place = func.row_number().over(order_by=TalkMessage.id)
     rows = session.exec(select(TalkMessage, place).where(
@@ -223,7 +226,8 @@ def thread(token: str, limit: int = THREAD_LIMIT) -> list[Entry]:
         return _entries(session, seat, seats, limit)
 
 
-def thread_of(seat: Seat, seats: list[Seat], limit: int = THREAD_LIMIT) -> list[Entry]:
+def thread_of(seat: Seat | SeatRow, seats: Sequence[Seat | SeatRow],
+              limit: int = THREAD_LIMIT) -> list[Entry]:
     with reading() as session:
         return _entries(session, seat, seats, limit)
 
