@@ -21,6 +21,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 from sqlalchemy import func, update
@@ -103,7 +104,7 @@ def invitation_key(invitation_id: int) -> str:
 
 def _give_key(session: Session, invitation: Invitation) -> str:
     """The invitation's link key, its hash stored from now on (a link that can be used)."""
-    token = invitation_key(invitation.id)
+    token = invitation_key(cast(int, invitation.id))  # a saved invitation's
     invitation.token_hash = hash_token(token)
     session.add(invitation)
     return token
@@ -111,7 +112,7 @@ def _give_key(session: Session, invitation: Invitation) -> str:
 
 def _invite(session: Session, proposal: Proposal, number: int, spec: PlayerSpec, colour: str,
             status: str, now: datetime) -> Invitation:
-    invitation = Invitation(proposal_id=proposal.id, number=number, name=spec.name,
+    invitation = Invitation(proposal_id=cast(int, proposal.id), number=number, name=spec.name,
                             email=spec.email.lower(), colour=colour, bot=spec.bot,
                             status=status, created_at=now)
     session.add(invitation)
@@ -184,7 +185,7 @@ def _send_invitations(session: Session, proposal: Proposal, starter: Invitation,
         if invitation.status != WAITING:
             continue
         invitation.status, invitation.expires_at = PENDING, now + timedelta(hours=hours)
-        session.add(Chore(kind=INVITATION_EXPIRY, ref_id=invitation.id,
+        session.add(Chore(kind=INVITATION_EXPIRY, ref_id=cast(int, invitation.id),
                           due_at=invitation.expires_at))
         send(session, kinds.START_INVITE, to=invitation.email, proposal=proposal,
              invitation=invitation, starter=starter, everyone=invitations,
@@ -340,7 +341,8 @@ def expire_invitation(session: Session, invitation_id: int, now: datetime) -> bo
     invitation = session.get(Invitation, invitation_id, with_for_update=True)
     if invitation is None or invitation.status != PENDING:
         return False
-    proposal = session.get(Proposal, invitation.proposal_id, with_for_update=True)
+    # (an invitation's proposal is there)
+    proposal = cast(Proposal, session.get(Proposal, invitation.proposal_id, with_for_update=True))
     if proposal.status != INVITING:
         return False
     invitation.status, invitation.answered_at = EXPIRED, now

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 from flask_babel import lazy_gettext as L_
@@ -129,7 +130,8 @@ def _last_turn(session: Session, game: Game):
 
 def _lock(session: Session, token: str) -> tuple[Seat, Game, list[Seat]]:
     seat, game, seats = seat_game_seats(session, token)
-    game = session.get(Game, game.id, with_for_update=True, populate_existing=True)
+    # (the seat's game is there)
+    game = cast(Game, session.get(Game, game.id, with_for_update=True, populate_existing=True))
     return seat, game, seats
 
 
@@ -187,7 +189,9 @@ def ask(token: str, now: datetime | None = None) -> UndoRequest:
         expires = now + timedelta(hours=hours)
         if game.deadline_at is not None:
             expires = min(expires, game.deadline_at)
-        request = UndoRequest(game_id=game.id, seat_id=seat.id, seat=seat.number,
+        # (saved rows: they have ids)
+        request = UndoRequest(game_id=cast(int, game.id), seat_id=cast(int, seat.id),
+                              seat=seat.number,
                               turn=game.turn, first_move=records[first].number,
                               created_at=now, expires_at=expires)
         session.add(request)
@@ -282,7 +286,7 @@ def moved_on(connection: Connection, game_id: int, now: datetime) -> int | None:
         update(UndoRequest).where(col(UndoRequest.game_id) == game_id,
                                   col(UndoRequest.status) == UNDO_ASKED)
         .values(status=UNDO_MOVED_ON, ended_at=now)
-        .returning(UndoRequest.seat, UndoRequest.expires_at)).first()
+        .returning(col(UndoRequest.seat), col(UndoRequest.expires_at))).first()
     if row is None or row[1] <= now:
         return None  # none, or one that had expired: nobody is waiting for it
     return row[0]
@@ -308,7 +312,7 @@ def pending_for(game, seat, seats, now: datetime | None = None) -> Pending | Non
         if request is None or not (request.turn == game.turn and request.expires_at > now
                                    and game.status == RUNNING):
             return None
-        records = takeback.records_of(session, session.get(Game, game.id))
+        records = takeback.records_of(session, cast(Game, session.get(Game, game.id)))
     answers = _answers(request)
     asker = seats[request.seat]
     rules = rules_for(game.kind)
