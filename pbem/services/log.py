@@ -80,11 +80,12 @@ def _render_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...
         return tuple(i18n.render(line) for line in lines)
 
 
-_LOG_COLUMNS = (MoveRecord.number, MoveRecord.seat, MoveRecord.notation, MoveRecord.actor,
-                MoveRecord.via, MoveRecord.created_at, MoveRecord.lines_json)
+_LOG_COLUMNS = (col(MoveRecord.number), col(MoveRecord.seat), col(MoveRecord.notation),
+                col(MoveRecord.actor), col(MoveRecord.via), col(MoveRecord.created_at),
+                col(MoveRecord.lines_json))
 
 
-_LOG = (select(*_LOG_COLUMNS).where(MoveRecord.game_id == bindparam("game_id"))
+_LOG = (select(*_LOG_COLUMNS).where(col(MoveRecord.game_id) == bindparam("game_id"))
         .order_by(col(MoveRecord.number).desc()))
 
 
@@ -115,7 +116,7 @@ def _log_latest(rules: GameRules):
     game = [select(column).where(Game.id == bindparam("game_id")).scalar_subquery()
             for column in _WINDOW_KEY]
     return select(*_LOG_COLUMNS, begun, *game) \
-        .where(MoveRecord.game_id == bindparam("game_id")) \
+        .where(col(MoveRecord.game_id) == bindparam("game_id")) \
         .order_by(col(MoveRecord.number).desc()).limit(bindparam("limit"))
 
 
@@ -170,7 +171,7 @@ class Window:
         full = len(self.rows) == self.size
         rows = ((row, *self.rows[:-1]) if full else (row, *self.rows))
         numbers = ((number, *self.numbers[:-1]) if full else (number, *self.numbers))
-        logs = {}
+        logs: dict[tuple, list] = {}
         for (reader, language, *limit), log in list(self._logs.items()):
             if not limit:
                 logs[reader, language] = [_entry(row, reader, language, number),

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 from sqlalchemy import update
@@ -62,11 +63,13 @@ def queue_review(session, game, now: datetime | None = None) -> None:
 
 
 def _insert_missing(connection, row: dict) -> None:
+    # (the dialects' inserts differ in type only; SQLModel sets __table__, untyped)
     if connection.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
-        from sqlalchemy.dialects.sqlite import insert
-    connection.execute(insert(GameReview.__table__).values(**row).on_conflict_do_nothing())
+        from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+    connection.execute(insert(GameReview.__table__)  # type: ignore[attr-defined]
+                       .values(**row).on_conflict_do_nothing())
 
 
 def queue_missing(session, now: datetime, limit: int = QUEUE_BATCH) -> int:
@@ -97,7 +100,7 @@ def _claim(now: datetime) -> tuple[str, int | None]:
             skip_locked=True)).first()
         if game_id is None:
             return claim, None
-        session.exec(update(GameReview).where(GameReview.game_id == game_id,
+        session.exec(update(GameReview).where(col(GameReview.game_id) == game_id,
                                               is_status(GameReview.status, PENDING))
                      .values(status=CLAIMED, claim=claim, claimed_at=now))
     return claim, game_id
@@ -124,7 +127,7 @@ def run_due_reviews(now: datetime, should_stop: Callable[[], bool] = lambda: Fal
     capped = False
     try:
         with reading() as session:
-            game = session.get(Game, game_id)
+            game = cast(Game, session.get(Game, game_id))  # a reviewed game is there
             notations = list(session.exec(select(MoveRecord.notation)
                                           .where(MoveRecord.game_id == game_id)
                                           .order_by(col(MoveRecord.number))))
