@@ -53,7 +53,7 @@ def _tell_players(session: Session, game: Game, subject: str, lines: list[str]) 
         send(session, kinds.NOTICE, game=game, seat=seat, heading=subject, lines=lines)
 
 
-def extend_deadline(game_id: int, hours: int, now: datetime | None = None,
+def extend_deadline(game_id: int, hours: int | None, now: datetime | None = None,
                     also: Callable[[Session], None] | None = None) -> datetime:
     """Give the seat to move `hours` more (1 to 336); returns the new deadline.
 

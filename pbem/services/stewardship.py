@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from datetime import datetime, timedelta
+from typing import cast
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -81,7 +82,7 @@ def create_admin(email: str, password: str) -> int:
         admin.session_version += 1  # a new password ends every open session
         session.add(admin)
         session.flush()
-        return admin.id
+        return cast(int, admin.id)  # flushed: it has one
 
 
 def _verify(password_hash: str | None, password: str) -> bool:
@@ -104,9 +105,11 @@ def authenticate(email: str, password: str, now: datetime | None = None) -> int 
     with reading() as session:
         found = session.exec(select(Admin.id, Admin.password_hash)
                              .where(Admin.email == email)).first()
-    if not _verify(found.password_hash if found else None, password):
+    # (found is a Row, its columns named too; SQLModel types it a plain tuple)
+    if not _verify(found.password_hash if found else None,  # type: ignore[union-attr]
+                   password):
         return None
-    admin_id, old_hash = found
+    admin_id, old_hash = cast("tuple[int, str]", found)  # verified: there is one
     hasher = password_hasher()
     new_hash = hasher.hash(password) if hasher.check_needs_rehash(old_hash) else None
     with writing() as session:
@@ -221,13 +224,13 @@ def login(email: str, password: str, address: str, limit: str,
 
 def session_version(admin_id: int) -> int:
     with writing() as session:
-        return session.get(Admin, admin_id).session_version
+        return cast(Admin, session.get(Admin, admin_id)).session_version  # a logged-in admin
 
 
 def end_sessions(admin_id: int) -> None:
     """Log the admin out everywhere: every session cookie issued so far stops working."""
     with writing() as session:
-        admin = session.get(Admin, admin_id)
+        admin = cast(Admin, session.get(Admin, admin_id))  # a logged-in admin
         admin.session_version += 1
         session.add(admin)
 
