@@ -107,7 +107,8 @@ class KardinalKoenig(RulesBase, ShownBase):
         self._states = StateCache(self._read)
         self._views = ByState(self._view_dict)
         self._moves = Kept(4096)
-        self._told: tuple[Any, Any, Any, dict] | None = None  # the latest move described: (before, move, after, {to mover: lines})
+        # the latest move described: (before, move, after, {to mover: lines})
+        self._told: tuple[Any, Any, Any, dict] | None = None
 
     # --- set-up and storage ---------------------------------------------------------------
 
