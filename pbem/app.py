@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask
 from flask.cli import AppGroup
@@ -20,6 +20,9 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from .games.templates import GameTemplates
 from .ground.config import ROOT, load_settings, resolve_paths
+
+if TYPE_CHECKING:
+    import click
 
 
 def _instance_secret(instance: Path) -> str:
@@ -47,6 +50,9 @@ class LoadsCommands:
     The app's command group here, and the `pbem` command's (pbem.command)."""
 
     loaded = False
+
+    if TYPE_CHECKING:  # the click group it is mixed into has it
+        def add_command(self, cmd: click.Command, name: str | None = None) -> None: ...
 
     def _load(self) -> None:
         if not self.loaded:
@@ -126,7 +132,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         # Behind N reverse proxies, the client's address is the Nth from the right in
         # X-Forwarded-For (and the scheme and host come from X-Forwarded-Proto/-Host).
         hops = app.config["SERVE_TRUSTED_PROXIES"]
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]  # Flask documents this wrapping
+            app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     app.register_blueprint(pages.bp)
     app.register_blueprint(seat.bp)
     app.register_blueprint(api.bp)

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
+from typing import cast
 
 import click
 from flask import current_app
@@ -109,7 +110,8 @@ def is_loopback(host: str) -> bool:
     except ValueError:
         pass
     try:
-        found = {info[4][0] for info in socket.getaddrinfo(host, None)}
+        # an IPv4 or IPv6 address (typeshed allows an int for other families)
+        found = {cast(str, info[4][0]) for info in socket.getaddrinfo(host, None)}
     except OSError:
         return False
     return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback

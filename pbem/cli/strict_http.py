@@ -8,8 +8,12 @@ them otherwise could smuggle a request past it (issue 42).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, cast
 
 from werkzeug.serving import WSGIRequestHandler
+
+if TYPE_CHECKING:
+    from io import BufferedIOBase
 
 FIELD = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:")  # a token, then the colon at once
 
@@ -48,7 +52,7 @@ class StrictRequestHandler(WSGIRequestHandler):
 
     def parse_request(self) -> bool:
         checked = _CheckedLines(self.rfile)
-        self.rfile = checked
+        self.rfile = cast("BufferedIOBase", checked)  # it reads as the stream it wraps
         try:
             parsed = super().parse_request()
         finally:

@@ -224,7 +224,7 @@ class ShownBase:
         `outcome_lines`); None when the game has none, or is not over."""
         return None
 
-    def position_summary(self, state: Any, seat: int | None) -> list[str]:
+    def position_summary(self: Shown, state: Any, seat: int | None) -> list[str]:
         """The lines an HTML mail lists above its picture and table of the board."""
         return self.position_lines(state, seat)
 

@@ -7,7 +7,7 @@ import functools
 import random
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -31,6 +31,9 @@ from .interface import (
     ShownBase,
     StateCache,
 )
+
+if TYPE_CHECKING:
+    from engine.kardinal_koenig.board import CardColour
 
 # The invitation's and the seat page's summary of the rules, in English; the catalogs hold the
 # German and Spanish, each written from that language's rule book
@@ -104,7 +107,8 @@ class KardinalKoenig(RulesBase, ShownBase):
         self._states = StateCache(self._read)
         self._views = ByState(self._view_dict)
         self._moves = Kept(4096)
-        self._told = None  # the latest move described: (before, move, after, {to mover: lines})
+        # the latest move described: (before, move, after, {to mover: lines})
+        self._told: tuple[Any, Any, Any, dict] | None = None
 
     # --- set-up and storage ---------------------------------------------------------------
 
@@ -290,7 +294,8 @@ class KardinalKoenig(RulesBase, ShownBase):
         and the crests are marked to be clicked (the seat page's script builds a move). With
         `move` (the one that led to `state`), the pieces it placed are ringed as new."""
         view = kk.view_for(state, seat)
-        who = gettext("a spectator") if seat is None else i18n.colour(view.colour)
+        # (a seat's view has its colour)
+        who = gettext("a spectator") if seat is None else i18n.colour(cast(str, view.colour))
         marked: set[str] = set()
         if isinstance(move, kk.Place):
             marked.update(move.country if p == kk.ADVISOR else p for p in move.pieces)
@@ -327,7 +332,8 @@ class KardinalKoenig(RulesBase, ShownBase):
         return samples
 
     def _colours_up(self, state: kk.GameState) -> set[str]:
-        return {self.board.find_card(code).colour for code in state.face_up}
+        # (the cards face up are the board's)
+        return {cast("CardColour", self.board.find_card(code)).colour for code in state.face_up}
 
     def picture_board(self, room_below: float) -> str:
         """The bare board of the still picture (no piece, no panel), `room_below` left under
@@ -427,7 +433,8 @@ class KardinalKoenig(RulesBase, ShownBase):
         lines = []
         if seat is not None:
             view = kk.view_for(state, seat)
-            lines.append(gettext("Your hand (%(colour)s): %(cards)s", colour=i18n.colour(view.colour),
+            lines.append(gettext("Your hand (%(colour)s): %(cards)s",
+                                 colour=i18n.colour(cast(str, view.colour)),
                                  cards=self.card_words(view.hand)))
         return lines + list(self._public_lines(state, i18n.language(), countries))
 
@@ -491,10 +498,10 @@ class KardinalKoenig(RulesBase, ShownBase):
         if action == "pass":
             return "pass"
         if action == "exchange":
-            card = str(form.get("exchange", ""))
-            if card not in {c.code for c in self.board.cards}:
+            code = str(form.get("exchange", ""))
+            if code not in {c.code for c in self.board.cards}:
                 raise MoveError(gettext("choose the card to exchange"))
-            return f"exchange {card}"
+            return f"exchange {code}"
         if action == "draw":
             source = str(form.get("source", ""))
             if source != kk.DECK and source not in {c.code for c in self.board.cards}:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import engine.knights_castles as kc
 from engine.errors import IllegalMoveError, NotationError, SetupError
@@ -310,8 +310,9 @@ class KnightsCastles(RulesBase, ShownBase):
         if after.is_over:
             lines.append(gettext("This ends the game."))
         elif after.to_move != before.to_move and not self._reveals(before, after):
+            # (not over: someone is to move)
             lines.append(gettext("Then %(colour)s is to move.",
-                                 colour=i18n.colour(after.players[after.to_move])))
+                                 colour=i18n.colour(after.players[cast(int, after.to_move)])))
         return lines
 
     def foretold_state(self, before: kc.GameState, move: kc.Move,
@@ -503,10 +504,11 @@ class KnightsCastles(RulesBase, ShownBase):
         view = kc.view_for(state, seat)
         colour = i18n.colour
         lines = []
-        if view.hand is not None:
+        if view.hand is not None:  # a seat's view
+            mine = cast(int, seat)
             lines.append(gettext("Your hand (%(colour)s): %(cards)s",
-                                 colour=colour(state.players[seat]),
-                                 cards=i18n.render(hand_words(state.hands[seat]))))
+                                 colour=colour(state.players[mine]),
+                                 cards=i18n.render(hand_words(state.hands[mine]))))
         if view.choice:
             lines.append(gettext("Scholastics drew %(cards)s: keep one.",
                                  cards=_names(view.choice)))
@@ -515,7 +517,7 @@ class KnightsCastles(RulesBase, ShownBase):
                                  "%(mover)s.", round=state.round,
                                  player=colour(state.players[view.current]),
                                  phase=i18n.render(phase(view.phase)),
-                                 mover=colour(state.players[view.to_move])))
+                                 mover=colour(state.players[cast(int, view.to_move)])))
         deck = ngettext("Deck: %(num)d card.", "Deck: %(num)d cards.", view.deck_size)
         if view.discard:
             pile = ngettext("Discard pile: %(num)d card, the latest %(cards)s.",

@@ -127,7 +127,8 @@ def _guarded_stream(self, amt=2**16, decode_content=None):
         yield chunk
 
 
-urllib3.response.HTTPResponse.stream = _guarded_stream
+# (setattr: mypy forbids assigning to a method)
+setattr(urllib3.response.HTTPResponse, "stream", _guarded_stream)  # noqa: B010
 
 
 def _asset() -> apprise.AppriseAsset:

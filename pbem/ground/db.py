@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from flask import Flask, current_app
 from sqlalchemy import DateTime, Table, event, insert, literal_column, text, update
@@ -134,7 +135,10 @@ def shown_url(url: str) -> str:
         return url
 
 
-def locked(statement: Select, skip_locked: bool = False) -> Select:
+_Selected = TypeVar("_Selected", bound=Select)
+
+
+def locked(statement: _Selected, skip_locked: bool = False) -> _Selected:
     """`statement` locking the rows it reads until the transaction ends (FOR UPDATE; with
     `skip_locked`, leaving out rows another transaction holds). SQLite renders neither: its
     write transactions run one at a time anyway."""

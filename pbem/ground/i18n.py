@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from babel import Locale
 from babel.dates import format_date, format_time
@@ -230,10 +231,11 @@ def phrase_data(line, names: dict[str, str] | None = None, you: str | None = Non
     if isinstance(line, Phrase):
         if isinstance(line.key, str) and "(you)" in line.key:
             you = None  # the sentence says "(you)" itself
-        data = {"t": list(line.key) if isinstance(line.key, tuple) else line.key,
-                "p": {name: [phrase_data(v, names, you) for v in value]
-                      if isinstance(value, (list, tuple))
-                      else phrase_data(value, names, you) for name, value in line.params.items()}}
+        data: dict[str, Any] = {
+            "t": list(line.key) if isinstance(line.key, tuple) else line.key,
+            "p": {name: [phrase_data(v, names, you) for v in value]
+                  if isinstance(value, (list, tuple))
+                  else phrase_data(value, names, you) for name, value in line.params.items()}}
         if line.n is not None:
             data["n"] = line.n
         return data
@@ -456,7 +458,8 @@ def init_app(app: Flask) -> None:
         _compiled_folder(Path(app.config["INSTANCE_PATH"])))
     babel.init_app(app, locale_selector=_locale)
     # Templates get the same cached lookups (Flask-Babel installs ones that look up each call).
-    app.jinja_env.install_gettext_callables(
+    # jinja2.ext.i18n adds the method, which Environment's typing does not know
+    app.jinja_env.install_gettext_callables(  # type: ignore[attr-defined]
         gettext=lambda s: translations().ugettext(s),
         ngettext=lambda s, p, n: translations().ungettext(s, p, n),
         pgettext=lambda c, s: translations().upgettext(c, s),

@@ -105,8 +105,8 @@ def _private_file(handler: logging.FileHandler) -> None:
         private()
         return stream
 
-    handler._open = open_private
-    handler._pbem_private = True
+    setattr(handler, "_open", open_private)  # noqa: B010 (mypy forbids assigning to a method)
+    setattr(handler, "_pbem_private", True)  # noqa: B010 (an attribute FileHandler lacks)
     private()
 
 

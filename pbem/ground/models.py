@@ -30,9 +30,6 @@ NOTIFY_CHOICES = {  # translated where shown
 # What a seat gets by mail for the messages of its game (table talk): each message as a mail,
 # a daily digest of them, or none (they wait on its page).
 TALK_EACH, TALK_DIGEST, TALK_NONE = "each", "digest", "none"
-def N_(text: str) -> str:
-    """Marks `text` for the catalogs (pybabel extract -k N_); translated where it is shown."""
-    return text
 
 
 TALK_CHOICES = {

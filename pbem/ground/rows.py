@@ -13,7 +13,8 @@ This module does not read rows (the services do) nor decide what to write.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import Table, bindparam, update
 from sqlalchemy.engine import Connection
@@ -28,6 +29,8 @@ class PlainRow:
     table: ClassVar[Table]
     names: ClassVar[tuple[str, ...]]
     _update: ClassVar[Any]
+    if TYPE_CHECKING:
+        id: int  # every table's key
 
     def __init__(self, values) -> None:
         self.__dict__.update(zip(self.names, values))
@@ -58,9 +61,61 @@ class PlainRow:
 class GameRow(PlainRow, model=Game):
     """A game as the move path reads it (the columns of pbem.ground.models.Game)."""
 
+    if TYPE_CHECKING:  # the columns, as the model types them (a row read has its id)
+        id: int
+        kind: str
+        title: str
+        watch_id: str
+        status: str
+        seed: str
+        start_seat: int
+        turn: int
+        state_json: str
+        created_at: datetime
+        updated_at: datetime
+        turn_started_at: datetime
+        deadline_at: datetime | None
+        finished_at: datetime | None
+        deadline_hours: int
+        reminder_hours: str
+        weekend_pause: bool
+        timezone: str
+        extension_hours: int
+        clock_pauses: str
+        clock_version: int
+        paused_at: datetime | None
+        absent_bot: str | None
+        undo_turn: int | None
+        rated: bool
+        origin: str | None
+        origin_game_id: int | None
+
 
 class SeatRow(PlainRow, model=Seat):
     """A seat as the move path reads it (the columns of pbem.ground.models.Seat)."""
+
+    if TYPE_CHECKING:  # the columns, as the model types them (a row read has its id)
+        id: int
+        game_id: int
+        number: int
+        name: str
+        email: str
+        colour: str
+        notify: str
+        timezone: str | None
+        language: str
+        timeouts_in_row: int
+        absent: bool
+        bot: str | None
+        vacation_days_used: int
+        vacation_from: datetime | None
+        vacation_until: datetime | None
+        talk_notify: str
+        talk_read_id: int
+        talk_mailed_id: int
+        mail_dead_at: datetime | None
+        mail_dead_reason: str | None
+        mail_dead_address: str | None
 
 
 def write_changes(connection: Connection, row: PlainRow) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from typing import TypeGuard
 
 TOKEN_BYTES = 24
 TOKEN_PATTERN = re.compile(r"[A-Za-z0-9_-]{32}")
@@ -19,7 +20,7 @@ def new_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
-def is_well_formed(token: object) -> bool:
+def is_well_formed(token: object) -> TypeGuard[str]:
     return isinstance(token, str) and TOKEN_PATTERN.fullmatch(token) is not None
 
 

@@ -20,7 +20,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import IO
+from typing import IO, Any
 
 from flask import Flask
 from sqlalchemy import Integer, Table, func, select, text
@@ -85,7 +85,7 @@ def _decode(table: Table, row: object, line: int) -> dict:
     if unknown:
         raise TransferError(f"line {line}: table {table.name} has no column "
                             f"{', '.join(sorted(unknown))} (an export of another version?)")
-    values = {}
+    values: dict[str, Any] = {}
     for key, value in row.items():
         kind = table.columns[key].type.python_type
         if value is None:

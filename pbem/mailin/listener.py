@@ -142,7 +142,8 @@ def poll_imap(app: Flask) -> int:
         status, _ = client.select(_quoted(config["MAIL_IMAP_FOLDER"]))
         if status != "OK":
             raise imaplib.IMAP4.error(f"cannot select the folder {config['MAIL_IMAP_FOLDER']}")
-        status, found = client.uid("SEARCH", None, "UNSEEN")
+        # (no charset: None, which imaplib takes and typeshed does not)
+        status, found = client.uid("SEARCH", None, "UNSEEN")  # type: ignore[arg-type]
         if status != "OK":
             raise imaplib.IMAP4.error("SEARCH UNSEEN failed")
         for uid in (found[0] or b"").split():

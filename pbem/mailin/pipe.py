@@ -32,6 +32,7 @@ This module imports little at the top: the hand-over must not pay for the app.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -135,8 +136,9 @@ def hand_over(host: str, port: int, raw: bytes, recipients: Sequence[str],
     options = ["SMTPUTF8"] if not all(a.isascii() for a in (mail_from, *recipients)) else []
     try:
         client.ehlo_or_helo_if_needed()
-        steps = [("MAIL FROM", lambda: client.mail(mail_from, options))]
-        steps += [(f"RCPT TO {i + 1}", lambda a=a: client.rcpt(a))
+        steps: list[tuple[str, Callable[[], tuple[int, bytes]]]] = [
+            ("MAIL FROM", lambda: client.mail(mail_from, options))]
+        steps += [(f"RCPT TO {i + 1}", functools.partial(client.rcpt, a))
                   for i, a in enumerate(recipients)]
         for step, call in steps:
             code, text = call()

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Iterator
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from flask import Flask
 
@@ -165,6 +165,8 @@ class _Bounded:
 
     data_sent = False
     deadline: float | None = None  # a time.monotonic() value
+    if TYPE_CHECKING:
+        timeout: float  # smtplib.SMTP's, which it is mixed into
 
     def _end(self) -> float:
         end = time.monotonic() + self.timeout
@@ -242,6 +244,7 @@ class SmtpBackend:
         # Certificates and host names are verified against the system's trusted authorities
         # (or SSL_CERT_FILE). Made only when needed: loading them takes a while.
         context = ssl.create_default_context() if self.security != "none" else None
+        client: _SMTP | _SMTP_SSL
         try:
             if self.security == "tls":
                 client = _SMTP_SSL(self.host, self.port, timeout=self.timeout, context=context)

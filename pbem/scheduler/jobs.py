@@ -20,6 +20,7 @@ import logging
 import time
 from collections import deque
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, cast
 
 from flask import Flask, current_app
 
@@ -31,6 +32,9 @@ from ..services.talk import run_due_chores
 from .notices import deliver_notices
 from .outbox import deliver_all_due, stop_event
 from .senders import MAILS_A_TIMER, HelperPool, Helpers
+
+if TYPE_CHECKING:
+    from werkzeug.local import LocalProxy
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +85,7 @@ def handle_due_timers(now: datetime, helpers: Helpers | None = None) -> dict[str
     rest of its claim back at once, for the next run. A burst that will queue a backlog of
     mail starts the run's `helpers`, which deliver it meanwhile."""
     counts = {"reminders": 0, "timeouts": 0, "obsolete": 0}
-    stop = stop_event(current_app._get_current_object())
+    stop = stop_event(cast("LocalProxy[Flask]", current_app)._get_current_object())
     while not stop.is_set():
         claim, ids = _claim(now)
         if helpers is not None:

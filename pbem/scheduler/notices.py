@@ -21,10 +21,12 @@ import logging
 import time
 from datetime import datetime, timedelta
 from types import SimpleNamespace
+from typing import cast
 
 import orjson
 from flask import Flask
 from sqlalchemy import bindparam, func, select, update
+from sqlmodel import col
 
 from ..ground import chat
 from ..ground.db import get_engine, is_status, locked, new_claim, utcnow
@@ -39,33 +41,36 @@ DEAD = "its target is marked dead"
 _STUCK = (update(Notice).where(is_status(Notice.status, SENDING),
                                Notice.claimed_at < bindparam("stuck_before"))
           .values(status=QUEUED, claim=None, last_error=STALE))
-_DUE = locked(select(Notice.id).where(is_status(Notice.status, QUEUED),
-                                      Notice.next_attempt_at <= bindparam("moment"))
-              .order_by(Notice.next_attempt_at, Notice.id).limit(bindparam("most")),
+_DUE = locked(select(col(Notice.id)).where(is_status(Notice.status, QUEUED),
+                                           col(Notice.next_attempt_at) <= bindparam("moment"))
+              .order_by(col(Notice.next_attempt_at), col(Notice.id)).limit(bindparam("most")),
               skip_locked=True)
-_TAKE = (update(Notice).where(Notice.id.in_(bindparam("ids", expanding=True)))
+_TAKE = (update(Notice).where(col(Notice.id).in_(bindparam("ids", expanding=True)))
          .values(status=SENDING, claim=bindparam("new_claim"), claimed_at=bindparam("moment")))
-_HELD = (select(Notice.id, Notice.target_id, Notice.game_id, Notice.kind, Notice.title,
-                Notice.body, Notice.secrets_json, Notice.attempts, NoticeTarget.url,
-                NoticeTarget.shown, NoticeTarget.dead_at)
-         .join(NoticeTarget, NoticeTarget.id == Notice.target_id)
-         .where(Notice.claim == bindparam("of_claim"), is_status(Notice.status, SENDING))
-         .order_by(Notice.id))
-_PROGRESS = (update(Notice).where(Notice.claim == bindparam("of_claim"),
+_HELD = (select(col(Notice.id), col(Notice.target_id), col(Notice.game_id), col(Notice.kind),
+                col(Notice.title), col(Notice.body), col(Notice.secrets_json),
+                col(Notice.attempts), col(NoticeTarget.url), col(NoticeTarget.shown),
+                col(NoticeTarget.dead_at))
+         .join(NoticeTarget, col(NoticeTarget.id) == Notice.target_id)
+         .where(col(Notice.claim) == bindparam("of_claim"), is_status(Notice.status, SENDING))
+         .order_by(col(Notice.id)))
+_PROGRESS = (update(Notice).where(col(Notice.claim) == bindparam("of_claim"),
                                   is_status(Notice.status, SENDING))
              .values(claimed_at=bindparam("progress")))
-_RELEASE = (update(Notice).where(Notice.claim == bindparam("of_claim"),
+_RELEASE = (update(Notice).where(col(Notice.claim) == bindparam("of_claim"),
                                  is_status(Notice.status, SENDING))
             .values(status=QUEUED, claim=None))
 # Read before any write transaction: a scheduler with nothing to do (no notice due, none left
 # by a dead sender: the usual case) takes no write lock for notices at its tick. Each reads a
 # partial index.
-_ANY_DUE = (select(Notice.id).where(is_status(Notice.status, QUEUED),
-                                    Notice.next_attempt_at <= bindparam("moment")).limit(1))
-_ANY_STUCK = (select(Notice.id).where(is_status(Notice.status, SENDING),
-                                      Notice.claimed_at < bindparam("stuck_before")).limit(1))
+_ANY_DUE = (select(col(Notice.id)).where(is_status(Notice.status, QUEUED),
+                                         col(Notice.next_attempt_at) <= bindparam("moment"))
+            .limit(1))
+_ANY_STUCK = (select(col(Notice.id)).where(is_status(Notice.status, SENDING),
+                                           col(Notice.claimed_at) < bindparam("stuck_before"))
+              .limit(1))
 _SENT_SINCE = (select(func.count(), func.min(Notice.sent_at))
-               .where(Notice.target_id == bindparam("target_id"),
+               .where(col(Notice.target_id) == bindparam("target_id"),
                       Notice.sent_at > bindparam("since")))
 
 
@@ -119,7 +124,8 @@ def _record(app: Flask, writer, claim: str, row, error: str | None, now: datetim
     outcome, changes = _changes(app, row, error, now)
     with writer.begin():
         held = writer.execute(update(Notice).where(
-            Notice.id == row.id, Notice.claim == claim, is_status(Notice.status, SENDING))
+            col(Notice.id) == row.id, col(Notice.claim) == claim,
+            is_status(col(Notice.status), SENDING))
             .values(**changes)).rowcount == 1
         if not held:
             if error is not None:
@@ -131,8 +137,9 @@ def _record(app: Flask, writer, claim: str, row, error: str | None, now: datetim
                 return None
         if outcome == "failed" and error != DEAD:
             writer.execute(update(NoticeTarget).where(NoticeTarget.id == row.target_id,
-                                                      NoticeTarget.dead_at.is_(None))
-                           .values(dead_at=now, dead_reason=error[:500]))
+                                                      col(NoticeTarget.dead_at).is_(None))
+                           # failed: there was an error
+                           .values(dead_at=now, dead_reason=cast(str, error)[:500]))
             logger.warning("notice target %d (%s) is marked dead", row.target_id, row.shown)
         writer.execute(_PROGRESS, {"of_claim": claim, "progress": progress})
     what = f"notice {row.id} ({row.kind}, game {row.game_id}) to {row.shown}"
@@ -153,7 +160,7 @@ def _wait_for_rate(app: Flask, writer, claim: str, row, now: datetime) -> bool:
                                                     "since": now - timedelta(hours=1)}).one()
         if count < limit:
             return False
-        writer.execute(update(Notice).where(Notice.id == row.id, Notice.claim == claim)
+        writer.execute(update(Notice).where(col(Notice.id) == row.id, col(Notice.claim) == claim)
                        .values(status=QUEUED, claim=None,
                                next_attempt_at=max(first + timedelta(hours=1), now)))
     logger.info("notice %d to %s waits: its target had %d notices this hour", row.id,

@@ -44,7 +44,7 @@ import orjson
 from flask import Flask
 from sqlalchemy import bindparam, update
 from sqlalchemy.exc import OperationalError
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ..ground.db import (
     BUSY_TIMEOUT_SECONDS,
@@ -91,28 +91,28 @@ _STUCK = (update(OutboxMessage)
 _DUE = locked(select(OutboxMessage.id)
               .where(is_status(OutboxMessage.status, QUEUED),
                      OutboxMessage.next_attempt_at <= bindparam("moment"))
-              .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id)
+              .order_by(col(OutboxMessage.next_attempt_at), col(OutboxMessage.id))
               .limit(bindparam("most")), skip_locked=True)
 # A claim made for another sender (`claim_for`) reads nothing back; one's own, every column.
-_HAND = (update(OutboxMessage).where(OutboxMessage.id.in_(bindparam("ids", expanding=True)))
+_HAND = (update(OutboxMessage).where(col(OutboxMessage.id).in_(bindparam("ids", expanding=True)))
          .values(status=SENDING, claim=bindparam("new_claim"), claimed_at=bindparam("moment")))
 _TAKE = _HAND.returning(*OutboxMessage.__table__.c)
 _HANDED = (select(*OutboxMessage.__table__.c)
            .where(OutboxMessage.claim == bindparam("of_claim"),
                   is_status(OutboxMessage.status, SENDING))
-           .order_by(OutboxMessage.id))
+           .order_by(col(OutboxMessage.id)))
 _RECORDED = select(OutboxMessage.status, OutboxMessage.claim, OutboxMessage.attempts,
                    OutboxMessage.secrets_json, OutboxMessage.text_body,
                    OutboxMessage.html_body).where(OutboxMessage.id == bindparam("row_id"))
 # The claim's other rows are making progress; the rows still ours come back (a claim taken for
 # stuck by another sender has none).
 _PROGRESS = (update(OutboxMessage)
-             .where(OutboxMessage.claim == bindparam("of_claim"),
+             .where(col(OutboxMessage.claim) == bindparam("of_claim"),
                     is_status(OutboxMessage.status, SENDING))
              .values(claimed_at=bindparam("progress"))
              .returning(OutboxMessage.id))
 _RELEASE = (update(OutboxMessage)
-            .where(OutboxMessage.claim == bindparam("of_claim"),
+            .where(col(OutboxMessage.claim) == bindparam("of_claim"),
                    is_status(OutboxMessage.status, SENDING))
             .values(status=QUEUED, claim=None))
 
@@ -121,9 +121,9 @@ _RELEASE = (update(OutboxMessage)
 def _record_statement(columns: tuple[str, ...], held: bool):
     """The UPDATE that writes `columns` of one row; with `held`, only while the row is still
     claimed by the sender that records it."""
-    statement = update(OutboxMessage).where(OutboxMessage.id == bindparam("row_id"))
+    statement = update(OutboxMessage).where(col(OutboxMessage.id) == bindparam("row_id"))
     if held:
-        statement = statement.where(OutboxMessage.claim == bindparam("of_claim"),
+        statement = statement.where(col(OutboxMessage.claim) == bindparam("of_claim"),
                                     is_status(OutboxMessage.status, SENDING))
     return statement.values({name: bindparam(f"new_{name}") for name in columns})
 

@@ -20,6 +20,7 @@ from email.utils import format_datetime, formataddr, getaddresses
 from functools import lru_cache
 from io import BytesIO
 from secrets import token_hex
+from typing import cast
 
 import orjson
 
@@ -90,10 +91,11 @@ def _joined(message: EmailMessage, policy, out: list[bytes]) -> bool:
     handles: bodies with carriage returns or bytes that are not ASCII, a preamble or an
     epilogue. The generator copies a body into a buffer per enclosing part, and a picture's
     body is some 190 KB."""
-    for name, value in message._headers:
+    # (email.message's own attributes, which typeshed leaves out as private)
+    for name, value in message._headers:  # type: ignore[attr-defined]
         out.append(policy.fold_binary(name, value))
     out.append(b"\n")
-    payload = message._payload
+    payload = message._payload  # type: ignore[attr-defined]
     if isinstance(payload, list):
         boundary = message.get_boundary()
         if not boundary or message.preamble is not None or message.epilogue is not None:
@@ -209,7 +211,7 @@ def _with_picture(row: OutboxMessage, html: EmailMessage) -> EmailMessage:
     """The HTML part and the board picture it shows, as one multipart/related; the HTML part
     alone when the picture cannot be made (the mail still says everything in words)."""
     try:
-        cid, png = picture.for_message(row.picture_json)
+        cid, png = picture.for_message(cast(str, row.picture_json))  # the row has one
     except (ValueError, KeyError, TypeError) as exc:
         logging.getLogger(__name__).warning("mail %s goes without its board picture: %s",
                                             row.id, exc)
@@ -275,7 +277,7 @@ def _whole_game(row: OutboxMessage) -> EmailMessage | None:
     """The whole game's animated picture as an attachment, for a mail whose picture asks for
     it (the final mail); None otherwise, or when it cannot be made (logged: the mail goes)."""
     try:
-        data = orjson.loads(row.picture_json)
+        data = orjson.loads(cast(str, row.picture_json))  # the row has one
         if not isinstance(data, dict) or not data.get("whole_game"):
             return None
         png = game_picture.whole_game(str(data["whole_game"]), data.get("language", "en")).png

@@ -7,7 +7,7 @@ Imports the ground only.
 
 from __future__ import annotations
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ..ground.db import get_row, reading
 from ..ground.models import (
@@ -39,12 +39,12 @@ def dashboard() -> tuple[list[Game], list[Seat], list[OutboxMessage]]:
     """The latest 1,000 games, their seats, and the latest 50 mails that failed or whose fate
     is unknown."""
     with reading() as session:
-        games = session.exec(select(Game).order_by(Game.id.desc()).limit(1000)).all()
+        games = session.exec(select(Game).order_by(col(Game.id).desc()).limit(1000)).all()
         seats = session.exec(select(Seat).where(
-            Seat.game_id.in_([game.id for game in games]))).all()
+            col(Seat.game_id).in_([game.id for game in games]))).all()
         failed = session.exec(select(OutboxMessage)
-                              .where(OutboxMessage.status.in_((FAILED, UNKNOWN)))
-                              .order_by(OutboxMessage.id.desc()).limit(50)).all()
+                              .where(col(OutboxMessage.status).in_((FAILED, UNKNOWN)))
+                              .order_by(col(OutboxMessage.id).desc()).limit(50)).all()
     return list(games), list(seats), list(failed)
 
 
@@ -58,21 +58,21 @@ def game_record(game_id: int) -> dict | None:
         return {
             "game": game,
             "seats": session.exec(select(Seat).where(Seat.game_id == game_id)
-                                  .order_by(Seat.number)).all(),
+                                  .order_by(col(Seat.number))).all(),
             "log": session.exec(select(MoveRecord).where(MoveRecord.game_id == game_id)
-                                .order_by(MoveRecord.number.desc())).all(),
+                                .order_by(col(MoveRecord.number).desc())).all(),
             "mails": session.exec(select(OutboxMessage).where(OutboxMessage.game_id == game_id)
-                                  .order_by(OutboxMessage.id.desc())).all(),
+                                  .order_by(col(OutboxMessage.id).desc())).all(),
             "audit": session.exec(select(AuditEntry, Admin.email)
-                                  .join(Admin, Admin.id == AuditEntry.admin_id, isouter=True)
+                                  .join(Admin, col(Admin.id) == AuditEntry.admin_id, isouter=True)
                                   .where(AuditEntry.game_id == game_id)
-                                  .order_by(AuditEntry.id.desc())).all()}
+                                  .order_by(col(AuditEntry.id).desc())).all()}
 
 
 def outbox(status: str) -> list[OutboxMessage]:
     """The latest 200 mails, of `status` when it is one of the outbox's."""
     with reading() as session:
-        query = select(OutboxMessage).order_by(OutboxMessage.id.desc()).limit(200)
+        query = select(OutboxMessage).order_by(col(OutboxMessage.id).desc()).limit(200)
         if status in OUTBOX_STATES:
             query = query.where(OutboxMessage.status == status)
         return list(session.exec(query).all())
@@ -82,5 +82,5 @@ def audit_log(limit: int = 500) -> list:
     """The latest audit entries, each with the admin's address."""
     with reading() as session:
         return list(session.exec(select(AuditEntry, Admin.email)
-                                 .join(Admin, Admin.id == AuditEntry.admin_id, isouter=True)
-                                 .order_by(AuditEntry.id.desc()).limit(limit)).all())
+                                 .join(Admin, col(Admin.id) == AuditEntry.admin_id, isouter=True)
+                                 .order_by(col(AuditEntry.id).desc()).limit(limit)).all())

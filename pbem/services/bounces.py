@@ -39,11 +39,13 @@ from email.parser import BytesHeaderParser
 from email.policy import compat32
 from email.utils import getaddresses, parseaddr
 from types import SimpleNamespace
+from typing import Any, cast
 
 from flask import current_app
 from flask_babel import lazy_gettext as L_
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection
+from sqlmodel import col
 
 from ..ground.db import Writer, insert_pending, reading, utcnow, writing_rows
 from ..ground.models import FAILED, SENT, UNKNOWN, Game, OutboxMessage, Seat
@@ -153,7 +155,7 @@ def _report_fields(message: Message) -> tuple[str | None, str | None]:
     for part in message.walk():
         if part.get_content_type() != "message/delivery-status" or not part.is_multipart():
             continue
-        for block in part.get_payload():
+        for block in cast("list[Message]", part.get_payload()):  # a multipart's parts
             if not str(block.get("Action", "")).lower().startswith(("fail", "error")):
                 continue
             status = _one_line(str(block.get("Status", ""))) or None
@@ -176,9 +178,9 @@ def handle(raw: bytes, recipients: list[str]) -> tuple[str, str] | None:
         return "bounce", "not a bounce address of this server: ignored"
     with reading() as session:
         row = session.connection().execute(
-            select(OutboxMessage.id, OutboxMessage.to_addr, OutboxMessage.seat_id,
-                   OutboxMessage.game_id, OutboxMessage.kind, OutboxMessage.status)
-            .where(OutboxMessage.id == row_id)).first()
+            select(col(OutboxMessage.id), col(OutboxMessage.to_addr), col(OutboxMessage.seat_id),
+                   col(OutboxMessage.game_id), col(OutboxMessage.kind), col(OutboxMessage.status))
+            .where(col(OutboxMessage.id) == row_id)).first()
     if row is None:
         return "bounce", f"mail {row_id} is not in the outbox any more: ignored"
     try:
@@ -207,8 +209,8 @@ def handle(raw: bytes, recipients: list[str]) -> tuple[str, str] | None:
         connection = writer.connection()
         # A mail of unknown fate (no answer after the message) did reach the mail server.
         connection.execute(update(OutboxMessage)
-                           .where(OutboxMessage.id == row_id,
-                                  OutboxMessage.status.in_((SENT, UNKNOWN)))
+                           .where(col(OutboxMessage.id) == row_id,
+                                  col(OutboxMessage.status).in_((SENT, UNKNOWN)))
                            .values(status=FAILED, failed_at=now, last_error=reason))
         marked = dead and row.seat_id is not None and \
             mark_dead(writer, row.seat_id, row.to_addr, reason, now)
@@ -220,13 +222,14 @@ def handle(raw: bytes, recipients: list[str]) -> tuple[str, str] | None:
 # --- dead addresses ----------------------------------------------------------------------------
 
 # Locked (PostgreSQL): two bounces for one seat at once tell the organisers once.
-_SEAT = select(Seat.id, Seat.game_id, Seat.number, Seat.name, Seat.email, Seat.bot,
-               Seat.mail_dead_address).where(Seat.id == bindparam("seat_id")).with_for_update()
-_MARK = (update(Seat).where(Seat.id == bindparam("seat_id"))
+_SEAT = select(col(Seat.id), col(Seat.game_id), col(Seat.number), col(Seat.name),
+               col(Seat.email), col(Seat.bot), col(Seat.mail_dead_address)
+               ).where(col(Seat.id) == bindparam("seat_id")).with_for_update()
+_MARK = (update(Seat).where(col(Seat.id) == bindparam("seat_id"))
          .values(mail_dead_at=bindparam("at"), mail_dead_reason=bindparam("reason"),
                  mail_dead_address=bindparam("address")))
-_CLEAR = (update(Seat).where(Seat.id == bindparam("seat_id"),
-                             Seat.mail_dead_at == bindparam("was"))
+_CLEAR = (update(Seat).where(col(Seat.id) == bindparam("seat_id"),
+                             col(Seat.mail_dead_at) == bindparam("was"))
           .values(mail_dead_at=None, mail_dead_reason=None))
 
 
@@ -251,7 +254,8 @@ def _tell_organisers(session, connection: Connection, seat, reason: str) -> None
     from .mail import kinds
     from .mail.sending import send
 
-    title = connection.execute(select(Game.title).where(Game.id == seat.game_id)).scalar_one()
+    title = connection.execute(select(col(Game.title))
+                               .where(col(Game.id) == seat.game_id)).scalar_one()
     game = f"{title} #{seat.game_id}"
     page = f"{current_app.config['BASE_URL'].rstrip('/')}/admin/games/{seat.game_id}"
     send(session, kinds.ADMIN, heading=L_("mail to %(name)s in %(game)s fails", name=seat.name,
@@ -262,7 +266,7 @@ def _tell_organisers(session, connection: Connection, seat, reason: str) -> None
         L_("Until the address works again the player gets no mail from the game: no turns, "
            "no deadlines, no messages. Ask them for a working address and change it on the "
            "game's page (\"Change the seat's email address\"): %(page)s", page=page),
-    ], game=SimpleNamespace(id=seat.game_id))
+    ], game=cast(Any, SimpleNamespace(id=seat.game_id)))  # send reads only its id
     if isinstance(session, Writer):
         insert_pending(session)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import cast
 
 from flask_babel import lazy_gettext as L_
 from sqlmodel import Session, select
@@ -48,11 +49,11 @@ def game_and_seat_to_move(session: Session, game_id: int) -> tuple[Game, Seat | 
 
 
 def _tell_players(session: Session, game: Game, subject: str, lines: list[str]) -> None:
-    for seat in seats_of_game(session, game.id):
+    for seat in seats_of_game(session, cast(int, game.id)):  # a saved game's
         send(session, kinds.NOTICE, game=game, seat=seat, heading=subject, lines=lines)
 
 
-def extend_deadline(game_id: int, hours: int, now: datetime | None = None,
+def extend_deadline(game_id: int, hours: int | None, now: datetime | None = None,
                     also: Callable[[Session], None] | None = None) -> datetime:
     """Give the seat to move `hours` more (1 to 336); returns the new deadline.
 
@@ -65,6 +66,7 @@ def extend_deadline(game_id: int, hours: int, now: datetime | None = None,
         if game.status != RUNNING:
             raise GameNotRunning(f"game {game.id} is {game.status}; only a running game has "
                                  "a deadline to extend")
+        seat = cast(Seat, seat)  # running: a seat is to move
         game.extension_hours += hours
         reset_clock(session, game, seat, now)
         _tell_players(session, game, L_("The deadline was extended"),
@@ -73,7 +75,7 @@ def extend_deadline(game_id: int, hours: int, now: datetime | None = None,
                           hours=hours)])
         if also:
             also(session)
-        return game.deadline_at
+        return cast(datetime, game.deadline_at)  # reset_clock set it
 
 
 def pause_game(game_id: int, now: datetime | None = None,
@@ -101,7 +103,8 @@ def resume_game(game_id: int, now: datetime | None = None,
         game, seat = game_and_seat_to_move(session, game_id)
         if game.status != PAUSED:
             raise GameNotRunning(f"game {game.id} is {game.status}, not paused")
-        add_pause(game, game.paused_at, now)
+        seat = cast(Seat, seat)  # paused, not over: a seat is to move
+        add_pause(game, cast(datetime, game.paused_at), now)  # paused: since then
         game.status, game.paused_at = RUNNING, None
         reset_clock(session, game, seat, now)
         _tell_players(session, game, L_("The game goes on"),

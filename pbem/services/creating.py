@@ -10,11 +10,12 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from flask import current_app
 from sqlmodel import Session, select
 
-from ..games import DEFAULT_KIND, SetupProblem, rules_for
+from ..games import DEFAULT_KIND, GameRules, SetupProblem, rules_for
 from ..ground import i18n
 from ..ground.db import (
     reading,
@@ -132,7 +133,7 @@ class _Checked:
     players: list[PlayerSpec]
     emails: list[str]  # the people's addresses, lower case
     kind: str
-    rules: object
+    rules: GameRules
     seed: str
     title: str
     state: object
@@ -158,15 +159,16 @@ def _create(session: Session, made: _Checked) -> CreatedGame:
         game.origin, game.origin_game_id = made.opening.origin, made.opening.origin_game_id
     session.add(game)
     session.flush()
+    game_id = cast(int, game.id)  # flushed: it has one
     if made.opening is not None:
-        session.add_all(MoveRecord(game_id=game.id, number=n, seat=mover, notation=notation,
+        session.add_all(MoveRecord(game_id=game_id, number=n, seat=mover, notation=notation,
                                    actor="player", via="web", lines_json=lines, created_at=at)
                         for n, (mover, notation, at, lines) in enumerate(made.opening.moves))
     chosen = defaults_for(session, made.emails)
     seats = []
     for n, p in enumerate(made.players):
         mine = chosen.get(p.email.lower()) if p.bot is None else None
-        seat = Seat(game_id=game.id, number=n, name=p.name, email=p.email,
+        seat = Seat(game_id=game_id, number=n, name=p.name, email=p.email,
                     colour=made.colours[n], bot=p.bot, language=p.language or (
                         mine.language if mine else current_app.config["GAMES_LANGUAGE"]))
         if mine is not None:
@@ -175,14 +177,14 @@ def _create(session: Session, made: _Checked) -> CreatedGame:
         seats.append(seat)
     session.add_all(seats)
     session.flush()
-    start_clock(session, game, seats[rules.to_move(state)], now)
+    start_clock(session, game, seats[cast(int, rules.to_move(state))], now)  # a new game's
     links = []
     for seat in seats:
         message = send(session, kinds.INVITATION, game=game, seat=seat, seats=seats, rules=rules,
                        state=state)
         links.append((seat.name, seat.colour, None if message is None else mail.seat_link(
             json.loads(message.secrets_json)[0])))
-    return CreatedGame(game.id, links)
+    return CreatedGame(game_id, links)
 
 
 def running_game(title: str, kind: str) -> tuple[Game | None, list[Seat]]:

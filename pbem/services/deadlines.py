@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from flask import current_app
 from sqlalchemy import bindparam, update
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from ..ground import clock
 from ..ground.db import Cached, insert_later, insert_pending, is_status
@@ -109,7 +109,7 @@ def deadline_of(game: Game, seat: Seat) -> datetime:
 # The status written into the statement (is_status): the game's waiting timers are found in
 # the partial index ix_timer_waiting, not among every timer the game ever had.
 _OBSOLETE = Cached(update(Timer)
-                   .where(Timer.game_id == bindparam("of_game"),
+                   .where(col(Timer.game_id) == bindparam("of_game"),
                           is_status(Timer.status, PENDING))
                    .values(status=DONE, done_at=bindparam("now"), outcome="obsolete"))
 

@@ -26,10 +26,11 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from flask import current_app
 from sqlalchemy import update
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import GameRules, rules_for
 from ..ground import i18n
@@ -91,10 +92,10 @@ def feed_url(token: str | None, kind: str) -> str | None:
 
 def _new_key(session: Session, kind: str, email: str, seat_id: int | None,
              now: datetime) -> str:
-    session.exec(update(FeedKey).where(FeedKey.kind == kind, FeedKey.email == email,
-                                       FeedKey.seat_id == seat_id if seat_id is not None
-                                       else FeedKey.seat_id.is_(None),
-                                       FeedKey.revoked_at.is_(None))
+    session.exec(update(FeedKey).where(col(FeedKey.kind) == kind, col(FeedKey.email) == email,
+                                       col(FeedKey.seat_id) == seat_id if seat_id is not None
+                                       else col(FeedKey.seat_id).is_(None),
+                                       col(FeedKey.revoked_at).is_(None))
                  .values(revoked_at=now))
     key = FeedKey(kind=kind, email=email, seat_id=seat_id, nonce=secrets.token_urlsafe(18),
                   token_hash="", created_at=now)
@@ -106,10 +107,10 @@ def _new_key(session: Session, kind: str, email: str, seat_id: int | None,
 
 def _live(session: Session, kind: str, email: str, seat_id: int | None) -> FeedKey | None:
     query = select(FeedKey).where(FeedKey.kind == kind, FeedKey.email == email,
-                                  FeedKey.revoked_at.is_(None))
+                                  col(FeedKey.revoked_at).is_(None))
     query = query.where(FeedKey.seat_id == seat_id) if seat_id is not None \
-        else query.where(FeedKey.seat_id.is_(None))
-    return session.exec(query.order_by(FeedKey.id.desc())).first()
+        else query.where(col(FeedKey.seat_id).is_(None))
+    return session.exec(query.order_by(col(FeedKey.id).desc())).first()
 
 
 def _found(session: Session, token: str, kind: str) -> FeedKey:
@@ -136,7 +137,7 @@ def new_seat_feed(token: str, now: datetime | None = None) -> str:
     """A new feed key for the seat a link opens (a POST); the old one stops working."""
     now = now or utcnow()
     with writing() as session:
-        seat, __, __ = seat_game_seats(session, token)
+        seat = seat_game_seats(session, token)[0]
         if seat.bot is not None:
             raise NotFound(gettext("A computer player has no feed."))
         return _new_key(session, FEED_SEAT, seat.email.lower(), seat.id, now)
@@ -164,7 +165,8 @@ class MovesFeed:
 
 
 def _seats(session: Session, game: Game) -> list[Seat]:
-    return list(session.exec(select(Seat).where(Seat.game_id == game.id).order_by(Seat.number)))
+    return list(session.exec(select(Seat).where(col(Seat.game_id) == game.id)
+                             .order_by(col(Seat.number))))
 
 
 def _moves_feed(session: Session, game: Game, seats: list[Seat], reader: int,
@@ -199,7 +201,7 @@ def seat_moves(token: str, with_entries: bool = True) -> MovesFeed:
         seat = session.get(Seat, key.seat_id)
         if seat is None or seat.bot is not None or seat.email.lower() != key.email:
             raise FeedGone(gettext(REVOKED_FEED))
-        game = session.get(Game, seat.game_id)
+        game = cast(Game, session.get(Game, seat.game_id))  # a seat's game is there
         return _moves_feed(session, game, _seats(session, game), seat.number, seat.language,
                            with_entries)
 
@@ -220,7 +222,7 @@ def new_calendar_feed(player_token: str, now: datetime | None = None) -> str:
         email = email_of(session, player_token, lock=True, now=now)
         key = _new_key(session, FEED_CALENDAR, email, None, now)
         latest = session.exec(select(Seat.language).where(held_by(email))
-                              .order_by(Seat.game_id.desc()).limit(1)).first()
+                              .order_by(col(Seat.game_id).desc()).limit(1)).first()
     if latest:  # what is said next in the language of the "my games" page it is said on
         i18n.use(latest)
     return key
@@ -267,12 +269,12 @@ def calendar(token: str) -> Calendar:
     with reading() as session:
         key = _found(session, token, FEED_CALENDAR)
         mine = session.exec(select(Seat).where(held_by(key.email))
-                            .order_by(Seat.game_id.desc()).limit(MAX_GAMES)).all()
+                            .order_by(col(Seat.game_id).desc()).limit(MAX_GAMES)).all()
         games = {g.id: g for g in session.exec(
-            select(Game).where(Game.id.in_([s.game_id for s in mine]),
-                               Game.status == RUNNING, Game.deadline_at.is_not(None)))}
-        every = session.exec(select(Seat).where(Seat.game_id.in_(list(games)))
-                             .order_by(Seat.game_id, Seat.number)).all() if games else []
+            select(Game).where(col(Game.id).in_([s.game_id for s in mine]),
+                               col(Game.status) == RUNNING, col(Game.deadline_at).is_not(None)))}
+        every = session.exec(select(Seat).where(col(Seat.game_id).in_(list(games)))
+                             .order_by(col(Seat.game_id), col(Seat.number))).all() if games else []
         language = mine[0].language if mine else current_app.config["GAMES_LANGUAGE"]
     seats_of: dict[int, list[Seat]] = {}
     for seat in every:
@@ -286,8 +288,10 @@ def calendar(token: str) -> Calendar:
         number = rules.to_move(rules.loads(game.state_json))
         if number is None:
             continue
-        to_move = seats_of[game.id][number]
-        turns.append(Turn(game, seat, to_move, to_move.id == seat.id, game.deadline_at,
+        to_move = seats_of[cast(int, game.id)][number]  # a saved game's
+        # (the games read have a deadline)
+        turns.append(Turn(game, seat, to_move, to_move.id == seat.id,
+                          cast(datetime, game.deadline_at),
                           _reminders(game.reminder_hours) if to_move.id == seat.id else ()))
     turns.sort(key=lambda t: (t.deadline, t.game.id))
     return Calendar(key.email, language, turns)

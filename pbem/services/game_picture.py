@@ -16,9 +16,10 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from flask import current_app
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ..games import picture, rules_for
 from ..ground.db import reading
@@ -73,10 +74,11 @@ def whole_game(watch_id: str, language: str) -> GamePicture:
         game = session.exec(select(Game).where(Game.watch_id == watch_id)).first()
         if game is None or game.status != FINISHED:
             raise _not_over()
-        log = [tuple(row) for row in session.exec(
+        # (number, notation, lines_json) rows
+        log = cast("list[tuple[int, str, str | None]]", [tuple(row) for row in session.exec(
             select(MoveRecord.number, MoveRecord.notation, MoveRecord.lines_json)
-            .where(MoveRecord.game_id == game.id).order_by(MoveRecord.number)
-            .limit(MAX_MOVES + 1))]
+            .where(col(MoveRecord.game_id) == game.id).order_by(col(MoveRecord.number))
+            .limit(MAX_MOVES + 1))])
         kind, state_json, game_id = game.kind, game.state_json, game.id
     if len(log) > MAX_MOVES:
         raise _not_over()

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from flask import Flask
 from sqlalchemy import and_, func, or_
 from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ..ground.db import is_status, reading, utcnow
 from ..ground.models import FAILED, QUEUED, SENDING, UNKNOWN, Game, JobState, OutboxMessage
@@ -42,7 +42,7 @@ def outbox_counts(session) -> dict[str, int]:
     """The mail not sent yet by state (queued, sending, failed, unknown): read from the
     outbox's status index, never the history of sent mail."""
     counts = dict(session.exec(select(OutboxMessage.status, func.count())
-                               .where(OutboxMessage.status.in_(STATES))
+                               .where(col(OutboxMessage.status).in_(STATES))
                                .group_by(OutboxMessage.status)).all())
     return {state: counts.get(state, 0) for state in STATES}
 
@@ -122,23 +122,25 @@ def mail_status(now: datetime, since: datetime | None, late: timedelta,
     `late` past its time, at most `latest` rows of each list."""
     when = func.coalesce(OutboxMessage.failed_at, OutboxMessage.claimed_at,
                          OutboxMessage.created_at)
-    failing = or_(OutboxMessage.status.in_((FAILED, UNKNOWN)) if since is None else and_(
-        OutboxMessage.status.in_((FAILED, UNKNOWN)), when >= since),
-        and_(OutboxMessage.status == QUEUED, OutboxMessage.last_error.is_not(None)))
+    failing = or_(col(OutboxMessage.status).in_((FAILED, UNKNOWN)) if since is None else and_(
+        col(OutboxMessage.status).in_((FAILED, UNKNOWN)), when >= since),
+        and_(col(OutboxMessage.status) == QUEUED, col(OutboxMessage.last_error).is_not(None)))
     with reading() as session:
         counts = dict(session.exec(select(OutboxMessage.status, func.count())
                                    .group_by(OutboxMessage.status)).all())
         problems = list(session.exec(select(OutboxMessage).where(failing)
-                                     .order_by(when.desc(), OutboxMessage.id.desc())
+                                     .order_by(when.desc(), col(OutboxMessage.id).desc())
                                      .limit(latest)).all())
         failed, unknown, retrying = (session.exec(select(func.count()).select_from(
             OutboxMessage).where(failing, OutboxMessage.status == status)).one()
             for status in (FAILED, UNKNOWN, QUEUED))
-        stuck = [and_(OutboxMessage.status == QUEUED, OutboxMessage.next_attempt_at < now - late),
-                 and_(OutboxMessage.status == SENDING, OutboxMessage.claimed_at < now - late)]
+        stuck = [and_(col(OutboxMessage.status) == QUEUED,
+                      col(OutboxMessage.next_attempt_at) < now - late),
+                 and_(col(OutboxMessage.status) == SENDING,
+                      col(OutboxMessage.claimed_at) < now - late)]
         overdue, abandoned = (session.exec(select(func.count()).select_from(OutboxMessage)
                                            .where(where)).one() for where in stuck)
         stuck_rows = list(session.exec(select(OutboxMessage).where(or_(*stuck))
-                                       .order_by(OutboxMessage.id).limit(latest)).all())
+                                       .order_by(col(OutboxMessage.id)).limit(latest)).all())
     return MailStatus(counts, problems, failed, unknown, retrying, overdue, abandoned,
                       stuck_rows)

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 
 from flask import current_app
 from sqlalchemy import func, update
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import rules_for
 from ..ground import i18n
@@ -125,7 +125,7 @@ def _locked(session: Session, open_game_id: object) -> OpenGame:
 
 def _seats(session: Session, game: OpenGame) -> list[LobbySeat]:
     return list(session.exec(select(LobbySeat).where(LobbySeat.open_game_id == game.id)
-                             .order_by(LobbySeat.joined_at, LobbySeat.id)))
+                             .order_by(col(LobbySeat.joined_at), col(LobbySeat.id))))
 
 
 def join(token: str, open_game_id: object, client: str, now: datetime | None = None) -> int | None:
@@ -156,7 +156,7 @@ def join(token: str, open_game_id: object, client: str, now: datetime | None = N
         one_at_a_time(session, f"lobby join {email}")
         since = now - timedelta(days=1)
         joined = session.exec(select(func.count()).select_from(LobbySeat).join(
-            OpenGame, OpenGame.id == LobbySeat.open_game_id).where(
+            OpenGame, col(OpenGame.id) == LobbySeat.open_game_id).where(
             LobbySeat.email == email, LobbySeat.joined_at > since,
             OpenGame.poster != email)).one()
         if joined >= config["GAMES_LOBBY_JOINS_PER_ADDRESS"]:
@@ -178,7 +178,7 @@ def _start(open_game_id: int, now: datetime) -> int:
         game = session.get(OpenGame, open_game_id)
         seats = _seats(session, game)
         names = {p.email: p for p in session.exec(
-            select(Profile).where(Profile.email.in_([s.email for s in seats])))}
+            select(Profile).where(col(Profile.email).in_([s.email for s in seats])))}
     order = [s.email for s in seats]
     if game.seating == "drawn":
         secrets.SystemRandom().shuffle(order)
@@ -192,11 +192,11 @@ def _start(open_game_id: int, now: datetime) -> int:
                              game.weekend_pause, game.timezone))
     except Exception:
         with writing() as session:  # not started: open again for another try
-            session.exec(update(OpenGame).where(OpenGame.id == open_game_id,
-                                                OpenGame.status == FULL).values(status=OPEN))
+            session.exec(update(OpenGame).where(col(OpenGame.id) == open_game_id,
+                                                col(OpenGame.status) == FULL).values(status=OPEN))
         raise
     with writing() as session:
-        session.exec(update(OpenGame).where(OpenGame.id == open_game_id)
+        session.exec(update(OpenGame).where(col(OpenGame.id) == open_game_id)
                      .values(status=STARTED, game_id=created.game_id))
     return created.game_id
 
@@ -277,15 +277,15 @@ def open_games(email: str | None = None, now: datetime | None = None) -> list[Li
     with reading() as session:
         games = list(session.exec(select(OpenGame).where(OpenGame.status == OPEN,
                                                          OpenGame.expires_at > now)
-                                  .order_by(OpenGame.id.desc()).limit(MAX_SHOWN)))
+                                  .order_by(col(OpenGame.id).desc()).limit(MAX_SHOWN)))
         seats = list(session.exec(select(LobbySeat).where(
-            LobbySeat.open_game_id.in_([g.id for g in games]))
-            .order_by(LobbySeat.joined_at, LobbySeat.id)))
+            col(LobbySeat.open_game_id).in_([g.id for g in games]))
+            .order_by(col(LobbySeat.joined_at), col(LobbySeat.id))))
         emails = sorted({s.email for s in seats})
         profiles = {p.email: p for p in session.exec(select(Profile).where(
-            Profile.email.in_(emails)))}
+            col(Profile.email).in_(emails)))}
         ratings = {(r.kind, r.player): r for r in session.exec(select(Rating).where(
-            Rating.player.in_(emails)))}
+            col(Rating.player).in_(emails)))}
         held = {kind: standings(session, kind) for kind in {g.kind for g in games}}
     listed = []
     start = MODEL.rating().ordinal()
@@ -320,11 +320,11 @@ def started_games(email: str) -> list[Started]:
     them: it says where they went)."""
     with reading() as session:
         rows = session.exec(
-            select(Game.title, Game.id).join(OpenGame, OpenGame.game_id == Game.id)
-            .join(LobbySeat, LobbySeat.open_game_id == OpenGame.id)
+            select(col(Game.title), col(Game.id)).join(OpenGame, col(OpenGame.game_id) == Game.id)
+            .join(LobbySeat, col(LobbySeat.open_game_id) == OpenGame.id)
             .where(LobbySeat.email == email.lower(), OpenGame.status == STARTED,
-                   Game.status.in_((RUNNING, PAUSED)))
-            .order_by(Game.id.desc()).limit(MAX_SHOWN)).all()
+                   col(Game.status).in_((RUNNING, PAUSED)))
+            .order_by(col(Game.id).desc()).limit(MAX_SHOWN)).all()
     return [Started(title, game_id) for title, game_id in rows]
 
 

@@ -12,13 +12,14 @@ import functools
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from flask import current_app
 from sqlalchemy import bindparam, literal_column
 from sqlalchemy.engine import Connection
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import GameRules
 from ..ground import i18n
@@ -79,12 +80,13 @@ def _render_lines(lines_json: str, reader: str, language: str) -> tuple[str, ...
         return tuple(i18n.render(line) for line in lines)
 
 
-_LOG_COLUMNS = (MoveRecord.number, MoveRecord.seat, MoveRecord.notation, MoveRecord.actor,
-                MoveRecord.via, MoveRecord.created_at, MoveRecord.lines_json)
+_LOG_COLUMNS = (col(MoveRecord.number), col(MoveRecord.seat), col(MoveRecord.notation),
+                col(MoveRecord.actor), col(MoveRecord.via), col(MoveRecord.created_at),
+                col(MoveRecord.lines_json))
 
 
-_LOG = (select(*_LOG_COLUMNS).where(MoveRecord.game_id == bindparam("game_id"))
-        .order_by(MoveRecord.number.desc()))
+_LOG = (select(*_LOG_COLUMNS).where(col(MoveRecord.game_id) == bindparam("game_id"))
+        .order_by(col(MoveRecord.number).desc()))
 
 
 # What names a game's log: a log changes only by a move (the turn counter goes on, the game's
@@ -114,8 +116,8 @@ def _log_latest(rules: GameRules):
     game = [select(column).where(Game.id == bindparam("game_id")).scalar_subquery()
             for column in _WINDOW_KEY]
     return select(*_LOG_COLUMNS, begun, *game) \
-        .where(MoveRecord.game_id == bindparam("game_id")) \
-        .order_by(MoveRecord.number.desc()).limit(bindparam("limit"))
+        .where(col(MoveRecord.game_id) == bindparam("game_id")) \
+        .order_by(col(MoveRecord.number).desc()).limit(bindparam("limit"))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -169,7 +171,7 @@ class Window:
         full = len(self.rows) == self.size
         rows = ((row, *self.rows[:-1]) if full else (row, *self.rows))
         numbers = ((number, *self.numbers[:-1]) if full else (number, *self.numbers))
-        logs = {}
+        logs: dict[tuple, list] = {}
         for (reader, language, *limit), log in list(self._logs.items()):
             if not limit:
                 logs[reader, language] = [_entry(row, reader, language, number),
@@ -248,7 +250,8 @@ class _Windows:
 windows = _Windows()
 
 
-def _turns_of(connection: Connection, game: Game | GameRow, rules: GameRules, rows: list,
+def _turns_of(connection: Connection, game: Game | GameRow, rules: GameRules,
+              rows: Sequence[Any],
               begun: int) -> list[int]:
     """The turn of each of the log's `rows` (newest first), `begun` turns having begun before
     the oldest (pbem.services.turns); rules that say it in Python only count the whole log."""

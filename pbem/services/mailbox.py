@@ -10,7 +10,7 @@ from email.utils import getaddresses
 
 from flask import current_app
 from sqlalchemy import func
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ..ground.db import reading
 from ..ground.models import FAILED, QUEUED, SENDING, SENT, UNKNOWN, Invitation, OutboxMessage, Seat
@@ -31,23 +31,23 @@ def mailbox_page(wanted: str, before: int | None, size: int) -> tuple[list, list
         # which no index answers.
         query = (select(OutboxMessage.id, OutboxMessage.to_addr, OutboxMessage.subject,
                         OutboxMessage.created_at)
-                 .where(OutboxMessage.status.concat("") == SENT))
+                 .where(col(OutboxMessage.status).concat("") == SENT))
         if wanted:
             query = query.where(func.lower(OutboxMessage.to_addr).contains(wanted))
         if before is not None:
-            query = query.where(OutboxMessage.id < before)
-        rows = session.exec(query.order_by(OutboxMessage.id.desc()).limit(size + 1)).all()
+            query = query.where(col(OutboxMessage.id) < before)
+        rows = session.exec(query.order_by(col(OutboxMessage.id).desc()).limit(size + 1)).all()
         recipients = [] if wanted else _recipients(session)
         # From the status index: only the mail not sent, never the history.
-        pending = session.exec(select(OutboxMessage).where(OutboxMessage.status.in_(UNSENT))
-                               .order_by(OutboxMessage.id.desc()).limit(100)).all()
+        pending = session.exec(select(OutboxMessage).where(col(OutboxMessage.status).in_(UNSENT))
+                               .order_by(col(OutboxMessage.id).desc()).limit(100)).all()
     return list(rows), recipients, list(pending)
 
 
 def _recipients(session) -> list[str]:
     """The addresses the server writes to, for the page's filter: the players' (seats and
     invitations) and the admins'. Read from those small tables, not from every mail sent."""
-    seats = session.exec(select(Seat.email).where(Seat.bot.is_(None)).distinct()
+    seats = session.exec(select(col(Seat.email)).where(col(Seat.bot).is_(None)).distinct()
                          .limit(MAX_RECIPIENTS)).all()
     invited = session.exec(select(Invitation.email).where(Invitation.email != "").distinct()
                            .limit(MAX_RECIPIENTS)).all()

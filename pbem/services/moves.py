@@ -22,7 +22,7 @@ import orjson
 from sqlalchemy import bindparam, case, func
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm.util import identity_key
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import GameRules, MoveError, rules_for
 from ..ground import i18n
@@ -325,7 +325,7 @@ def _moved_on(session: Session | Connection, game: Game | GameRow, turn: int) ->
                        "the position as it is now.", move=turn, now=now, now_move=game.turn))
 
 
-def moved_on(game: Game, turn: int) -> StaleTurn:
+def moved_on(game: Game | GameRow, turn: int) -> StaleTurn:
     """`_moved_on` in a session of its own (for the seat page's preview)."""
     with reading() as session:
         return _moved_on(session, game, turn)
@@ -336,14 +336,14 @@ def moved_on(game: Game, turn: int) -> StaleTurn:
 _LATEST_BY_SEAT = (select(func.max(MoveRecord.number).label("latest"))
                    .where(MoveRecord.game_id == bindparam("game_id"),
                           MoveRecord.number < bindparam("before"))
-                   .group_by(MoveRecord.seat).subquery())
+                   .group_by(col(MoveRecord.seat)).subquery())
 _FIRST_NEEDED = (select(case((func.count() < bindparam("seats"), 0),
                              else_=func.min(_LATEST_BY_SEAT.c.latest)))
                  .select_from(_LATEST_BY_SEAT).scalar_subquery())
 _RECENT = (select(MoveRecord.number, MoveRecord.seat, MoveRecord.lines_json, MoveRecord.actor)
            .where(MoveRecord.game_id == bindparam("game_id"),
                   MoveRecord.number >= _FIRST_NEEDED, MoveRecord.number < bindparam("before"))
-           .order_by(MoveRecord.number))
+           .order_by(col(MoveRecord.number)))
 
 
 class _Recent:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import rules_for
 from ..ground import i18n
@@ -53,7 +54,8 @@ class Entry:
     def order(self) -> tuple:
         status = {RUNNING: 1, PAUSED: 2, FINISHED: 3, ABORTED: 4}.get(self.game.status, 5)
         due = self.game.deadline_at.timestamp() if self.game.deadline_at else float("inf")
-        return (0 if self.my_move else status, due if status == 1 else 0, -self.game.id)
+        return (0 if self.my_move else status, due if status == 1 else 0,
+                -cast(int, self.game.id))  # a saved game's
 
 
 EXPIRED = N_("This link to your games has expired: such a link stops working %(old)d days "
@@ -88,7 +90,7 @@ def email_of(session: Session, token: str, lock: bool = False,
 def held_by(email: str):
     """The condition on Seat for the seats `email` holds now: its address, and a person (not
     a computer player) plays it."""
-    return (func.lower(Seat.email) == email) & Seat.bot.is_(None)
+    return (func.lower(col(Seat.email)) == email) & col(Seat.bot).is_(None)
 
 
 def _result(rules, state, seats: list[Seat], seat: Seat) -> str | None:
@@ -122,11 +124,11 @@ def my_games(token: str) -> tuple[str, list[Entry]]:
     with reading() as session:
         email = email_of(session, token)
         mine = session.exec(select(Seat).where(held_by(email))
-                            .order_by(Seat.game_id.desc()).limit(MAX_GAMES)).all()
+                            .order_by(col(Seat.game_id).desc()).limit(MAX_GAMES)).all()
         games = {g.id: g for g in session.exec(
-            select(Game).where(Game.id.in_([s.game_id for s in mine])))}
-        every = session.exec(select(Seat).where(Seat.game_id.in_(list(games)))
-                             .order_by(Seat.game_id, Seat.number)).all()
+            select(Game).where(col(Game.id).in_([s.game_id for s in mine])))}
+        every = session.exec(select(Seat).where(col(Seat.game_id).in_(list(games)))
+                             .order_by(col(Seat.game_id), col(Seat.number))).all()
         chosen_zone = session.exec(select(Profile.timezone)
                                    .where(Profile.email == email.lower())).first()
     if mine:  # the page in the language of the player's latest game
@@ -143,7 +145,7 @@ def my_games(token: str) -> tuple[str, list[Entry]]:
         game = games[seat.game_id]
         rules = rules_for(game.kind)
         state = rules.loads(game.state_json)
-        seats = seats_of[game.id]
+        seats = seats_of[cast(int, game.id)]  # a saved game's
         number = rules.to_move(state) if game.status in (RUNNING, PAUSED) else None
         to_move = seats[number] if number is not None else None
         deadline = game_deadline = None

@@ -22,6 +22,7 @@ from datetime import datetime
 import orjson
 from flask import current_app
 from sqlalchemy import bindparam, func, or_, select
+from sqlmodel import col
 
 from ..ground import chat, i18n
 from ..ground.db import insert_later, insert_pending, reading, utcnow, writing
@@ -219,7 +220,7 @@ def send_test(owner: str, key, target_id) -> str | None:
 
 def _language_of(session, email: str) -> str:
     seat = session.scalars(select(Seat).where(func.lower(Seat.email) == email)
-                           .order_by(Seat.id.desc()).limit(1)).first()
+                           .order_by(col(Seat.id).desc()).limit(1)).first()
     return seat.language if seat is not None else current_app.config["GAMES_LANGUAGE"]
 
 
@@ -227,11 +228,11 @@ def _language_of(session, email: str) -> str:
 
 _TARGETS = (select(NoticeTarget.id, NoticeTarget.email, NoticeTarget.seat_id,
                    NoticeTarget.game_id, NoticeTarget.kinds, NoticeTarget.language)
-            .where(or_(NoticeTarget.email.in_(bindparam("emails", expanding=True))
-                       & NoticeTarget.seat_id.is_(None),
-                       NoticeTarget.seat_id.in_(bindparam("seat_ids", expanding=True)),
-                       NoticeTarget.game_id == bindparam("game_id")),
-                   NoticeTarget.dead_at.is_(None)))
+            .where(or_(col(NoticeTarget.email).in_(bindparam("emails", expanding=True))
+                       & col(NoticeTarget.seat_id).is_(None),
+                       col(NoticeTarget.seat_id).in_(bindparam("seat_ids", expanding=True)),
+                       col(NoticeTarget.game_id) == bindparam("game_id")),
+                   col(NoticeTarget.dead_at).is_(None)))
 
 
 def _targets(session, game, seats) -> list:
@@ -291,7 +292,7 @@ def _watch_link(game) -> str:
 PUBLIC_MOVES = 20  # the most moves of one turn a channel's notice tells
 _TURN_LOG = (select(MoveRecord.seat, MoveRecord.lines_json)
              .where(MoveRecord.game_id == bindparam("game_id"))
-             .order_by(MoveRecord.number.desc()).limit(PUBLIC_MOVES))
+             .order_by(col(MoveRecord.number).desc()).limit(PUBLIC_MOVES))
 
 
 def _turn_told(session, game, mover) -> list:

@@ -141,6 +141,7 @@ def standings(players: Sequence[str], games: Iterable[Played], seed: str,
                     if sum(p in tied for p in game.players) > 1:
                         for p, pts in _points_among(game, tied).items():
                             tie[p] += pts
+        key: dict[str, tuple[Fraction, Fraction | int, Fraction | int, str]]
         key = {p: (-points[p], -score[p], -tie[p], lot(seed, p)) for p in players}
     else:
         tie = {p: Fraction(0) for p in players}

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import SetupProblem, game_kinds, rules_for
 from ..ground import clock, i18n
@@ -47,7 +48,7 @@ MAX_PAGES = 10000
 
 
 def _latest_seat(session: Session, email: str) -> Seat | None:
-    return session.exec(select(Seat).where(held_by(email)).order_by(Seat.id.desc())
+    return session.exec(select(Seat).where(held_by(email)).order_by(col(Seat.id).desc())
                         .limit(1)).first()
 
 
@@ -102,8 +103,8 @@ def defaults_for(session: Session, emails: list[str]) -> dict[str, SeatDefaults]
     wanted = sorted({e.lower() for e in emails if e})
     if not wanted:
         return {}
-    rows = session.exec(select(Profile).where(Profile.email.in_(wanted),
-                                              Profile.chosen.is_(True)))
+    rows = session.exec(select(Profile).where(col(Profile.email).in_(wanted),
+                                              col(Profile.chosen).is_(True)))
     return {p.email: SeatDefaults(p.language, p.timezone, p.notify, p.talk_notify)
             for p in rows}
 
@@ -176,9 +177,10 @@ def save_profile(token: str, form, now: datetime | None = None) -> dict[str, str
     now = now or utcnow()
     with writing() as session:
         email = email_of(session, token, now=now)
-        values, errors = read_profile_form(form, email)
+        read, errors = read_profile_form(form, email)
         if errors:
             return errors
+        values = cast(dict, read)  # None only with errors
         profile = profile_for(session, email)
         if name_is_taken(session, values["name"], email):
             return {"name": _("the name %(name)s is taken: another rated player or a computer "
@@ -213,18 +215,19 @@ def finished_games(session: Session, email: str, page: int = 1,
     place; and how many there are in all."""
     mine = [held_by(email), Game.status == FINISHED]
     total = session.exec(select(func.count()).select_from(Seat).join(
-        Game, Game.id == Seat.game_id).where(*mine)).one()
-    seats = session.exec(select(Seat, Game).join(Game, Game.id == Seat.game_id).where(
-        *mine).order_by(Game.finished_at.desc(), Game.id.desc())
+        Game, col(Game.id) == Seat.game_id).where(*mine)).one()
+    seats = session.exec(select(Seat, Game).join(Game, col(Game.id) == Seat.game_id).where(
+        *mine).order_by(col(Game.finished_at).desc(), col(Game.id).desc())
         .offset((page - 1) * size).limit(size)).all()
     counts = dict(session.exec(select(Seat.game_id, func.count()).where(
-        Seat.game_id.in_([g.id for _, g in seats])).group_by(Seat.game_id)).all())
+        col(Seat.game_id).in_([g.id for _, g in seats])).group_by(col(Seat.game_id))).all())
     games = []
     for seat, game in seats:
         rules = rules_for(game.kind)
         rank = ranks_of(rules, rules.loads(game.state_json)).get(seat.colour)
-        games.append(FinishedGame(game.id, game.title, rules.title, game.finished_at, rank,
-                                  counts.get(game.id, 0), game.watch_id, game.rated))
+        game_id = cast(int, game.id)  # a saved game's
+        games.append(FinishedGame(game_id, game.title, rules.title, game.finished_at, rank,
+                                  counts.get(game_id, 0), game.watch_id, game.rated))
     return games, total
 
 

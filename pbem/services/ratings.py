@@ -46,6 +46,7 @@ from openskill.models import PlackettLuce
 from sqlalchemy import and_, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
+from sqlmodel import col
 
 from ..games import MoveError, game_kinds, rules_for
 from ..ground.db import insert_pending, reading, utcnow, writing
@@ -179,7 +180,7 @@ def _networks(connection: Connection, game, people: list) -> dict[str, set[str]]
     found: dict[str, set[str]] = defaultdict(set)
     for number, client in connection.execute(
             select(MoveRecord.seat, MoveRecord.client).where(
-                MoveRecord.game_id == game.id, MoveRecord.client.is_not(None),
+                col(MoveRecord.game_id) == game.id, col(MoveRecord.client).is_not(None),
                 MoveRecord.actor == "player").distinct()):
         if number in numbers and _tells_apart(client):
             found[numbers[number]].add(client)
@@ -246,7 +247,7 @@ def suspicions(connection: Connection, game, seats, now: datetime) -> Suspicion:
     if hours and len(persons) > 1:
         firsts = dict(connection.execute(
             select(func.lower(Seat.email), func.min(Game.created_at))
-            .join(Game, Game.id == Seat.game_id)
+            .join(Game, col(Game.id) == Seat.game_id)
             .where(func.lower(Seat.email).in_(persons)).group_by(func.lower(Seat.email))).all())
         new = [number + 1 for number, address in sorted((s.number, s.email.lower())
                                                         for s in people)
@@ -322,7 +323,8 @@ def rate_game(session, game, now: datetime | None = None) -> bool:
     suspicion = suspicions(connection, game, seats, now)
     start = MODEL.rating()
     known = {p for (p,) in connection.execute(select(Rating.player).where(
-        Rating.kind.in_(list(game_kinds())), Rating.player.in_([p.player for p in placed])))}
+        col(Rating.kind).in_(list(game_kinds())),
+        col(Rating.player).in_([p.player for p in placed])))}
     _insert_missing(connection, Rating.__table__, [
         {"kind": game.kind, "player": p.player, "mu": start.mu, "sigma": start.sigma,
          "ordinal": start.ordinal(), "games": 0, "updated_at": now}
@@ -417,7 +419,7 @@ def void_result(admin_id: int, game_id: object, reason: str,
     with writing() as session:
         connection = session.connection()
         rated = connection.execute(select(RatedGame.__table__).where(
-            RatedGame.game_id == int(text)).with_for_update()).first()
+            col(RatedGame.game_id) == int(text)).with_for_update()).first()
         if rated is None:
             raise NotFound(gettext("There is no such rated game."))
         if rated.voided_at is not None:
@@ -427,7 +429,7 @@ def void_result(admin_id: int, game_id: object, reason: str,
 
         def numbers() -> dict[str, float]:
             return dict(connection.execute(select(Rating.player, Rating.ordinal).where(
-                Rating.kind == rated.kind, Rating.player.in_(players))).all())
+                col(Rating.kind) == rated.kind, col(Rating.player).in_(players))).all())
 
         before = numbers()
         flags = [f for f in rated.flags.split() if f] + [VOIDED]
@@ -461,7 +463,7 @@ def standings(session, kind: str) -> dict[str, Standing]:
     needed = current_app.config["GAMES_RATING_OPPONENTS"]
     rows = session.execute(select(RatedResult.game_id, RatedResult.player).join(
         RatedGame, RatedGame.game_id == RatedResult.game_id).where(
-        RatedResult.kind == kind, RatedGame.counted.is_(True))).all()
+        col(RatedResult.kind) == kind, col(RatedGame.counted).is_(True))).all()
     in_game: dict[int, list[str]] = defaultdict(list)
     for game_id, player in rows:
         in_game[game_id].append(player)
@@ -519,9 +521,9 @@ def ranking(kind: str) -> Ranking:
         rows = session.execute(
             select(Rating.player, Rating.ordinal, Rating.games, Profile.name, Profile.public_id)
             .select_from(Rating.__table__)
-            .outerjoin(Profile, and_(Profile.email == Rating.player))
-            .where(Rating.kind == kind, Rating.player.in_(listed))
-            .order_by(Rating.ordinal.desc(), Rating.player).limit(MAX_SHOWN)).all()
+            .outerjoin(Profile, and_(col(Profile.email) == Rating.player))
+            .where(col(Rating.kind) == kind, col(Rating.player).in_(listed))
+            .order_by(col(Rating.ordinal).desc(), col(Rating.player)).limit(MAX_SHOWN)).all()
         provisional = sum(1 for held in standing.values() if not held.listed)
     lines = []
     for n, (player, ordinal, games, name, public_id) in enumerate(rows, start=1):
@@ -561,13 +563,13 @@ def rated_games(flagged_only: bool = False) -> list[RatedEntry]:
         query = select(RatedGame, Game.title).join(Game, Game.id == RatedGame.game_id)
         if flagged_only:
             query = query.where(RatedGame.flags != "")
-        found = session.execute(query.order_by(RatedGame.created_at.desc(),
-                                               RatedGame.game_id.desc())
+        found = session.execute(query.order_by(col(RatedGame.created_at).desc(),
+                                               col(RatedGame.game_id).desc())
                                 .limit(MAX_ADMIN_SHOWN)).all()
         results: dict[int, list] = defaultdict(list)
-        for r in session.execute(select(RatedResult).where(RatedResult.game_id.in_(
-                [g.game_id for g, _ in found])).order_by(RatedResult.rank, RatedResult.player)
-                ).scalars():
+        for r in session.execute(select(RatedResult).where(col(RatedResult.game_id).in_(
+                [g.game_id for g, _ in found]))
+                .order_by(col(RatedResult.rank), col(RatedResult.player))).scalars():
             results[r.game_id].append((r.player, r.rank, r.ordinal_before, r.ordinal_after))
     kinds = game_kinds()
     return [RatedEntry(g.game_id, title, rules_for(g.kind).title if g.kind in kinds else g.kind,

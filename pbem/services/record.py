@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import GameRules, MoveError, SetupProblem, game_kinds, rules_for
 from ..ground.db import get_row, reading, utcnow, writing
@@ -114,12 +114,13 @@ def record_for(game_id: int, reader: int | str | None, session: Session | None =
         raise NotFound(_("There is no game %(id)d.", id=game_id))
     rules = rules_for(game.kind)
     state = rules.loads(game.state_json)
-    seats = list(session.exec(select(Seat).where(Seat.game_id == game.id).order_by(Seat.number)))
+    seats = list(session.exec(select(Seat).where(col(Seat.game_id) == game.id)
+                              .order_by(col(Seat.number))))
     full = reader == FULL or game.status == FINISHED  # the end reveals every card
     seat = reader if isinstance(reader, int) else None
     rows = session.exec(select(MoveRecord.seat, MoveRecord.notation, MoveRecord.created_at)
                         .where(MoveRecord.game_id == game.id)
-                        .order_by(MoveRecord.number)).all()
+                        .order_by(col(MoveRecord.number))).all()
     colours = [s.colour for s in seats]
     moves = tuple(RecordMove(n, colours[mover], at, notation if full else
                              rules.notation_for(state, notation, mover, seat))
@@ -605,7 +606,7 @@ def play_on(token: str, at: object, bots: dict[int, str], now: datetime | None =
     with reading() as session:
         record = record_for(game.id, FULL, session)
         started = session.exec(
-            select(func.count()).select_from(Game).join(Seat, Seat.game_id == Game.id)
+            select(func.count()).select_from(Game).join(Seat, col(Seat.game_id) == Game.id)
             .where(Game.origin == ORIGIN_PRACTICE, Game.created_at > now - timedelta(days=1),
                    func.lower(Seat.email) == seat.email.lower())).one()
     if started >= PRACTICE_PER_DAY:

@@ -7,9 +7,11 @@ Imports the games, the ground, the seats' keys (pbem.services.seats) and the mai
 
 from __future__ import annotations
 
+from typing import cast
+
 from sqlalchemy import and_, func, or_, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ..games import rules_for
 from ..ground.db import reading, writing
@@ -24,8 +26,8 @@ def key_of(hashed: str):
     token) hashes to `hashed`, with when it was superseded; (None, None) when none does."""
     with reading() as session:
         return session.exec(select(SeatKey, superseded_at()).where(or_(
-            SeatKey.reply_hash == hashed,
-            and_(SeatKey.token_hash == hashed, SeatKey.reply_hash.is_(None))))).first() \
+            col(SeatKey.reply_hash) == hashed,
+            and_(col(SeatKey.token_hash) == hashed, col(SeatKey.reply_hash).is_(None))))).first() \
             or (None, None)
 
 
@@ -36,9 +38,9 @@ def count_repeat(message_id: str) -> tuple[int, int] | None:
         seen = session.exec(select(IncomingMail.id, IncomingMail.repeats).where(
             IncomingMail.message_id == message_id)).first()
         if seen is not None:
-            session.exec(update(IncomingMail).where(IncomingMail.id == seen[0])
+            session.exec(update(IncomingMail).where(col(IncomingMail.id) == seen[0])
                          .values(repeats=IncomingMail.repeats + 1))
-    return None if seen is None else (seen[0], seen[1])
+    return None if seen is None else (cast(int, seen[0]), seen[1])  # a saved row's id
 
 
 def remember(message_id: str, seat_id: int | None, outcome: str, detail: str) -> bool:
@@ -54,18 +56,19 @@ def remember(message_id: str, seat_id: int | None, outcome: str, detail: str) ->
 
 def seat_language(seat_id: int) -> str:
     with reading() as session:
-        return session.get(Seat, seat_id).language
+        return cast(Seat, session.get(Seat, seat_id)).language  # the caller's seat is there
 
 
 def seat_and_game(seat_id: int) -> tuple[Seat, Game]:
     with reading() as session:
-        seat = session.get(Seat, seat_id)
-        return seat, session.get(Game, seat.game_id)
+        # (the caller's seat is there, and so is its game)
+        seat = cast(Seat, session.get(Seat, seat_id))
+        return seat, cast(Game, session.get(Game, seat.game_id))
 
 
 def state_json_of(game_id: int) -> str:
     with reading() as session:
-        return session.get(Game, game_id).state_json
+        return cast(Game, session.get(Game, game_id)).state_json  # the caller's game is there
 
 
 def answer_stranger(sender: str, answering: Answering) -> str | None:
@@ -73,9 +76,9 @@ def answer_stranger(sender: str, answering: Answering) -> str | None:
     seat in a game under way, once a day (kinds.MISDIRECTED): None when answered, else why
     not."""
     with writing() as session:
-        seat = session.exec(select(Seat).join(Game, Game.id == Seat.game_id).where(
-            func.lower(Seat.email) == sender, Game.status.in_((RUNNING, PAUSED)),
-            Seat.bot.is_(None)).order_by(Seat.id.desc())).first()
+        seat = session.exec(select(Seat).join(Game, col(Game.id) == Seat.game_id).where(
+            func.lower(col(Seat.email)) == sender, col(Game.status).in_((RUNNING, PAUSED)),
+            col(Seat.bot).is_(None)).order_by(col(Seat.id).desc())).first()
         if seat is None:
             return "not a player's address"
         if send(session, kinds.MISDIRECTED, seat=seat, answering=answering) is None:
@@ -91,8 +94,9 @@ def answer(seat_id: int, subject: str, lines: list, answering: Answering,
     applied are always answered (kinds.NOTICE): each needs a move of its own, so they cannot
     come in a flood."""
     with writing() as session:
-        seat = session.get(Seat, seat_id)
-        game = session.get(Game, seat.game_id)
+        # (the caller's seat is there, and so is its game)
+        seat = cast(Seat, session.get(Seat, seat_id))
+        game = cast(Game, session.get(Game, seat.game_id))
         rules = rules_for(game.kind)
         state = rules.loads(game.state_json)
         queued = send(session, kinds.ANSWER if capped else kinds.NOTICE, game=game, seat=seat,
@@ -105,7 +109,7 @@ def answer_revoked(seat_id: int, sender: str, answering: Answering) -> bool:
     """A polite answer to a replaced key, only to the seat's own address and only when the
     mail came from it, a few times a day (kinds.REVOKED); False when none."""
     with writing() as session:
-        seat = session.get(Seat, seat_id)
+        seat = cast(Seat, session.get(Seat, seat_id))  # the caller's seat is there
         if sender.strip().lower() != seat.email.strip().lower():
             return False
         return send(session, kinds.REVOKED, seat=seat, answering=answering) is not None

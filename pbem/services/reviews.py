@@ -21,10 +21,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 from sqlalchemy import update
-from sqlmodel import select
+from sqlmodel import col, select
 
 from engine import review as engine_review
 
@@ -62,20 +63,22 @@ def queue_review(session, game, now: datetime | None = None) -> None:
 
 
 def _insert_missing(connection, row: dict) -> None:
+    # (the dialects' inserts differ in type only; SQLModel sets __table__, untyped)
     if connection.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
-        from sqlalchemy.dialects.sqlite import insert
-    connection.execute(insert(GameReview.__table__).values(**row).on_conflict_do_nothing())
+        from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+    connection.execute(insert(GameReview.__table__)  # type: ignore[attr-defined]
+                       .values(**row).on_conflict_do_nothing())
 
 
 def queue_missing(session, now: datetime, limit: int = QUEUE_BATCH) -> int:
     """Queue the reviews of finished games that have none (games finished before reviews
     were made); returns how many."""
     ids = list(session.exec(
-        select(Game.id).outerjoin(GameReview, GameReview.game_id == Game.id)
-        .where(Game.status == FINISHED, GameReview.game_id.is_(None))
-        .order_by(Game.id).limit(limit)))
+        select(col(Game.id)).outerjoin(GameReview, col(GameReview.game_id) == Game.id)
+        .where(col(Game.status) == FINISHED, col(GameReview.game_id).is_(None))
+        .order_by(col(Game.id)).limit(limit)))
     for game_id in ids:
         insert_if_missing(session, GameReview, game_id=game_id, status=PENDING, playouts=0,
                           cpu_seconds=0.0, created_at=now)
@@ -89,15 +92,15 @@ def _claim(now: datetime) -> tuple[str, int | None]:
     with writing() as session:
         queue_missing(session, now)
         session.exec(update(GameReview).where(is_status(GameReview.status, CLAIMED),
-                                              GameReview.claimed_at < given_up)
+                                              col(GameReview.claimed_at) < given_up)
                      .values(status=PENDING, claim=None, claimed_at=None))
         game_id = session.exec(locked(
             select(GameReview.game_id).where(is_status(GameReview.status, PENDING))
-            .order_by(GameReview.created_at, GameReview.game_id).limit(1),
+            .order_by(col(GameReview.created_at), col(GameReview.game_id)).limit(1),
             skip_locked=True)).first()
         if game_id is None:
             return claim, None
-        session.exec(update(GameReview).where(GameReview.game_id == game_id,
+        session.exec(update(GameReview).where(col(GameReview.game_id) == game_id,
                                               is_status(GameReview.status, PENDING))
                      .values(status=CLAIMED, claim=claim, claimed_at=now))
     return claim, game_id
@@ -124,10 +127,10 @@ def run_due_reviews(now: datetime, should_stop: Callable[[], bool] = lambda: Fal
     capped = False
     try:
         with reading() as session:
-            game = session.get(Game, game_id)
+            game = cast(Game, session.get(Game, game_id))  # a reviewed game is there
             notations = list(session.exec(select(MoveRecord.notation)
                                           .where(MoveRecord.game_id == game_id)
-                                          .order_by(MoveRecord.number)))
+                                          .order_by(col(MoveRecord.number))))
             done = set(session.exec(select(TurnReview.number)
                                     .where(TurnReview.game_id == game_id)))
         rules = rules_for(game.kind)
@@ -245,7 +248,7 @@ def review_of(game) -> Review | None:
         if head is None:
             return None
         rows = list(session.exec(select(TurnReview).where(TurnReview.game_id == game.id)
-                                 .order_by(TurnReview.number)))
+                                 .order_by(col(TurnReview.number))))
     decisions = [engine_review.Decision(r.seat, r.played, r.before, r.after, r.bot_move,
                                         r.bot_after) for r in rows]
     turns = tuple(ReviewedTurn(r.number, r.seat, r.played, r.before, r.after,

@@ -5,6 +5,7 @@ and coming back after being absent.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 
@@ -44,10 +45,12 @@ def take_vacation(token: str, days: object, now: datetime | None = None) -> date
                                    status=i18n.status_word(game.status)))
         active = seat.vacation_until is not None and seat.vacation_until > now
         seat.vacation_from = seat.vacation_from if active else now
-        seat.vacation_until = (seat.vacation_until if active else now) + timedelta(days=days)
+        # (active: it has an end)
+        seat.vacation_until = (cast(datetime, seat.vacation_until) if active else now
+                               ) + timedelta(days=days)
         seat.vacation_days_used += days
         session.add(seat)
-        __, to_move = game_and_seat_to_move(session, game.id)
+        __, to_move = game_and_seat_to_move(session, cast(int, game.id))  # a saved game's
         if game.status == RUNNING and to_move is not None and to_move.id == seat.id:
             reset_clock(session, game, seat, now)
         return seat.vacation_until
@@ -67,7 +70,7 @@ def end_vacation_now(token: str, now: datetime | None = None) -> int:
         seat.vacation_until = now
         seat.vacation_days_used = max(0, seat.vacation_days_used - unused)
         session.add(seat)
-        __, to_move = game_and_seat_to_move(session, game.id)
+        __, to_move = game_and_seat_to_move(session, cast(int, game.id))  # a saved game's
         if game.status == RUNNING and to_move is not None and to_move.id == seat.id:
             reset_clock(session, game, seat, now)
         return unused

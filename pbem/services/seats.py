@@ -15,7 +15,7 @@ from flask import current_app
 from sqlalchemy import bindparam, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import GameRules, rules_for
 from ..ground import i18n
@@ -79,10 +79,12 @@ def revoke_seat_links(session: Session, seat: Seat, now: datetime) -> None:
     The "my games" links go first: a "my games" POST that holds one (FOR UPDATE) and mints a
     seat key is waited for, and the seat keys' update then sees the key it made."""
     revoke_address_links(session, seat.email, now)
-    session.exec(update(SeatKey).where(SeatKey.seat_id == seat.id, SeatKey.revoked_at.is_(None))
+    session.exec(update(SeatKey).where(col(SeatKey.seat_id) == seat.id,
+                                       col(SeatKey.revoked_at).is_(None))
                  .values(revoked_at=now))
     # The seat's private feed too (pbem.services.feeds): a leaked link may have leaked it.
-    session.exec(update(FeedKey).where(FeedKey.seat_id == seat.id, FeedKey.revoked_at.is_(None))
+    session.exec(update(FeedKey).where(col(FeedKey.seat_id) == seat.id,
+                                       col(FeedKey.revoked_at).is_(None))
                  .values(revoked_at=now))
 
 
@@ -91,11 +93,12 @@ def revoke_address_links(session: Session, email: str, now: datetime) -> int:
     them could have made it, and a leaked one may have: a feed that outlived the links would
     keep showing the address's games, new ones too); returns how many links were live."""
     email = email.lower()
-    result = session.exec(update(PlayerKey).where(PlayerKey.email == email,
-                                                  PlayerKey.revoked_at.is_(None))
+    result = session.exec(update(PlayerKey).where(col(PlayerKey.email) == email,
+                                                  col(PlayerKey.revoked_at).is_(None))
                           .values(revoked_at=now))
-    session.exec(update(FeedKey).where(FeedKey.kind == FEED_CALENDAR, FeedKey.email == email,
-                                       FeedKey.revoked_at.is_(None))
+    session.exec(update(FeedKey).where(col(FeedKey.kind) == FEED_CALENDAR,
+                                       col(FeedKey.email) == email,
+                                       col(FeedKey.revoked_at).is_(None))
                  .values(revoked_at=now))
     return result.rowcount or 0
 
@@ -136,14 +139,15 @@ _SEATS_BY_TOKEN = _seats_by_token(Seat, Game, _KEYED.id, superseded_at())
 _SEATS_BY_SEAT = _seats_by_seat(Seat, Game, _KEYED.id)
 # The same as plain rows (pbem.ground.rows): each row the seat's columns, the game's, the id of the
 # seat opened and (by token) when its key was superseded.
-_ROW_COLUMNS = (*Seat.__table__.c, *Game.__table__.c, _KEYED.id)
+# (SQLModel sets each model's __table__, which its typing does not declare.)
+_ROW_COLUMNS = (*Seat.__table__.c, *Game.__table__.c, _KEYED.id)  # type: ignore[attr-defined]
 _ROWS_BY_TOKEN = _seats_by_token(*_ROW_COLUMNS, superseded_at())
 _ROWS_BY_SEAT = _seats_by_seat(*_ROW_COLUMNS)
 # A move locks its game's row as it reads it (FOR UPDATE OF game; SQLite renders nothing, its
 # BEGIN IMMEDIATE already serialises writers): two moves for one game wait for each other, and
 # the game's row is read as the other one left it.
-_LOCKED_BY_TOKEN = _ROWS_BY_TOKEN.with_for_update(of=Game.__table__)
-_LOCKED_BY_SEAT = _ROWS_BY_SEAT.with_for_update(of=Game.__table__)
+_LOCKED_BY_TOKEN = _ROWS_BY_TOKEN.with_for_update(of=Game.__table__)  # type: ignore[attr-defined]
+_LOCKED_BY_SEAT = _ROWS_BY_SEAT.with_for_update(of=Game.__table__)  # type: ignore[attr-defined]
 # Run on the DBAPI cursor (db.Cached): every page, answer and move starts with one of them.
 _ROWS = {(how, lock): Cached(statement) for how, lock, statement in (
     ("token", False, _ROWS_BY_TOKEN), ("token", True, _LOCKED_BY_TOKEN),
@@ -225,7 +229,7 @@ def seat_and_game(session: Session, token: str) -> tuple[Seat, Game]:
 
 def seats_of_game(session: Session, game_id: int) -> list[Seat]:
     return list(session.exec(select(Seat).where(Seat.game_id == game_id)
-                             .order_by(Seat.number)))
+                             .order_by(col(Seat.number))))
 
 
 @dataclass

@@ -21,10 +21,11 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 from sqlalchemy import func, update
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import SetupProblem, rules_for
 from ..ground import i18n
@@ -78,7 +79,7 @@ def _check_limits(session: Session, emails: list[str], address: str | None, now:
     for email in emails:
         had = session.exec(select(func.count()).select_from(Invitation).where(  # links sent
             Invitation.email == email, Invitation.created_at > since,
-            Invitation.token_hash.is_not(None))).one()
+            col(Invitation.token_hash).is_not(None))).one()
         if had >= per_address:
             raise TooMany(_("%(email)s has been invited %(count)d times today, as often as this "
                             "server invites anyone in a day. Try again tomorrow; nothing was "
@@ -86,7 +87,7 @@ def _check_limits(session: Session, emails: list[str], address: str | None, now:
     if address is None:
         return
     sent = session.exec(select(func.count()).select_from(Invitation).join(
-        Proposal, Proposal.id == Invitation.proposal_id).where(
+        Proposal, col(Proposal.id) == Invitation.proposal_id).where(
         Proposal.starter_ip == address, Invitation.created_at > since)).one()
     if sent + invitations > current_app.config["GAMES_INVITATIONS_PER_IP"]:
         raise TooMany(_("Too many invitations were sent from your network today. Try again "
@@ -103,7 +104,7 @@ def invitation_key(invitation_id: int) -> str:
 
 def _give_key(session: Session, invitation: Invitation) -> str:
     """The invitation's link key, its hash stored from now on (a link that can be used)."""
-    token = invitation_key(invitation.id)
+    token = invitation_key(cast(int, invitation.id))  # a saved invitation's
     invitation.token_hash = hash_token(token)
     session.add(invitation)
     return token
@@ -111,7 +112,7 @@ def _give_key(session: Session, invitation: Invitation) -> str:
 
 def _invite(session: Session, proposal: Proposal, number: int, spec: PlayerSpec, colour: str,
             status: str, now: datetime) -> Invitation:
-    invitation = Invitation(proposal_id=proposal.id, number=number, name=spec.name,
+    invitation = Invitation(proposal_id=cast(int, proposal.id), number=number, name=spec.name,
                             email=spec.email.lower(), colour=colour, bot=spec.bot,
                             status=status, created_at=now)
     session.add(invitation)
@@ -173,7 +174,7 @@ def _by_token(session: Session, token: str, lock: bool = False):
 
 def _everyone(session: Session, proposal: Proposal) -> list[Invitation]:
     return list(session.exec(select(Invitation).where(Invitation.proposal_id == proposal.id)
-                             .order_by(Invitation.number)))
+                             .order_by(col(Invitation.number))))
 
 
 def _send_invitations(session: Session, proposal: Proposal, starter: Invitation,
@@ -184,7 +185,7 @@ def _send_invitations(session: Session, proposal: Proposal, starter: Invitation,
         if invitation.status != WAITING:
             continue
         invitation.status, invitation.expires_at = PENDING, now + timedelta(hours=hours)
-        session.add(Chore(kind=INVITATION_EXPIRY, ref_id=invitation.id,
+        session.add(Chore(kind=INVITATION_EXPIRY, ref_id=cast(int, invitation.id),
                           due_at=invitation.expires_at))
         send(session, kinds.START_INVITE, to=invitation.email, proposal=proposal,
              invitation=invitation, starter=starter, everyone=invitations,
@@ -303,15 +304,15 @@ def start_game(proposal_id: int, now: datetime | None = None,
             variant=proposal.variant)
     except Exception:
         with writing() as session:  # not started: it can be tried again
-            session.exec(update(Proposal).where(Proposal.id == proposal_id)
+            session.exec(update(Proposal).where(col(Proposal.id) == proposal_id)
                          .values(status=INVITING))
         raise
     with writing() as session:
-        session.exec(update(Proposal).where(Proposal.id == proposal_id)
+        session.exec(update(Proposal).where(col(Proposal.id) == proposal_id)
                      .values(status=STARTED, game_id=created.game_id, started_at=now))
         for invitation in everyone:  # the unanswered ones are over too
             if invitation.status == PENDING:
-                session.exec(update(Invitation).where(Invitation.id == invitation.id)
+                session.exec(update(Invitation).where(col(Invitation.id) == invitation.id)
                              .values(status=EXPIRED, answered_at=now))
     return created.game_id
 
@@ -340,7 +341,8 @@ def expire_invitation(session: Session, invitation_id: int, now: datetime) -> bo
     invitation = session.get(Invitation, invitation_id, with_for_update=True)
     if invitation is None or invitation.status != PENDING:
         return False
-    proposal = session.get(Proposal, invitation.proposal_id, with_for_update=True)
+    # (an invitation's proposal is there)
+    proposal = cast(Proposal, session.get(Proposal, invitation.proposal_id, with_for_update=True))
     if proposal.status != INVITING:
         return False
     invitation.status, invitation.answered_at = EXPIRED, now
@@ -368,7 +370,7 @@ def rematch(token: str, address: str, now: datetime | None = None) -> str:
             raise GameNotRunning(_("A rematch can be asked for once the game is over."))
         open_one = session.exec(select(Proposal).where(
             Proposal.rematch_of == game.id,
-            Proposal.status.in_([INVITING, STARTING, STARTED]))).first()
+            col(Proposal.status).in_([INVITING, STARTING, STARTED]))).first()
         if open_one is not None:
             raise Rejected(_("A rematch of this game was already asked for: the invitations "
                              "are in your mail."))

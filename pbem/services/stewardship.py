@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from datetime import datetime, timedelta
+from typing import cast
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -16,7 +17,7 @@ from flask import current_app
 from flask_babel import lazy_gettext as L_
 from limits import parse_many
 from sqlalchemy import delete, func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import SetupProblem, rules_for
 from ..ground import i18n
@@ -81,7 +82,7 @@ def create_admin(email: str, password: str) -> int:
         admin.session_version += 1  # a new password ends every open session
         session.add(admin)
         session.flush()
-        return admin.id
+        return cast(int, admin.id)  # flushed: it has one
 
 
 def _verify(password_hash: str | None, password: str) -> bool:
@@ -104,9 +105,11 @@ def authenticate(email: str, password: str, now: datetime | None = None) -> int 
     with reading() as session:
         found = session.exec(select(Admin.id, Admin.password_hash)
                              .where(Admin.email == email)).first()
-    if not _verify(found.password_hash if found else None, password):
+    # (found is a Row, its columns named too; SQLModel types it a plain tuple)
+    if not _verify(found.password_hash if found else None,  # type: ignore[union-attr]
+                   password):
         return None
-    admin_id, old_hash = found
+    admin_id, old_hash = cast("tuple[int, str]", found)  # verified: there is one
     hasher = password_hasher()
     new_hash = hasher.hash(password) if hasher.check_needs_rehash(old_hash) else None
     with writing() as session:
@@ -207,7 +210,7 @@ def login(email: str, password: str, address: str, limit: str,
         if refused:
             return refused
         longest = max(span for _, span in _windows(limit) + _windows(server_limit))
-        session.exec(delete(LoginFailure).where(LoginFailure.at < now - longest))
+        session.exec(delete(LoginFailure).where(col(LoginFailure.at) < now - longest))
         attempt = LoginFailure(account=account, address=address, at=now)
         session.add(attempt)
         session.flush()
@@ -215,19 +218,19 @@ def login(email: str, password: str, address: str, limit: str,
     admin_id = authenticate(account, password, now)
     if admin_id is not None:
         with writing() as session:
-            session.exec(delete(LoginFailure).where(LoginFailure.id == attempt_id))
+            session.exec(delete(LoginFailure).where(col(LoginFailure.id) == attempt_id))
     return admin_id
 
 
 def session_version(admin_id: int) -> int:
     with writing() as session:
-        return session.get(Admin, admin_id).session_version
+        return cast(Admin, session.get(Admin, admin_id)).session_version  # a logged-in admin
 
 
 def end_sessions(admin_id: int) -> None:
     """Log the admin out everywhere: every session cookie issued so far stops working."""
     with writing() as session:
-        admin = session.get(Admin, admin_id)
+        admin = cast(Admin, session.get(Admin, admin_id))  # a logged-in admin
         admin.session_version += 1
         session.add(admin)
 
@@ -368,7 +371,7 @@ def hand_over(admin_id: int, game_id: int, seat_number: int, name: str, email: s
         session.add(seat)
         rules = rules_for(game.kind)
         seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
-                                  .order_by(Seat.number)))
+                                  .order_by(col(Seat.number))))
         state = rules.loads(game.state_json)
         if was_bot and game.status == RUNNING and rules.to_move(state) == seat.number:
             start_clock(session, game, seat, now)  # a person's turn: a deadline of its own

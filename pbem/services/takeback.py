@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import delete, update
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import GameRules, rules_for
 from ..games.interface import move_words
@@ -59,7 +60,7 @@ class TakenBack:
 def records_of(session: Session, game: Game) -> list[MoveRecord]:
     """The game's move records, first to last."""
     return list(session.exec(select(MoveRecord).where(MoveRecord.game_id == game.id)
-                             .order_by(MoveRecord.number)))
+                             .order_by(col(MoveRecord.number))))
 
 
 def last_run(records: list[MoveRecord]) -> int:
@@ -86,19 +87,19 @@ def take_back(session: Session, game: Game, records: list[MoveRecord], first: in
     undone = records[first:]
     rules = rules_for(game.kind)
     state = rules.replay(rules.loads(game.state_json), [r.notation for r in records[:first]])
-    session.exec(delete(MoveRecord).where(MoveRecord.id.in_([r.id for r in undone])))
+    session.exec(delete(MoveRecord).where(col(MoveRecord.id).in_([r.id for r in undone])))
     game.state_json = rules.dumps(state)
     game.turn = undone[0].number
     game.status, game.finished_at = RUNNING, None
     game.updated_at = now
     if game.undo_turn is not None:  # a request of the players' stood: this ends it too
         game.undo_turn = None
-        session.exec(update(UndoRequest).where(UndoRequest.game_id == game.id,
-                                               UndoRequest.status == UNDO_ASKED)
+        session.exec(update(UndoRequest).where(col(UndoRequest.game_id) == game.id,
+                                               col(UndoRequest.status) == UNDO_ASKED)
                      .values(status=UNDO_MOVED_ON, ended_at=now))
     seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
-                              .order_by(Seat.number)))
-    to_move = seats[rules.to_move(state)]
+                              .order_by(col(Seat.number))))
+    to_move = seats[cast(int, rules.to_move(state))]  # the game goes on: someone is to move
     start_clock(session, game, to_move, now)
     if kept is not None:
         game.turn_started_at, game.extension_hours, game.clock_pauses = kept

@@ -10,13 +10,14 @@ This module does not read mail (pbem.mailin.inbox does) nor render pages.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import current_app
 from limits import parse_many
 from sqlalchemy import func, or_, update
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..ground.db import claim_rows, is_status, new_claim, one_at_a_time, reading, utcnow, writing
 from ..ground.i18n import gettext as _
@@ -41,6 +42,7 @@ from ..ground.models import (
     Seat,
     TalkMessage,
 )
+from ..ground.rows import SeatRow
 from . import tournaments
 from .errors import GameNotRunning, Malformed, Rejected, ServiceError
 from .mail import kinds
@@ -83,8 +85,8 @@ class Entry:
 
 def visible_to(number: int):
     """The condition on TalkMessage for what seat `number` may read."""
-    return or_(TalkMessage.to_seat.is_(None), TalkMessage.to_seat == number,
-               TalkMessage.sender == number)
+    return or_(col(TalkMessage.to_seat).is_(None), col(TalkMessage.to_seat) == number,
+               col(TalkMessage.sender) == number)
 
 
 def clean_text(text: object) -> str:
@@ -203,12 +205,13 @@ def _digest_due(session: Session, seat: Seat, now: datetime) -> None:
                           due_at=now + timedelta(hours=hours)))
 
 
-def _entries(session: Session, seat: Seat, seats: list[Seat], limit: int) -> list[Entry]:
+def _entries(session: Session, seat: Seat | SeatRow, seats: Sequence[Seat | SeatRow],
+             limit: int) -> list[Entry]:
     # The window numbers every message the seat may read before the newest `limit` are taken.
     place = func.row_number().over(order_by=TalkMessage.id)
     rows = session.exec(select(TalkMessage, place).where(
         TalkMessage.game_id == seat.game_id, visible_to(seat.number))
-        .order_by(TalkMessage.id.desc()).limit(limit)).all()
+        .order_by(col(TalkMessage.id).desc()).limit(limit)).all()
     return [Entry(number, m.id, seats[m.sender],
                   None if m.to_seat is None else seats[m.to_seat],
                   m.body, m.via, m.created_at, m.sender == seat.number,
@@ -223,7 +226,8 @@ def thread(token: str, limit: int = THREAD_LIMIT) -> list[Entry]:
         return _entries(session, seat, seats, limit)
 
 
-def thread_of(seat: Seat, seats: list[Seat], limit: int = THREAD_LIMIT) -> list[Entry]:
+def thread_of(seat: Seat | SeatRow, seats: Sequence[Seat | SeatRow],
+              limit: int = THREAD_LIMIT) -> list[Entry]:
     with reading() as session:
         return _entries(session, seat, seats, limit)
 
@@ -235,13 +239,13 @@ def mark_read(token: str, upto: object = None) -> None:
     with writing() as session:
         seat, _game, _seats = seat_game_seats(session, token)
         mine = select(TalkMessage.id).where(TalkMessage.game_id == seat.game_id,
-                                            visible_to(seat.number)).order_by(TalkMessage.id)
+                                            visible_to(seat.number)).order_by(col(TalkMessage.id))
         raw = str(upto) if upto is not None else ""
         mark = None
         if raw.isascii() and raw.isdigit() and len(raw) < 12 and int(raw) > 0:
             mark = session.exec(mine.offset(int(raw) - 1).limit(1)).first()  # its row
         if mark is None:  # not a number, or more than the seat has: all it may read
-            mark = session.exec(mine.order_by(None).order_by(TalkMessage.id.desc())
+            mark = session.exec(mine.order_by(None).order_by(col(TalkMessage.id).desc())
                                 .limit(1)).first()
         seat.talk_read_id = max(seat.talk_read_id, mark or 0)
         session.add(seat)
@@ -261,9 +265,9 @@ def admin_thread(game_id: int) -> list[tuple[TalkMessage, Seat, Seat | None]]:
     entry that says they looked (pbem.web.admin)."""
     with reading() as session:
         seats = list(session.exec(select(Seat).where(Seat.game_id == game_id)
-                                  .order_by(Seat.number)))
+                                  .order_by(col(Seat.number))))
         rows = session.exec(select(TalkMessage).where(TalkMessage.game_id == game_id)
-                            .order_by(TalkMessage.id)).all()
+                            .order_by(col(TalkMessage.id))).all()
         return [(m, seats[m.sender], None if m.to_seat is None else seats[m.to_seat])
                 for m in rows]
 
@@ -271,9 +275,9 @@ def admin_thread(game_id: int) -> list[tuple[TalkMessage, Seat, Seat | None]]:
 def counts(game_id: int) -> tuple[int, int]:
     """How many messages a game has: to everyone, and private."""
     with reading() as session:
-        rows = dict(session.exec(select(TalkMessage.to_seat.is_(None), func.count())
+        rows = dict(session.exec(select(col(TalkMessage.to_seat).is_(None), func.count())
                                  .where(TalkMessage.game_id == game_id)
-                                 .group_by(TalkMessage.to_seat.is_(None))).all())
+                                 .group_by(col(TalkMessage.to_seat).is_(None))).all())
     return rows.get(True, 0), rows.get(False, 0)
 
 
@@ -290,11 +294,11 @@ def run_due_chores(now: datetime) -> dict[str, int]:
     claim = new_claim()
     with writing() as session:
         session.exec(update(Chore).where(is_status(Chore.status, CLAIMED),
-                                         Chore.claimed_at < given_up)
+                                         col(Chore.claimed_at) < given_up)
                      .values(status=PENDING, claim=None, claimed_at=None))
         ids = claim_rows(session, Chore, select(Chore.id)
                          .where(is_status(Chore.status, PENDING), Chore.due_at <= now)
-                         .order_by(Chore.due_at, Chore.id).limit(CHORE_BATCH),
+                         .order_by(col(Chore.due_at), col(Chore.id)).limit(CHORE_BATCH),
                          status=CLAIMED, claim=claim, claimed_at=now)
     for chore_id in ids:
         with writing() as session:
@@ -316,11 +320,11 @@ def _send_digest(session: Session, seat_id: int, now: datetime) -> bool:
         return False
     game = session.get(Game, seat.game_id)
     seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
-                              .order_by(Seat.number)))
+                              .order_by(col(Seat.number))))
     since = max(seat.talk_read_id, seat.talk_mailed_id)
     messages = session.exec(select(TalkMessage).where(
         TalkMessage.game_id == game.id, visible_to(seat.number), TalkMessage.id > since,
-        TalkMessage.sender != seat.number).order_by(TalkMessage.id)).all()
+        col(TalkMessage.sender) != seat.number).order_by(col(TalkMessage.id))).all()
     if not messages:
         return False
     send(session, kinds.TALK_DIGEST, game=game, seat=seat, talk_to=TO_ALL,

@@ -24,7 +24,7 @@ from typing import NamedTuple
 from flask import current_app
 from flask_babel import lazy_gettext as L_
 from sqlalchemy import bindparam, update
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ..games import GameRules, rules_for
 from ..ground import i18n
@@ -135,8 +135,8 @@ _CURRENT = _CURRENT_READ.with_for_update(of=Game.__table__)
 _HELD = (Timer.claim == bindparam("of_claim"), is_status(Timer.status, CLAIMED))
 _RENEW = update(Timer).where(*_HELD).values(claimed_at=bindparam("moment"))
 _RELEASE = update(Timer).where(*_HELD).values(status=PENDING, claim=None, claimed_at=None)
-_FINISH = (update(Timer).where(Timer.id == bindparam("timer_id"),
-                               Timer.claim == bindparam("of_claim"))
+_FINISH = (update(Timer).where(col(Timer.id) == bindparam("timer_id"),
+                               col(Timer.claim) == bindparam("of_claim"))
            .values(status=DONE, done_at=bindparam("now"), outcome=bindparam("outcome")))
 
 
@@ -154,16 +154,16 @@ def claim_due(now: datetime, most: int) -> tuple[str, list[int]]:
     given_up = now - timedelta(seconds=current_app.config["SCHEDULER_CLAIM_SECONDS"])
     with writing() as session:
         session.exec(update(Timer).where(is_status(Timer.status, CLAIMED),
-                                         Timer.claimed_at < given_up)
+                                         col(Timer.claimed_at) < given_up)
                      .values(status=PENDING, claim=None, claimed_at=None))
         # On PostgreSQL each claimer takes due timers no other claimer holds (SKIP LOCKED).
         claim_rows(session, Timer, select(Timer.id)
                    .where(is_status(Timer.status, PENDING), Timer.due_at <= now)
-                   .order_by(Timer.due_at, Timer.id).limit(most),
+                   .order_by(col(Timer.due_at), col(Timer.id)).limit(most),
                    status=CLAIMED, claim=claim, claimed_at=now)
         ids = list(session.exec(select(Timer.id).where(is_status(Timer.status, CLAIMED),
                                                        Timer.claim == claim)
-                                .order_by(Timer.due_at, Timer.id)))
+                                .order_by(col(Timer.due_at), col(Timer.id))))
     return claim, ids
 
 
@@ -325,7 +325,7 @@ def guard_outage(now: datetime) -> int:
         session.add(state)
         if now - last <= threshold:
             return 0
-        games = session.exec(select(Game).join(Timer, Timer.game_id == Game.id)
+        games = session.exec(select(Game).join(Timer, col(Timer.game_id) == Game.id)
                              .where(is_status(Timer.status, PENDING), Timer.due_at > last,
                                     Timer.due_at <= now, Game.status == RUNNING,
                                     Timer.clock_version == Game.clock_version)

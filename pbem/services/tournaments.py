@@ -45,7 +45,7 @@ from flask import current_app
 from flask_babel import lazy_gettext as L_
 from sqlalchemy import func, insert, update
 from sqlalchemy import select as core_select
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import SetupProblem, rules_for
 from ..ground import i18n
@@ -133,7 +133,7 @@ def game_ended(session, game, now: datetime | None = None) -> None:
         core_select(func.count()).select_from(TournamentTable)
         .where(TournamentTable.tournament_id == table.tournament_id,
                TournamentTable.season == table.season, TournamentTable.round == table.round,
-               TournamentTable.result_json.is_(None))).scalar_one()
+               col(TournamentTable.result_json).is_(None))).scalar_one()
     if open_games == 0:
         _queue_chore(connection, TOURNAMENT_ROUND, table.tournament_id, now)
 
@@ -250,17 +250,17 @@ def _sections(session: Session, t: Tournament, season: int | None = None) -> lis
     query = select(TournamentTable).where(TournamentTable.tournament_id == t.id)
     if t.format == LEAGUE:
         query = query.where(TournamentTable.season == season)
-    rows = list(session.exec(query.order_by(TournamentTable.round, TournamentTable.league,
-                                            TournamentTable.group_number,
-                                            TournamentTable.number)))
+    rows = list(session.exec(query.order_by(col(TournamentTable.round), col(TournamentTable.league),
+                                            col(TournamentTable.group_number),
+                                            col(TournamentTable.number))))
     games = {g.id: g for g in session.exec(select(Game).where(
-        Game.id.in_([r.game_id for r in rows])))} if rows else {}
+        col(Game.id).in_([r.game_id for r in rows])))} if rows else {}
     entrants = {e.email: e for e in session.exec(select(Entrant).where(
         Entrant.tournament_id == t.id))}
     # A player with a profile is named by it and linked to its public page; one without is
     # named as the organiser entered them.
     profiles = {p.email: p for p in session.exec(select(Profile).where(
-        Profile.email.in_(list(entrants))))} if entrants else {}
+        col(Profile.email).in_(list(entrants))))} if entrants else {}
 
     def named(email: str) -> tuple[str, str, str]:
         """(name, Entrant.public_id, Profile.public_id or "") of one player."""
@@ -322,7 +322,7 @@ def overview(tournament_id: int | None = None, public_id: str | None = None,
         if t is None:
             return None
         entrants = {e.email: e for e in session.exec(select(Entrant).where(
-            Entrant.tournament_id == t.id).order_by(Entrant.id))}
+            col(Entrant.tournament_id) == t.id).order_by(col(Entrant.id)))}
         sections = _sections(session, t, season)
     if public:
         for section in sections:
@@ -334,7 +334,7 @@ def overview(tournament_id: int | None = None, public_id: str | None = None,
 
 def all_tournaments() -> list[Tournament]:
     with reading() as session:
-        return list(session.exec(select(Tournament).order_by(Tournament.id.desc())))
+        return list(session.exec(select(Tournament).order_by(col(Tournament.id).desc())))
 
 
 # --- creating -----------------------------------------------------------------------------------
@@ -442,19 +442,19 @@ def _time(t: Tournament) -> TimeControl:
 
 def _entrants(session: Session, t: Tournament) -> list[Entrant]:
     return list(session.exec(select(Entrant).where(Entrant.tournament_id == t.id)
-                             .order_by(Entrant.id)))
+                             .order_by(col(Entrant.id))))
 
 
 def _tables_of(session: Session, t: Tournament, **where) -> list[TournamentTable]:
     query = select(TournamentTable).where(TournamentTable.tournament_id == t.id)
     for name, value in where.items():
         query = query.where(getattr(TournamentTable, name) == value)
-    return list(session.exec(query.order_by(TournamentTable.id)))
+    return list(session.exec(query.order_by(col(TournamentTable.id))))
 
 
 def _results(session: Session, rows: list[TournamentTable]) -> list[Played]:
     games = {g.id: g for g in session.exec(select(Game).where(
-        Game.id.in_([r.game_id for r in rows])))} if rows else {}
+        col(Game.id).in_([r.game_id for r in rows])))} if rows else {}
     return _decided(rows, games)
 
 

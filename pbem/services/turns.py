@@ -20,7 +20,7 @@ import functools
 import orjson
 from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select, true
 from sqlalchemy.engine import Connection
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from ..ground.models import MoveRecord
 
@@ -63,14 +63,14 @@ def starts_sql(rules) -> ColumnElement[bool] | None:
     say it only in Python."""
     markers = _markers(rules)
     if markers is not None:
-        return or_(MoveRecord.number == 0,
-                   *(MoveRecord.lines_json.contains(m, autoescape=True) for m in markers))
+        return or_(col(MoveRecord.number) == 0,
+                   *(col(MoveRecord.lines_json).contains(m, autoescape=True) for m in markers))
     prefixes = _prefixes(rules)
     if prefixes is None:
         return None
     if not prefixes:
         return true()
-    return or_(MoveRecord.number == 0,
+    return or_(col(MoveRecord.number) == 0,
                and_(*(func.substr(MoveRecord.notation, 1, len(p)) != p for p in prefixes)))
 
 
@@ -83,7 +83,7 @@ def begun_before_sql(rules, bounded: bool = True):
     if starts is None:
         return None
     query = select(func.count()).select_from(MoveRecord).where(
-        MoveRecord.game_id == bindparam("game_id"), starts)
+        col(MoveRecord.game_id) == bindparam("game_id"), starts)
     if bounded:
         query = query.where(MoveRecord.number < bindparam("before"))
     return query.scalar_subquery()
@@ -101,8 +101,9 @@ def numbered(rules, begun: int, moves: list[tuple]) -> list[int]:
     return out
 
 
-_NOTATIONS = (select(MoveRecord.notation).where(MoveRecord.game_id == bindparam("game_id"))
-              .order_by(MoveRecord.number))
+_NOTATIONS = (select(col(MoveRecord.notation))
+              .where(col(MoveRecord.game_id) == bindparam("game_id"))
+              .order_by(col(MoveRecord.number)))
 
 
 def notations(session: Session | Connection, game_id: int) -> list[str]:

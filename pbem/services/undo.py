@@ -33,12 +33,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from flask import current_app
 from flask_babel import lazy_gettext as L_
 from sqlalchemy import update
 from sqlalchemy.engine import Connection
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import rules_for
 from ..games.interface import move_words
@@ -98,7 +99,7 @@ def _stands(request: UndoRequest | None, game: Game, now: datetime) -> bool:
 def _open_request(session: Session, game: Game, now: datetime) -> UndoRequest | None:
     request = session.exec(select(UndoRequest).where(
         UndoRequest.game_id == game.id, UndoRequest.status == UNDO_ASKED)
-        .order_by(UndoRequest.id.desc())).first()
+        .order_by(col(UndoRequest.id).desc())).first()
     return request if _stands(request, game, now) else None
 
 
@@ -129,7 +130,8 @@ def _last_turn(session: Session, game: Game):
 
 def _lock(session: Session, token: str) -> tuple[Seat, Game, list[Seat]]:
     seat, game, seats = seat_game_seats(session, token)
-    game = session.get(Game, game.id, with_for_update=True, populate_existing=True)
+    # (the seat's game is there)
+    game = cast(Game, session.get(Game, game.id, with_for_update=True, populate_existing=True))
     return seat, game, seats
 
 
@@ -187,7 +189,9 @@ def ask(token: str, now: datetime | None = None) -> UndoRequest:
         expires = now + timedelta(hours=hours)
         if game.deadline_at is not None:
             expires = min(expires, game.deadline_at)
-        request = UndoRequest(game_id=game.id, seat_id=seat.id, seat=seat.number,
+        # (saved rows: they have ids)
+        request = UndoRequest(game_id=cast(int, game.id), seat_id=cast(int, seat.id),
+                              seat=seat.number,
                               turn=game.turn, first_move=records[first].number,
                               created_at=now, expires_at=expires)
         session.add(request)
@@ -279,10 +283,10 @@ def moved_on(connection: Connection, game_id: int, now: datetime) -> int | None:
     """A move was made in the game: a request that stands ends. Returns the asker's seat
     number when one did (the move path tells them), else None. One UPDATE by the game's index."""
     row = connection.execute(
-        update(UndoRequest).where(UndoRequest.game_id == game_id,
-                                  UndoRequest.status == UNDO_ASKED)
+        update(UndoRequest).where(col(UndoRequest.game_id) == game_id,
+                                  col(UndoRequest.status) == UNDO_ASKED)
         .values(status=UNDO_MOVED_ON, ended_at=now)
-        .returning(UndoRequest.seat, UndoRequest.expires_at)).first()
+        .returning(col(UndoRequest.seat), col(UndoRequest.expires_at))).first()
     if row is None or row[1] <= now:
         return None  # none, or one that had expired: nobody is waiting for it
     return row[0]
@@ -304,11 +308,11 @@ def pending_for(game, seat, seats, now: datetime | None = None) -> Pending | Non
     with reading() as session:
         request = session.exec(select(UndoRequest).where(
             UndoRequest.game_id == game.id, UndoRequest.status == UNDO_ASKED)
-            .order_by(UndoRequest.id.desc())).first()
+            .order_by(col(UndoRequest.id).desc())).first()
         if request is None or not (request.turn == game.turn and request.expires_at > now
                                    and game.status == RUNNING):
             return None
-        records = takeback.records_of(session, session.get(Game, game.id))
+        records = takeback.records_of(session, cast(Game, session.get(Game, game.id)))
     answers = _answers(request)
     asker = seats[request.seat]
     rules = rules_for(game.kind)

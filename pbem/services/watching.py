@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..games import GameRules, rules_for
 from ..ground.db import reading
@@ -48,6 +48,6 @@ def load_watched(watch_id: str, with_log: bool = True) -> Watched:
         game = _game_for(session, watch_id)
         rules = rules_for(game.kind)
         seats = list(session.exec(select(Seat).where(Seat.game_id == game.id)
-                                  .order_by(Seat.number)))
+                                  .order_by(col(Seat.number))))
         log = log_for(session, game, SPECTATOR, None, rules)[0][::-1] if with_log else []
         return Watched(game, seats, rules, rules.loads(game.state_json), log)

@@ -13,6 +13,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import cast
 
 from flask import (
     Blueprint,
@@ -173,7 +174,9 @@ DEVICE_COOKIE, DEVICE_DAYS = "pbem_admin_device", 180
 
 
 def _devices() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(current_app.secret_key, salt="pbem admin device")
+    # (the app always has its secret key: pbem.app)
+    return URLSafeTimedSerializer(cast("str | bytes", current_app.secret_key),
+                                  salt="pbem admin device")
 
 
 def _trusted_device(account: str) -> bool:
@@ -476,23 +479,24 @@ def do(game_id: int):
     seat = form_number(fields["seat"], high=MAX_SEATS)
     if action in ACTIONS and ACTIONS[action].seat and seat is None:
         raise stewardship.Malformed("choose a seat from the list")
+    chosen = cast(int, seat)  # for the actions on a seat, which has one (checked above)
     if action == "resend":
-        stewardship.resend_link(admin_id, game_id, seat, reason)
+        stewardship.resend_link(admin_id, game_id, chosen, reason)
     elif action == "new_link":
-        stewardship.new_link(admin_id, game_id, seat, reason)
+        stewardship.new_link(admin_id, game_id, chosen, reason)
     elif action == "email":
-        stewardship.change_email(admin_id, game_id, seat, fields["email"], reason)
+        stewardship.change_email(admin_id, game_id, chosen, fields["email"], reason)
     elif action == "hand_over":
-        stewardship.hand_over(admin_id, game_id, seat, fields["name"], fields["email"],
+        stewardship.hand_over(admin_id, game_id, chosen, fields["name"], fields["email"],
                               reason)
     elif action == "revoke_games":
-        stewardship.revoke_games_links(admin_id, game_id, seat, reason)
+        stewardship.revoke_games_links(admin_id, game_id, chosen, reason)
     elif action in ("pause", "resume", "extend"):
         hours = int(fields["hours"]) if fields["hours"].isdigit() and \
             fields["hours"].isascii() and len(fields["hours"]) < 5 else None
         stewardship.clock_action(admin_id, game_id, action, reason, hours)
     elif action == "bot":
-        stewardship.hand_to_bot(admin_id, game_id, seat, fields["bot"], reason)
+        stewardship.hand_to_bot(admin_id, game_id, chosen, fields["bot"], reason)
     elif action == "absent_bot":
         stewardship.set_absent_bot(admin_id, game_id, fields["bot"], reason)
     elif action == "take_back":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from functools import cache
+from typing import cast
 
 import yaml
 from flask import Blueprint, current_app, jsonify, request
@@ -201,7 +202,7 @@ def move(token: str):
                             + (f"; unknown: {', '.join(map(str, unknown))[:80]}" if unknown
                                else ""))
     numbers = [_whole(counter) for counter in counters]
-    if None in numbers or not all(0 <= n <= MAX_TURN for n in numbers):
+    if None in numbers or not all(0 <= n <= MAX_TURN for n in cast("list[int]", numbers)):
         return _bad_request(f'"moves_played" must be the number of moves the game has '
                             f'played, a whole number from 0 to {MAX_TURN}')
     if len(set(numbers)) > 1:
@@ -210,7 +211,7 @@ def move(token: str):
     result = submit_move(token, body["move"], numbers[0], via="api", context_log=API_LOG,
                          client=request.remote_addr)
     wake_sender()
-    document = seat_document(result.context)
+    document = seat_document(cast(SeatContext, result.context))  # asked for: context_log
     document["applied"] = {"move": result.notation, "lines": result.lines}
     return jsonify(document)
 

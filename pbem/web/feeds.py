@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import cast
 
 from feedgen.feed import FeedGenerator
 from flask import Blueprint, Response, current_app, flash, redirect, request, url_for
@@ -57,7 +58,7 @@ def _conditional(version: str, modified, private: bool) -> Response:
     response.last_modified = modified
     response.headers["Cache-Control"] = "private, no-cache" if private else "no-cache"
     response.headers["X-Robots-Tag"] = "noindex, nofollow"
-    response = response.make_conditional(request)
+    response = cast(Response, response.make_conditional(request))  # it answers itself
     # make_conditional adds a Date of its own; the HTTP server (gunicorn, Werkzeug) adds the
     # one an answer needs, and gunicorn would send both.
     del response.headers["Date"]

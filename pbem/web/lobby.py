@@ -5,6 +5,8 @@ where the player posts, joins and withdraws open games with buttons that POST.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 
 from ..games import DEFAULT_KIND, game_kinds, rules_for
@@ -23,6 +25,9 @@ from ..services.lobby import (
 )
 from .profiles import client_address
 from .site import answer_refusals, refused_with, wake_sender
+
+if TYPE_CHECKING:
+    from ..services.game_settings import Posting
 
 bp = Blueprint("lobby", __name__)
 
@@ -85,7 +90,7 @@ def post_game(token: str):
     posting, errors = read_lobby_form(request.form)
     if errors:
         return _page(token, request.form, errors, 422)
-    post(token, posting, client_address())
+    post(token, cast("Posting", posting), client_address())  # None only with errors
     return redirect(url_for("lobby.mine", token=token), code=303)
 
 

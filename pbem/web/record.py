@@ -7,6 +7,8 @@ full one is on the admin pages (pbem.web.admin). `.json` gives the same content 
 
 from __future__ import annotations
 
+from typing import cast
+
 from flask import Blueprint, Response, redirect, request
 
 from ..services.errors import NotFound
@@ -48,7 +50,7 @@ def seat_record(token: str, form: str):
 def watch_record(watch_id: str, form: str):
     """A spectator's record: no seat's hidden cards until the game is over."""
     watched = load_watched(watch_id, with_log=False)
-    return record_response(watched.game.id, None, form)
+    return record_response(cast(int, watched.game.id), None, form)  # a saved game's
 
 
 @bp.post("/seat/<token>/play-on")

@@ -6,6 +6,8 @@ quoting the turn number the page was built for, calls `submit_move`.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from flask import (
     Blueprint,
     Response,
@@ -138,8 +140,9 @@ def preview(token: str):
     lines = ctx.rules.foretell(ctx.state, move, after)
     if lines is not None:
         shown = ctx.rules.foretold_state(ctx.state, move, after)
-        picture = ctx.rules.board_picture(shown, ctx.seat.number, False,
-                                          move=move if shown is after else None)
+        # a game that foretells takes move= too (pbem.games.interface.Shown)
+        picture = cast(Any, ctx.rules).board_picture(shown, ctx.seat.number, False,
+                                                     move=move if shown is after else None)
     else:
         lines = ctx.rules.describe(ctx.state, move, after, None)
         shown = ctx.state

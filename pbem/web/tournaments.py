@@ -9,6 +9,7 @@ nothing.
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 from flask import (
     Blueprint,
@@ -26,7 +27,7 @@ from ..games import DEFAULT_KIND, SetupProblem, game_kinds, rules_for
 from ..ground import i18n
 from ..ground.i18n import gettext
 from ..services import tournaments
-from ..services.deadlines import MAX_HOURS, MIN_HOURS, time_control
+from ..services.deadlines import MAX_HOURS, MIN_HOURS, TimeControl, time_control
 from ..services.errors import ServiceError
 from ..services.pairings import FORMATS, LEAGUE
 from ..services.players import parse_player
@@ -137,11 +138,13 @@ def _read_setup(form) -> tuple[tournaments.Setup | None, dict]:
     players = _players(form.get("players", ""), errors, "players")
     if errors:
         return None, errors
+    # Without errors, the time control and every number were read.
     return tournaments.Setup(
-        name=form.get("name", ""), kind=kind, variant=variant, format=fmt, time=time,
-        players=players, table_size=numbers["table_size"], promotion=numbers["promotion"],
-        rounds=numbers["rounds"], cycles=numbers["cycles"], season_days=season_days,
-        rated=form.get("rated") == "on"), {}
+        name=form.get("name", ""), kind=kind, variant=variant, format=fmt,
+        time=cast(TimeControl, time), players=players,
+        table_size=cast(int, numbers["table_size"]), promotion=cast(int, numbers["promotion"]),
+        rounds=cast(int, numbers["rounds"]), cycles=cast(int, numbers["cycles"]),
+        season_days=season_days, rated=form.get("rated") == "on"), {}
 
 
 def _create_again(exc: ServiceError):

@@ -13,6 +13,7 @@ then, never another seat's. Every route here is a GET and changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from flask import Blueprint, Response, render_template, request
 
@@ -47,11 +48,11 @@ class Moment:
 
     def label_of(self, n: int) -> str:
         """The turn of move `n` as its players name it: "Turn 7", "Round 2, red's turn"."""
-        return self.rules.turn_label(self.state, self.turn_of(n))
+        return cast(GameRules, self.rules).turn_label(self.state, self.turn_of(n))
 
     def short_of(self, n: int) -> str:
         """The same inside a sentence: "turn 7", "round 2"."""
-        return self.rules.turn_short(self.state, self.turn_of(n))
+        return cast(GameRules, self.rules).turn_short(self.state, self.turn_of(n))
 
     @property
     def last_turn(self) -> int:
@@ -142,7 +143,7 @@ def whole_game_picture(watch_id: str):
     response.cache_control.public = True
     response.cache_control.max_age = PICTURE_SECONDS
     response.vary.add("Accept-Language")
-    return _answer(response.make_conditional(request))
+    return _answer(cast(Response, response.make_conditional(request)))  # it answers itself
 
 
 # --- a seat's own history -----------------------------------------------------------------------

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from email.headerregistry import Address
 from email.utils import parseaddr
+from typing import TYPE_CHECKING, cast
 
 import orjson
 from flask import current_app, g
@@ -33,6 +34,10 @@ from ...ground import i18n
 from ...ground.db import insert_later, utcnow
 from ...ground.models import Game, PlayerKey, Seat, SeatKey
 from ...ground.tokens import hash_token, new_token
+
+if TYPE_CHECKING:
+    from flask import Flask
+    from werkzeug.local import LocalProxy
 
 
 @dataclass(frozen=True)
@@ -201,7 +206,7 @@ def board_table(game, pictured) -> Markup:
     same for every seat of a game at one move, so written once per position, language and
     picture setting (`pictured`: a picture is shown above it) and kept; the seats' mails of one
     move share it."""
-    app = current_app._get_current_object()
+    app = cast("LocalProxy[Flask]", current_app)._get_current_object()
     kept = app.extensions.get(_BOARD_TABLES)
     if kept is None:
         kept = app.extensions[_BOARD_TABLES] = functools.lru_cache(maxsize=64)(

@@ -5,7 +5,7 @@ pbem.services: the mails of a seat handed over.
 from __future__ import annotations
 
 from flask_babel import lazy_gettext as L_
-from sqlmodel import select
+from sqlmodel import col, select
 
 from ...ground import i18n
 from ...ground.models import Seat
@@ -21,7 +21,7 @@ def on_seat_handed_over(event: SeatHandedOver) -> None:
     if seat.bot is None:
         send(session, kinds.HANDED_OVER, game=game, seat=seat, new_name=str(event.new_name))
     others = session.exec(select(Seat).where(Seat.game_id == game.id, Seat.id != seat.id)
-                          .order_by(Seat.number)).all()
+                          .order_by(col(Seat.number))).all()
     for other in others:
         send(session, kinds.NOTICE, game=game, seat=other, heading=L_("A seat changed hands"),
              lines=[L_("An organiser handed the seat of %(old)s (%(colour)s) to %(new)s, who "

@@ -30,7 +30,7 @@ from email.utils import getaddresses
 import orjson
 from flask import current_app
 from sqlalchemy import bindparam, false, func, update
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ...games import rules_for
 from ...ground import i18n
@@ -112,7 +112,7 @@ def sent_today(session: Session, kind: MailKind, seat) -> int:
     counted = select(func.count()).select_from(OutboxMessage).where(
         OutboxMessage.kind == kind.name, OutboxMessage.created_at > since)
     if kind.per_day is not None and kind.per_day.by_address:
-        counted = counted.join(Seat, Seat.id == OutboxMessage.seat_id).where(
+        counted = counted.join(Seat, col(Seat.id) == OutboxMessage.seat_id).where(
             func.lower(Seat.email) == seat.email.strip().lower())
     else:
         counted = counted.where(OutboxMessage.seat_id == seat.id)
@@ -170,7 +170,7 @@ def due_digests(session: Session, now: datetime) -> int:
     cutoff = now.timestamp() - current_app.config["GAMES_DIGEST_HOURS"] * 3600
     # Locked: a second scheduler waits here, then finds these items sent.
     items = session.exec(locked(select(DigestItem).where(DigestItem.sent == false())
-                                .order_by(DigestItem.seat_id, DigestItem.id))).all()
+                                .order_by(col(DigestItem.seat_id), col(DigestItem.id)))).all()
     by_seat: dict[int, list[DigestItem]] = {}
     for item in items:
         by_seat.setdefault(item.seat_id, []).append(item)
@@ -191,8 +191,8 @@ def due_digests(session: Session, now: datetime) -> int:
 
 
 _DIGEST_COVERED = Cached(update(DigestItem)
-                         .where(DigestItem.seat_id == bindparam("of_seat"),
-                                DigestItem.sent == false())
+                         .where(col(DigestItem.seat_id) == bindparam("of_seat"),
+                                col(DigestItem.sent) == false())
                          .values(sent=True))
 
 
@@ -281,9 +281,9 @@ class _As:
 _READ = "pbem_mail_read"  # session.info: the games and seats `render` read, by game id
 # Games with their seats (in seat order) as plain rows (pbem.ground.rows), in one statement.
 _GAMES_AND_SEATS = (select(*Game.__table__.c, *Seat.__table__.c)
-                    .join(Seat, Seat.game_id == Game.id)
-                    .where(Game.id.in_(bindparam("game_ids", expanding=True)))
-                    .order_by(Game.id, Seat.number))
+                    .join(Seat, col(Seat.game_id) == Game.id)
+                    .where(col(Game.id).in_(bindparam("game_ids", expanding=True)))
+                    .order_by(col(Game.id), col(Seat.number)))
 _GAME_COLUMNS = len(Game.__table__.c)
 
 

@@ -11,7 +11,7 @@ Create Date: 2026-11-23 14:44:37.654175
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 import pbem.ground.db

@@ -8,7 +8,7 @@ Create Date: 2026-11-21 14:09:39.998918
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 import pbem.ground.db

@@ -8,7 +8,7 @@ Create Date: 2026-11-23 14:30:00.000000
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision: str = '5e1d2c3b4a69'

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision: str = '736c8ead7319'

@@ -8,7 +8,7 @@ Create Date: 2026-11-21 15:18:57.552995
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 import pbem.ground.db

@@ -14,7 +14,7 @@ Create Date: 2026-11-26 16:00:00.000000
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 import pbem.ground.db

@@ -8,7 +8,7 @@ Create Date: 2026-11-23 11:16:59.628924
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision: str = 'c379ecae16cd'

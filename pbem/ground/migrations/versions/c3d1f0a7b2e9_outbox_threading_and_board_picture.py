@@ -8,7 +8,7 @@ Create Date: 2026-11-23 11:20:00.000000
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision: str = 'c3d1f0a7b2e9'

@@ -13,7 +13,7 @@ Create Date: 2026-11-27 00:05:00.000000
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision: str = 'c3e1f0a7d215'

@@ -13,7 +13,7 @@ Create Date: 2026-11-26 23:23:01.385817
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 import pbem.ground.db

@@ -12,7 +12,7 @@ Create Date: 2026-11-26 23:28:40.193436
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 import pbem.ground.db

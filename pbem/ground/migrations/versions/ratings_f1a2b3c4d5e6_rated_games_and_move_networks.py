@@ -13,7 +13,7 @@ Create Date: 2026-12-02 03:00:00.000000
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 import pbem.ground.db
