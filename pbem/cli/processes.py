@@ -219,10 +219,14 @@ def _tick(app, pool=None) -> None:
 
 
 def _notices_tick(app) -> None:
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
     from ..scheduler.notices import deliver_notices
 
     try:
         deliver_notices(app)
+    except (OperationalError, InterfaceError):
+        pass  # the database is down: the main job's tick says so, in one line a tick
     except Exception:  # the next tick tries again; the error is in the log
         app.logger.exception("the delivery of notices failed")
 
