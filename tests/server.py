@@ -196,6 +196,9 @@ def make_app(instance: Path, **config):
                 # No reviews of finished games unless a test asks (tests/server/test_reviews.py): a
                 # review's play-outs would cost every test that runs the scheduler after a game.
                 "SCHEDULER_REVIEW_TURNS": 0,
+                # No whole game's picture in final mails unless a test asks
+                # (tests/server/test_game_picture.py): it costs seconds a finished game.
+                "MAIL_GAME_PICTURE": False,
                 **QUICK_PASSWORDS, **config}
     if "DATABASE_URL" not in settings:
         settings["DATABASE_URL"] = database_url(instance)

@@ -190,6 +190,7 @@ SETTINGS: dict[str, Setting] = {
     "MAIL_MAILBOX_PAGE": Setting(True, bool),
     "MAIL_MAILBOX_REMOTE": Setting(False, bool),
     "MAIL_BOARD_PICTURE": Setting(True, bool),
+    "MAIL_GAME_PICTURE": Setting(True, bool),
     "MAIL_ADMINS": Setting("", str, _addresses),
     "MAIL_REPLY_DOMAIN": Setting("", str, _domain),
     "MAIL_VERP": Setting(True, bool),

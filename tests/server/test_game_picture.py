@@ -78,7 +78,7 @@ def test_the_final_mail_carries_the_whole_game_and_the_spectator_page_shows_it(t
     headers; a running game has none."""
     from pbem.services import game_picture, turns
 
-    app = smtp_app(tmp_path, smtp)
+    app = smtp_app(tmp_path, smtp, MAIL_GAME_PICTURE=True)
     client = app.test_client()
     _, tokens = new_game(app, 3, "whole")
     game, _ = game_state(app)

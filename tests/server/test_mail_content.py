@@ -120,6 +120,10 @@ def test_the_end_of_the_game_is_mailed_to_everyone_with_the_breakdown(app, clien
         final = mailbox.to(f"p{seat}@example.org")[-1]
         text = text_of(final)
         assert str(final["Subject"]).endswith("The game is over")
+        # `[mail] game_picture = false` (the tests' default): no whole game attached, and the
+        # mail does not say it is (tests/server/test_game_picture.py has it on).
+        assert not [part for part in final.walk() if part.get_filename() == "whole-game.png"]
+        assert "whole-game.png" not in text and "whole-game.png" not in html_of(final)
         header = next(line for line in text.splitlines() if line.startswith("Points"))
         assert header.split() == ["Points", *state.players], "a header row of the colours"
         rows = {}

@@ -196,7 +196,8 @@ def picture_of(game: Game, whole_game: bool = False) -> str | None:
     if not current_app.config["MAIL_BOARD_PICTURE"]:
         return None
     cid = new_message_id("board.")[1:-1]
-    whole = {"whole_game": game.watch_id} if whole_game else {}
+    whole = {"whole_game": game.watch_id} \
+        if whole_game and current_app.config["MAIL_GAME_PICTURE"] else {}
     return orjson.dumps({"kind": game.kind, "state": game.state_json, "cid": cid,
                          "language": i18n.language(), **whole}).decode()
 
